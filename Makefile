@@ -1,0 +1,164 @@
+# Makefile for ringbuf.h (GNU make). `make help` lists the targets.
+#
+# Everything is built under $(BUILD) (default build/). Tests and examples are
+# one .c file each, and each defines RINGBUF_IMPLEMENTATION itself. A test or
+# example that needs more libraries says so on a line of its own:
+#     /* LDFLAGS: -ltraceevent */
+
+## Variables (override on the command line, e.g. `make test CC=clang BUILD=build/clang`):
+##   CC, CFLAGS      compiler and optimisation/debug flags (cc, -O2 -g)
+##   LDFLAGS         extra link flags
+##   BUILD           output directory (build)
+##   SAN_CC          compiler for asan/ubsan/tsan (same as CC)
+##   TEST_TIMEOUT    seconds each test executable may run (300)
+##   PREFIX, DESTDIR install location (/usr/local)
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+BUILD   ?= build
+SAN_CC  ?= $(CC)
+PREFIX  ?= /usr/local
+TEST_TIMEOUT ?= 300
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+
+# Always on, whatever CFLAGS says. SAN_FLAGS is set by the sanitizer targets.
+WARN      := -std=c11 -Wall -Wextra -pedantic
+SAN_FLAGS ?=
+ALL_CFLAGS = $(WARN) $(CFLAGS) $(SAN_FLAGS) -pthread -I.
+
+TEST_SRCS    := $(wildcard tests/test_*.c)
+TEST_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+TEST_HDRS    := $(wildcard tests/*.h)
+EXAMPLE_SRCS := $(wildcard examples/*.c)
+EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRCS))
+BENCH_SRCS   := $(wildcard bench/*.c)
+BENCH_BINS   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+FUZZ_SRCS    := $(wildcard fuzz/*.c)
+FUZZ_BINS    := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+COMPILE_TESTS := $(wildcard tests/compile/*.c)
+
+# Extra link flags a source file declares on `/* LDFLAGS: ... */` lines.
+extra_ldflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]]*\(.*[^[:space:]]\)[[:space:]]*\*/.*|\1|p' $(1))
+
+VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
+
+.DELETE_ON_ERROR:
+.PHONY: all test tests examples demo asan ubsan tsan sanitize lint bench fuzz \
+	install uninstall clean help
+
+all: examples tests ## build the examples and the tests (without running them)
+
+help: ## list the targets and variables
+	@echo "Targets:"
+	@awk -F':.*## ' '/^[a-z][a-z_-]*:.*## / { printf "  %-10s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@echo
+	@grep -E '^## ' $(MAKEFILE_LIST) | sed 's/^## //'
+
+# ---- tests ------------------------------------------------------------------
+
+test: ## check dependencies (installs cmocka when root), build and run all tests
+	@tools/check-deps.sh
+	@$(MAKE) --no-print-directory tests
+	@TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_WRAPPER="$(TEST_WRAPPER)" tools/run-tests.sh $(TEST_BINS)
+
+tests: $(TEST_BINS) # build only (used by test)
+	@:
+
+$(BUILD)/tests/%: tests/%.c ringbuf.h $(TEST_HDRS) | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
+
+# Sanitizer builds: the same tests, their own build directory, their own flags.
+# Each report makes the test fail (no recovery, halt on the first error).
+SAN_MAKE = $(MAKE) --no-print-directory test CC=$(SAN_CC) TEST_TIMEOUT=$(TEST_TIMEOUT)
+
+asan: ## build and run the tests with AddressSanitizer (+ leak checks) in build/asan/
+	@ASAN_OPTIONS=detect_leaks=1 $(SAN_MAKE) BUILD=$(BUILD)/asan \
+		SAN_FLAGS="-fsanitize=address -fno-omit-frame-pointer"
+
+ubsan: ## build and run the tests with UndefinedBehaviorSanitizer in build/ubsan/
+	@UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(SAN_MAKE) BUILD=$(BUILD)/ubsan \
+		SAN_FLAGS="-fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+
+# TSan cannot map its shadow memory under high ASLR entropy (vm.mmap_rnd_bits
+# = 32 on recent kernels); running under `setarch -R` avoids that when allowed.
+TSAN_WRAPPER = $(shell setarch $$(uname -m) -R true >/dev/null 2>&1 && echo setarch $$(uname -m) -R)
+
+tsan: ## build and run the tests with ThreadSanitizer in build/tsan/
+	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(SAN_MAKE) BUILD=$(BUILD)/tsan \
+		SAN_FLAGS="-fsanitize=thread" TEST_WRAPPER="$(TSAN_WRAPPER)"
+
+sanitize: asan ubsan tsan ## all three sanitizer runs
+
+# ---- examples and demo ------------------------------------------------------
+
+examples: $(EXAMPLE_BINS) ## build examples/*.c into build/examples/
+
+$(BUILD)/examples/%: examples/%.c ringbuf.h | $(BUILD)/examples
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
+
+demo: ## build and run the demo (examples/demo.c, else examples/basic.c)
+ifneq ($(wildcard examples/demo.c),)
+	@$(MAKE) --no-print-directory $(BUILD)/examples/demo
+	$(BUILD)/examples/demo
+else
+	@$(MAKE) --no-print-directory $(BUILD)/examples/basic
+	$(BUILD)/examples/basic
+endif
+
+# ---- lint -------------------------------------------------------------------
+
+lint: ## cppcheck the implementation; compile tests/compile/*.c with -Werror
+	cppcheck --error-exitcode=1 --enable=warning,portability --std=c11 --language=c -q \
+		-DRINGBUF_IMPLEMENTATION ringbuf.h
+	@set -e; for f in $(COMPILE_TESTS); do \
+		echo "$(CC) $(WARN) -Werror -I. -c $$f"; \
+		$(CC) $(WARN) -Werror -pthread -I. -c -o /dev/null $$f; \
+	done
+
+# ---- benchmarks and fuzzing (placeholders until bench/ and fuzz/ exist) -----
+
+bench: ## build and run bench/*.c (if any) in build/bench/
+ifeq ($(BENCH_SRCS),)
+	@echo "no benchmarks yet"
+else
+	@$(MAKE) --no-print-directory $(BENCH_BINS)
+	@set -e; for b in $(BENCH_BINS); do echo "==== $$b"; $$b; done
+endif
+
+$(BUILD)/bench/%: bench/%.c ringbuf.h | $(BUILD)/bench
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
+
+fuzz: ## build fuzz/*.c with libFuzzer (FUZZ_CC) and run each for FUZZ_SECONDS
+ifeq ($(FUZZ_SRCS),)
+	@echo "no fuzz targets yet"
+else
+	@$(MAKE) --no-print-directory $(FUZZ_BINS)
+	@set -e; for b in $(FUZZ_BINS); do $$b -max_total_time=$(FUZZ_SECONDS); done
+endif
+
+$(BUILD)/fuzz/%: fuzz/%.c ringbuf.h | $(BUILD)/fuzz
+	$(FUZZ_CC) $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined -pthread -I. \
+		-o $@ $< $(call extra_ldflags,$<)
+
+# ---- install ----------------------------------------------------------------
+
+# ringbuf.pc is written at install time so that it always carries this PREFIX.
+install: | $(BUILD) ## install ringbuf.h and ringbuf.pc under DESTDIR/PREFIX
+	@printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' '' \
+		'Name: ringbuf' \
+		'Description: Lock-free per-CPU trace ring buffer (single-header C11 library)' \
+		'Version: $(VERSION)' \
+		'Cflags: -I$${includedir}' > $(BUILD)/ringbuf.pc
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 ringbuf.h $(DESTDIR)$(PREFIX)/include/ringbuf.h
+	install -m 644 $(BUILD)/ringbuf.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringbuf.pc
+
+uninstall: ## remove what install installed
+	rm -f $(DESTDIR)$(PREFIX)/include/ringbuf.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringbuf.pc
+
+clean: ## remove the build directory (BUILD)
+	rm -rf $(BUILD)
+
+$(BUILD) $(BUILD)/tests $(BUILD)/examples $(BUILD)/bench $(BUILD)/fuzz:
+	mkdir -p $@
