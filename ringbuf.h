@@ -1,0 +1,2134 @@
+/* ringbuf.h - v0.1.0 - lock-free per-CPU trace ring buffer, kernel ftrace format
+ * SPDX-License-Identifier: MIT   (full licence text at the end of this file)
+ *
+ * A user-space port of the design of the Linux kernel's ftrace ring buffer:
+ * per-CPU rings of pages with head/commit/tail pages, an off-ring reader page
+ * swapped in lock-free, HEADER/UPDATE flags in the low bits of the links,
+ * nested writers committed by the outermost one, 27-bit time deltas with
+ * TIME_EXTEND / TIME_STAMP events, overwrite and producer/consumer modes and
+ * exact loss accounting. Pages are byte-compatible with the kernel's
+ * `buffer_data_page`, so libtraceevent's kbuffer (trace-cmd, KernelShark)
+ * parses them. The code is written from the published algorithm; it contains
+ * no kernel code.
+ *
+ * USAGE
+ *   In exactly one C file:      #define RINGBUF_IMPLEMENTATION
+ *                               #include "ringbuf.h"
+ *   Everywhere else:            #include "ringbuf.h"
+ *
+ * TABLE OF CONTENTS (grep for the anchors)
+ *   >>config     compile-time options
+ *   >>api        public types and functions
+ *   >>internal   layouts the implementation shares with tests (do not use)
+ *   >>impl       the implementation (RINGBUF_IMPLEMENTATION only)
+ *   >>design     design notes: page ring, flags, write path steps, orders
+ *   >>writer     reserve / commit / discard
+ *   >>reader     page swap, peek, consume
+ *   >>control    on/off, disable/enable, reset, mode
+ *   >>stats      statistics
+ *
+ * QUICK START
+ *   struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;   // 1 CPU, 1 MiB, 4 KiB pages
+ *   struct ringbuf *rb;
+ *   if (ringbuf_create(&cfg, &rb) < 0) ...;
+ *   uint32_t *p = ringbuf_reserve(rb, 0, sizeof *p);   // NULL: dropped and counted
+ *   if (p) { *p = 42; ringbuf_commit(rb, 0, p); }
+ *   struct ringbuf_record rec;
+ *   while (ringbuf_consume(rb, 0, &rec) > 0) use(rec.data, rec.len, rec.ts, rec.lost);
+ *   ringbuf_destroy(rb);
+ *
+ * CONFIGURATION (>>config)
+ *   RINGBUF_API        [global]    declaration specifier of public functions (default extern)
+ *   RINGBUF_STATIC     [global]    make every function static (single-TU users)
+ *   RINGBUF_ASSERT(c)  [impl-only] internal assertions (default assert(c))
+ *   RINGBUF_MALLOC(sz, ctx) / RINGBUF_FREE(p, ctx)
+ *                      [impl-only] allocator used by ringbuf_create() (both or neither;
+ *                                  default malloc/free; must return 64-byte aligned memory
+ *                                  or more: the library aligns inside the block itself)
+ *   RINGBUF_MAX_NEST   [global]    maximum writer nesting depth per CPU buffer (default 8, >= 4)
+ *   RINGBUF_DEBUG      [global]    contract checks (commit/discard of an event that is not
+ *                                  the current one) reported through ringbuf_set_warn_hook()
+ *   RINGBUF_TESTING    [global]    compile RINGBUF__TESTPOINT() hooks into the write path
+ *   RINGBUF_PORTABLE   [global]    use only C11 atomics (default on x86-64: single-instruction
+ *                                  non-LOCK read-modify-writes for owner-only counters)
+ *
+ * CONCURRENCY CONTRACT (see README for the full table)
+ *   Writers of one per-CPU buffer must nest like a stack: one thread at a time,
+ *   plus the signal handlers that interrupt it (an interrupted writer resumes only
+ *   after the interrupting one has committed or discarded). Writers of different
+ *   CPU buffers are independent. Readers may run on any thread, concurrently with
+ *   writers; readers of one CPU are serialized by the library. The write path is
+ *   lock-free and async-signal-safe: no malloc, no lock, no syscall (the default
+ *   clock is clock_gettime, which is async-signal-safe and a vDSO call on Linux).
+ *
+ * ERRORS
+ *   Setup and reader calls return 0 (or a count) on success and a negative
+ *   RINGBUF_E* code on failure; ringbuf_strerror() names it. The hot path
+ *   (ringbuf_reserve) returns NULL on failure and counts the failure in the
+ *   per-CPU statistics under the kernel's names.
+ */
+#ifndef RINGBUF_H
+#define RINGBUF_H
+
+/* The implementation needs POSIX/Linux declarations (clock_gettime, syscall)
+ * even under -std=c11; this only takes effect when ringbuf.h is the first
+ * header of the implementation file. Otherwise the fallbacks in >>impl apply. */
+#if defined(RINGBUF_IMPLEMENTATION) && !defined(_GNU_SOURCE) && !defined(RINGBUF_NO_GNU_SOURCE)
+#define _GNU_SOURCE 1
+#endif
+
+#define RINGBUF_VERSION_MAJOR 0
+#define RINGBUF_VERSION_MINOR 1
+#define RINGBUF_VERSION_PATCH 0
+
+/* ==== >>config ========================================================== */
+
+#ifdef RINGBUF_STATIC
+#define RINGBUF_API static
+#elif !defined(RINGBUF_API)
+#define RINGBUF_API extern
+#endif
+
+#ifndef RINGBUF_MAX_NEST
+#define RINGBUF_MAX_NEST 8
+#endif
+#if RINGBUF_MAX_NEST < 4 || RINGBUF_MAX_NEST > 64
+#error "RINGBUF_MAX_NEST must be between 4 and 64"
+#endif
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+/* The public API is plain C; the internal layouts below use C11 _Atomic and are
+ * hidden from C++ translation units, which only see an opaque struct. */
+extern "C" {
+#define RINGBUF__ATOMIC(t) t
+#else
+#include <stdatomic.h>
+#define RINGBUF__ATOMIC(t) _Atomic(t)
+#endif
+
+/* ==== >>api ============================================================= */
+
+/** Error codes: every setup call returns 0 or one of these (negative). */
+enum ringbuf_error {
+	RINGBUF_OK = 0,
+	RINGBUF_EINVAL = -1,   /* an argument is out of range or NULL */
+	RINGBUF_ENOMEM = -2,   /* allocation failed, or the caller's block is too small */
+	RINGBUF_EBUSY = -3,    /* reader re-entered from a signal handler, or writers did not drain */
+	RINGBUF_EAGAIN = -4,   /* a concurrent writer kept a page link in transition; retry */
+	RINGBUF_ECORRUPT = -5, /* page memory failed validation; recording was disabled */
+	RINGBUF_EALIGN = -6,   /* the caller's memory block is not 64-byte aligned */
+	RINGBUF_E2BIG = -7,    /* event larger than ringbuf_max_event_size() */
+	RINGBUF_ENOSPC = -8,   /* the write was dropped (full, disabled, or nested too deep) */
+};
+
+/** Buffer modes (switchable at run time with ringbuf_set_mode()). */
+enum ringbuf_mode {
+	RINGBUF_MODE_OVERWRITE = 0,         /* flight recorder: oldest page is overwritten (overrun) */
+	RINGBUF_MODE_PRODUCER_CONSUMER = 1, /* full buffer drops the new event (dropped_events) */
+};
+
+/** Time-stamp encodings. */
+enum ringbuf_ts_mode {
+	RINGBUF_TS_DELTA = 0,    /* 27-bit deltas, TIME_EXTEND when a delta does not fit */
+	RINGBUF_TS_ABSOLUTE = 1, /* every event after a page's first carries a TIME_STAMP */
+};
+
+/** Flags for ringbuf_config.flags. */
+enum ringbuf_flags {
+	RINGBUF_F_ALIGN8 = 1u << 0, /* 8-byte aligned payloads (kernel RB_FORCE_8BYTE_ALIGNMENT) */
+};
+
+/** Clock: returns nanoseconds (or any monotonic unit); must be async-signal-safe. */
+typedef uint64_t (*ringbuf_clock_fn)(void *ctx);
+
+/** Creation parameters; start from RINGBUF_CONFIG_INIT. */
+struct ringbuf_config {
+	unsigned ncpu;         /* number of per-CPU buffers, >= 1 */
+	size_t size_per_cpu;   /* bytes of ring pages per CPU (rounded up to pages; >= 2 pages) */
+	size_t page_size;      /* power of two, 64 .. 1 MiB; a reader page is added per CPU */
+	int mode;              /* enum ringbuf_mode */
+	int ts_mode;           /* enum ringbuf_ts_mode */
+	unsigned flags;        /* enum ringbuf_flags */
+	ringbuf_clock_fn clock;/* NULL: CLOCK_MONOTONIC in ns */
+	void *clock_ctx;       /* passed to clock */
+};
+#define RINGBUF_CONFIG_INIT                                                   \
+	{ 1, (size_t)1 << 20, 4096, RINGBUF_MODE_OVERWRITE, RINGBUF_TS_DELTA, 0, \
+	  NULL, NULL }
+
+/** One event handed to a reader. data points into the reader page and stays
+ * valid until the next reader call on the same CPU. */
+struct ringbuf_record {
+	const void *data; /* payload */
+	size_t len;       /* payload length, rounded up to the event alignment (4 or 8) */
+	uint64_t ts;      /* time stamp from the buffer's clock */
+	uint64_t lost;    /* events lost (overwritten or dropped) just before this one */
+	unsigned cpu;     /* per-CPU buffer it came from */
+};
+
+/** Per-CPU statistics (kernel names). See ringbuf_stats_cpu(). */
+struct ringbuf_stats {
+	uint64_t entries;        /* committed events still in the buffer (not read, not overwritten) */
+	uint64_t committed;      /* events committed since creation/reset */
+	uint64_t overrun;        /* committed events overwritten before being read */
+	uint64_t commit_overrun; /* reserves dropped because the tail reached the commit page */
+	uint64_t dropped_events; /* reserves dropped because the buffer was full (producer/consumer) */
+	uint64_t read_events;    /* events consumed */
+	uint64_t bytes;          /* bytes of records in the buffer (headers, extends, padding) */
+	uint64_t oldest_event_ts;/* time stamp of the oldest page in the buffer (0 if empty) */
+	uint64_t pages_touched;  /* pages the tail moved onto */
+	uint64_t pages_lost;     /* pages overwritten */
+	uint64_t pages_read;     /* pages swapped out to the reader */
+	uint64_t disabled_events;/* reserves refused because recording was off or disabled */
+	uint64_t rejected_events;/* reserves refused for bad input (length 0 or too large) */
+	uint64_t nest_overflow;  /* reserves refused because nesting exceeded RINGBUF_MAX_NEST */
+	uint64_t discarded;      /* events discarded by ringbuf_discard() */
+};
+
+struct ringbuf;
+
+/* -- lifecycle (any thread; not concurrently with other calls on the same buffer) -- */
+
+/** Bytes of memory ringbuf_init_in() needs for cfg. Returns 0 or RINGBUF_EINVAL. */
+RINGBUF_API int ringbuf_size_needed(const struct ringbuf_config *cfg, size_t *size);
+/** Build a buffer inside caller memory (64-byte aligned, at least the size needed).
+ * No allocation. The buffer is one relocatable block. */
+RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_config *cfg,
+				struct ringbuf **out);
+/** Allocate (RINGBUF_MALLOC) and initialise a buffer. */
+RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf **out);
+/** Free a buffer made by ringbuf_create(); for ringbuf_init_in() it only
+ * invalidates the block. No writer or reader may be running. NULL is a no-op. */
+RINGBUF_API void ringbuf_destroy(struct ringbuf *rb);
+/** Human-readable text for an error code (never NULL). */
+RINGBUF_API const char *ringbuf_strerror(int err);
+
+/* -- writer (owning thread of the CPU buffer or its signal handlers;
+ *    lock-free, async-signal-safe, no allocation) -- */
+
+/** Reserve len payload bytes on CPU buffer cpu. Returns a pointer to the payload
+ * (4-byte aligned, 8 with RINGBUF_F_ALIGN8) or NULL when the event is dropped;
+ * every NULL is counted in the statistics. Must be paired with ringbuf_commit()
+ * or ringbuf_discard() by the same writer, before its interrupted writer resumes. */
+RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len);
+/** Commit the event reserved last on cpu (data = what ringbuf_reserve returned).
+ * The outermost writer makes all nested events visible to readers. */
+RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data);
+/** Drop the event reserved last on cpu: rolled back if nothing was reserved after
+ * it, otherwise turned into padding. Not counted as committed. */
+RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data);
+/** Reserve, copy, commit. Returns 0, RINGBUF_EINVAL/E2BIG for bad input, or
+ * RINGBUF_ENOSPC when dropped (counted). */
+RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data, size_t len);
+/** Largest payload one event can carry (page size - 24 with 4 KiB pages: 4072). */
+RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb);
+/** Time stamp the buffer would give an event now (reads the clock). */
+RINGBUF_API uint64_t ringbuf_time_stamp(const struct ringbuf *rb);
+
+/* -- consuming reader (any thread; serialized per CPU; lock-free against writers) -- */
+
+/** Look at the next event of cpu without consuming it. Returns 1 and fills rec,
+ * 0 when no committed event is available, or a negative error. */
+RINGBUF_API int ringbuf_peek(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec);
+/** Return the next event of cpu and consume it. Returns 1, 0 (empty) or < 0.
+ * rec->lost is the number of events lost just before this event (non-zero
+ * only on the first event after a loss). */
+RINGBUF_API int ringbuf_consume(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec);
+/** True if cpu has no committed, unconsumed event. */
+RINGBUF_API bool ringbuf_empty_cpu(struct ringbuf *rb, unsigned cpu);
+
+/* -- control (any thread) -- */
+
+RINGBUF_API void ringbuf_record_on(struct ringbuf *rb);  /* clear the sticky off bit */
+RINGBUF_API void ringbuf_record_off(struct ringbuf *rb); /* set the sticky off bit */
+RINGBUF_API bool ringbuf_record_is_on(const struct ringbuf *rb);
+RINGBUF_API void ringbuf_record_disable(struct ringbuf *rb);   /* nesting counter, +1 */
+RINGBUF_API void ringbuf_record_enable(struct ringbuf *rb);    /* nesting counter, -1 */
+RINGBUF_API int ringbuf_record_disable_cpu(struct ringbuf *rb, unsigned cpu);
+RINGBUF_API int ringbuf_record_enable_cpu(struct ringbuf *rb, unsigned cpu);
+/** Empty cpu's buffer and zero its statistics. Waits (up to about one second) for
+ * writers in flight on that CPU to finish; RINGBUF_EBUSY if they do not (for
+ * example when called from a signal handler that interrupted a writer). */
+RINGBUF_API int ringbuf_reset_cpu(struct ringbuf *rb, unsigned cpu);
+RINGBUF_API int ringbuf_reset(struct ringbuf *rb);
+/** Switch between RINGBUF_MODE_OVERWRITE and RINGBUF_MODE_PRODUCER_CONSUMER. */
+RINGBUF_API int ringbuf_set_mode(struct ringbuf *rb, int mode);
+RINGBUF_API int ringbuf_get_mode(const struct ringbuf *rb);
+/** Geometry. */
+RINGBUF_API unsigned ringbuf_ncpu(const struct ringbuf *rb);
+RINGBUF_API size_t ringbuf_page_size(const struct ringbuf *rb);
+RINGBUF_API unsigned ringbuf_nr_pages(const struct ringbuf *rb); /* ring pages per CPU */
+
+/* -- statistics (any thread; a consistent-enough snapshot while writers run,
+ *    exact when they are quiescent) -- */
+
+RINGBUF_API int ringbuf_stats_cpu(struct ringbuf *rb, unsigned cpu, struct ringbuf_stats *st);
+/** Sum over all CPUs (oldest_event_ts is the minimum). */
+RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st);
+
+/* ==== >>internal ======================================================== */
+/* For tests and tools only; layout and names may change. */
+
+/** Page roles for ringbuf__walk_pages(). */
+enum ringbuf__page_role { RINGBUF__PAGE_READER = 1, RINGBUF__PAGE_RING = 2 };
+/** Visit cpu's pages: first the reader page, then the ring pages from the head
+ * page to the tail page. page points at a kernel-format buffer_data_page of
+ * ringbuf_page_size() bytes (u64 time_stamp; long commit; data[]). Only call when
+ * no writer or reader runs on cpu. A non-zero return from fn stops the walk
+ * and is returned. */
+typedef int (*ringbuf__page_fn)(const void *page, size_t page_size, int role, void *ctx);
+RINGBUF_API int ringbuf__walk_pages(struct ringbuf *rb, unsigned cpu, ringbuf__page_fn fn,
+				    void *ctx);
+
+/** Called on an internal inconsistency (recording is then disabled) and, with
+ * RINGBUF_DEBUG, on a contract violation. Must be async-signal-safe.
+ * NULL restores the default (silent). Process-wide. */
+typedef void (*ringbuf_warn_fn)(const char *what, unsigned cpu, void *ctx);
+RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RINGBUF_H */
+
+/* ======================================================================== */
+/* ==== >>impl ============================================================ */
+/* ======================================================================== */
+#if defined(RINGBUF_IMPLEMENTATION) && !defined(RINGBUF_IMPLEMENTATION_INCLUDED)
+#define RINGBUF_IMPLEMENTATION_INCLUDED 1
+#ifdef __cplusplus
+#error "compile the ringbuf.h implementation as C11 (the API itself is usable from C++)"
+#endif
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+#if !defined(__STDC_NO_THREADS__) && defined(__has_include)
+#if __has_include(<threads.h>)
+#include <threads.h>
+#define RINGBUF__HAVE_THRD_YIELD 1
+#endif
+#endif
+#ifndef RINGBUF__HAVE_THRD_YIELD
+#include <sched.h>
+#endif
+
+#ifndef RINGBUF_ASSERT
+#include <assert.h>
+#define RINGBUF_ASSERT(c) assert(c)
+#endif
+#if defined(RINGBUF_MALLOC) != defined(RINGBUF_FREE)
+#error "define both RINGBUF_MALLOC and RINGBUF_FREE, or neither"
+#endif
+#ifndef RINGBUF_MALLOC
+#define RINGBUF_MALLOC(sz, ctx) ((void)(ctx), malloc(sz))
+#define RINGBUF_FREE(p, ctx) ((void)(ctx), free(p))
+#endif
+
+#if ATOMIC_LONG_LOCK_FREE != 2 || ATOMIC_LLONG_LOCK_FREE != 2 || ATOMIC_INT_LOCK_FREE != 2
+#error "ringbuf.h needs lock-free atomic int, long and long long (async-signal safety)"
+#endif
+
+/* ==== >>design ========================================================== *
+ *
+ * MEMORY. One block, relocatable: every link is an index, never an address.
+ *
+ *   struct ringbuf | struct ringbuf__cpu[ncpu] | struct ringbuf__bpage[ncpu][npages]
+ *   | (pad to page size) | data pages [ncpu][npages] of page_size bytes
+ *
+ * Each CPU has nr_pages ring pages (index 0..nr_pages-1 at creation) and one
+ * reader page (index nr_pages at creation); the indices move around as the
+ * reader swaps pages. A data page is a kernel buffer_data_page:
+ *
+ *   u64 time_stamp | long commit | data[page_size - 16]    (LP64)
+ *
+ * RING. Links are `next` words in the page descriptors:
+ *
+ *     next = tag << RINGBUF__TAG_SHIFT | index << 2 | flags      flags: HEADER 1, UPDATE 2
+ *
+ * The HEADER flag sits in the link of the page *before* the head page. Picture
+ * (H: head page, C: commit page, T: tail page, R: reader page, ==H==> a link
+ * carrying HEADER):
+ *
+ *        R (off ring, owned by the reader)
+ *        |  R.next points at its old successor only while swapping
+ *        v
+ *   [P] ==H==> [H] ---> [ ] ---> [C] ---> [T] ---> [ ] ---> [P]   (ring, circular)
+ *
+ * Ring order from the head: H <= C <= T. The tag is bumped by every CAS on a
+ * link, so a CAS never succeeds on a link that changed and changed back (ABA).
+ * Only the reader changes the ring's shape (swap); writers only move flags.
+ *
+ * WRITERS nest like a stack: a writer can be interrupted at any instruction by a
+ * signal handler that writes to the same CPU buffer, and so on, to
+ * RINGBUF_MAX_NEST levels. The interrupting writer completes before the
+ * interrupted one resumes; it never waits for it. `committing` is the nesting
+ * depth; only the outermost writer (depth 1) moves the commit pointer, and it
+ * commits everything nested writers reserved meanwhile.
+ *
+ * RESERVE (ringbuf__reserve_next), the labelled steps are where a nested writer
+ * may cut in; RINGBUF__TESTPOINT() marks each one for the injection tests:
+ *
+ *   A  read tail page T, its write index w, before_stamp, write_stamp, clock ts
+ *   B  before_stamp = ts
+ *   C  CAS T.write: w -> w + len        (fails if anyone reserved since A: retry)
+ *   D  write_stamp = ts
+ *
+ * Time stamps (a simpler design than the kernel's, made possible by C's CAS):
+ * an event's delta is relative to the physically previous event. At A the
+ * writer trusts write_stamp as that event's time only when before_stamp ==
+ * write_stamp: a writer between B and D leaves them unequal, so a writer nested
+ * in that window writes an absolute TIME_STAMP instead. A nested writer between
+ * A and C makes the CAS at C fail, so the outer writer re-reads everything. An
+ * event at offset 0 of a page uses the page's time_stamp (delta 0), never a
+ * stamp. ringbuf_discard() sets before_stamp to an impossible value before
+ * rolling back, so the event after a rolled-back one is absolute too. Hence
+ * every delta is exact and time stamps never go backwards on a CPU buffer
+ * (with a monotonic clock; a clock seen going backwards is clamped).
+ *
+ * CROSSING A PAGE. A reservation that does not fit claims the page end with the
+ * CAS at C (w + len > page data size), pads [w, end) (PADDING with a length, or
+ * a 4-byte null padding), sets T.write back to the page data size, then moves
+ * the tail (ringbuf__move_tail) and retries on the next page. A nested writer
+ * that finds T.write beyond the end (the claimant was interrupted before it
+ * padded) helps move the tail without touching T.
+ *
+ * MOVING THE TAIL from T to N = T.next:
+ *   - N is the commit page: the ring is full of uncommitted data -> commit_overrun.
+ *   - T.next carries HEADER/UPDATE (N is the head page, the ring is full):
+ *       commit still on the reader page -> commit_overrun;
+ *       producer/consumer mode -> dropped_events;
+ *       overwrite mode -> push the head (ringbuf__push_head):
+ *         H1  count N's events, then CAS T.next HEADER -> UPDATE (we own the push;
+ *             the count is valid because N cannot change while T.next is HEADER)
+ *         H2  set HEADER on N.next if the tail is still T (CAS; a nested writer
+ *             that finds UPDATE on T.next does the same, helping)
+ *         H3  the owner clears UPDATE on T.next
+ *   - tail page update (ringbuf__tail_page_update), the kernel's interrupt-count
+ *     trick: add RINGBUF__WRITE_INTCNT to N.write (U1), if the tail is still T
+ *     CAS N.write from that value to its count bits only (U2: fails if a nested
+ *     writer already moved in and reserved), then CAS tail_page T -> N (U3).
+ *
+ * COMMIT (ringbuf__set_commit_to_write, outermost writer only): walk commit_page
+ * to tail_page, storing each page's write index into its data page's commit
+ * (release), then publish commit = write on the tail page; repeat while a
+ * nested writer moved the tail meanwhile; after dropping `committing` to 0,
+ * repeat if `commits` shows a writer started meanwhile.
+ *
+ * READER SWAP (ringbuf__get_reader_page, serialized by the per-CPU reader lock):
+ *   S1  find the head page H: the page whose prev's link carries HEADER
+ *   S2  prepare R: R.next = H.next | HEADER, reader_page = H (published early
+ *       so a writer never pushes the head over a commit that is being swapped out)
+ *   S3  CAS P.next: H|HEADER -> R. Fails while a writer holds UPDATE or moved
+ *       the head: retry (bounded; a writer interrupted mid-push is never waited
+ *       for indefinitely: the reader returns RINGBUF_EAGAIN)
+ * The reader never reads past a page's commit, so it never sees a half-written
+ * event or half-written padding (kernel bug a0fcaaed0c46 cannot happen).
+ *
+ * MEMORY ORDERS (the kernel's local_t becomes relaxed atomics, its barrier()
+ * atomic_signal_fence; `owner` = the writing thread and its signal handlers):
+ *
+ *   field               written by        read by           order, pairs with
+ *   data page commit    owner [W-commit]  reader [R-commit] release / acquire: event bytes before commit
+ *   commit_page         owner [W-cpage]   reader [R-cpage]  release / acquire: page commit before the page pointer
+ *   bpage.next links    owner, reader     owner, reader     CAS seq_cst both sides [L]: overrun before new HEADER
+ *   reader_page         reader [S2]       owner (move tail) seq_cst store before S3 / acquire after a link load
+ *   committing          owner             reset_cpu         release store at 0 / acquire load: writer done before reset
+ *   disabled counters   control           owner             relaxed; reset uses membarrier() for store->load order
+ *   T.write, stamps,    owner             owner             relaxed + signal fences (same thread)
+ *   entries_d, slots
+ *   statistics          owner/reader      anyone            relaxed (a snapshot)
+ */
+
+/* ---- constants ---------------------------------------------------------- */
+
+#define RINGBUF__MAGIC 0x52425546u /* "RBUF" */
+#define RINGBUF__LAYOUT_VERSION 1u
+
+#define RINGBUF__TYPE_PADDING 29u
+#define RINGBUF__TYPE_TIME_EXTEND 30u
+#define RINGBUF__TYPE_TIME_STAMP 31u
+#define RINGBUF__TYPE_DATA_MAX 28u
+#define RINGBUF__TS_SHIFT 27
+#define RINGBUF__TS_MASK ((1ull << RINGBUF__TS_SHIFT) - 1)
+#define RINGBUF__TS_BITS 59
+#define RINGBUF__TS_VALUE_MASK ((1ull << RINGBUF__TS_BITS) - 1)
+#define RINGBUF__MAX_SMALL_DATA 112u /* 28 * 4 */
+#define RINGBUF__STAMP_LEN 8u
+
+#define RINGBUF__COMMIT_MASK ((1ul << 27) - 1)
+#define RINGBUF__MISSED_EVENTS (1ul << 31)
+#define RINGBUF__MISSED_STORED (1ul << 30)
+
+/* bpage.write: low bits index, above them the update count (kernel RB_WRITE_MASK). */
+#define RINGBUF__WRITE_BITS 21
+#define RINGBUF__WRITE_MASK ((1ul << RINGBUF__WRITE_BITS) - 1)
+#define RINGBUF__WRITE_INTCNT (1ul << RINGBUF__WRITE_BITS)
+
+/* Links. */
+#define RINGBUF__F_HEADER 1ul
+#define RINGBUF__F_UPDATE 2ul
+#define RINGBUF__F_MASK 3ul
+#define RINGBUF__IDX_BITS (sizeof(unsigned long) >= 8 ? 30 : 20)
+#define RINGBUF__IDX_MASK ((1ul << RINGBUF__IDX_BITS) - 1)
+#define RINGBUF__TAG_SHIFT (2 + RINGBUF__IDX_BITS)
+#define RINGBUF__TAG_ONE (1ul << RINGBUF__TAG_SHIFT)
+
+#define RINGBUF__OFF_BIT (1u << 20) /* record_off sticky bit (kernel RB_BUFFER_OFF) */
+#define RINGBUF__STAMP_INVALID UINT64_MAX
+#define RINGBUF__MAX_LOOPS 1000
+#define RINGBUF__CACHELINE 64
+#define RINGBUF__MIN_PAGE 64u
+#define RINGBUF__MAX_PAGE (1u << 20)
+
+/* ---- layouts ------------------------------------------------------------ */
+
+/* The kernel's struct buffer_data_page. */
+struct ringbuf__dpage {
+	_Atomic(uint64_t) time_stamp;
+	_Atomic(long) commit;
+	unsigned char data[];
+};
+#define RINGBUF__HDR_SIZE (offsetof(struct ringbuf__dpage, data))
+
+/* The kernel's struct buffer_page, reduced to what this design needs. */
+struct ringbuf__bpage {
+	_Atomic(unsigned long) next;  /* link: tag | index << 2 | flags */
+	_Atomic(unsigned long) write; /* reserve index (low bits) | update count */
+	_Atomic(uint64_t) drops;      /* CPU drop total when the tail entered the page */
+	uint32_t prev;                /* index of the previous page; reader-owned */
+	uint32_t pad_;
+};
+
+/* A reservation in flight, per nesting depth (owner only). */
+struct ringbuf__slot {
+	uint32_t page;  /* page index */
+	uint32_t off;   /* offset of the reservation in data[] (extend/stamp included) */
+	uint32_t len;   /* total bytes reserved */
+	uint32_t event; /* offset of the data event's header */
+};
+
+struct ringbuf__cpu {
+	/* -- writer state: owner only (plus readers of statistics) -- */
+	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) tail_page;
+	_Atomic(uint32_t) commit_page;
+	_Atomic(uint32_t) committing; /* nesting depth of writers in flight */
+	_Atomic(uint32_t) disabled;   /* per-CPU disable counter (control writes, owner reads) */
+	_Atomic(uint64_t) commits;    /* writers started, for ringbuf__end_commit */
+	_Atomic(uint64_t) before_stamp;
+	_Atomic(uint64_t) write_stamp;
+	_Atomic(uint64_t) entries_d[RINGBUF_MAX_NEST]; /* committed events by depth */
+	struct ringbuf__slot slots[RINGBUF_MAX_NEST];
+
+	/* -- slow-path counters: any writer of this CPU, read by anyone -- */
+	_Alignas(RINGBUF__CACHELINE) _Atomic(uint64_t) overrun;
+	_Atomic(uint64_t) commit_overrun;
+	_Atomic(uint64_t) dropped_events;
+	_Atomic(uint64_t) disabled_events;
+	_Atomic(uint64_t) rejected_events;
+	_Atomic(uint64_t) nest_overflow;
+	_Atomic(uint64_t) discarded;
+	_Atomic(uint64_t) pages_touched;
+	_Atomic(uint64_t) pages_lost;
+
+	/* -- reader state: reader (under reader_lock) -- */
+	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) reader_page;
+	_Atomic(uintptr_t) reader_lock; /* 0 or the owning thread's token */
+	uint32_t head_hint;             /* where to start looking for the head */
+	uint32_t read;                  /* consumed bytes of the reader page's data[] */
+	uint64_t read_stamp;            /* running time stamp at `read` */
+	uint64_t last_overrun;          /* overrun seen at the last swap */
+	uint64_t last_drops;            /* drop total reported so far */
+	uint64_t lost_pending;          /* lost count for the next event returned */
+	_Atomic(uint64_t) read_events;
+	_Atomic(uint64_t) pages_read;
+	_Atomic(uint32_t) corrupt;      /* set once by RINGBUF__WARN */
+	uint32_t pad_;
+};
+
+struct ringbuf {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t ncpu;
+	uint32_t nr_pages;  /* ring pages per CPU (the reader page is one more) */
+	uint32_t page_size;
+	uint32_t bsize;     /* data bytes per page: page_size - header */
+	uint32_t flags;     /* enum ringbuf_flags */
+	uint32_t ts_mode;
+	uint32_t max_event; /* largest payload */
+	uint32_t owned;     /* 1: allocated by ringbuf_create */
+	uint64_t total_size;
+	uint64_t cpu_off;   /* offsets from the start of the block */
+	uint64_t bpage_off;
+	uint64_t data_off;
+	ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
+	void *clock_ctx;
+	void *mem;              /* what RINGBUF_MALLOC returned */
+	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
+	_Atomic(int) mode;
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+#define RINGBUF__BARRIER() atomic_signal_fence(memory_order_seq_cst)
+#define RINGBUF__LIKELY(x) __builtin_expect(!!(x), 1)
+#define RINGBUF__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define RINGBUF__LOAD(p) atomic_load_explicit((p), memory_order_relaxed)
+#define RINGBUF__STORE(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
+#define RINGBUF__ADD(p, v) ((void)atomic_fetch_add_explicit((p), (v), memory_order_relaxed))
+
+#ifdef RINGBUF_TESTING
+/* Test points: a test installs a hook that may run a nested writer (as a signal
+ * handler would) at any labelled step. Compiled out unless RINGBUF_TESTING. */
+enum ringbuf__tp {
+	RINGBUF__TP_A_TIME = 1,     /* A: tail, write index and stamps read, clock read */
+	RINGBUF__TP_B_BEFORE,       /* B: before_stamp written */
+	RINGBUF__TP_C_RESERVED,     /* C: reservation CAS succeeded */
+	RINGBUF__TP_D_WRITE_STAMP,  /* D: write_stamp written, event not filled yet */
+	RINGBUF__TP_CROSS_CLAIMED,  /* crossing: page end claimed, not yet padded */
+	RINGBUF__TP_CROSS_PADDED,   /* crossing: padding written, write not restored */
+	RINGBUF__TP_MOVE_TAIL,      /* move_tail entered */
+	RINGBUF__TP_H1_COUNTED,     /* push head: events of the head page counted */
+	RINGBUF__TP_H1_UPDATE,      /* push head: HEADER -> UPDATE done */
+	RINGBUF__TP_H2_NEW_HEAD,    /* push head: new HEADER set */
+	RINGBUF__TP_H3_DONE,        /* push head: UPDATE cleared */
+	RINGBUF__TP_U1_INTCNT,      /* tail update: count added to the next page */
+	RINGBUF__TP_U2_RESET,       /* tail update: next page write reset */
+	RINGBUF__TP_U3_MOVED,       /* tail update: tail page moved */
+	RINGBUF__TP_COMMIT_PAGE,    /* commit walk: one page committed */
+	RINGBUF__TP_COMMIT_END,     /* end_commit: before committing drops */
+	RINGBUF__TP_DISCARD_INVAL,  /* discard: before_stamp invalidated */
+	RINGBUF__TP_READER_S2,      /* reader swap: prepared, before the CAS */
+	RINGBUF__TP_COUNT
+};
+typedef void (*ringbuf__tp_fn)(struct ringbuf *rb, unsigned cpu, int point, void *ctx);
+static ringbuf__tp_fn ringbuf__tp_hook;
+static void *ringbuf__tp_ctx;
+RINGBUF_API void ringbuf__set_testpoint_hook(ringbuf__tp_fn fn, void *ctx)
+{
+	ringbuf__tp_ctx = ctx;
+	ringbuf__tp_hook = fn;
+}
+#define RINGBUF__TESTPOINT(rb, cpu, pt)                                  \
+	do {                                                             \
+		if (ringbuf__tp_hook)                                    \
+			ringbuf__tp_hook((rb), (cpu), (pt), ringbuf__tp_ctx); \
+	} while (0)
+#else
+#define RINGBUF__TESTPOINT(rb, cpu, pt) ((void)0)
+#endif
+
+/* -- owner-local read-modify-write ("local_t") --
+ * Writers of one CPU buffer are one thread and its signal handlers, so an RMW
+ * only has to be atomic with respect to an interrupt on the same thread. On
+ * x86-64 a single instruction without LOCK is (1.6 ns vs 6 ns for xadd, per
+ * the reference measurements). Elsewhere, and under ThreadSanitizer, the C11
+ * RMW is used. */
+#if defined(__x86_64__) && !defined(RINGBUF_PORTABLE) && !defined(__SANITIZE_THREAD__)
+#define RINGBUF__LOCAL_X86 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) && defined(RINGBUF__LOCAL_X86)
+#undef RINGBUF__LOCAL_X86 /* TSan cannot see inline assembly */
+#endif
+#endif
+
+static inline bool ringbuf__local_cas(_Atomic(unsigned long) *p, unsigned long old, unsigned long nv)
+{
+#ifdef RINGBUF__LOCAL_X86
+	unsigned long prev = old;
+	__asm__ __volatile__("cmpxchgq %2, %1"
+			     : "+a"(prev), "+m"(*(volatile unsigned long *)p)
+			     : "r"(nv)
+			     : "memory", "cc");
+	return prev == old;
+#else
+	return atomic_compare_exchange_strong_explicit(p, &old, nv, memory_order_relaxed,
+						       memory_order_relaxed);
+#endif
+}
+
+static inline unsigned long ringbuf__local_add_return(_Atomic(unsigned long) *p, unsigned long v)
+{
+#ifdef RINGBUF__LOCAL_X86
+	unsigned long r = v;
+	__asm__ __volatile__("xaddq %0, %1"
+			     : "+r"(r), "+m"(*(volatile unsigned long *)p)
+			     :
+			     : "memory", "cc");
+	return r + v;
+#else
+	return atomic_fetch_add_explicit(p, v, memory_order_relaxed) + v;
+#endif
+}
+
+static inline void ringbuf__local_sub(_Atomic(unsigned long) *p, unsigned long v)
+{
+	(void)ringbuf__local_add_return(p, (unsigned long)0 - v);
+}
+
+/* Owner-only counters and stamps: a nested writer's updates are balanced or
+ * land in its own depth slot, so a plain load + store cannot lose one (see
+ * >>design); relaxed atomics keep the accesses single and untorn. */
+#define RINGBUF__OWNER_INC(p) RINGBUF__STORE((p), RINGBUF__LOAD(p) + 1)
+
+/* -- warnings -- */
+static _Atomic(ringbuf_warn_fn) ringbuf__warn_fn;
+static _Atomic(void *) ringbuf__warn_ctx;
+
+RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx)
+{
+	atomic_store_explicit(&ringbuf__warn_ctx, ctx, memory_order_relaxed);
+	atomic_store_explicit(&ringbuf__warn_fn, fn, memory_order_release);
+}
+
+static void ringbuf__report(const char *what, unsigned cpu)
+{
+	ringbuf_warn_fn fn = atomic_load_explicit(&ringbuf__warn_fn, memory_order_acquire);
+	if (fn)
+		fn(what, cpu, atomic_load_explicit(&ringbuf__warn_ctx, memory_order_relaxed));
+}
+
+/* ---- geometry ----------------------------------------------------------- */
+
+static inline struct ringbuf__cpu *ringbuf__cpu(const struct ringbuf *rb, unsigned cpu)
+{
+	return (struct ringbuf__cpu *)((char *)rb + rb->cpu_off) + cpu;
+}
+
+static inline struct ringbuf__bpage *ringbuf__bp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
+{
+	return (struct ringbuf__bpage *)((char *)rb + rb->bpage_off) +
+	       (size_t)cpu * (rb->nr_pages + 1) + idx;
+}
+
+static inline struct ringbuf__dpage *ringbuf__dp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
+{
+	return (struct ringbuf__dpage *)((char *)rb + rb->data_off +
+					 ((size_t)cpu * (rb->nr_pages + 1) + idx) * rb->page_size);
+}
+
+static inline uint32_t ringbuf__link_idx(unsigned long link)
+{
+	return (uint32_t)((link >> 2) & RINGBUF__IDX_MASK);
+}
+
+static inline unsigned long ringbuf__link_make(unsigned long tag_of, uint32_t idx, unsigned long flags)
+{
+	/* keep the tag of tag_of, bumped by one */
+	unsigned long tag = (tag_of >> RINGBUF__TAG_SHIFT) + 1;
+	return (tag << RINGBUF__TAG_SHIFT) | ((unsigned long)idx << 2) | flags;
+}
+
+static inline unsigned long ringbuf__load_link(const struct ringbuf__bpage *bp)
+{
+	return atomic_load_explicit(&((struct ringbuf__bpage *)bp)->next, memory_order_acquire);
+}
+
+/* [L] every link CAS is seq_cst: it orders the counters and reader_page stores
+ * made before it against the loads made after the matching link load. */
+static inline bool ringbuf__cas_link(struct ringbuf__bpage *bp, unsigned long old, unsigned long nv)
+{
+	return atomic_compare_exchange_strong_explicit(&bp->next, &old, nv, memory_order_seq_cst,
+						       memory_order_seq_cst);
+}
+
+static inline uint32_t ringbuf__next_idx(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
+{
+	return ringbuf__link_idx(ringbuf__load_link(ringbuf__bp(rb, cpu, idx)));
+}
+
+/* Event length for a payload of len bytes (kernel rb_calculate_event_length). */
+static inline uint32_t ringbuf__event_length(const struct ringbuf *rb, size_t len)
+{
+	size_t l = len ? len : 1;
+	if (rb->flags & RINGBUF_F_ALIGN8) {
+		l = (l + 8 + 7) & ~(size_t)7; /* header + array[0] + payload, 8-aligned */
+		return (uint32_t)l;
+	}
+	if (l > RINGBUF__MAX_SMALL_DATA)
+		l += 4;
+	l = (l + 4 + 3) & ~(size_t)3;
+	if (l == 12) /* room for a TIME_EXTEND plus padding if discarded */
+		l = 16;
+	return (uint32_t)l;
+}
+
+/* Write a data event header for an event of total length evlen. Returns the payload. */
+static inline unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsigned char *p,
+						uint32_t evlen, uint32_t delta)
+{
+	uint32_t body = evlen - 4;
+	if (!(rb->flags & RINGBUF_F_ALIGN8) && body <= RINGBUF__MAX_SMALL_DATA) {
+		uint32_t w = (body / 4) | (delta << 5);
+		memcpy(p, &w, 4);
+		return p + 4;
+	}
+	uint32_t w = delta << 5; /* type_len 0 */
+	memcpy(p, &w, 4);
+	memcpy(p + 4, &body, 4); /* array[0] = length after the header, itself included */
+	return p + 8;
+}
+
+static inline void ringbuf__put_stamp(unsigned char *p, uint32_t type, uint64_t v)
+{
+	uint32_t w0 = type | (uint32_t)((v & RINGBUF__TS_MASK) << 5);
+	uint32_t w1 = (uint32_t)(v >> RINGBUF__TS_SHIFT);
+	memcpy(p, &w0, 4);
+	memcpy(p + 4, &w1, 4);
+}
+
+static inline void ringbuf__put_padding(unsigned char *p, uint32_t len, uint32_t delta)
+{
+	uint32_t w = RINGBUF__TYPE_PADDING | (delta << 5);
+	memcpy(p, &w, 4);
+	if (len >= 8) {
+		uint32_t body = len - 4;
+		memcpy(p + 4, &body, 4);
+	}
+}
+
+static uint64_t ringbuf__default_clock(void *ctx);
+
+static inline uint64_t ringbuf__clock(const struct ringbuf *rb)
+{
+	return rb->clock(rb->clock_ctx);
+}
+
+/* ==== page parsing (shared by every reader; validates everything) ======= */
+
+struct ringbuf__rec {
+	uint32_t type;  /* 0 = data, else PADDING / TIME_EXTEND / TIME_STAMP */
+	uint32_t len;   /* total record length */
+	uint32_t hdr;   /* 4 or 8: bytes before the payload */
+	uint64_t delta; /* delta, extend value, or absolute stamp value */
+	bool null_pad;  /* padding that runs to the end of the page */
+};
+
+/* Decode the record at off in data[0..commit). Returns 0, or RINGBUF_ECORRUPT. */
+static int ringbuf__parse(const unsigned char *data, uint32_t commit, uint32_t off, bool align8,
+			  struct ringbuf__rec *r)
+{
+	uint32_t w, a0, t;
+	if (off & 3 || off > commit || commit - off < 4)
+		return RINGBUF_ECORRUPT;
+	memcpy(&w, data + off, 4);
+	t = w & 31u;
+	r->delta = w >> 5;
+	r->null_pad = false;
+	switch (t) {
+	case RINGBUF__TYPE_PADDING:
+		r->type = t;
+		if (commit - off < 8) { /* a 4-byte null padding: nothing follows */
+			r->len = commit - off;
+			r->null_pad = true;
+			return 0;
+		}
+		memcpy(&a0, data + off + 4, 4);
+		if (a0 == 0 && r->delta == 0) { /* kernel null event: rest of page */
+			r->len = commit - off;
+			r->null_pad = true;
+			return 0;
+		}
+		if (a0 < 4 || (a0 & 3) || a0 > commit - off - 4)
+			return RINGBUF_ECORRUPT;
+		r->len = a0 + 4;
+		r->hdr = 4;
+		return 0;
+	case RINGBUF__TYPE_TIME_EXTEND:
+	case RINGBUF__TYPE_TIME_STAMP:
+		if (commit - off < 8)
+			return RINGBUF_ECORRUPT;
+		memcpy(&a0, data + off + 4, 4);
+		r->type = t;
+		r->delta = ((uint64_t)a0 << RINGBUF__TS_SHIFT) | r->delta;
+		r->len = 8;
+		r->hdr = 8;
+		return 0;
+	case 0:
+		if (commit - off < 8)
+			return RINGBUF_ECORRUPT;
+		memcpy(&a0, data + off + 4, 4);
+		if (a0 < 4 || (a0 & 3) || a0 > commit - off - 4 || (align8 && ((a0 + 4) & 7)))
+			return RINGBUF_ECORRUPT;
+		r->type = 0;
+		r->len = a0 + 4;
+		r->hdr = 8;
+		return 0;
+	default:
+		if (align8)
+			return RINGBUF_ECORRUPT;
+		r->type = 0;
+		r->len = 4 + t * 4;
+		r->hdr = 4;
+		if (r->len > commit - off)
+			return RINGBUF_ECORRUPT;
+		return 0;
+	}
+}
+
+/* The time stamp after an absolute TIME_STAMP record of value v, given the
+ * running stamp prev: restore the 5 bits the record cannot hold; a value that
+ * wrapped past 2^59 moves up a whole period, one that merely went backwards
+ * (a non-monotonic clock) is clamped so time never goes backwards. */
+static inline uint64_t ringbuf__abs_ts(uint64_t prev, uint64_t v)
+{
+	uint64_t ts = (prev & ~RINGBUF__TS_VALUE_MASK) | (v & RINGBUF__TS_VALUE_MASK);
+	if (ts < prev) {
+		if (prev - ts > (1ull << (RINGBUF__TS_BITS - 1)))
+			ts += 1ull << RINGBUF__TS_BITS;
+		else
+			ts = prev;
+	}
+	return ts;
+}
+
+/* Count the data events of a committed page (used when its events are lost). */
+static uint64_t ringbuf__count_events(const struct ringbuf *rb, const struct ringbuf__dpage *dp)
+{
+	uint32_t commit = (uint32_t)((unsigned long)atomic_load_explicit(
+					     &((struct ringbuf__dpage *)dp)->commit, memory_order_acquire) &
+				     RINGBUF__COMMIT_MASK);
+	uint32_t off = 0;
+	uint64_t n = 0;
+	struct ringbuf__rec r;
+	if (commit > rb->bsize)
+		return 0;
+	while (off < commit) {
+		if (ringbuf__parse(dp->data, commit, off, rb->flags & RINGBUF_F_ALIGN8, &r) < 0)
+			break; /* only reached for a page that is being recycled: the CAS after us fails */
+		if (r.type == 0)
+			n++;
+		if (r.null_pad)
+			break;
+		off += r.len;
+	}
+	return n;
+}
+
+/* ==== >>writer ========================================================== */
+
+static inline uint64_t ringbuf__drop_total(struct ringbuf__cpu *c)
+{
+	return RINGBUF__LOAD(&c->dropped_events) + RINGBUF__LOAD(&c->commit_overrun);
+}
+
+static void ringbuf__warn(struct ringbuf *rb, unsigned cpu, const char *what)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	uint32_t zero = 0;
+	/* First report disables recording on this CPU for good (until reset). */
+	if (atomic_compare_exchange_strong_explicit(&c->corrupt, &zero, 1, memory_order_relaxed,
+						    memory_order_relaxed))
+		RINGBUF__ADD(&c->disabled, 1);
+	ringbuf__report(what, cpu);
+}
+
+/* U1-U3: move the tail from T to N (kernel rb_tail_page_update). */
+static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t t, uint32_t n)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, n);
+	uint32_t tp = t;
+	unsigned long old;
+	uint64_t drops, seen;
+
+	/* U1: make N.write unique, so the reset below cannot undo a nested
+	 * writer's reservation on N. */
+	old = ringbuf__local_add_return(&nb->write, RINGBUF__WRITE_INTCNT);
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_U1_INTCNT);
+	if (RINGBUF__LOAD(&c->tail_page) != t)
+		return; /* a nested writer moved the tail already */
+
+	/* Loss position: drops counted so far happened before N's first event.
+	 * Monotonic max, so a stale value written by an interrupted writer never
+	 * overwrites a newer one. */
+	drops = ringbuf__drop_total(c);
+	seen = RINGBUF__LOAD(&nb->drops);
+	while (seen < drops &&
+	       !atomic_compare_exchange_weak_explicit(&nb->drops, &seen, drops, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+	/* Nothing is committed on N before the tail is on it; the reader does not
+	 * look at N before the commit page reaches it. */
+	atomic_store_explicit(&ringbuf__dp(rb, cpu, n)->commit, 0, memory_order_relaxed);
+
+	/* U2: reset the index, keeping the count bits; fails if a nested writer
+	 * moved in and reserved meanwhile. */
+	(void)ringbuf__local_cas(&nb->write, old, old & ~RINGBUF__WRITE_MASK);
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_U2_RESET);
+
+	/* U3 */
+	if (atomic_compare_exchange_strong_explicit(&c->tail_page, &tp, n, memory_order_seq_cst,
+						    memory_order_relaxed))
+		RINGBUF__ADD(&c->pages_touched, 1);
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_U3_MOVED);
+}
+
+/* H2: put HEADER on N.next, making N's successor the head page, unless the
+ * tail already left T (then a nested writer finished this push and maybe more;
+ * the tag makes the CAS fail if N.next changed after we read it). */
+static int ringbuf__set_new_head(struct ringbuf *rb, unsigned cpu, uint32_t t, uint32_t n)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, n);
+	unsigned long v = ringbuf__load_link(nb);
+	if ((v & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
+		return 0;
+	if (atomic_load_explicit(&c->tail_page, memory_order_acquire) != t)
+		return 0;
+	if ((v & RINGBUF__F_MASK) != 0) {
+		ringbuf__warn(rb, cpu, "head push: UPDATE found on the next link");
+		return RINGBUF_ECORRUPT;
+	}
+	(void)ringbuf__cas_link(nb, v, ringbuf__link_make(v, ringbuf__link_idx(v), RINGBUF__F_HEADER));
+	return 0;
+}
+
+/* Overwrite mode, T.next = N is the head page: push the head one page.
+ * Returns 0 (pushed, move the tail), 1 (state changed, retry) or < 0. */
+static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, unsigned long link)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	struct ringbuf__bpage *tb = ringbuf__bp(rb, cpu, t);
+	uint32_t n = ringbuf__link_idx(link);
+	bool owner = false;
+	unsigned long upd;
+
+	if ((link & RINGBUF__F_MASK) == RINGBUF__F_HEADER) {
+		/* H1: N cannot change while T.next still holds this exact value
+		 * (the tail must pass that link first), so count first, then claim. */
+		uint64_t lost = ringbuf__count_events(rb, ringbuf__dp(rb, cpu, n));
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_COUNTED);
+		upd = ringbuf__link_make(link, n, RINGBUF__F_UPDATE);
+		if (!ringbuf__cas_link(tb, link, upd))
+			return 1; /* the reader swapped N out, or a nested writer pushed */
+		owner = true;
+		RINGBUF__ADD(&c->overrun, lost);
+		RINGBUF__ADD(&c->pages_lost, 1);
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_UPDATE);
+	} else {
+		upd = link; /* UPDATE: we interrupted the writer pushing this page; help */
+	}
+	if (ringbuf__set_new_head(rb, cpu, t, n) < 0)
+		return RINGBUF_ECORRUPT;
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H2_NEW_HEAD);
+	if (owner) {
+		/* H3: only the owner clears UPDATE; nobody else may change T.next now */
+		if (!ringbuf__cas_link(tb, upd, ringbuf__link_make(upd, n, 0))) {
+			ringbuf__warn(rb, cpu, "head push: UPDATE link changed under its owner");
+			return RINGBUF_ECORRUPT;
+		}
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H3_DONE);
+	}
+	return 0;
+}
+
+/* Move the tail off the full page T. Returns 0 (moved or somebody else did:
+ * retry the reservation) or < 0 (the event is dropped; already counted). */
+static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	unsigned long link;
+	uint32_t n, cp;
+	int r;
+
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_MOVE_TAIL);
+	if (atomic_load_explicit(&c->tail_page, memory_order_acquire) != t)
+		return 0;
+	link = ringbuf__load_link(ringbuf__bp(rb, cpu, t));
+	n = ringbuf__link_idx(link);
+	cp = atomic_load_explicit(&c->commit_page, memory_order_relaxed);
+	if (n == cp) {
+		/* nested writers filled the whole ring before the outermost committed */
+		RINGBUF__ADD(&c->commit_overrun, 1);
+		return RINGBUF_ENOSPC;
+	}
+	if (link & RINGBUF__F_MASK) {
+		/* N is the head page: the ring is full. */
+		uint32_t rp = atomic_load_explicit(&c->reader_page, memory_order_acquire);
+		if (cp == rp) {
+			if (t != cp) {
+				/* the commit is still on the reader page: the ring
+				 * ahead of it is uncommitted and cannot be overwritten */
+				RINGBUF__ADD(&c->commit_overrun, 1);
+				return RINGBUF_ENOSPC;
+			}
+			/* tail and commit on the reader page: N is empty, enter it */
+		} else if (atomic_load_explicit(&rb->mode, memory_order_relaxed) !=
+			   RINGBUF_MODE_OVERWRITE) {
+			RINGBUF__ADD(&c->dropped_events, 1);
+			return RINGBUF_ENOSPC;
+		} else {
+			r = ringbuf__push_head(rb, cpu, t, link);
+			if (r < 0)
+				return r;
+			if (r > 0)
+				return 0;
+		}
+	}
+	ringbuf__tail_page_update(rb, cpu, t, n);
+	return 0;
+}
+
+/* The reservation at offset w of page t claimed the page end (w + len > bsize):
+ * pad [w, bsize) and set the write index back to bsize. */
+static void ringbuf__pad_tail(struct ringbuf *rb, unsigned cpu, uint32_t t, uint32_t w, uint32_t len)
+{
+	struct ringbuf__bpage *tb = ringbuf__bp(rb, cpu, t);
+	uint32_t room = w < rb->bsize ? rb->bsize - w : 0;
+	if (room)
+		/* delta 1 as the kernel does: a padding of delta 0 and no length
+		 * is its "null" event; nothing follows on this page anyway */
+		ringbuf__put_padding(ringbuf__dp(rb, cpu, t)->data + w, room, room >= 8 ? 1 : 0);
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_CROSS_PADDED);
+	ringbuf__local_sub(&tb->write, (unsigned long)(w + len - rb->bsize));
+}
+
+/* Reserve an event of evlen bytes (A-D). Returns the payload or NULL (counted). */
+static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+				   uint32_t evlen, uint32_t depth)
+{
+	const uint32_t bsize = rb->bsize;
+	const bool abs_mode = rb->ts_mode == RINGBUF_TS_ABSOLUTE;
+	int loops;
+
+	for (loops = 0; loops < RINGBUF__MAX_LOOPS; loops++) {
+		/* A: order matters: w before the stamps (see >>design) */
+		uint32_t t = RINGBUF__LOAD(&c->tail_page);
+		struct ringbuf__bpage *tb = ringbuf__bp(rb, cpu, t);
+		unsigned long wfull = RINGBUF__LOAD(&tb->write);
+		uint32_t w = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
+		uint64_t before, after, ts, delta = 0;
+		uint32_t stamp = 0, total;
+		RINGBUF__BARRIER();
+		before = RINGBUF__LOAD(&c->before_stamp);
+		after = RINGBUF__LOAD(&c->write_stamp);
+		RINGBUF__BARRIER();
+		ts = ringbuf__clock(rb);
+		RINGBUF__BARRIER();
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_A_TIME);
+
+		if (RINGBUF__UNLIKELY(w > bsize)) {
+			/* an interrupted writer claimed the page end: help move on */
+			if (ringbuf__move_tail(rb, cpu, t) < 0)
+				return NULL;
+			continue;
+		}
+		if (w != 0) {
+			if (abs_mode || before != after) {
+				stamp = RINGBUF__TYPE_TIME_STAMP;
+			} else {
+				if (RINGBUF__UNLIKELY(ts < after))
+					ts = after; /* clock went backwards: clamp */
+				delta = ts - after;
+				if (RINGBUF__UNLIKELY(delta > RINGBUF__TS_MASK))
+					stamp = delta >> RINGBUF__TS_BITS ? RINGBUF__TYPE_TIME_STAMP
+									  : RINGBUF__TYPE_TIME_EXTEND;
+			}
+		}
+		total = evlen + (stamp ? RINGBUF__STAMP_LEN : 0);
+
+		/* B */
+		RINGBUF__STORE(&c->before_stamp, ts);
+		RINGBUF__BARRIER();
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_B_BEFORE);
+
+		/* C */
+		if (RINGBUF__UNLIKELY(w + total > bsize)) {
+			if (!ringbuf__local_cas(&tb->write, wfull, wfull + total))
+				continue;
+			RINGBUF__BARRIER();
+			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_CROSS_CLAIMED);
+			ringbuf__pad_tail(rb, cpu, t, w, total);
+			if (ringbuf__move_tail(rb, cpu, t) < 0)
+				return NULL;
+			continue;
+		}
+		if (!ringbuf__local_cas(&tb->write, wfull, wfull + total))
+			continue;
+		RINGBUF__BARRIER();
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_C_RESERVED);
+
+		/* D */
+		RINGBUF__STORE(&c->write_stamp, ts);
+		RINGBUF__BARRIER();
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_D_WRITE_STAMP);
+
+		{
+			struct ringbuf__dpage *dp = ringbuf__dp(rb, cpu, t);
+			unsigned char *p = dp->data + w;
+			struct ringbuf__slot *s = &c->slots[depth - 1];
+			if (w == 0)
+				atomic_store_explicit(&dp->time_stamp, ts, memory_order_relaxed);
+			if (stamp) {
+				ringbuf__put_stamp(p, stamp, stamp == RINGBUF__TYPE_TIME_EXTEND ? delta : ts);
+				p += RINGBUF__STAMP_LEN;
+				delta = 0;
+			}
+			s->page = t;
+			s->off = w;
+			s->len = total;
+			s->event = (uint32_t)(p - dp->data);
+			return ringbuf__put_event(rb, p, evlen, (uint32_t)delta);
+		}
+	}
+	ringbuf__warn(rb, cpu, "reserve: too many retries");
+	return NULL;
+}
+
+/* Commit everything reserved on cpu (outermost writer only). */
+static void ringbuf__set_commit_to_write(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
+{
+	uint32_t guard = 0, limit = 4 * (rb->nr_pages + 1) + 16;
+	for (;;) {
+		uint32_t cp = RINGBUF__LOAD(&c->commit_page);
+		uint32_t tp = RINGBUF__LOAD(&c->tail_page);
+		struct ringbuf__dpage *dp;
+		unsigned long w;
+		while (cp != tp) {
+			/* the page is complete: its write index is final */
+			dp = ringbuf__dp(rb, cpu, cp);
+			w = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, cp)->write) & RINGBUF__WRITE_MASK;
+			/* [W-commit] release: the page's events before its commit */
+			atomic_store_explicit(&dp->commit, (long)w, memory_order_release);
+			cp = ringbuf__next_idx(rb, cpu, cp);
+			/* [W-cpage] release: the page commit before the commit page */
+			atomic_store_explicit(&c->commit_page, cp, memory_order_release);
+			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_PAGE);
+			tp = RINGBUF__LOAD(&c->tail_page);
+			if (++guard > limit) {
+				ringbuf__warn(rb, cpu, "commit: walked past the tail");
+				return;
+			}
+		}
+		dp = ringbuf__dp(rb, cpu, cp);
+		for (;;) {
+			w = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, cp)->write) & RINGBUF__WRITE_MASK;
+			if ((unsigned long)atomic_load_explicit(&dp->commit, memory_order_relaxed) == w)
+				break;
+			if (w > rb->bsize)
+				break; /* cannot happen for the outermost writer; be safe */
+			atomic_store_explicit(&dp->commit, (long)w, memory_order_release); /* [W-commit] */
+		}
+		RINGBUF__BARRIER();
+		if (RINGBUF__LOAD(&c->tail_page) == cp)
+			return;
+		/* a nested writer moved the tail while we walked: go on */
+	}
+}
+
+static void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
+{
+	for (;;) {
+		uint64_t n = RINGBUF__LOAD(&c->commits);
+		uint32_t depth = RINGBUF__LOAD(&c->committing);
+		RINGBUF__BARRIER();
+		if (depth == 1)
+			ringbuf__set_commit_to_write(rb, cpu, c);
+		RINGBUF__BARRIER();
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_END);
+		/* release when reaching 0: pairs with ringbuf_reset_cpu's acquire */
+		atomic_store_explicit(&c->committing, depth - 1,
+				      depth == 1 ? memory_order_release : memory_order_relaxed);
+		RINGBUF__BARRIER();
+		/* A writer that interrupted us after the walk found depth 2 and left
+		 * its event for us: commit again. */
+		if (depth != 1 || RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n))
+			return;
+		RINGBUF__STORE(&c->committing, 1);
+		RINGBUF__BARRIER();
+	}
+}
+
+static inline bool ringbuf__disabled(const struct ringbuf *rb, struct ringbuf__cpu *c)
+{
+	return (atomic_load_explicit(&((struct ringbuf *)rb)->record_disabled, memory_order_relaxed) |
+		RINGBUF__LOAD(&c->disabled)) != 0;
+}
+
+RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len)
+{
+	struct ringbuf__cpu *c;
+	uint32_t depth;
+	void *ev;
+
+	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu))
+		return NULL; /* no CPU buffer to count it in */
+	c = ringbuf__cpu(rb, cpu);
+	if (RINGBUF__UNLIKELY(len == 0 || len > rb->max_event)) {
+		RINGBUF__ADD(&c->rejected_events, 1);
+		return NULL;
+	}
+	depth = RINGBUF__LOAD(&c->committing) + 1;
+	if (RINGBUF__UNLIKELY(depth > RINGBUF_MAX_NEST)) {
+		RINGBUF__ADD(&c->nest_overflow, 1);
+		return NULL;
+	}
+	/* Enter before checking the disable flags: reset_cpu disables, then
+	 * (membarrier) waits for committing to drop to 0. */
+	RINGBUF__STORE(&c->committing, depth);
+	RINGBUF__OWNER_INC(&c->commits);
+	RINGBUF__BARRIER();
+	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c))) {
+		RINGBUF__ADD(&c->disabled_events, 1);
+		ringbuf__end_commit(rb, cpu, c);
+		return NULL;
+	}
+	ev = ringbuf__reserve_next(rb, cpu, c, ringbuf__event_length(rb, len), depth);
+	if (RINGBUF__UNLIKELY(!ev))
+		ringbuf__end_commit(rb, cpu, c);
+	return ev;
+}
+
+#ifdef RINGBUF_DEBUG
+static bool ringbuf__check_current(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+				   const void *data, const char *op)
+{
+	uint32_t depth = RINGBUF__LOAD(&c->committing);
+	const struct ringbuf__slot *s;
+	const unsigned char *ev;
+	if (depth == 0 || depth > RINGBUF_MAX_NEST) {
+		ringbuf__report(op, cpu);
+		return false;
+	}
+	s = &c->slots[depth - 1];
+	ev = ringbuf__dp(rb, cpu, s->page)->data + s->event;
+	if ((const unsigned char *)data != ev + 4 && (const unsigned char *)data != ev + 8) {
+		ringbuf__report(op, cpu);
+		return false;
+	}
+	return true;
+}
+#define RINGBUF__CHECK_CURRENT(rb, cpu, c, data, op) \
+	if (!ringbuf__check_current(rb, cpu, c, data, op)) return
+#else
+#define RINGBUF__CHECK_CURRENT(rb, cpu, c, data, op) ((void)(data))
+#endif
+
+RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data)
+{
+	struct ringbuf__cpu *c;
+	uint32_t depth;
+	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || !data))
+		return;
+	c = ringbuf__cpu(rb, cpu);
+	RINGBUF__CHECK_CURRENT(rb, cpu, c, data, "commit: not the current event of this CPU");
+	depth = RINGBUF__LOAD(&c->committing);
+	if (RINGBUF__UNLIKELY(depth == 0 || depth > RINGBUF_MAX_NEST))
+		return;
+	/* per-depth counter: a nested writer counts in its own slot */
+	RINGBUF__OWNER_INC(&c->entries_d[depth - 1]);
+	RINGBUF__BARRIER();
+	ringbuf__end_commit(rb, cpu, c);
+}
+
+RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
+{
+	struct ringbuf__cpu *c;
+	struct ringbuf__slot s;
+	struct ringbuf__bpage *tb;
+	unsigned char *base;
+	uint32_t depth, w0, delta;
+	unsigned long wfull;
+
+	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || !data))
+		return;
+	c = ringbuf__cpu(rb, cpu);
+	RINGBUF__CHECK_CURRENT(rb, cpu, c, data, "discard: not the current event of this CPU");
+	depth = RINGBUF__LOAD(&c->committing);
+	if (RINGBUF__UNLIKELY(depth == 0 || depth > RINGBUF_MAX_NEST))
+		return;
+	s = c->slots[depth - 1];
+	tb = ringbuf__bp(rb, cpu, s.page);
+	base = ringbuf__dp(rb, cpu, s.page)->data;
+
+	/* The event after this one must not take its delta from our stamp. */
+	RINGBUF__STORE(&c->before_stamp, RINGBUF__STAMP_INVALID);
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_DISCARD_INVAL);
+
+	/* Last reservation on the tail page: roll the write index back. */
+	wfull = RINGBUF__LOAD(&tb->write);
+	if (RINGBUF__LOAD(&c->tail_page) == s.page &&
+	    (wfull & RINGBUF__WRITE_MASK) == (unsigned long)s.off + s.len &&
+	    ringbuf__local_cas(&tb->write, wfull, wfull - s.len)) {
+		RINGBUF__ADD(&c->discarded, 1);
+		ringbuf__end_commit(rb, cpu, c);
+		return;
+	}
+	/* Something follows: the data event becomes padding of the same length,
+	 * keeping its delta so the time of what follows is unchanged (a delta of 0
+	 * is kept too: the padding carries its length, which is what readers use;
+	 * the kernel would bump it to 1 and shift later events by 1 ns). A stamp or
+	 * extend in front of it stays, carrying the time. */
+	memcpy(&w0, base + s.event, 4);
+	delta = w0 >> 5;
+	ringbuf__put_padding(base + s.event, s.off + s.len - s.event, delta);
+	RINGBUF__ADD(&c->discarded, 1);
+	ringbuf__end_commit(rb, cpu, c);
+}
+
+RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data, size_t len)
+{
+	void *p;
+	if (!rb || cpu >= rb->ncpu || (!data && len))
+		return RINGBUF_EINVAL;
+	if (len == 0) {
+		RINGBUF__ADD(&ringbuf__cpu(rb, cpu)->rejected_events, 1);
+		return RINGBUF_EINVAL;
+	}
+	if (len > rb->max_event) {
+		RINGBUF__ADD(&ringbuf__cpu(rb, cpu)->rejected_events, 1);
+		return RINGBUF_E2BIG;
+	}
+	p = ringbuf_reserve(rb, cpu, len);
+	if (!p)
+		return RINGBUF_ENOSPC;
+	memcpy(p, data, len);
+	ringbuf_commit(rb, cpu, p);
+	return 0;
+}
+
+RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb)
+{
+	return rb ? rb->max_event : 0;
+}
+
+RINGBUF_API uint64_t ringbuf_time_stamp(const struct ringbuf *rb)
+{
+	return rb ? ringbuf__clock(rb) : 0;
+}
+
+/* ==== >>reader ========================================================== */
+
+static inline void ringbuf__yield(void)
+{
+#ifdef RINGBUF__HAVE_THRD_YIELD
+	thrd_yield();
+#else
+	sched_yield();
+#endif
+}
+
+/* A per-thread token (its address) identifies the reader lock's owner; initial
+ * exec TLS needs no allocation, so it is safe in signal handlers. */
+#if defined(__GNUC__)
+static _Thread_local char ringbuf__thread_token __attribute__((tls_model("initial-exec")));
+#else
+static _Thread_local char ringbuf__thread_token;
+#endif
+
+/* Take cpu's reader lock. RINGBUF_EBUSY if this thread already holds it (a
+ * signal handler interrupted a reader) or if the holder does not let go. */
+static int ringbuf__reader_lock(struct ringbuf__cpu *c)
+{
+	uintptr_t me = (uintptr_t)&ringbuf__thread_token, cur = 0;
+	long spins = 0;
+	while (!atomic_compare_exchange_weak_explicit(&c->reader_lock, &cur, me, memory_order_acquire,
+						      memory_order_relaxed)) {
+		if (cur == me)
+			return RINGBUF_EBUSY;
+		if (cur != 0) {
+			if (++spins > 2000000)
+				return RINGBUF_EBUSY;
+			ringbuf__yield();
+		}
+		cur = 0;
+	}
+	return 0;
+}
+
+static void ringbuf__reader_unlock(struct ringbuf__cpu *c)
+{
+	atomic_store_explicit(&c->reader_lock, 0, memory_order_release);
+}
+
+/* S1: find the head page: the page whose prev's link carries HEADER and points
+ * at it. Returns its index and the link (in *plink), or RINGBUF_EAGAIN while a
+ * writer keeps the flag in transition. */
+static int ringbuf__find_head(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c, uint32_t *head,
+			      unsigned long *plink)
+{
+	uint32_t n = rb->nr_pages + 1, x = c->head_hint, i;
+	uint32_t rp = RINGBUF__LOAD(&c->reader_page);
+	for (i = 0; i < 3 * n; i++) {
+		if (x != rp) {
+			uint32_t p = ringbuf__bp(rb, cpu, x)->prev;
+			unsigned long link = ringbuf__load_link(ringbuf__bp(rb, cpu, p));
+			if (ringbuf__link_idx(link) == x &&
+			    (link & RINGBUF__F_MASK) == RINGBUF__F_HEADER) {
+				c->head_hint = x;
+				*head = x;
+				*plink = link;
+				return 0;
+			}
+		}
+		x = ringbuf__next_idx(rb, cpu, x);
+		if (x > rb->nr_pages) {
+			ringbuf__warn(rb, cpu, "reader: link index out of range");
+			return RINGBUF_ECORRUPT;
+		}
+		if (i % n == n - 1)
+			ringbuf__yield(); /* a writer is between H1 and H2; let it run */
+	}
+	return RINGBUF_EAGAIN;
+}
+
+static inline uint32_t ringbuf__page_commit(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
+{
+	/* [R-commit] acquire: pairs with [W-commit] */
+	return (uint32_t)((unsigned long)atomic_load_explicit(&ringbuf__dp(rb, cpu, idx)->commit,
+							     memory_order_acquire) &
+			  RINGBUF__COMMIT_MASK);
+}
+
+/* Make sure the reader page has unread committed data, swapping it with the
+ * head page if needed. Returns 1 (data), 0 (none) or < 0. */
+static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
+{
+	int tries;
+	for (tries = 0; tries < 64; tries++) {
+		uint32_t rp = RINGBUF__LOAD(&c->reader_page);
+		uint32_t commit = ringbuf__page_commit(rb, cpu, rp);
+		uint32_t cp, h, hn;
+		unsigned long link, hlink;
+		struct ringbuf__bpage *rbp;
+		uint64_t ov;
+		int r;
+
+		if (commit > rb->bsize) {
+			ringbuf__warn(rb, cpu, "reader: commit beyond the page");
+			return RINGBUF_ECORRUPT;
+		}
+		if (c->read < commit)
+			return 1;
+		/* [R-cpage] acquire: pairs with [W-cpage] */
+		cp = atomic_load_explicit(&c->commit_page, memory_order_acquire);
+		if (cp == rp)
+			return 0; /* writers are still on the reader page */
+		r = ringbuf__find_head(rb, cpu, c, &h, &link);
+		if (r == RINGBUF_EAGAIN) {
+			ringbuf__yield();
+			continue;
+		}
+		if (r < 0)
+			return r;
+		if (h == cp && ringbuf__page_commit(rb, cpu, h) == 0)
+			return 0; /* the head page is the commit page and holds nothing yet */
+
+		/* S2: prepare the old reader page to take H's place in the ring */
+		rbp = ringbuf__bp(rb, cpu, rp);
+		RINGBUF__STORE(&rbp->write, 0);
+		atomic_store_explicit(&ringbuf__dp(rb, cpu, rp)->commit, 0, memory_order_relaxed);
+		hlink = ringbuf__load_link(ringbuf__bp(rb, cpu, h));
+		hn = ringbuf__link_idx(hlink);
+		atomic_store_explicit(&rbp->next, ringbuf__link_make(hlink, hn, RINGBUF__F_HEADER),
+				      memory_order_relaxed);
+		rbp->prev = ringbuf__bp(rb, cpu, h)->prev;
+		/* published before S3 (seq_cst): a writer that sees the new ring sees
+		 * that H, which may hold the commit, is the reader page */
+		atomic_store_explicit(&c->reader_page, h, memory_order_seq_cst);
+		ov = atomic_load_explicit(&c->overrun, memory_order_relaxed);
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READER_S2);
+
+		/* S3 */
+		if (!ringbuf__cas_link(ringbuf__bp(rb, cpu, rbp->prev), link,
+				       ringbuf__link_make(link, rp, 0))) {
+			atomic_store_explicit(&c->reader_page, rp, memory_order_seq_cst);
+			continue; /* a writer moved the head meanwhile */
+		}
+		/* The swap succeeded: the overrun read after the link load and before
+		 * the CAS covers every page lost before H ([L]). */
+		ringbuf__bp(rb, cpu, hn)->prev = rp;
+		c->head_hint = hn;
+		c->read = 0;
+		c->read_stamp = atomic_load_explicit(&ringbuf__dp(rb, cpu, h)->time_stamp,
+						     memory_order_relaxed);
+		{
+			uint64_t drops = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, h)->drops);
+			uint64_t lost = ov - c->last_overrun;
+			c->last_overrun = ov;
+			if (drops > c->last_drops) {
+				lost += drops - c->last_drops;
+				c->last_drops = drops;
+			}
+			c->lost_pending += lost;
+		}
+		RINGBUF__ADD(&c->pages_read, 1);
+	}
+	return RINGBUF_EAGAIN;
+}
+
+/* Find the next data event on cpu, skipping (consuming) padding and time
+ * records. On success fills rec and *evlen (record length) and returns 1. */
+static int ringbuf__next_event(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+			       struct ringbuf_record *rec, uint32_t *evlen)
+{
+	const bool align8 = (rb->flags & RINGBUF_F_ALIGN8) != 0;
+	for (;;) {
+		int r = ringbuf__get_reader_page(rb, cpu, c);
+		uint32_t rp, commit;
+		const struct ringbuf__dpage *dp;
+		struct ringbuf__rec e;
+		if (r <= 0)
+			return r;
+		rp = RINGBUF__LOAD(&c->reader_page);
+		dp = ringbuf__dp(rb, cpu, rp);
+		commit = ringbuf__page_commit(rb, cpu, rp);
+		if (c->read == 0)
+			c->read_stamp = atomic_load_explicit(&((struct ringbuf__dpage *)dp)->time_stamp,
+							     memory_order_relaxed);
+		while (c->read < commit) {
+			if (ringbuf__parse(dp->data, commit, c->read, align8, &e) < 0) {
+				ringbuf__warn(rb, cpu, "reader: corrupt record");
+				return RINGBUF_ECORRUPT;
+			}
+			if (e.type == 0) {
+				rec->data = dp->data + c->read + e.hdr;
+				rec->len = e.len - e.hdr;
+				rec->ts = c->read_stamp + e.delta;
+				rec->lost = c->lost_pending;
+				rec->cpu = cpu;
+				*evlen = e.len;
+				return 1;
+			}
+			if (e.type == RINGBUF__TYPE_TIME_STAMP)
+				c->read_stamp = ringbuf__abs_ts(c->read_stamp, e.delta);
+			else if (!e.null_pad)
+				c->read_stamp += e.delta; /* extend, or padding (as kbuffer does) */
+			c->read += e.len;
+		}
+	}
+}
+
+RINGBUF_API int ringbuf_peek(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec)
+{
+	struct ringbuf__cpu *c;
+	uint32_t len;
+	int r;
+	if (!rb || cpu >= rb->ncpu || !rec)
+		return RINGBUF_EINVAL;
+	c = ringbuf__cpu(rb, cpu);
+	if ((r = ringbuf__reader_lock(c)) < 0)
+		return r;
+	r = ringbuf__next_event(rb, cpu, c, rec, &len);
+	ringbuf__reader_unlock(c);
+	return r;
+}
+
+RINGBUF_API int ringbuf_consume(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec)
+{
+	struct ringbuf__cpu *c;
+	uint32_t len;
+	int r;
+	if (!rb || cpu >= rb->ncpu || !rec)
+		return RINGBUF_EINVAL;
+	c = ringbuf__cpu(rb, cpu);
+	if ((r = ringbuf__reader_lock(c)) < 0)
+		return r;
+	r = ringbuf__next_event(rb, cpu, c, rec, &len);
+	if (r == 1) {
+		c->read += len;
+		c->read_stamp = rec->ts;
+		c->lost_pending = 0;
+		atomic_store_explicit(&c->read_events, RINGBUF__LOAD(&c->read_events) + 1,
+				      memory_order_relaxed);
+	}
+	ringbuf__reader_unlock(c);
+	return r;
+}
+
+RINGBUF_API bool ringbuf_empty_cpu(struct ringbuf *rb, unsigned cpu)
+{
+	struct ringbuf_record rec;
+	return ringbuf_peek(rb, cpu, &rec) <= 0;
+}
+
+/* ==== >>control ========================================================= */
+
+RINGBUF_API void ringbuf_record_on(struct ringbuf *rb)
+{
+	if (rb)
+		atomic_fetch_and_explicit(&rb->record_disabled, ~RINGBUF__OFF_BIT, memory_order_relaxed);
+}
+RINGBUF_API void ringbuf_record_off(struct ringbuf *rb)
+{
+	if (rb)
+		atomic_fetch_or_explicit(&rb->record_disabled, RINGBUF__OFF_BIT, memory_order_relaxed);
+}
+RINGBUF_API bool ringbuf_record_is_on(const struct ringbuf *rb)
+{
+	return rb && atomic_load_explicit(&((struct ringbuf *)rb)->record_disabled,
+					  memory_order_relaxed) == 0;
+}
+RINGBUF_API void ringbuf_record_disable(struct ringbuf *rb)
+{
+	if (rb)
+		RINGBUF__ADD(&rb->record_disabled, 1);
+}
+RINGBUF_API void ringbuf_record_enable(struct ringbuf *rb)
+{
+	uint32_t cur;
+	if (!rb)
+		return;
+	cur = atomic_load_explicit(&rb->record_disabled, memory_order_relaxed);
+	while ((cur & ~RINGBUF__OFF_BIT) != 0 &&
+	       !atomic_compare_exchange_weak_explicit(&rb->record_disabled, &cur, cur - 1,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+}
+RINGBUF_API int ringbuf_record_disable_cpu(struct ringbuf *rb, unsigned cpu)
+{
+	if (!rb || cpu >= rb->ncpu)
+		return RINGBUF_EINVAL;
+	RINGBUF__ADD(&ringbuf__cpu(rb, cpu)->disabled, 1);
+	return 0;
+}
+RINGBUF_API int ringbuf_record_enable_cpu(struct ringbuf *rb, unsigned cpu)
+{
+	struct ringbuf__cpu *c;
+	uint32_t cur, floor;
+	if (!rb || cpu >= rb->ncpu)
+		return RINGBUF_EINVAL;
+	c = ringbuf__cpu(rb, cpu);
+	floor = RINGBUF__LOAD(&c->corrupt); /* a corruption disable stays until reset */
+	cur = RINGBUF__LOAD(&c->disabled);
+	do {
+		if (cur <= floor)
+			return 0;
+	} while (!atomic_compare_exchange_weak_explicit(&c->disabled, &cur, cur - 1, memory_order_relaxed,
+							memory_order_relaxed));
+	return 0;
+}
+
+RINGBUF_API int ringbuf_set_mode(struct ringbuf *rb, int mode)
+{
+	if (!rb || (mode != RINGBUF_MODE_OVERWRITE && mode != RINGBUF_MODE_PRODUCER_CONSUMER))
+		return RINGBUF_EINVAL;
+	atomic_store_explicit(&rb->mode, mode, memory_order_relaxed);
+	return 0;
+}
+RINGBUF_API int ringbuf_get_mode(const struct ringbuf *rb)
+{
+	return rb ? atomic_load_explicit(&((struct ringbuf *)rb)->mode, memory_order_relaxed)
+		  : RINGBUF_EINVAL;
+}
+RINGBUF_API unsigned ringbuf_ncpu(const struct ringbuf *rb) { return rb ? rb->ncpu : 0; }
+RINGBUF_API size_t ringbuf_page_size(const struct ringbuf *rb) { return rb ? rb->page_size : 0; }
+RINGBUF_API unsigned ringbuf_nr_pages(const struct ringbuf *rb) { return rb ? rb->nr_pages : 0; }
+
+/* A store->load barrier on every thread of the process (membarrier), so a
+ * writer that entered before our disable store is seen in `committing`. */
+static void ringbuf__sys_membarrier(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+	/* MEMBARRIER_CMD_PRIVATE_EXPEDITED (8) needs the registration done at
+	 * init; MEMBARRIER_CMD_GLOBAL (1) is the slower fallback. */
+	if (syscall(SYS_membarrier, 8, 0, 0) == 0)
+		return;
+	if (syscall(SYS_membarrier, 1, 0, 0) == 0)
+		return;
+#endif
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+static void ringbuf__membarrier_register(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+	(void)syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0);
+#endif
+}
+
+static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	uint32_t n = rb->nr_pages, i;
+	memset(c, 0, sizeof *c);
+	for (i = 0; i <= n; i++) {
+		struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
+		struct ringbuf__dpage *dp = ringbuf__dp(rb, cpu, i);
+		uint32_t next = i == n ? 0 : (i + 1) % n;
+		memset(bp, 0, sizeof *bp);
+		/* the ring is 0..n-1; page n-1 links to the head (page 0) with HEADER */
+		atomic_init(&bp->next, ((unsigned long)next << 2) | (i == n - 1 ? RINGBUF__F_HEADER : 0));
+		bp->prev = i == 0 ? n - 1 : (i == n ? n - 1 : i - 1);
+		atomic_init(&bp->write, 0);
+		atomic_init(&bp->drops, 0);
+		atomic_init(&dp->time_stamp, 0);
+		atomic_init(&dp->commit, 0);
+	}
+	atomic_init(&c->reader_page, n);
+	atomic_init(&c->tail_page, 0);
+	atomic_init(&c->commit_page, 0);
+	c->head_hint = 0;
+}
+
+RINGBUF_API int ringbuf_reset_cpu(struct ringbuf *rb, unsigned cpu)
+{
+	struct ringbuf__cpu *c;
+	long spins = 0;
+	int r;
+	uint32_t disabled;
+	if (!rb || cpu >= rb->ncpu)
+		return RINGBUF_EINVAL;
+	c = ringbuf__cpu(rb, cpu);
+	RINGBUF__ADD(&c->disabled, 1);
+	ringbuf__sys_membarrier();
+	/* acquire: pairs with the writer's release store of committing = 0 */
+	while (atomic_load_explicit(&c->committing, memory_order_acquire) != 0) {
+		if (++spins > 1000000) {
+			atomic_fetch_sub_explicit(&c->disabled, 1, memory_order_relaxed);
+			return RINGBUF_EBUSY;
+		}
+		ringbuf__yield();
+	}
+	if ((r = ringbuf__reader_lock(c)) < 0) {
+		atomic_fetch_sub_explicit(&c->disabled, 1, memory_order_relaxed);
+		return r;
+	}
+	disabled = RINGBUF__LOAD(&c->disabled) - RINGBUF__LOAD(&c->corrupt);
+	ringbuf__init_cpu(rb, cpu); /* also releases the reader lock (zeroed) */
+	/* keep the caller's own disable count, minus ours and any corruption disable */
+	atomic_store_explicit(&c->disabled, disabled - 1, memory_order_release);
+	return 0;
+}
+
+RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
+{
+	unsigned cpu;
+	int r;
+	if (!rb)
+		return RINGBUF_EINVAL;
+	for (cpu = 0; cpu < rb->ncpu; cpu++)
+		if ((r = ringbuf_reset_cpu(rb, cpu)) < 0)
+			return r;
+	return 0;
+}
+
+/* ==== >>stats =========================================================== */
+
+RINGBUF_API int ringbuf_stats_cpu(struct ringbuf *rb, unsigned cpu, struct ringbuf_stats *st)
+{
+	struct ringbuf__cpu *c;
+	uint64_t committed = 0, bytes = 0, oldest = 0;
+	uint32_t i, rp, cp, x, commit;
+	if (!rb || cpu >= rb->ncpu || !st)
+		return RINGBUF_EINVAL;
+	c = ringbuf__cpu(rb, cpu);
+	memset(st, 0, sizeof *st);
+	for (i = 0; i < RINGBUF_MAX_NEST; i++)
+		committed += RINGBUF__LOAD(&c->entries_d[i]);
+	st->committed = committed;
+	st->overrun = RINGBUF__LOAD(&c->overrun);
+	st->commit_overrun = RINGBUF__LOAD(&c->commit_overrun);
+	st->dropped_events = RINGBUF__LOAD(&c->dropped_events);
+	st->read_events = RINGBUF__LOAD(&c->read_events);
+	st->pages_touched = RINGBUF__LOAD(&c->pages_touched);
+	st->pages_lost = RINGBUF__LOAD(&c->pages_lost);
+	st->pages_read = RINGBUF__LOAD(&c->pages_read);
+	st->disabled_events = RINGBUF__LOAD(&c->disabled_events);
+	st->rejected_events = RINGBUF__LOAD(&c->rejected_events);
+	st->nest_overflow = RINGBUF__LOAD(&c->nest_overflow);
+	st->discarded = RINGBUF__LOAD(&c->discarded);
+	st->entries = committed - st->overrun - st->read_events;
+	if (st->overrun + st->read_events > committed)
+		st->entries = 0; /* a snapshot taken while writers ran */
+
+	/* bytes and oldest time stamp: walk reader page, then head .. commit page.
+	 * Without the reader lock this is a snapshot; the walk is bounded. */
+	if (ringbuf__reader_lock(c) == 0) {
+		unsigned long link;
+		uint32_t h;
+		rp = RINGBUF__LOAD(&c->reader_page);
+		cp = atomic_load_explicit(&c->commit_page, memory_order_acquire);
+		commit = ringbuf__page_commit(rb, cpu, rp);
+		if (commit > c->read && commit <= rb->bsize) {
+			bytes += commit - c->read;
+			oldest = c->read ? c->read_stamp
+					 : atomic_load_explicit(&ringbuf__dp(rb, cpu, rp)->time_stamp,
+								memory_order_relaxed);
+		}
+		if (cp != rp && ringbuf__find_head(rb, cpu, c, &h, &link) == 0) {
+			x = h;
+			for (i = 0; i <= rb->nr_pages; i++) {
+				commit = ringbuf__page_commit(rb, cpu, x);
+				if (commit && commit <= rb->bsize) {
+					if (!oldest)
+						oldest = atomic_load_explicit(
+							&ringbuf__dp(rb, cpu, x)->time_stamp,
+							memory_order_relaxed);
+					bytes += commit;
+				}
+				if (x == cp)
+					break;
+				x = ringbuf__next_idx(rb, cpu, x);
+				if (x > rb->nr_pages)
+					break;
+			}
+		}
+		ringbuf__reader_unlock(c);
+	}
+	st->bytes = bytes;
+	st->oldest_event_ts = oldest;
+	return 0;
+}
+
+RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
+{
+	struct ringbuf_stats one;
+	unsigned cpu;
+	if (!rb || !st)
+		return RINGBUF_EINVAL;
+	memset(st, 0, sizeof *st);
+	for (cpu = 0; cpu < rb->ncpu; cpu++) {
+		ringbuf_stats_cpu(rb, cpu, &one);
+		st->entries += one.entries;
+		st->committed += one.committed;
+		st->overrun += one.overrun;
+		st->commit_overrun += one.commit_overrun;
+		st->dropped_events += one.dropped_events;
+		st->read_events += one.read_events;
+		st->bytes += one.bytes;
+		if (one.oldest_event_ts && (!st->oldest_event_ts || one.oldest_event_ts < st->oldest_event_ts))
+			st->oldest_event_ts = one.oldest_event_ts;
+		st->pages_touched += one.pages_touched;
+		st->pages_lost += one.pages_lost;
+		st->pages_read += one.pages_read;
+		st->disabled_events += one.disabled_events;
+		st->rejected_events += one.rejected_events;
+		st->nest_overflow += one.nest_overflow;
+		st->discarded += one.discarded;
+	}
+	return 0;
+}
+
+/* ==== lifecycle ========================================================= */
+
+#if !defined(CLOCK_MONOTONIC) && defined(__linux__)
+/* -std=c11 without _GNU_SOURCE/_POSIX_C_SOURCE before the first include */
+struct timespec;
+extern int clock_gettime(int, struct timespec *);
+#define RINGBUF__CLOCK_ID 1 /* CLOCK_MONOTONIC on Linux */
+#else
+#define RINGBUF__CLOCK_ID CLOCK_MONOTONIC
+#endif
+
+static uint64_t ringbuf__default_clock(void *ctx)
+{
+	struct timespec ts;
+	(void)ctx;
+	clock_gettime(RINGBUF__CLOCK_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct ringbuf__geom {
+	uint32_t nr_pages, page_size;
+	uint64_t cpu_off, bpage_off, data_off, total;
+};
+
+static int ringbuf__geometry(const struct ringbuf_config *cfg, struct ringbuf__geom *g)
+{
+	size_t ps, per, pages;
+	uint64_t npg;
+	if (!cfg || cfg->ncpu == 0 || cfg->ncpu > 65536)
+		return RINGBUF_EINVAL;
+	ps = cfg->page_size ? cfg->page_size : 4096;
+	if (ps < RINGBUF__MIN_PAGE || ps > RINGBUF__MAX_PAGE || (ps & (ps - 1)))
+		return RINGBUF_EINVAL;
+	if (cfg->mode != RINGBUF_MODE_OVERWRITE && cfg->mode != RINGBUF_MODE_PRODUCER_CONSUMER)
+		return RINGBUF_EINVAL;
+	if (cfg->ts_mode != RINGBUF_TS_DELTA && cfg->ts_mode != RINGBUF_TS_ABSOLUTE)
+		return RINGBUF_EINVAL;
+	if (cfg->flags & ~(unsigned)RINGBUF_F_ALIGN8)
+		return RINGBUF_EINVAL;
+	per = cfg->size_per_cpu ? cfg->size_per_cpu : (size_t)1 << 20;
+	pages = per / ps + (per % ps != 0);
+	if (pages < 2)
+		pages = 2;
+	if (pages + 1 > RINGBUF__IDX_MASK || pages > UINT32_MAX / 2)
+		return RINGBUF_EINVAL;
+	npg = (uint64_t)cfg->ncpu * (pages + 1);
+	if (npg > (UINT64_MAX / 2) / ps)
+		return RINGBUF_EINVAL;
+	g->nr_pages = (uint32_t)pages;
+	g->page_size = (uint32_t)ps;
+	g->cpu_off = (sizeof(struct ringbuf) + RINGBUF__CACHELINE - 1) & ~(uint64_t)(RINGBUF__CACHELINE - 1);
+	g->bpage_off = g->cpu_off + (uint64_t)cfg->ncpu * sizeof(struct ringbuf__cpu);
+	g->data_off = g->bpage_off + npg * sizeof(struct ringbuf__bpage);
+	g->data_off = (g->data_off + ps - 1) & ~(uint64_t)(ps - 1);
+	g->total = g->data_off + npg * ps;
+	if (g->total > SIZE_MAX)
+		return RINGBUF_ENOMEM;
+	return 0;
+}
+
+RINGBUF_API int ringbuf_size_needed(const struct ringbuf_config *cfg, size_t *size)
+{
+	struct ringbuf__geom g;
+	int r;
+	if (!size)
+		return RINGBUF_EINVAL;
+	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+		return r;
+	*size = (size_t)g.total;
+	return 0;
+}
+
+RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_config *cfg,
+				struct ringbuf **out)
+{
+	struct ringbuf__geom g;
+	struct ringbuf *rb;
+	unsigned cpu;
+	int r;
+	if (!mem || !out)
+		return RINGBUF_EINVAL;
+	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+		return r;
+	if ((uintptr_t)mem % RINGBUF__CACHELINE)
+		return RINGBUF_EALIGN;
+	if (size < g.total)
+		return RINGBUF_ENOMEM;
+	rb = (struct ringbuf *)mem;
+	memset(rb, 0, sizeof *rb);
+	rb->magic = RINGBUF__MAGIC;
+	rb->version = RINGBUF__LAYOUT_VERSION;
+	rb->ncpu = cfg->ncpu;
+	rb->nr_pages = g.nr_pages;
+	rb->page_size = g.page_size;
+	rb->bsize = g.page_size - (uint32_t)RINGBUF__HDR_SIZE;
+	rb->flags = cfg->flags;
+	rb->ts_mode = (uint32_t)cfg->ts_mode;
+	/* the largest event must fit an empty page with its header and array[0] */
+	rb->max_event = rb->bsize - 8;
+	rb->total_size = g.total;
+	rb->cpu_off = g.cpu_off;
+	rb->bpage_off = g.bpage_off;
+	rb->data_off = g.data_off;
+	rb->clock = cfg->clock ? cfg->clock : ringbuf__default_clock;
+	rb->clock_ctx = cfg->clock_ctx;
+	atomic_init(&rb->record_disabled, 0);
+	atomic_init(&rb->mode, cfg->mode);
+	for (cpu = 0; cpu < cfg->ncpu; cpu++)
+		ringbuf__init_cpu(rb, cpu);
+	ringbuf__membarrier_register();
+	*out = rb;
+	return 0;
+}
+
+RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf **out)
+{
+	struct ringbuf__geom g;
+	void *mem;
+	char *aligned;
+	int r;
+	if (!out)
+		return RINGBUF_EINVAL;
+	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+		return r;
+	if (g.total > SIZE_MAX - g.page_size)
+		return RINGBUF_ENOMEM;
+	/* over-allocate so the data pages can be page-size aligned in memory */
+	mem = RINGBUF_MALLOC((size_t)g.total + g.page_size, NULL);
+	if (!mem)
+		return RINGBUF_ENOMEM;
+	aligned = (char *)(((uintptr_t)mem + g.page_size - 1) & ~(uintptr_t)(g.page_size - 1));
+	if ((r = ringbuf_init_in(aligned, (size_t)g.total, cfg, out)) < 0) {
+		RINGBUF_FREE(mem, NULL);
+		return r;
+	}
+	(*out)->owned = 1;
+	(*out)->mem = mem;
+	return 0;
+}
+
+RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
+{
+	if (!rb || rb->magic != RINGBUF__MAGIC)
+		return;
+	rb->magic = 0;
+	if (rb->owned)
+		RINGBUF_FREE(rb->mem, NULL);
+}
+
+RINGBUF_API const char *ringbuf_strerror(int err)
+{
+	switch (err) {
+	case RINGBUF_OK: return "success";
+	case RINGBUF_EINVAL: return "invalid argument";
+	case RINGBUF_ENOMEM: return "out of memory, or the memory block is too small";
+	case RINGBUF_EBUSY: return "busy: reader re-entered, or writers did not finish";
+	case RINGBUF_EAGAIN: return "a writer kept a page link in transition; try again";
+	case RINGBUF_ECORRUPT: return "corrupted buffer memory; recording disabled";
+	case RINGBUF_EALIGN: return "memory block is not 64-byte aligned";
+	case RINGBUF_E2BIG: return "event larger than the maximum event size";
+	case RINGBUF_ENOSPC: return "event dropped (buffer full, recording disabled, or nested too deep)";
+	default: return "unknown error";
+	}
+}
+
+RINGBUF_API int ringbuf__walk_pages(struct ringbuf *rb, unsigned cpu, ringbuf__page_fn fn, void *ctx)
+{
+	struct ringbuf__cpu *c;
+	uint32_t x, t, i;
+	unsigned long link;
+	int r;
+	if (!rb || cpu >= rb->ncpu || !fn)
+		return RINGBUF_EINVAL;
+	c = ringbuf__cpu(rb, cpu);
+	x = RINGBUF__LOAD(&c->reader_page);
+	if ((r = fn(ringbuf__dp(rb, cpu, x), rb->page_size, RINGBUF__PAGE_READER, ctx)) != 0)
+		return r;
+	if ((r = ringbuf__find_head(rb, cpu, c, &x, &link)) < 0)
+		return r;
+	t = RINGBUF__LOAD(&c->tail_page);
+	for (i = 0; i < rb->nr_pages; i++) {
+		if ((r = fn(ringbuf__dp(rb, cpu, x), rb->page_size, RINGBUF__PAGE_RING, ctx)) != 0)
+			return r;
+		if (x == t)
+			break;
+		x = ringbuf__next_idx(rb, cpu, x);
+	}
+	return 0;
+}
+
+#endif /* RINGBUF_IMPLEMENTATION */
+
+/*
+ * ------------------------------------------------------------------------------
+ * MIT License
+ *
+ * Copyright (c) 2026 The ringbuf.h authors
+ *
+ * Permission is hereby granted, free of charge, to any person obtaining a copy
+ * of this software and associated documentation files (the "Software"), to deal
+ * in the Software without restriction, including without limitation the rights
+ * to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+ * copies of the Software, and to permit persons to whom the Software is
+ * furnished to do so, subject to the following conditions:
+ *
+ * The above copyright notice and this permission notice shall be included in
+ * all copies or substantial portions of the Software.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+ * IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+ * FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+ * AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+ * LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+ * OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+ * SOFTWARE.
+ * ------------------------------------------------------------------------------
+ */
