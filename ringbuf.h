@@ -1059,13 +1059,16 @@ static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 		/* N is the head page: the ring is full. */
 		uint32_t rp = atomic_load_explicit(&c->reader_page, memory_order_acquire);
 		if (cp == rp) {
-			if (t != cp) {
-				/* the commit is still on the reader page: the ring
-				 * ahead of it is uncommitted and cannot be overwritten */
-				RINGBUF__ADD(&c->commit_overrun, 1);
-				return RINGBUF_ENOSPC;
-			}
-			/* tail and commit on the reader page: N is empty, enter it */
+			/* The commit is still on the reader page (or on the head
+			 * page the reader is swapping out, published early at S2):
+			 * the ring ahead of it is uncommitted and cannot be
+			 * overwritten. (The kernel also lets a tail that sits on
+			 * the reader page enter the head page here; in this design
+			 * the reader page's own link never carries a flag, so that
+			 * case cannot arise, and with the early publication it
+			 * would be wrong.) */
+			RINGBUF__ADD(&c->commit_overrun, 1);
+			return RINGBUF_ENOSPC;
 		} else if (atomic_load_explicit(&rb->mode, memory_order_relaxed) !=
 			   RINGBUF_MODE_OVERWRITE) {
 			RINGBUF__ADD(&c->dropped_events, 1);
@@ -1502,21 +1505,25 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 	int tries;
 	for (tries = 0; tries < 64; tries++) {
 		uint32_t rp = RINGBUF__LOAD(&c->reader_page);
-		uint32_t commit = ringbuf__page_commit(rb, cpu, rp);
-		uint32_t cp, h, hn;
+		uint32_t cp, commit, h, hn;
 		unsigned long link, hlink;
 		struct ringbuf__bpage *rbp;
 		uint64_t ov;
 		int r;
 
+		/* [R-cpage] acquire, pairs with [W-cpage]. The commit page is read
+		 * BEFORE the reader page's commit: once the commit page has left the
+		 * reader page, the commit read next is that page's final one. (The
+		 * other order can see an old commit, then a moved commit page, and
+		 * swap away unread events.) */
+		cp = atomic_load_explicit(&c->commit_page, memory_order_acquire);
+		commit = ringbuf__page_commit(rb, cpu, rp);
 		if (commit > rb->bsize) {
 			ringbuf__warn(rb, cpu, "reader: commit beyond the page");
 			return RINGBUF_ECORRUPT;
 		}
 		if (c->read < commit)
 			return 1;
-		/* [R-cpage] acquire: pairs with [W-cpage] */
-		cp = atomic_load_explicit(&c->commit_page, memory_order_acquire);
 		if (cp == rp)
 			return 0; /* writers are still on the reader page */
 		r = ringbuf__find_head(rb, cpu, c, &h, &link);
@@ -1535,7 +1542,8 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 		atomic_store_explicit(&ringbuf__dp(rb, cpu, rp)->commit, 0, memory_order_relaxed);
 		hlink = ringbuf__load_link(ringbuf__bp(rb, cpu, h));
 		hn = ringbuf__link_idx(hlink);
-		atomic_store_explicit(&rbp->next, ringbuf__link_make(hlink, hn, RINGBUF__F_HEADER),
+		atomic_store_explicit(&rbp->next,
+				      ringbuf__link_make(RINGBUF__LOAD(&rbp->next), hn, RINGBUF__F_HEADER),
 				      memory_order_relaxed);
 		rbp->prev = ringbuf__bp(rb, cpu, h)->prev;
 		/* published before S3 (seq_cst): a writer that sees the new ring sees
