@@ -36,11 +36,18 @@ struct model {
 	uint64_t committed, read, lost_reported, gaps;
 	uint64_t last_ts;
 	int inject_pct;           /* chance to cut in at a test point */
+	int budget;               /* cut-ins left in this top-level step */
 	int reader_pct;           /* of which: a reader call instead of a writer */
+	bool align8;
 	char fail[256];
 };
 
 static struct model M;
+static uint64_t tp_hits[RINGBUF__TP_COUNT], tp_cut[RINGBUF__TP_COUNT];
+static const char *const tp_names[RINGBUF__TP_COUNT] = {
+	"", "A_TIME", "B_BEFORE", "C_RESERVED", "D_WRITE_STAMP", "CROSS_CLAIMED", "CROSS_PADDED",
+	"MOVE_TAIL", "H1_COUNTED", "H1_UPDATE", "H2_NEW_HEAD", "H3_DONE", "U1_INTCNT", "U2_RESET",
+	"U3_MOVED", "COMMIT_PAGE", "COMMIT_END", "DISCARD_INVAL", "READER_S2"};
 
 static uint64_t rnd(void)
 {
@@ -104,7 +111,8 @@ static void check_event(const struct ringbuf_record *rec)
 		return;
 	}
 	memcpy(&h, rec->data, sizeof h);
-	if (h.ctx >= MAXCTX || h.sum != h.seq * 31 + h.len || rec->len != ((h.len + 3) & ~3u)) {
+	if (h.ctx >= MAXCTX || h.sum != h.seq * 31 + h.len ||
+	    rec->len != (M.align8 ? ((h.len + 7) & ~7u) : ((h.len + 3) & ~3u))) {
 		failf("corrupt event ctx=%u seq=%u len=%u", h.ctx, h.seq, h.len);
 		return;
 	}
@@ -149,8 +157,11 @@ static void hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 	(void)rb;
 	(void)cpu;
 	(void)ctx;
-	if ((int)(rnd() % 100) >= M.inject_pct)
+	tp_hits[point]++;
+	if (M.budget <= 0 || (int)(rnd() % 100) >= M.inject_pct)
 		return;
+	M.budget--;
+	tp_cut[point]++;
 	if (point == RINGBUF__TP_READER_S2) {
 		/* the writer thread runs while the reader is between S2 and S3 */
 		if (M.depth < RINGBUF_MAX_NEST - 1) {
@@ -173,6 +184,8 @@ static void hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 }
 
 struct walk_ctx {
+	bool align8;
+	uint64_t last_ts;
 	uint32_t read_off;
 	uint64_t events;
 	int err;
@@ -188,7 +201,14 @@ static int count_page(const void *page, size_t size, int role, void *vctx)
 		uint32_t from;
 		uint64_t n;
 	} cc = {role == RINGBUF__PAGE_READER ? w->read_off : 0, 0};
-	int r = pw_walk_page(page, size, false, NULL, NULL, &info, &err);
+	int r = pw_walk_page(page, size, w->align8, NULL, NULL, &info, &err);
+	if (r < 0) {
+		w->err = r;
+		w->why = err;
+		return 1;
+	}
+	/* time never goes backwards from page to page (reader page, then head .. tail) */
+	r = pw_check_sequence(w->last_ts, page, size, w->align8, &w->last_ts, &err);
 	if (r < 0) {
 		w->err = r;
 		w->why = err;
@@ -210,7 +230,7 @@ static int count_page(const void *page, size_t size, int role, void *vctx)
 				len = a0 + 4;
 			} else if (t == 30 || t == 31) {
 				len = 8;
-			} else if (t == 0) {
+			} else if (t == 0 || w->align8) {
 				uint32_t a0;
 				memcpy(&a0, d + off + 4, 4);
 				len = a0 + 4;
@@ -231,7 +251,7 @@ static int count_page(const void *page, size_t size, int role, void *vctx)
 static void check_model(const char *where)
 {
 	struct ringbuf_stats st;
-	struct walk_ctx w = {0, 0, 0, NULL};
+	struct walk_ctx w = {M.align8, 0, 0, 0, 0, NULL};
 	struct ringbuf__cpu *c = ringbuf__cpu(M.rb, 0);
 	ringbuf_stats_cpu(M.rb, 0, &st);
 	w.read_off = c->read;
@@ -253,6 +273,10 @@ static void run_seed(uint64_t seed, int mode, size_t page_size, int steps)
 {
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 	memset(&M, 0, sizeof M);
+	/* every third seed in absolute time-stamp mode, every fifth 8-byte aligned */
+	cfg.ts_mode = seed % 3 == 0 ? RINGBUF_TS_ABSOLUTE : RINGBUF_TS_DELTA;
+	M.align8 = seed % 5 == 0;
+	cfg.flags = M.align8 ? RINGBUF_F_ALIGN8 : 0;
 	M.rng = seed * 0x9E3779B97F4A7C15ull + 1;
 	M.clock = 1000;
 	M.inject_pct = 10 + (int)(seed % 40);
@@ -264,6 +288,7 @@ static void run_seed(uint64_t seed, int mode, size_t page_size, int steps)
 	assert_int_equal(ringbuf_create(&cfg, &M.rb), 0);
 	ringbuf__set_testpoint_hook(hook, NULL);
 	for (int i = 0; i < steps && !M.fail[0]; i++) {
+		M.budget = 1 + (int)(rnd() % 24);
 		if (rnd() % 3)
 			do_write(0);
 		else
@@ -291,15 +316,25 @@ static void run_seed(uint64_t seed, int mode, size_t page_size, int steps)
 static void random_interleavings_overwrite(void **state)
 {
 	(void)state;
-	for (uint64_t seed = 1; seed <= 300; seed++)
+	for (uint64_t seed = 1; seed <= 2000; seed++)
 		run_seed(seed, RINGBUF_MODE_OVERWRITE, seed % 2 ? 128 : 256, 400);
 }
 
 static void random_interleavings_producer_consumer(void **state)
 {
 	(void)state;
-	for (uint64_t seed = 1; seed <= 300; seed++)
+	for (uint64_t seed = 1; seed <= 2000; seed++)
 		run_seed(seed, RINGBUF_MODE_PRODUCER_CONSUMER, seed % 2 ? 128 : 256, 400);
+}
+
+static void every_test_point_was_cut_into(void **state)
+{
+	(void)state;
+	for (int i = 1; i < RINGBUF__TP_COUNT; i++) {
+		print_message("  %-14s hit %8llu  cut in %7llu\n", tp_names[i], (unsigned long long)tp_hits[i],
+			      (unsigned long long)tp_cut[i]);
+		assert_true(tp_cut[i] > 0);
+	}
 }
 
 int main(void)
@@ -307,6 +342,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(random_interleavings_overwrite),
 		cmocka_unit_test(random_interleavings_producer_consumer),
+		cmocka_unit_test(every_test_point_was_cut_into),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
