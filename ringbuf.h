@@ -238,6 +238,21 @@ RINGBUF_API int ringbuf_peek(struct ringbuf *rb, unsigned cpu, struct ringbuf_re
  * rec->lost is the number of events lost just before this event (non-zero
  * only on the first event after a loss). */
 RINGBUF_API int ringbuf_consume(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec);
+/** Flags for ringbuf_read_page(). */
+enum ringbuf_read_flags {
+	RINGBUF_READ_FULL = 1u << 0, /* only hand out a page the writers have left */
+};
+/** Read the unconsumed events of cpu's reader page as one kernel-format page
+ * (struct buffer_data_page: u64 time_stamp; long commit; data[]) into page
+ * (size >= ringbuf_page_size(rb)): the first record is a data event with delta 0
+ * at the page's time stamp, trailing padding is left out of commit, commit
+ * carries RB_MISSED_EVENTS (bit 31) when events were lost before the page and
+ * RB_MISSED_STORED (bit 30) with the count stored after the data when it fits,
+ * the rest is zeroed -- what libtraceevent's kbuffer expects. The events are
+ * consumed. Returns the data bytes (> 0), 0 when there is nothing (or, with
+ * RINGBUF_READ_FULL, no complete page) to read, or a negative error. */
+RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, size_t size,
+				  unsigned flags);
 /** True if cpu has no committed, unconsumed event. */
 RINGBUF_API bool ringbuf_empty_cpu(struct ringbuf *rb, unsigned cpu);
 
@@ -1655,6 +1670,139 @@ RINGBUF_API int ringbuf_consume(struct ringbuf *rb, unsigned cpu, struct ringbuf
 		atomic_store_explicit(&c->read_events, RINGBUF__LOAD(&c->read_events) + 1,
 				      memory_order_relaxed);
 	}
+	ringbuf__reader_unlock(c);
+	return r;
+}
+
+/* A data-record boundary in the page being built by ringbuf_read_page(). */
+struct ringbuf__cut {
+	uint32_t out;    /* bytes of data[] in the output page up to here */
+	uint32_t src;    /* the matching offset in the reader page */
+	uint32_t events; /* data events up to here */
+	uint64_t ts;     /* running time stamp after the record */
+};
+
+RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, size_t size,
+				  unsigned flags)
+{
+	const uint64_t msb = ~RINGBUF__TS_VALUE_MASK;
+	struct ringbuf__dpage *out = page;
+	struct ringbuf__cpu *c;
+	const struct ringbuf__dpage *dp;
+	struct ringbuf__cut last = {0, 0, 0, 0}, fit = {0, 0, 0, 0};
+	uint32_t rp, commit, off, w = 0, first_src = 0;
+	uint64_t ts, lost;
+	bool align8, first = true;
+	struct ringbuf__rec e;
+	int r;
+
+	if (!rb || cpu >= rb->ncpu || !page || size < rb->page_size ||
+	    (flags & ~(unsigned)RINGBUF_READ_FULL))
+		return RINGBUF_EINVAL;
+	align8 = (rb->flags & RINGBUF_F_ALIGN8) != 0;
+	c = ringbuf__cpu(rb, cpu);
+	if ((r = ringbuf__reader_lock(c)) < 0)
+		return r;
+again:
+	r = ringbuf__get_reader_page(rb, cpu, c);
+	if (r <= 0)
+		goto out;
+	rp = RINGBUF__LOAD(&c->reader_page);
+	if ((flags & RINGBUF_READ_FULL) &&
+	    atomic_load_explicit(&c->commit_page, memory_order_acquire) == rp) {
+		r = 0; /* a writer is still on the page */
+		goto out;
+	}
+	dp = ringbuf__dp(rb, cpu, rp);
+	commit = ringbuf__page_commit(rb, cpu, rp);
+	ts = c->read == 0 ? atomic_load_explicit(&((struct ringbuf__dpage *)dp)->time_stamp,
+						 memory_order_relaxed)
+			  : c->read_stamp;
+	/* Copy record by record. Time records and padding before the first event
+	 * fold into the page time stamp (the first record must be a data event
+	 * for kbuffer to report missed events); padding at the end stays out of
+	 * commit; a TIME_STAMP that kbuffer would decode wrongly (kbuffer keeps
+	 * the top 5 bits of the running time, it does not carry past 2^59)
+	 * becomes the equivalent TIME_EXTEND. */
+	for (off = c->read; off < commit; off += e.len) {
+		uint64_t prev = ts;
+		if (ringbuf__parse(dp->data, commit, off, align8, &e) < 0) {
+			ringbuf__warn(rb, cpu, "read_page: corrupt record");
+			r = RINGBUF_ECORRUPT;
+			goto out;
+		}
+		if (e.null_pad) {
+			off = commit;
+			break;
+		}
+		if (e.type == RINGBUF__TYPE_TIME_STAMP)
+			ts = ringbuf__abs_ts(ts, e.delta);
+		else
+			ts += e.delta;
+		if (first) {
+			uint32_t hw;
+			if (e.type != 0)
+				continue;
+			atomic_store_explicit(&out->time_stamp, ts, memory_order_relaxed);
+			memcpy(out->data, dp->data + off, e.len);
+			memcpy(&hw, out->data, 4);
+			hw &= 31u; /* delta 0: the page time stamp is this event's */
+			memcpy(out->data, &hw, 4);
+			first = false;
+			first_src = off;
+		} else {
+			memcpy(out->data + w, dp->data + off, e.len);
+			if (e.type == RINGBUF__TYPE_TIME_STAMP &&
+			    ((prev & msb) | (e.delta & RINGBUF__TS_VALUE_MASK)) != ts &&
+			    ts - prev <= RINGBUF__TS_VALUE_MASK)
+				ringbuf__put_stamp(out->data + w, RINGBUF__TYPE_TIME_EXTEND, ts - prev);
+		}
+		w = off + e.len - first_src;
+		if (e.type == 0) {
+			last.out = w;
+			last.src = off + e.len;
+			last.events++;
+			last.ts = ts;
+			if (w + sizeof(unsigned long) <= rb->bsize)
+				fit = last;
+		}
+	}
+	if (first) {
+		/* only time records or padding were left: consume them, go on */
+		c->read = off;
+		c->read_stamp = ts;
+		goto again;
+	}
+	lost = c->lost_pending;
+	/* Room for the lost count: hold events back for the next read rather than
+	 * hand out a page that only says "some were lost". */
+	if (lost && last.out + sizeof(unsigned long) > rb->bsize && fit.events) {
+		last = fit;
+		off = last.src; /* the rest stays for the next read */
+		ts = last.ts;
+	}
+	w = last.out;
+	{
+		unsigned long cm = w;
+		if (lost) {
+			cm |= RINGBUF__MISSED_EVENTS;
+			if (rb->bsize - w >= sizeof(unsigned long)) {
+				unsigned long n = (unsigned long)lost;
+				memcpy(out->data + w, &n, sizeof n);
+				cm |= RINGBUF__MISSED_STORED;
+				w += (uint32_t)sizeof n;
+			}
+		}
+		atomic_store_explicit(&out->commit, (long)cm, memory_order_relaxed);
+	}
+	memset(out->data + w, 0, rb->page_size - RINGBUF__HDR_SIZE - w);
+	r = (int)last.out;
+	c->read = off; /* trailing padding is consumed with the events */
+	c->read_stamp = ts;
+	c->lost_pending = 0;
+	atomic_store_explicit(&c->read_events, RINGBUF__LOAD(&c->read_events) + last.events,
+			      memory_order_relaxed);
+out:
 	ringbuf__reader_unlock(c);
 	return r;
 }
