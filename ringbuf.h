@@ -43,8 +43,8 @@
  *   RINGBUF_ASSERT(c)  [impl-only] internal assertions (default assert(c))
  *   RINGBUF_MALLOC(sz, ctx) / RINGBUF_FREE(p, ctx)
  *                      [impl-only] allocator used by ringbuf_create() (both or neither;
- *                                  default malloc/free; must return 64-byte aligned memory
- *                                  or more: the library aligns inside the block itself)
+ *                                  default malloc/free; any alignment: ringbuf_create()
+ *                                  over-allocates and aligns the block itself)
  *   RINGBUF_MAX_NEST   [global]    maximum writer nesting depth per CPU buffer (default 8, >= 4)
  *   RINGBUF_DEBUG      [global]    contract checks (commit/discard of an event that is not
  *                                  the current one) reported through ringbuf_set_warn_hook()
@@ -221,8 +221,10 @@ RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data);
 /** Drop the event reserved last on cpu: rolled back if nothing was reserved after
  * it, otherwise turned into padding. Not counted as committed. */
 RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data);
-/** Reserve, copy, commit. Returns 0, RINGBUF_EINVAL/E2BIG for bad input, or
- * RINGBUF_ENOSPC when dropped (counted). */
+/** Reserve, copy, commit. Returns 0, RINGBUF_EINVAL (no buffer, cpu out of
+ * range, NULL data or len 0) or RINGBUF_E2BIG for bad input, or RINGBUF_ENOSPC
+ * when dropped. Every failure on a valid cpu is counted (rejected_events, or
+ * the drop's own counter). */
 RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data, size_t len);
 /** Largest payload one event can carry (page size - 24 with 4 KiB pages: 4072). */
 RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb);
@@ -326,6 +328,9 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 #if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
+/* declared by <unistd.h> only with _GNU_SOURCE/_DEFAULT_SOURCE; the same
+ * prototype as glibc's and musl's, so a repeat is harmless */
+extern long syscall(long number, ...);
 #endif
 #if !defined(__STDC_NO_THREADS__) && defined(__has_include)
 #if __has_include(<threads.h>)
@@ -1101,18 +1106,21 @@ static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 }
 
 /* The reservation at offset w of page t claimed the page end (w + len > bsize):
- * pad [w, bsize) and set the write index back to bsize. */
+ * pad [w, bsize) and set the write index back, to the page end when the
+ * padding has a length, else (4 bytes left: a bare "null" header) to w, so
+ * that, as in the kernel, commit never covers a record without its length. */
 static void ringbuf__pad_tail(struct ringbuf *rb, unsigned cpu, uint32_t t, uint32_t w, uint32_t len)
 {
 	struct ringbuf__bpage *tb = ringbuf__bp(rb, cpu, t);
 	uint32_t room = w < rb->bsize ? rb->bsize - w : 0;
+	uint32_t end = room >= 8 ? rb->bsize : w;
 	if (room)
 		/* delta 1 as the kernel does: a padding of delta 0 and no length
 		 * is its "null" event; nothing follows on this page anyway */
 		ringbuf__put_padding(ringbuf__dp(rb, cpu, t)->data + w, room, room >= 8 ? 1 : 0);
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_CROSS_PADDED);
-	ringbuf__local_sub(&tb->write, (unsigned long)(w + len - rb->bsize));
+	ringbuf__local_sub(&tb->write, (unsigned long)(w + len - end));
 }
 
 /* Reserve an event of evlen bytes (A-D). Returns the payload or NULL (counted). */
@@ -1145,12 +1153,14 @@ static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ring
 				return NULL;
 			continue;
 		}
+		/* write_stamp is the previous event's time when it equals before_stamp:
+		 * a clock seen going backwards is clamped to it (at a page start too) */
+		if (RINGBUF__UNLIKELY(ts < after) && before == after)
+			ts = after;
 		if (w != 0) {
 			if (abs_mode || before != after) {
 				stamp = RINGBUF__TYPE_TIME_STAMP;
 			} else {
-				if (RINGBUF__UNLIKELY(ts < after))
-					ts = after; /* clock went backwards: clamp */
 				delta = ts - after;
 				if (RINGBUF__UNLIKELY(delta > RINGBUF__TS_MASK))
 					stamp = delta >> RINGBUF__TS_BITS ? RINGBUF__TYPE_TIME_STAMP
@@ -1158,6 +1168,13 @@ static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ring
 			}
 		}
 		total = evlen + (stamp ? RINGBUF__STAMP_LEN : 0);
+		/* A TIME_STAMP holds 59 bits; readers (kbuffer too) take the top 5
+		 * from the running time. Across a 2^59 boundary the event starts a
+		 * new page instead: the page time stamp holds all 64 bits. */
+		if (RINGBUF__UNLIKELY(stamp == RINGBUF__TYPE_TIME_STAMP) &&
+		    ((atomic_load_explicit(&ringbuf__dp(rb, cpu, t)->time_stamp, memory_order_relaxed) ^
+		      ts) >> RINGBUF__TS_BITS) != 0)
+			total = bsize - w + 4;
 
 		/* B */
 		RINGBUF__STORE(&c->before_stamp, ts);
@@ -1402,9 +1419,9 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data, size_t len)
 {
 	void *p;
-	if (!rb || cpu >= rb->ncpu || (!data && len))
+	if (!rb || cpu >= rb->ncpu)
 		return RINGBUF_EINVAL;
-	if (len == 0) {
+	if (len == 0 || !data) {
 		RINGBUF__ADD(&ringbuf__cpu(rb, cpu)->rejected_events, 1);
 		return RINGBUF_EINVAL;
 	}

@@ -412,7 +412,7 @@ static const struct row rows[] = {
 	ROW(reserve_cpu_2_len0, RC_NULL),
 	ROW(reserve_null_rb, RC_NULL),
 	ROWR(write_len0, RINGBUF_EINVAL, 1, 0),
-	ROW(write_null_data, RINGBUF_EINVAL),
+	ROWR(write_null_data, RINGBUF_EINVAL, 1, 0),
 	ROWR(write_null_data_len0, RINGBUF_EINVAL, 0, 1),
 	ROWR(write_too_big, RINGBUF_E2BIG, 0, 1),
 	ROWR(write_sizemax, RINGBUF_E2BIG, 1, 0),

@@ -15,7 +15,7 @@ dep() { pkgs+=("$1") kinds+=("$2") checks+=("$3"); }
 
 # ---- the table -------------------------------------------------------------
 dep libcmocka-dev     required 'test -f /usr/include/cmocka.h || pkg-config --exists cmocka'
-# dep libtraceevent-dev optional 'pkg-config --exists libtraceevent'
+dep libtraceevent-dev required 'pkg-config --exists libtraceevent || test -f /usr/include/traceevent/kbuffer.h'
 # dep trace-cmd         optional 'command -v trace-cmd'
 # ----------------------------------------------------------------------------
 
