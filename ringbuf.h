@@ -2030,9 +2030,9 @@ RINGBUF_API int ringbuf_stats_cpu(struct ringbuf *rb, unsigned cpu, struct ringb
 		commit = ringbuf__page_commit(rb, cpu, rp);
 		if (commit > c->read && commit <= rb->bsize) {
 			bytes += commit - c->read;
-			oldest = c->read ? c->read_stamp
-					 : atomic_load_explicit(&ringbuf__dp(rb, cpu, rp)->time_stamp,
-								memory_order_relaxed);
+			/* as the kernel: the time stamp of the oldest page */
+			oldest = atomic_load_explicit(&ringbuf__dp(rb, cpu, rp)->time_stamp,
+						      memory_order_relaxed);
 		}
 		if (cp != rp && ringbuf__find_head(rb, cpu, c, &h, &link) == 0) {
 			x = h;
