@@ -258,6 +258,47 @@ RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, 
 /** True if cpu has no committed, unconsumed event. */
 RINGBUF_API bool ringbuf_empty_cpu(struct ringbuf *rb, unsigned cpu);
 
+/** Pass as cpu to the merged calls below: all CPUs, in time-stamp order. */
+#define RINGBUF_ALL_CPUS (~0u)
+
+/** Consume the oldest event of all CPUs (the merged stream of the kernel's
+ * trace_pipe). Returns 1, 0 (every CPU empty) or < 0. rec->cpu says where it
+ * came from; rec->lost counts events lost on that CPU just before it. Stable
+ * while writers write: a later event never has an older time stamp. */
+RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record *rec);
+
+/* -- non-consuming iterator (any thread; like the kernel's `trace` file) -- */
+
+struct ringbuf_iter;
+/** Start walking cpu's committed events (or all CPUs merged, with
+ * RINGBUF_ALL_CPUS) without consuming them. Allocates (RINGBUF_MALLOC) one page
+ * per CPU to copy events into, so that an event handed out is never one being
+ * overwritten. Recording may go on meanwhile. */
+RINGBUF_API int ringbuf_iter_start(struct ringbuf *rb, unsigned cpu, struct ringbuf_iter **out);
+/** Next event: 1 and rec filled (rec->data valid until the next iterator call),
+ * 0 at the end of what was committed, < 0 on error. When writers overwrote
+ * events under the iterator it skips to the oldest event still there and sets
+ * rec->lost to the events skipped (if known; else 1) and ringbuf_iter_dropped()
+ * to the total. */
+RINGBUF_API int ringbuf_iter_next(struct ringbuf_iter *it, struct ringbuf_record *rec);
+/** Back to the oldest unread event. */
+RINGBUF_API void ringbuf_iter_reset(struct ringbuf_iter *it);
+/** Events the iterator had to skip because writers overwrote them. */
+RINGBUF_API uint64_t ringbuf_iter_dropped(const struct ringbuf_iter *it);
+RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it);
+
+/* -- waiting (blocks: never from a signal handler) -- */
+
+/** Block until cpu (or any CPU with RINGBUF_ALL_CPUS) has an event to read,
+ * or, when full_pct > 0, until that many percent of its ring pages hold unread
+ * data; at most timeout_ms milliseconds (< 0: no limit). Writers wake the
+ * reader from any context, signal handlers included (a futex wake); when
+ * nobody waits a writer pays one load. Returns 1 (ready), 0 (timed out) or
+ * < 0. */
+RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int timeout_ms);
+/** Wake every waiter now (for example to make a reader thread quit). */
+RINGBUF_API void ringbuf_wake_waiters(struct ringbuf *rb);
+
 /* -- control (any thread) -- */
 
 RINGBUF_API void ringbuf_record_on(struct ringbuf *rb);  /* clear the sticky off bit */
@@ -340,6 +381,15 @@ extern long syscall(long number, ...);
 #endif
 #ifndef RINGBUF__HAVE_THRD_YIELD
 #include <sched.h>
+#endif
+
+#if !defined(CLOCK_MONOTONIC) && defined(__linux__)
+/* -std=c11 without _GNU_SOURCE/_POSIX_C_SOURCE before the first include */
+struct timespec;
+extern int clock_gettime(int, struct timespec *);
+#define RINGBUF__CLOCK_ID 1 /* CLOCK_MONOTONIC on Linux */
+#else
+#define RINGBUF__CLOCK_ID CLOCK_MONOTONIC
 #endif
 
 #ifndef RINGBUF_ASSERT
@@ -595,6 +645,12 @@ struct ringbuf {
 	void *mem;              /* what RINGBUF_MALLOC returned */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
 	_Atomic(int) mode;
+	/* waiting: read by every writer (one load at the outermost commit),
+	 * written only when a reader starts or stops waiting */
+	_Atomic(uint32_t) waiters;  /* count << 2 | RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL */
+	_Atomic(uint32_t) wait_seq; /* the futex word: bumped by each wake */
+	_Atomic(uint32_t) wait_pages; /* watermark, in dirty pages (lowest waiter's) */
+	_Atomic(uint32_t) wait_kick;  /* bumped by ringbuf_wake_waiters() */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -834,53 +890,43 @@ struct ringbuf__rec {
 	bool null_pad;  /* padding that runs to the end of the page */
 };
 
-/* Decode the record at off in data[0..commit). Returns 0, or RINGBUF_ECORRUPT. */
-static int ringbuf__parse(const unsigned char *data, uint32_t commit, uint32_t off, bool align8,
-			  struct ringbuf__rec *r)
+/* Decode a record from its first two words (w0, and a0 when avail >= 8),
+ * where avail is the number of bytes from the record to the commit. Returns 0,
+ * or RINGBUF_ECORRUPT when a length or type does not fit. */
+static int ringbuf__parse_words(uint32_t w0, uint32_t a0, uint32_t avail, bool align8,
+				struct ringbuf__rec *r)
 {
-	uint32_t w, a0, t;
-	if (off & 3 || off > commit || commit - off < 4)
+	uint32_t t = w0 & 31u;
+	if (avail < 4)
 		return RINGBUF_ECORRUPT;
-	memcpy(&w, data + off, 4);
-	t = w & 31u;
-	r->delta = w >> 5;
+	r->delta = w0 >> 5;
 	r->null_pad = false;
+	r->type = t;
 	switch (t) {
 	case RINGBUF__TYPE_PADDING:
-		r->type = t;
-		if (commit - off < 8) { /* a 4-byte null padding: nothing follows */
-			r->len = commit - off;
+		if (avail < 8 || (a0 == 0 && r->delta == 0)) {
+			/* a 4-byte null header, or the kernel's null event: the rest */
+			r->len = avail;
+			r->hdr = 4;
 			r->null_pad = true;
 			return 0;
 		}
-		memcpy(&a0, data + off + 4, 4);
-		if (a0 == 0 && r->delta == 0) { /* kernel null event: rest of page */
-			r->len = commit - off;
-			r->null_pad = true;
-			return 0;
-		}
-		if (a0 < 4 || (a0 & 3) || a0 > commit - off - 4)
+		if (a0 < 4 || (a0 & 3) || a0 > avail - 4)
 			return RINGBUF_ECORRUPT;
 		r->len = a0 + 4;
 		r->hdr = 4;
 		return 0;
 	case RINGBUF__TYPE_TIME_EXTEND:
 	case RINGBUF__TYPE_TIME_STAMP:
-		if (commit - off < 8)
+		if (avail < 8)
 			return RINGBUF_ECORRUPT;
-		memcpy(&a0, data + off + 4, 4);
-		r->type = t;
 		r->delta = ((uint64_t)a0 << RINGBUF__TS_SHIFT) | r->delta;
 		r->len = 8;
 		r->hdr = 8;
 		return 0;
 	case 0:
-		if (commit - off < 8)
+		if (avail < 8 || a0 < 4 || (a0 & 3) || a0 > avail - 4 || (align8 && ((a0 + 4) & 7)))
 			return RINGBUF_ECORRUPT;
-		memcpy(&a0, data + off + 4, 4);
-		if (a0 < 4 || (a0 & 3) || a0 > commit - off - 4 || (align8 && ((a0 + 4) & 7)))
-			return RINGBUF_ECORRUPT;
-		r->type = 0;
 		r->len = a0 + 4;
 		r->hdr = 8;
 		return 0;
@@ -890,10 +936,21 @@ static int ringbuf__parse(const unsigned char *data, uint32_t commit, uint32_t o
 		r->type = 0;
 		r->len = 4 + t * 4;
 		r->hdr = 4;
-		if (r->len > commit - off)
-			return RINGBUF_ECORRUPT;
-		return 0;
+		return r->len > avail ? RINGBUF_ECORRUPT : 0;
 	}
+}
+
+/* Decode the record at off in data[0..commit). Returns 0, or RINGBUF_ECORRUPT. */
+static int ringbuf__parse(const unsigned char *data, uint32_t commit, uint32_t off, bool align8,
+			  struct ringbuf__rec *r)
+{
+	uint32_t w0, a0 = 0;
+	if (off & 3 || off > commit || commit - off < 4)
+		return RINGBUF_ECORRUPT;
+	memcpy(&w0, data + off, 4);
+	if (commit - off >= 8)
+		memcpy(&a0, data + off + 4, 4);
+	return ringbuf__parse_words(w0, a0, commit - off, align8, r);
 }
 
 /* The time stamp after an absolute TIME_STAMP record of value v, given the
@@ -965,7 +1022,9 @@ static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t
 	/* U1: make N.write unique, so the reset below cannot undo a nested
 	 * writer's reservation on N. */
 	old = ringbuf__local_add_return(&nb->write, RINGBUF__WRITE_INTCNT);
-	RINGBUF__BARRIER();
+	/* release: the new count is visible before any byte we write on N;
+	 * pairs with the acquire fence of the iterator's copy (seqlock) */
+	atomic_thread_fence(memory_order_release);
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_U1_INTCNT);
 	if (RINGBUF__LOAD(&c->tail_page) != t)
 		return; /* a nested writer moved the tail already */
@@ -1265,6 +1324,38 @@ static void ringbuf__set_commit_to_write(struct ringbuf *rb, unsigned cpu, struc
 	}
 }
 
+#define RINGBUF__WAIT_DATA 1u
+#define RINGBUF__WAIT_FULL 2u
+
+/* Ring pages holding committed, unread data (kernel nr_dirty_pages). */
+static uint32_t ringbuf__dirty_pages(struct ringbuf__cpu *c)
+{
+	uint64_t t = RINGBUF__LOAD(&c->pages_touched), l = RINGBUF__LOAD(&c->pages_lost),
+		 r = RINGBUF__LOAD(&c->pages_read);
+	return t > l + r ? (uint32_t)(t - l - r) : 0;
+}
+
+static void ringbuf__futex_wake(_Atomic(uint32_t) *word)
+{
+#if defined(__linux__) && defined(SYS_futex)
+	(void)syscall(SYS_futex, (void *)word, 1 /* FUTEX_WAKE */, INT_MAX, NULL, NULL, 0);
+#else
+	(void)word;
+#endif
+}
+
+/* A reader waits: wake it if what it waits for is there. Async-signal-safe. */
+static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
+{
+	uint32_t w = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
+	(void)cpu;
+	if (!(w & RINGBUF__WAIT_DATA) &&
+	    ringbuf__dirty_pages(c) < atomic_load_explicit(&rb->wait_pages, memory_order_relaxed))
+		return;
+	atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
+	ringbuf__futex_wake(&rb->wait_seq);
+}
+
 static void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
 {
 	for (;;) {
@@ -1281,8 +1372,15 @@ static void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf
 		RINGBUF__BARRIER();
 		/* A writer that interrupted us after the walk found depth 2 and left
 		 * its event for us: commit again. */
-		if (depth != 1 || RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n))
+		if (depth != 1)
 			return;
+		if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n)) {
+			/* [WAIT-W] one load when nobody waits; the reader's
+			 * membarrier() orders it after our commit (see ringbuf_wait) */
+			if (RINGBUF__UNLIKELY(atomic_load_explicit(&rb->waiters, memory_order_relaxed)))
+				ringbuf__wake_check(rb, cpu, c);
+			return;
+		}
 		RINGBUF__STORE(&c->committing, 1);
 		RINGBUF__BARRIER();
 	}
@@ -1449,6 +1547,29 @@ RINGBUF_API uint64_t ringbuf_time_stamp(const struct ringbuf *rb)
 
 /* ==== >>reader ========================================================== */
 
+/* A store->load barrier on every thread of the process (membarrier), so a
+ * writer that entered before our disable store is seen in `committing`. */
+static void ringbuf__sys_membarrier(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+	/* MEMBARRIER_CMD_PRIVATE_EXPEDITED (8) needs the registration done at
+	 * init; MEMBARRIER_CMD_GLOBAL (1) is the slower fallback. */
+	if (syscall(SYS_membarrier, 8, 0, 0) == 0)
+		return;
+	if (syscall(SYS_membarrier, 1, 0, 0) == 0)
+		return;
+#endif
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+static void ringbuf__membarrier_register(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+	(void)syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0);
+#endif
+}
+
+
 static inline void ringbuf__yield(void)
 {
 #ifdef RINGBUF__HAVE_THRD_YIELD
@@ -1570,7 +1691,9 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 
 		/* S2: prepare the old reader page to take H's place in the ring */
 		rbp = ringbuf__bp(rb, cpu, rp);
-		RINGBUF__STORE(&rbp->write, 0);
+		/* empty, with a new update count: iterators see the page reused */
+		RINGBUF__STORE(&rbp->write, (RINGBUF__LOAD(&rbp->write) & ~RINGBUF__WRITE_MASK) +
+						    RINGBUF__WRITE_INTCNT);
 		atomic_store_explicit(&ringbuf__dp(rb, cpu, rp)->commit, 0, memory_order_relaxed);
 		hlink = ringbuf__load_link(ringbuf__bp(rb, cpu, h));
 		hn = ringbuf__link_idx(hlink);
@@ -1830,6 +1953,388 @@ RINGBUF_API bool ringbuf_empty_cpu(struct ringbuf *rb, unsigned cpu)
 	return ringbuf_peek(rb, cpu, &rec) <= 0;
 }
 
+RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record *rec)
+{
+	struct ringbuf_record r;
+	unsigned cpu, best = RINGBUF_ALL_CPUS;
+	uint64_t best_ts = 0;
+	int ret;
+	if (!rb || !rec)
+		return RINGBUF_EINVAL;
+	for (cpu = 0; cpu < rb->ncpu; cpu++) {
+		ret = ringbuf_peek(rb, cpu, &r);
+		if (ret < 0 && ret != RINGBUF_EAGAIN)
+			return ret;
+		if (ret == 1 && (best == RINGBUF_ALL_CPUS || r.ts < best_ts)) {
+			best = cpu;
+			best_ts = r.ts;
+		}
+	}
+	if (best == RINGBUF_ALL_CPUS)
+		return 0;
+	/* new events carry newer time stamps, so the pick stays the oldest */
+	return ringbuf_consume(rb, best, rec);
+}
+
+/* ---- non-consuming iterator ------------------------------------------------
+ * Walks the reader page from the consumer's position, then the ring from the
+ * head to the commit. Each record is copied out and validated seqlock-style:
+ * a page's update count (the bits of `write` above the index, bumped at U1
+ * before the tail enters it and at S2 when the reader recycles it) is read
+ * before and after the copy; if it moved, the page was reused meanwhile and
+ * the copy is thrown away. The writer side of that pairing is the release
+ * fence after U1. */
+
+struct ringbuf__iter_cpu {
+	uint32_t page;      /* page being walked */
+	uint32_t off;       /* offset in its data[] */
+	uint64_t ts;        /* running time stamp at off */
+	unsigned long gen;  /* update count of page when we entered it */
+	uint64_t overrun;   /* overrun when we entered it */
+	int state;          /* 0: (re)start at the consumer's position, 1: walking */
+	uint64_t lost;      /* to report with the next event */
+	bool have;          /* merged mode: rec holds this CPU's next event */
+	struct ringbuf_record rec;
+	unsigned char *buf; /* page-sized copy of the current record */
+};
+
+struct ringbuf_iter {
+	struct ringbuf *rb;
+	unsigned cpu; /* or RINGBUF_ALL_CPUS */
+	unsigned n;
+	uint64_t dropped;
+	struct ringbuf__iter_cpu ic[];
+};
+
+static inline unsigned long ringbuf__page_gen(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
+{
+	return atomic_load_explicit(&ringbuf__bp(rb, cpu, idx)->write, memory_order_acquire) >>
+	       RINGBUF__WRITE_BITS;
+}
+
+/* Copy len bytes of a page that a writer may be reusing; the caller validates
+ * the copy with the page's update count, so the race is benign by design
+ * (seqlock read). */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+__attribute__((no_sanitize("thread")))
+#endif
+#elif defined(__SANITIZE_THREAD__)
+__attribute__((no_sanitize_thread))
+#endif
+static void ringbuf__copy_racy(unsigned char *dst, const unsigned char *src, size_t len)
+{
+	size_t i;
+	for (i = 0; i < len; i++)
+		dst[i] = ((const volatile unsigned char *)src)[i];
+}
+
+static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct ringbuf__iter_cpu *ic,
+				  struct ringbuf_record *rec)
+{
+	struct ringbuf *rb = it->rb;
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	const bool align8 = (rb->flags & RINGBUF_F_ALIGN8) != 0;
+	uint32_t loops, limit = 4 * (rb->nr_pages + 2) + rb->bsize;
+	int r;
+
+	if ((r = ringbuf__reader_lock(c)) < 0)
+		return r;
+	for (loops = 0; loops < limit; loops++) {
+		uint32_t rp = RINGBUF__LOAD(&c->reader_page), cp, commit, page;
+		const unsigned char *data;
+		struct ringbuf__rec e;
+
+		if (ic->state == 0) {
+			ic->page = rp;
+			ic->off = c->read;
+			ic->ts = c->read ? c->read_stamp
+					 : atomic_load_explicit(&ringbuf__dp(rb, cpu, rp)->time_stamp,
+								memory_order_relaxed);
+			ic->gen = ringbuf__page_gen(rb, cpu, rp);
+			ic->overrun = RINGBUF__LOAD(&c->overrun);
+			ic->state = 1;
+		}
+		page = ic->page;
+		if (ringbuf__page_gen(rb, cpu, page) != ic->gen) {
+			/* reused under us: overwritten by writers (counted), or put
+			 * back into the ring by a consumer (not a loss) */
+			if (RINGBUF__LOAD(&c->overrun) != ic->overrun) {
+				it->dropped++;
+				ic->lost = ic->lost ? ic->lost : 1;
+			}
+			ic->state = 0;
+			continue;
+		}
+		if (page == rp && ic->off < c->read) { /* a consumer went past us */
+			ic->off = c->read;
+			ic->ts = c->read_stamp;
+		}
+		cp = atomic_load_explicit(&c->commit_page, memory_order_acquire);
+		commit = ringbuf__page_commit(rb, cpu, page);
+		if (commit > rb->bsize) {
+			r = RINGBUF_ECORRUPT;
+			break;
+		}
+		data = ringbuf__dp(rb, cpu, page)->data;
+		if (ic->off < commit) {
+			unsigned char hdr[8] = {0};
+			uint32_t avail = commit - ic->off, w0, a0;
+			ringbuf__copy_racy(hdr, data + ic->off, avail < 8 ? avail : 8);
+			atomic_thread_fence(memory_order_acquire);
+			if (ringbuf__page_gen(rb, cpu, page) != ic->gen)
+				continue;
+			memcpy(&w0, hdr, 4);
+			memcpy(&a0, hdr + 4, 4);
+			if (ringbuf__parse_words(w0, a0, avail, align8, &e) < 0) {
+				ringbuf__warn(rb, cpu, "iterator: corrupt record");
+				r = RINGBUF_ECORRUPT;
+				break;
+			}
+			if (e.null_pad) {
+				ic->off = commit;
+				continue;
+			}
+			if (e.type == 0) {
+				ringbuf__copy_racy(ic->buf, data + ic->off, e.len);
+				atomic_thread_fence(memory_order_acquire);
+				if (ringbuf__page_gen(rb, cpu, page) != ic->gen)
+					continue;
+			}
+			if (e.type == RINGBUF__TYPE_TIME_STAMP)
+				ic->ts = ringbuf__abs_ts(ic->ts, e.delta);
+			else
+				ic->ts += e.delta;
+			ic->off += e.len;
+			if (e.type != 0)
+				continue;
+			rec->data = ic->buf + e.hdr;
+			rec->len = e.len - e.hdr;
+			rec->ts = ic->ts;
+			rec->lost = ic->lost;
+			rec->cpu = cpu;
+			ic->lost = 0;
+			r = 1;
+			break;
+		}
+		/* this page is done */
+		if (page == cp) {
+			r = 0; /* the end of what is committed (for now) */
+			break;
+		}
+		if (page == rp) {
+			unsigned long link;
+			uint32_t h;
+			r = ringbuf__find_head(rb, cpu, c, &h, &link);
+			if (r < 0)
+				break;
+			ic->page = h;
+		} else {
+			ic->page = ringbuf__next_idx(rb, cpu, page);
+		}
+		ic->off = 0;
+		ic->gen = ringbuf__page_gen(rb, cpu, ic->page);
+		ic->overrun = RINGBUF__LOAD(&c->overrun);
+		ic->ts = atomic_load_explicit(&ringbuf__dp(rb, cpu, ic->page)->time_stamp,
+					      memory_order_relaxed);
+		r = 0;
+	}
+	if (loops == limit)
+		r = RINGBUF_EAGAIN;
+	ringbuf__reader_unlock(c);
+	return r;
+}
+
+RINGBUF_API int ringbuf_iter_start(struct ringbuf *rb, unsigned cpu, struct ringbuf_iter **out)
+{
+	struct ringbuf_iter *it;
+	unsigned n, i;
+	if (!rb || !out || (cpu != RINGBUF_ALL_CPUS && cpu >= rb->ncpu))
+		return RINGBUF_EINVAL;
+	n = cpu == RINGBUF_ALL_CPUS ? rb->ncpu : 1;
+	it = (struct ringbuf_iter *)RINGBUF_MALLOC(sizeof *it + n * sizeof it->ic[0], NULL);
+	if (!it)
+		return RINGBUF_ENOMEM;
+	memset(it, 0, sizeof *it + n * sizeof it->ic[0]);
+	it->rb = rb;
+	it->cpu = cpu;
+	it->n = n;
+	for (i = 0; i < n; i++) {
+		it->ic[i].buf = (unsigned char *)RINGBUF_MALLOC(rb->page_size, NULL);
+		if (!it->ic[i].buf) {
+			ringbuf_iter_finish(it);
+			return RINGBUF_ENOMEM;
+		}
+	}
+	*out = it;
+	return 0;
+}
+
+RINGBUF_API int ringbuf_iter_next(struct ringbuf_iter *it, struct ringbuf_record *rec)
+{
+	unsigned i, best = ~0u;
+	int r;
+	if (!it || !rec)
+		return RINGBUF_EINVAL;
+	if (it->cpu != RINGBUF_ALL_CPUS)
+		return ringbuf__iter_cpu_next(it, it->cpu, &it->ic[0], rec);
+	/* merged: keep one pending event per CPU, hand out the oldest */
+	for (i = 0; i < it->n; i++) {
+		struct ringbuf__iter_cpu *ic = &it->ic[i];
+		if (!ic->have) {
+			r = ringbuf__iter_cpu_next(it, i, ic, &ic->rec);
+			if (r < 0 && r != RINGBUF_EAGAIN)
+				return r;
+			ic->have = r == 1;
+		}
+		if (ic->have && (best == ~0u || ic->rec.ts < it->ic[best].rec.ts))
+			best = i;
+	}
+	if (best == ~0u)
+		return 0;
+	*rec = it->ic[best].rec;
+	it->ic[best].have = false; /* its buffer stays valid until that CPU moves on */
+	return 1;
+}
+
+RINGBUF_API void ringbuf_iter_reset(struct ringbuf_iter *it)
+{
+	unsigned i;
+	if (!it)
+		return;
+	for (i = 0; i < it->n; i++) {
+		it->ic[i].state = 0;
+		it->ic[i].have = false;
+		it->ic[i].lost = 0;
+	}
+}
+
+RINGBUF_API uint64_t ringbuf_iter_dropped(const struct ringbuf_iter *it)
+{
+	return it ? it->dropped : 0;
+}
+
+RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it)
+{
+	unsigned i;
+	if (!it)
+		return;
+	for (i = 0; i < it->n; i++)
+		if (it->ic[i].buf)
+			RINGBUF_FREE(it->ic[i].buf, NULL);
+	RINGBUF_FREE(it, NULL);
+}
+
+/* ---- waiting ---------------------------------------------------------------
+ * The reader registers in rb->waiters, then membarrier() (the heavy side of an
+ * asymmetric fence: every running thread of the process passes a full barrier)
+ * and only then looks for data; a writer publishes its commit and then loads
+ * rb->waiters [WAIT-W] with no fence of its own. Either the writer sees the
+ * waiter and wakes it, or the waiter sees the commit: no lost wake-up. The
+ * futex word is rb->wait_seq, read before the check, so a wake between the
+ * check and the sleep makes the sleep return at once. */
+
+static bool ringbuf__ready(struct ringbuf *rb, unsigned cpu, uint32_t pages)
+{
+	unsigned i, lo = cpu == RINGBUF_ALL_CPUS ? 0 : cpu, hi = cpu == RINGBUF_ALL_CPUS ? rb->ncpu : cpu + 1;
+	for (i = lo; i < hi; i++) {
+		if (pages) {
+			if (ringbuf__dirty_pages(ringbuf__cpu(rb, i)) >= pages)
+				return true;
+		} else if (!ringbuf_empty_cpu(rb, i)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int timeout_ms)
+{
+	uint32_t pages = 0, seq, bit, kick;
+	struct timespec deadline, now, rel = {0, 0};
+	int ret = 0;
+	if (!rb || (cpu != RINGBUF_ALL_CPUS && cpu >= rb->ncpu) || full_pct < 0 || full_pct > 100)
+		return RINGBUF_EINVAL;
+	if (full_pct > 0) {
+		pages = (uint32_t)(((uint64_t)rb->nr_pages * (unsigned)full_pct + 99) / 100);
+		if (pages == 0)
+			pages = 1;
+	}
+	bit = pages ? RINGBUF__WAIT_FULL : RINGBUF__WAIT_DATA;
+	clock_gettime(RINGBUF__CLOCK_ID, &deadline);
+	if (timeout_ms >= 0) {
+		deadline.tv_sec += timeout_ms / 1000;
+		deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+	}
+	if (pages) {
+		/* the lowest watermark among waiters wins (wake early rather than late) */
+		uint32_t cur = atomic_load_explicit(&rb->wait_pages, memory_order_relaxed);
+		while ((cur == 0 || cur > pages) &&
+		       !atomic_compare_exchange_weak_explicit(&rb->wait_pages, &cur, pages,
+							      memory_order_relaxed, memory_order_relaxed))
+			;
+	}
+	{
+		/* register: one more waiter, and what it waits for */
+		uint32_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
+		while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, (cur + 4) | bit,
+							      memory_order_seq_cst, memory_order_relaxed))
+			;
+	}
+	kick = atomic_load_explicit(&rb->wait_kick, memory_order_acquire);
+	for (;;) {
+		seq = atomic_load_explicit(&rb->wait_seq, memory_order_acquire);
+		ringbuf__sys_membarrier(); /* pairs with [WAIT-W] */
+		if (ringbuf__ready(rb, cpu, pages)) {
+			ret = 1;
+			break;
+		}
+		if (atomic_load_explicit(&rb->wait_kick, memory_order_acquire) != kick)
+			break; /* ringbuf_wake_waiters() */
+		if (timeout_ms >= 0) {
+			clock_gettime(RINGBUF__CLOCK_ID, &now);
+			rel.tv_sec = deadline.tv_sec - now.tv_sec;
+			rel.tv_nsec = deadline.tv_nsec - now.tv_nsec;
+			if (rel.tv_nsec < 0) {
+				rel.tv_sec--;
+				rel.tv_nsec += 1000000000L;
+			}
+			if (rel.tv_sec < 0)
+				break; /* timed out */
+		}
+#if defined(__linux__) && defined(SYS_futex)
+		(void)syscall(SYS_futex, (void *)&rb->wait_seq, 0 /* FUTEX_WAIT */, seq,
+			      timeout_ms >= 0 ? &rel : NULL, NULL, 0);
+#else
+		ringbuf__yield();
+#endif
+	}
+	{
+		/* unregister; the last one out clears the bits and the watermark */
+		uint32_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed), nv;
+		do {
+			nv = cur >= 8 ? cur - 4 : 0;
+		} while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, nv,
+								memory_order_relaxed, memory_order_relaxed));
+		if (nv == 0)
+			atomic_store_explicit(&rb->wait_pages, 0, memory_order_relaxed);
+	}
+	return ret;
+}
+
+RINGBUF_API void ringbuf_wake_waiters(struct ringbuf *rb)
+{
+	if (!rb)
+		return;
+	atomic_fetch_add_explicit(&rb->wait_kick, 1, memory_order_release);
+	atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
+	ringbuf__futex_wake(&rb->wait_seq);
+}
+
 /* ==== >>control ========================================================= */
 
 RINGBUF_API void ringbuf_record_on(struct ringbuf *rb)
@@ -1902,28 +2407,6 @@ RINGBUF_API int ringbuf_get_mode(const struct ringbuf *rb)
 RINGBUF_API unsigned ringbuf_ncpu(const struct ringbuf *rb) { return rb ? rb->ncpu : 0; }
 RINGBUF_API size_t ringbuf_page_size(const struct ringbuf *rb) { return rb ? rb->page_size : 0; }
 RINGBUF_API unsigned ringbuf_nr_pages(const struct ringbuf *rb) { return rb ? rb->nr_pages : 0; }
-
-/* A store->load barrier on every thread of the process (membarrier), so a
- * writer that entered before our disable store is seen in `committing`. */
-static void ringbuf__sys_membarrier(void)
-{
-#if defined(__linux__) && defined(SYS_membarrier)
-	/* MEMBARRIER_CMD_PRIVATE_EXPEDITED (8) needs the registration done at
-	 * init; MEMBARRIER_CMD_GLOBAL (1) is the slower fallback. */
-	if (syscall(SYS_membarrier, 8, 0, 0) == 0)
-		return;
-	if (syscall(SYS_membarrier, 1, 0, 0) == 0)
-		return;
-#endif
-	atomic_thread_fence(memory_order_seq_cst);
-}
-
-static void ringbuf__membarrier_register(void)
-{
-#if defined(__linux__) && defined(SYS_membarrier)
-	(void)syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0);
-#endif
-}
 
 static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu)
 {
@@ -2090,14 +2573,6 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
 
 /* ==== lifecycle ========================================================= */
 
-#if !defined(CLOCK_MONOTONIC) && defined(__linux__)
-/* -std=c11 without _GNU_SOURCE/_POSIX_C_SOURCE before the first include */
-struct timespec;
-extern int clock_gettime(int, struct timespec *);
-#define RINGBUF__CLOCK_ID 1 /* CLOCK_MONOTONIC on Linux */
-#else
-#define RINGBUF__CLOCK_ID CLOCK_MONOTONIC
-#endif
 
 static uint64_t ringbuf__default_clock(void *ctx)
 {
