@@ -16,7 +16,7 @@ dep() { pkgs+=("$1") kinds+=("$2") checks+=("$3"); }
 # ---- the table -------------------------------------------------------------
 dep libcmocka-dev     required 'test -f /usr/include/cmocka.h || pkg-config --exists cmocka'
 dep libtraceevent-dev required 'pkg-config --exists libtraceevent || test -f /usr/include/traceevent/kbuffer.h'
-# dep trace-cmd         optional 'command -v trace-cmd'
+dep trace-cmd         required 'command -v trace-cmd'
 # ----------------------------------------------------------------------------
 
 # Fill the arrays required/optional with the packages whose test fails.
