@@ -123,6 +123,10 @@ enum ringbuf_error {
 	RINGBUF_EALIGN = -6,   /* the caller's memory block is not 64-byte aligned */
 	RINGBUF_E2BIG = -7,    /* event larger than ringbuf_max_event_size() */
 	RINGBUF_ENOSPC = -8,   /* the write was dropped (full, disabled, or nested too deep) */
+	RINGBUF_EFORMAT = -9,  /* not a ringbuf block (bad magic, byte order or word size) */
+	RINGBUF_EVERSION = -10,/* a ringbuf block of another layout version */
+	RINGBUF_ETRUNC = -11,  /* the file is shorter than its header says */
+	RINGBUF_ESYS = -12,    /* a system call failed; errno tells which */
 };
 
 /** Buffer modes (switchable at run time with ringbuf_set_mode()). */
@@ -155,10 +159,14 @@ struct ringbuf_config {
 	unsigned flags;        /* enum ringbuf_flags */
 	ringbuf_clock_fn clock;/* NULL: CLOCK_MONOTONIC in ns */
 	void *clock_ctx;       /* passed to clock */
+	const char *clock_name;/* stored in the block, e.g. for trace.dat (NULL: "mono"
+				* for the default clock, "unknown" otherwise); < 16 chars */
+	size_t user_size;      /* bytes of a user area kept in the block (event formats,
+				* names...), see ringbuf_user_area() */
 };
 #define RINGBUF_CONFIG_INIT                                                   \
 	{ 1, (size_t)1 << 20, 4096, RINGBUF_MODE_OVERWRITE, RINGBUF_TS_DELTA, 0, \
-	  NULL, NULL }
+	  NULL, NULL, NULL, 0 }
 
 /** One event handed to a reader. data points into the reader page and stays
  * valid until the next reader call on the same CPU. */
@@ -206,6 +214,41 @@ RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf 
 RINGBUF_API void ringbuf_destroy(struct ringbuf *rb);
 /** Human-readable text for an error code (never NULL). */
 RINGBUF_API const char *ringbuf_strerror(int err);
+
+/** The user area: cfg.user_size bytes inside the block (zeroed at creation),
+ * e.g. for what a reader of a file-backed buffer needs to decode events. */
+RINGBUF_API void *ringbuf_user_area(struct ringbuf *rb, size_t *size);
+/** Name of the buffer's clock as stored in the block ("mono" by default). */
+RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb);
+
+/* -- file-backed buffers (flight recorder; any thread, like lifecycle calls) -- */
+
+/** Create (or truncate) path and build the buffer in it, mapped MAP_SHARED:
+ * what writers commit survives the death of the process. */
+RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_config *cfg,
+				    struct ringbuf **out);
+/** Flags for ringbuf_open_file(). */
+enum ringbuf_open_flags {
+	RINGBUF_OPEN_RDWR = 1u << 0,    /* map shared and writable: keep tracing, or read live */
+	RINGBUF_OPEN_RECOVER = 1u << 1, /* the writers are gone: see ringbuf_recover(); without
+					 * RDWR this works on a private copy, the file is untouched */
+};
+/** Open a block made by ringbuf_create_file(). The header (magic, layout
+ * version, byte order, word size, geometry, size) and every index and link are
+ * validated; a foreign, truncated or corrupted file gives an error, never a
+ * crash. The clock is the default one when the stored name is "mono", else
+ * set it with ringbuf_set_clock(). Read-only opens give a buffer that must
+ * only be read (and read without RECOVER, it must be read live, writers
+ * running, as it is not changed). */
+RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringbuf **out);
+/** Make a block whose writers died (SIGKILL in the middle of an event)
+ * readable: events in flight are turned into padding, complete events that
+ * nested writers left for their killed outermost writer are committed, a head
+ * push or tail move left half done is finished, reader locks are released.
+ * Only when no writer or reader of the block runs. */
+RINGBUF_API int ringbuf_recover(struct ringbuf *rb);
+/** Replace the clock (process-local; for blocks opened from a file). */
+RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, void *ctx);
 
 /* -- writer (owning thread of the CPU buffer or its signal handlers;
  *    lock-free, async-signal-safe, no allocation) -- */
@@ -367,11 +410,18 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 #include <string.h>
 #include <time.h>
 #if defined(__linux__)
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 /* declared by <unistd.h> only with _GNU_SOURCE/_DEFAULT_SOURCE; the same
  * prototype as glibc's and musl's, so a repeat is harmless */
 extern long syscall(long number, ...);
+#ifndef O_CLOEXEC /* hidden by strict -std=c11 when ringbuf.h is not the first header */
+#define O_CLOEXEC 0
+#endif
 #endif
 #if !defined(__STDC_NO_THREADS__) && defined(__has_include)
 #if __has_include(<threads.h>)
@@ -522,6 +572,7 @@ extern int clock_gettime(int, struct timespec *);
 /* ---- constants ---------------------------------------------------------- */
 
 #define RINGBUF__MAGIC 0x52425546u /* "RBUF" */
+#define RINGBUF__BYTE_ORDER 0x01020304u
 #define RINGBUF__LAYOUT_VERSION 1u
 
 #define RINGBUF__TYPE_PADDING 29u
@@ -628,6 +679,10 @@ struct ringbuf__cpu {
 struct ringbuf {
 	uint32_t magic;
 	uint32_t version;
+	uint32_t byte_order; /* RINGBUF__BYTE_ORDER as the writer's CPU stores it */
+	uint32_t long_size;  /* sizeof(long): the data page commit field */
+	char clock_name[16];
+	uint64_t user_off, user_size;
 	uint32_t ncpu;
 	uint32_t nr_pages;  /* ring pages per CPU (the reader page is one more) */
 	uint32_t page_size;
@@ -642,7 +697,8 @@ struct ringbuf {
 	uint64_t data_off;
 	ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
 	void *clock_ctx;
-	void *mem;              /* what RINGBUF_MALLOC returned */
+	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
+	uint64_t map_len;       /* owned == 2: length of the mapping to unmap */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
 	_Atomic(int) mode;
 	/* waiting: read by every writer (one load at the outermost commit),
@@ -1182,6 +1238,23 @@ static void ringbuf__pad_tail(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
 	ringbuf__local_sub(&tb->write, (unsigned long)(w + len - end));
 }
 
+/* After a successful reservation CAS at (t, w): an interrupted writer whose
+ * slot claims the same place had written it before its own CAS, which will now
+ * fail: its slot no longer describes bytes in flight, so crash recovery must
+ * not pad them (they are ours). Our own slot is re-asserted in case a deeper
+ * writer that reserved here and rolled back had cleared it. Depth 1 (the
+ * common case) loops zero times. */
+static inline void ringbuf__slot_reserved(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
+					  uint32_t w, uint32_t total)
+{
+	uint32_t d;
+	c->slots[depth - 1].len = total;
+	for (d = 0; d + 1 < depth; d++)
+		if (c->slots[d].page == t && c->slots[d].off == w)
+			c->slots[d].len = 0;
+	RINGBUF__BARRIER();
+}
+
 /* Reserve an event of evlen bytes (A-D). Returns the payload or NULL (counted). */
 static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
 				   uint32_t evlen, uint32_t depth)
@@ -1235,6 +1308,16 @@ static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ring
 		      ts) >> RINGBUF__TS_BITS) != 0)
 			total = bsize - w + 4;
 
+		/* The slot describes the reservation before it exists, so that a
+		 * reader recovering the block of a killed writer knows which bytes
+		 * were in flight (ringbuf_recover). */
+		{
+			struct ringbuf__slot *s = &c->slots[depth - 1];
+			s->page = t;
+			s->off = w;
+			s->len = total;
+			s->event = w + (stamp ? RINGBUF__STAMP_LEN : 0);
+		}
 		/* B */
 		RINGBUF__STORE(&c->before_stamp, ts);
 		RINGBUF__BARRIER();
@@ -1244,7 +1327,7 @@ static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ring
 		if (RINGBUF__UNLIKELY(w + total > bsize)) {
 			if (!ringbuf__local_cas(&tb->write, wfull, wfull + total))
 				continue;
-			RINGBUF__BARRIER();
+			ringbuf__slot_reserved(c, depth, t, w, total);
 			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_CROSS_CLAIMED);
 			ringbuf__pad_tail(rb, cpu, t, w, total);
 			if (ringbuf__move_tail(rb, cpu, t) < 0)
@@ -1253,7 +1336,7 @@ static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ring
 		}
 		if (!ringbuf__local_cas(&tb->write, wfull, wfull + total))
 			continue;
-		RINGBUF__BARRIER();
+		ringbuf__slot_reserved(c, depth, t, w, total);
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_C_RESERVED);
 
 		/* D */
@@ -1264,7 +1347,6 @@ static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ring
 		{
 			struct ringbuf__dpage *dp = ringbuf__dp(rb, cpu, t);
 			unsigned char *p = dp->data + w;
-			struct ringbuf__slot *s = &c->slots[depth - 1];
 			if (w == 0)
 				atomic_store_explicit(&dp->time_stamp, ts, memory_order_relaxed);
 			if (stamp) {
@@ -1272,10 +1354,6 @@ static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ring
 				p += RINGBUF__STAMP_LEN;
 				delta = 0;
 			}
-			s->page = t;
-			s->off = w;
-			s->len = total;
-			s->event = (uint32_t)(p - dp->data);
 			return ringbuf__put_event(rb, p, evlen, (uint32_t)delta);
 		}
 	}
@@ -1410,6 +1488,10 @@ RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len)
 		RINGBUF__ADD(&c->nest_overflow, 1);
 		return NULL;
 	}
+	/* No reservation at this depth yet (the slot may hold the last one,
+	 * complete): recovery after a kill must not mistake it for one in flight */
+	c->slots[depth - 1].len = 0;
+	RINGBUF__BARRIER();
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, depth);
@@ -1462,6 +1544,9 @@ RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data)
 	depth = RINGBUF__LOAD(&c->committing);
 	if (RINGBUF__UNLIKELY(depth == 0 || depth > RINGBUF_MAX_NEST))
 		return;
+	/* the event is complete: recovery commits it rather than pad it */
+	c->slots[depth - 1].len = 0;
+	RINGBUF__BARRIER();
 	/* per-depth counter: a nested writer counts in its own slot */
 	RINGBUF__OWNER_INC(&c->entries_d[depth - 1]);
 	RINGBUF__BARRIER();
@@ -1498,6 +1583,7 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	if (RINGBUF__LOAD(&c->tail_page) == s.page &&
 	    (wfull & RINGBUF__WRITE_MASK) == (unsigned long)s.off + s.len &&
 	    ringbuf__local_cas(&tb->write, wfull, wfull - s.len)) {
+		c->slots[depth - 1].len = 0;
 		RINGBUF__ADD(&c->discarded, 1);
 		ringbuf__end_commit(rb, cpu, c);
 		return;
@@ -1510,6 +1596,8 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	memcpy(&w0, base + s.event, 4);
 	delta = w0 >> 5;
 	ringbuf__put_padding(base + s.event, s.off + s.len - s.event, delta);
+	RINGBUF__BARRIER();
+	c->slots[depth - 1].len = 0;
 	RINGBUF__ADD(&c->discarded, 1);
 	ringbuf__end_commit(rb, cpu, c);
 }
@@ -2584,13 +2672,38 @@ static uint64_t ringbuf__default_clock(void *ctx)
 
 struct ringbuf__geom {
 	uint32_t nr_pages, page_size;
-	uint64_t cpu_off, bpage_off, data_off, total;
+	uint64_t cpu_off, bpage_off, data_off, user_off, user_size, total;
 };
+
+/* Where everything sits in a block of this geometry. */
+static int ringbuf__layout(uint64_t ncpu, uint64_t pages, uint64_t ps, uint64_t user,
+			   struct ringbuf__geom *g)
+{
+	uint64_t npg;
+	if (ncpu == 0 || ncpu > 65536 || ps < RINGBUF__MIN_PAGE || ps > RINGBUF__MAX_PAGE ||
+	    (ps & (ps - 1)) || pages < 2 || pages + 1 > RINGBUF__IDX_MASK || pages > UINT32_MAX / 2 ||
+	    user > ((uint64_t)1 << 40))
+		return RINGBUF_EINVAL;
+	npg = ncpu * (pages + 1);
+	if (npg > ((uint64_t)1 << 62) / ps)
+		return RINGBUF_EINVAL;
+	g->nr_pages = (uint32_t)pages;
+	g->page_size = (uint32_t)ps;
+	g->cpu_off = (sizeof(struct ringbuf) + RINGBUF__CACHELINE - 1) & ~(uint64_t)(RINGBUF__CACHELINE - 1);
+	g->bpage_off = g->cpu_off + ncpu * sizeof(struct ringbuf__cpu);
+	g->data_off = g->bpage_off + npg * sizeof(struct ringbuf__bpage);
+	g->data_off = (g->data_off + ps - 1) & ~(ps - 1);
+	g->user_off = g->data_off + npg * ps;
+	g->user_size = user;
+	g->total = g->user_off + ((user + RINGBUF__CACHELINE - 1) & ~(uint64_t)(RINGBUF__CACHELINE - 1));
+	if (g->total > SIZE_MAX)
+		return RINGBUF_ENOMEM;
+	return 0;
+}
 
 static int ringbuf__geometry(const struct ringbuf_config *cfg, struct ringbuf__geom *g)
 {
 	size_t ps, per, pages;
-	uint64_t npg;
 	if (!cfg || cfg->ncpu == 0 || cfg->ncpu > 65536)
 		return RINGBUF_EINVAL;
 	ps = cfg->page_size ? cfg->page_size : 4096;
@@ -2602,25 +2715,13 @@ static int ringbuf__geometry(const struct ringbuf_config *cfg, struct ringbuf__g
 		return RINGBUF_EINVAL;
 	if (cfg->flags & ~(unsigned)RINGBUF_F_ALIGN8)
 		return RINGBUF_EINVAL;
+	if (cfg->clock_name && strlen(cfg->clock_name) >= 16)
+		return RINGBUF_EINVAL;
 	per = cfg->size_per_cpu ? cfg->size_per_cpu : (size_t)1 << 20;
 	pages = per / ps + (per % ps != 0);
 	if (pages < 2)
 		pages = 2;
-	if (pages + 1 > RINGBUF__IDX_MASK || pages > UINT32_MAX / 2)
-		return RINGBUF_EINVAL;
-	npg = (uint64_t)cfg->ncpu * (pages + 1);
-	if (npg > (UINT64_MAX / 2) / ps)
-		return RINGBUF_EINVAL;
-	g->nr_pages = (uint32_t)pages;
-	g->page_size = (uint32_t)ps;
-	g->cpu_off = (sizeof(struct ringbuf) + RINGBUF__CACHELINE - 1) & ~(uint64_t)(RINGBUF__CACHELINE - 1);
-	g->bpage_off = g->cpu_off + (uint64_t)cfg->ncpu * sizeof(struct ringbuf__cpu);
-	g->data_off = g->bpage_off + npg * sizeof(struct ringbuf__bpage);
-	g->data_off = (g->data_off + ps - 1) & ~(uint64_t)(ps - 1);
-	g->total = g->data_off + npg * ps;
-	if (g->total > SIZE_MAX)
-		return RINGBUF_ENOMEM;
-	return 0;
+	return ringbuf__layout(cfg->ncpu, pages, ps, cfg->user_size, g);
 }
 
 RINGBUF_API int ringbuf_size_needed(const struct ringbuf_config *cfg, size_t *size)
@@ -2652,8 +2753,13 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 		return RINGBUF_ENOMEM;
 	rb = (struct ringbuf *)mem;
 	memset(rb, 0, sizeof *rb);
-	rb->magic = RINGBUF__MAGIC;
 	rb->version = RINGBUF__LAYOUT_VERSION;
+	rb->byte_order = RINGBUF__BYTE_ORDER;
+	rb->long_size = (uint32_t)sizeof(long);
+	strcpy(rb->clock_name, cfg->clock_name ? cfg->clock_name : cfg->clock ? "unknown" : "mono");
+	rb->user_off = g.user_off;
+	rb->user_size = g.user_size;
+	memset((char *)rb + g.user_off, 0, (size_t)(g.total - g.user_off));
 	rb->ncpu = cfg->ncpu;
 	rb->nr_pages = g.nr_pages;
 	rb->page_size = g.page_size;
@@ -2673,9 +2779,321 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	for (cpu = 0; cpu < cfg->ncpu; cpu++)
 		ringbuf__init_cpu(rb, cpu);
 	ringbuf__membarrier_register();
+	/* the magic last: a block is valid only once it is complete (a file
+	 * whose creator died half way reads as foreign, not as corrupt) */
+	atomic_thread_fence(memory_order_release);
+	rb->magic = RINGBUF__MAGIC;
 	*out = rb;
 	return 0;
 }
+
+RINGBUF_API void *ringbuf_user_area(struct ringbuf *rb, size_t *size)
+{
+	if (!rb) {
+		if (size)
+			*size = 0;
+		return NULL;
+	}
+	if (size)
+		*size = (size_t)rb->user_size;
+	return rb->user_size ? (char *)rb + rb->user_off : NULL;
+}
+
+RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb)
+{
+	return rb ? rb->clock_name : "";
+}
+
+RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, void *ctx)
+{
+	if (!rb)
+		return RINGBUF_EINVAL;
+	rb->clock_ctx = ctx;
+	rb->clock = clock ? clock : ringbuf__default_clock;
+	return 0;
+}
+
+/* ==== >>file: file-backed blocks, validation, crash recovery ============ */
+
+/* Everything a reader trusts in a block that came from outside: the header
+ * against the geometry it claims, and each per-CPU index and link. */
+static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
+{
+	struct ringbuf__geom g;
+	unsigned cpu;
+	if (size < sizeof(struct ringbuf) || rb->magic != RINGBUF__MAGIC)
+		return RINGBUF_EFORMAT;
+	if (rb->byte_order != RINGBUF__BYTE_ORDER || rb->long_size != sizeof(long))
+		return RINGBUF_EFORMAT;
+	if (rb->version != RINGBUF__LAYOUT_VERSION)
+		return RINGBUF_EVERSION;
+	if (ringbuf__layout(rb->ncpu, rb->nr_pages, rb->page_size, rb->user_size, &g) < 0 ||
+	    g.cpu_off != rb->cpu_off || g.bpage_off != rb->bpage_off || g.data_off != rb->data_off ||
+	    g.user_off != rb->user_off || g.total != rb->total_size ||
+	    rb->bsize != rb->page_size - RINGBUF__HDR_SIZE || rb->max_event != rb->bsize - 8 ||
+	    (rb->flags & ~(uint32_t)RINGBUF_F_ALIGN8) || rb->ts_mode > RINGBUF_TS_ABSOLUTE ||
+	    memchr(rb->clock_name, 0, sizeof rb->clock_name) == NULL)
+		return RINGBUF_ECORRUPT;
+	if (size < rb->total_size)
+		return RINGBUF_ETRUNC;
+	{
+		int mode = atomic_load_explicit(&rb->mode, memory_order_relaxed);
+		if (mode != RINGBUF_MODE_OVERWRITE && mode != RINGBUF_MODE_PRODUCER_CONSUMER)
+			return RINGBUF_ECORRUPT;
+	}
+	for (cpu = 0; cpu < rb->ncpu; cpu++) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+		uint32_t n = rb->nr_pages, i, x, heads = 0, rp;
+		unsigned char seen[1];
+		(void)seen;
+		rp = RINGBUF__LOAD(&c->reader_page);
+		if (rp > n || RINGBUF__LOAD(&c->tail_page) > n || RINGBUF__LOAD(&c->commit_page) > n ||
+		    c->head_hint > n || c->read > rb->bsize || RINGBUF__LOAD(&c->committing) > RINGBUF_MAX_NEST)
+			return RINGBUF_ECORRUPT;
+		for (i = 0; i <= n; i++) {
+			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
+			unsigned long link = RINGBUF__LOAD(&bp->next);
+			if (ringbuf__link_idx(link) > n || bp->prev > n ||
+			    (link & RINGBUF__F_MASK) == RINGBUF__F_MASK ||
+			    ringbuf__page_commit(rb, cpu, i) > rb->bsize)
+				return RINGBUF_ECORRUPT;
+		}
+		/* the ring: from the page after the reader page's successor... simply
+		 * walk n steps from the tail and come back to it, never meeting the
+		 * reader page, with at most one head flag (two while a push was cut) */
+		x = RINGBUF__LOAD(&c->tail_page);
+		if (x == rp && RINGBUF__LOAD(&c->commit_page) != rp)
+			return RINGBUF_ECORRUPT;
+		if (x == rp)
+			x = ringbuf__next_idx(rb, cpu, rp); /* tail on the reader page: enter the ring */
+		for (i = 0; i < n; i++) {
+			unsigned long link = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, x)->next);
+			if (x == rp)
+				return RINGBUF_ECORRUPT;
+			if (link & RINGBUF__F_MASK)
+				heads++;
+			x = ringbuf__link_idx(link);
+		}
+		if (x != (RINGBUF__LOAD(&c->tail_page) == rp ? ringbuf__next_idx(rb, cpu, rp)
+							     : RINGBUF__LOAD(&c->tail_page)) ||
+		    heads < 1 || heads > 2)
+			return RINGBUF_ECORRUPT;
+		for (i = 0; i < RINGBUF_MAX_NEST; i++) {
+			const struct ringbuf__slot *sl = &c->slots[i];
+			if (i < RINGBUF__LOAD(&c->committing) &&
+			    (sl->page > n || sl->off > rb->bsize || sl->len > 2 * rb->bsize ||
+			     sl->event < sl->off || sl->event > sl->off + 8))
+				return RINGBUF_ECORRUPT;
+		}
+	}
+	return 0;
+}
+
+#if defined(__linux__)
+RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_config *cfg,
+				    struct ringbuf **out)
+{
+	struct ringbuf__geom g;
+	void *map;
+	int fd, r, e;
+	if (!path || !out)
+		return RINGBUF_EINVAL;
+	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+		return r;
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return RINGBUF_ESYS;
+	/* extend the file without ftruncate (hidden under strict -std=c11) */
+	if (lseek(fd, (off_t)g.total - 1, SEEK_SET) < 0 || write(fd, "", 1) != 1) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return RINGBUF_ESYS;
+	}
+	map = mmap(NULL, (size_t)g.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	e = errno;
+	close(fd);
+	if (map == MAP_FAILED) {
+		errno = e;
+		return RINGBUF_ESYS;
+	}
+	if ((r = ringbuf_init_in(map, (size_t)g.total, cfg, out)) < 0) {
+		munmap(map, (size_t)g.total);
+		return r;
+	}
+	(*out)->owned = 2;
+	(*out)->mem = map;
+	(*out)->map_len = g.total;
+	return 0;
+}
+
+RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringbuf **out)
+{
+	struct stat st;
+	struct ringbuf hdr, *rb;
+	void *map;
+	int fd, r, e, mflags;
+	ssize_t got;
+	if (!path || !out || (flags & ~(unsigned)(RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)))
+		return RINGBUF_EINVAL;
+	fd = open(path, ((flags & RINGBUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0)
+		return RINGBUF_ESYS;
+	if (fstat(fd, &st) < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return RINGBUF_ESYS;
+	}
+	/* the header first, read (not mapped) so a short file cannot fault */
+	got = read(fd, &hdr, sizeof hdr);
+	if (got < (ssize_t)sizeof hdr || hdr.magic != RINGBUF__MAGIC) {
+		close(fd);
+		return got < 0 ? RINGBUF_ESYS : RINGBUF_EFORMAT;
+	}
+	if (hdr.byte_order != RINGBUF__BYTE_ORDER || hdr.long_size != sizeof(long)) {
+		close(fd);
+		return RINGBUF_EFORMAT;
+	}
+	if (hdr.version != RINGBUF__LAYOUT_VERSION) {
+		close(fd);
+		return RINGBUF_EVERSION;
+	}
+	if (hdr.total_size > (uint64_t)st.st_size) {
+		close(fd);
+		return RINGBUF_ETRUNC;
+	}
+	if (hdr.total_size < sizeof hdr || hdr.total_size > SIZE_MAX) {
+		close(fd);
+		return RINGBUF_ECORRUPT;
+	}
+	/* RDWR: share the writers' pages; RECOVER alone: a private copy to fix */
+	mflags = (flags & RINGBUF_OPEN_RDWR) ? MAP_SHARED : MAP_PRIVATE;
+	map = mmap(NULL, (size_t)hdr.total_size,
+		   PROT_READ | (((flags & RINGBUF_OPEN_RDWR) || (flags & RINGBUF_OPEN_RECOVER)) ? PROT_WRITE : 0),
+		   mflags, fd, 0);
+	e = errno;
+	close(fd);
+	if (map == MAP_FAILED) {
+		errno = e;
+		return RINGBUF_ESYS;
+	}
+	rb = (struct ringbuf *)map;
+	if ((r = ringbuf__validate(rb, hdr.total_size)) < 0) {
+		munmap(map, (size_t)hdr.total_size);
+		return r;
+	}
+	if (flags & (RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)) {
+		/* process-local fields (the layout keeps them in the block) */
+		rb->clock = ringbuf__default_clock;
+		rb->clock_ctx = NULL;
+		rb->owned = 2;
+		rb->mem = map;
+		rb->map_len = hdr.total_size;
+		if ((flags & RINGBUF_OPEN_RECOVER) && (r = ringbuf_recover(rb)) < 0) {
+			munmap(map, (size_t)hdr.total_size);
+			return r;
+		}
+	} else {
+		/* read-only mapping: the handle cannot hold our fields; readers
+		 * need to write their own state (reader page, position), so map a
+		 * private writable copy-on-write view instead */
+		munmap(map, (size_t)hdr.total_size);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return RINGBUF_ESYS;
+		map = mmap(NULL, (size_t)hdr.total_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+		e = errno;
+		close(fd);
+		if (map == MAP_FAILED) {
+			errno = e;
+			return RINGBUF_ESYS;
+		}
+		rb = (struct ringbuf *)map;
+		if ((r = ringbuf__validate(rb, hdr.total_size)) < 0) {
+			munmap(map, (size_t)hdr.total_size);
+			return r;
+		}
+		rb->clock = ringbuf__default_clock;
+		rb->clock_ctx = NULL;
+		rb->owned = 2;
+		rb->mem = map;
+		rb->map_len = hdr.total_size;
+	}
+	*out = rb;
+	return 0;
+}
+#endif
+
+RINGBUF_API int ringbuf_recover(struct ringbuf *rb)
+{
+	unsigned cpu;
+	int r;
+	if (!rb)
+		return RINGBUF_EINVAL;
+	if ((r = ringbuf__validate(rb, rb->total_size)) < 0)
+		return r;
+	for (cpu = 0; cpu < rb->ncpu; cpu++) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+		uint32_t depth = RINGBUF__LOAD(&c->committing), n = rb->nr_pages, i;
+
+		/* 1. a head push cut between H1 and H3: finish it */
+		for (i = 0; i <= n; i++) {
+			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
+			unsigned long link = RINGBUF__LOAD(&bp->next);
+			if ((link & RINGBUF__F_MASK) == RINGBUF__F_UPDATE) {
+				uint32_t nx = ringbuf__link_idx(link);
+				struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, nx);
+				unsigned long nl = RINGBUF__LOAD(&nb->next);
+				if ((nl & RINGBUF__F_MASK) == 0)
+					RINGBUF__STORE(&nb->next, ringbuf__link_make(nl, ringbuf__link_idx(nl),
+										  RINGBUF__F_HEADER));
+				RINGBUF__STORE(&bp->next, ringbuf__link_make(link, nx, 0));
+			}
+		}
+		/* 2. reservations in flight (depth 1..committing, innermost last):
+		 * bytes that may be half written become padding of their length;
+		 * a page end claimed but not padded is padded */
+		for (i = depth; i-- > 0;) {
+			const struct ringbuf__slot sl = c->slots[i];
+			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, sl.page);
+			unsigned long wf = RINGBUF__LOAD(&bp->write);
+			uint32_t w = (uint32_t)(wf & RINGBUF__WRITE_MASK);
+			unsigned char *base = ringbuf__dp(rb, cpu, sl.page)->data;
+			if (sl.len == 0 || w < (uint64_t)sl.off + sl.len || sl.off >= rb->bsize)
+				continue; /* complete, or never reserved (no CAS yet) */
+			if (sl.off + sl.len > rb->bsize) {
+				/* a crossing claim: pad and give the page its end back */
+				uint32_t room = rb->bsize - sl.off;
+				ringbuf__put_padding(base + sl.off, room, room >= 8 ? 1 : 0);
+				if (w > rb->bsize)
+					RINGBUF__STORE(&bp->write, (wf & ~RINGBUF__WRITE_MASK) |
+								   (room >= 8 ? rb->bsize : sl.off));
+				continue;
+			}
+			/* the event (and its time record: its value may be half
+			 * written too) becomes one padding; later events keep
+			 * their deltas, so their time can be off by this delta */
+			ringbuf__put_padding(base + sl.off, sl.len, 0);
+		}
+		/* a helper writer may also have left a page claimed past its end */
+		for (i = 0; i <= n; i++) {
+			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
+			unsigned long wf = RINGBUF__LOAD(&bp->write);
+			if ((wf & RINGBUF__WRITE_MASK) > rb->bsize)
+				RINGBUF__STORE(&bp->write, (wf & ~RINGBUF__WRITE_MASK) | rb->bsize);
+		}
+		/* 3. commit everything: complete nested events included */
+		RINGBUF__STORE(&c->committing, 1);
+		ringbuf__set_commit_to_write(rb, cpu, c);
+		RINGBUF__STORE(&c->committing, 0);
+		/* 4. locks and stamps of the dead */
+		atomic_store_explicit(&c->reader_lock, 0, memory_order_relaxed);
+		RINGBUF__STORE(&c->before_stamp, RINGBUF__STAMP_INVALID);
+	}
+	return ringbuf__validate(rb, rb->total_size);
+}
+
 
 RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf **out)
 {
@@ -2707,6 +3125,12 @@ RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
 {
 	if (!rb || rb->magic != RINGBUF__MAGIC)
 		return;
+	if (rb->owned == 2) {
+#if defined(__linux__)
+		munmap(rb->mem, (size_t)rb->map_len); /* the file keeps its block */
+#endif
+		return;
+	}
 	rb->magic = 0;
 	if (rb->owned)
 		RINGBUF_FREE(rb->mem, NULL);
@@ -2724,6 +3148,10 @@ RINGBUF_API const char *ringbuf_strerror(int err)
 	case RINGBUF_EALIGN: return "memory block is not 64-byte aligned";
 	case RINGBUF_E2BIG: return "event larger than the maximum event size";
 	case RINGBUF_ENOSPC: return "event dropped (buffer full, recording disabled, or nested too deep)";
+	case RINGBUF_EFORMAT: return "not a ringbuf block (bad magic, byte order or word size)";
+	case RINGBUF_EVERSION: return "ringbuf block of another layout version";
+	case RINGBUF_ETRUNC: return "file shorter than its header says (truncated)";
+	case RINGBUF_ESYS: return "system call failed (see errno)";
 	default: return "unknown error";
 	}
 }

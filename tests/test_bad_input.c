@@ -805,8 +805,10 @@ static void test_strerror_every_code(void **state)
 {
 	static const int codes[] = {RINGBUF_OK,      RINGBUF_EINVAL, RINGBUF_ENOMEM,
 				    RINGBUF_EBUSY,   RINGBUF_EAGAIN, RINGBUF_ECORRUPT,
-				    RINGBUF_EALIGN,  RINGBUF_E2BIG,  RINGBUF_ENOSPC};
-	static const int unknown[] = {1, 42, -9, -100, INT_MIN, INT_MAX};
+				    RINGBUF_EALIGN,  RINGBUF_E2BIG,  RINGBUF_ENOSPC,
+				    RINGBUF_EFORMAT, RINGBUF_EVERSION, RINGBUF_ETRUNC,
+				    RINGBUF_ESYS};
+	static const int unknown[] = {1, 42, -13, -100, INT_MIN, INT_MAX};
 	const size_t n = sizeof codes / sizeof codes[0];
 	size_t i, j;
 	(void)state;
