@@ -195,6 +195,8 @@ struct ringbuf_stats {
 	uint64_t rejected_events;/* reserves refused for bad input (length 0 or too large) */
 	uint64_t nest_overflow;  /* reserves refused because nesting exceeded RINGBUF_MAX_NEST */
 	uint64_t discarded;      /* events discarded by ringbuf_discard() */
+	uint64_t unmapped;       /* (ringbuf_stats only) mapped-mode writes dropped: no free
+				  * buffer for RINGBUF_CPU_THREAD/CURRENT */
 };
 
 struct ringbuf;
@@ -249,6 +251,35 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 RINGBUF_API int ringbuf_recover(struct ringbuf *rb);
 /** Replace the clock (process-local; for blocks opened from a file). */
 RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, void *ctx);
+
+/* -- writer contexts: which per-CPU buffer a writer uses --
+ * Pass one of these as `cpu` to ringbuf_reserve/commit/discard/write:
+ *   an index 0..ncpu-1  explicit: the caller guarantees one thread (plus its
+ *                       signal handlers) per index at a time;
+ *   RINGBUF_CPU_THREAD  per thread: the thread's first event claims a free
+ *                       buffer (lock-free, no allocation, fine inside a signal
+ *                       handler) and keeps it until the thread exits (see
+ *                       ringbuf_thread_init) or ringbuf_thread_release();
+ *   RINGBUF_CPU_CURRENT per CPU, guarded: the buffer of the CPU the thread runs
+ *                       on (rseq cpu id, else sched_getcpu), owned for the
+ *                       event by an owner word; a thread that finds it owned
+ *                       by another (preempted or migrated mid-event) takes a
+ *                       free one or drops the event (counted). Never spins.
+ * commit/discard take the same value the reserve was given. A thread can use
+ * the mapped modes with up to 4 buffers at a time. */
+#define RINGBUF_CPU_THREAD (~0u - 1)
+#define RINGBUF_CPU_CURRENT (~0u - 2)
+
+/** Optional, from normal (not signal) context: prepare the calling thread so
+ * that its RINGBUF_CPU_THREAD claim on rb is released when it exits (threads
+ * that never call it release theirs when a claimer finds them dead). */
+RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb);
+/** Release the calling thread's RINGBUF_CPU_THREAD claim on rb now (its
+ * unread events stay for the reader). Not inside an event. */
+RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb);
+/** Which buffer the calling thread's mapped writes go to: its claimed index
+ * (RINGBUF_CPU_THREAD) or -1. */
+RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb);
 
 /* -- writer (owning thread of the CPU buffer or its signal handlers;
  *    lock-free, async-signal-safe, no allocation) -- */
@@ -644,6 +675,10 @@ struct ringbuf__cpu {
 	_Atomic(uint32_t) commit_page;
 	_Atomic(uint32_t) committing; /* nesting depth of writers in flight */
 	_Atomic(uint32_t) disabled;   /* per-CPU disable counter (control writes, owner reads) */
+	/* mapped modes: 0 free, else tid | RINGBUF__OWN_PERSIST (a thread's claim);
+	 * CAS acquire by the taker, store release by the owner */
+	_Atomic(uint32_t) owner;
+	uint32_t dbg_owner;           /* RINGBUF_DEBUG: thread of the outermost writer */
 	_Atomic(uint64_t) commits;    /* writers started, for ringbuf__end_commit */
 	_Atomic(uint64_t) before_stamp;
 	_Atomic(uint64_t) write_stamp;
@@ -707,6 +742,7 @@ struct ringbuf {
 	_Atomic(uint32_t) wait_seq; /* the futex word: bumped by each wake */
 	_Atomic(uint32_t) wait_pages; /* watermark, in dirty pages (lowest waiter's) */
 	_Atomic(uint32_t) wait_kick;  /* bumped by ringbuf_wake_waiters() */
+	_Atomic(uint64_t) unmapped;   /* mapped-mode writes dropped: no buffer */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -927,6 +963,15 @@ static inline void ringbuf__put_padding(unsigned char *p, uint32_t len, uint32_t
 		uint32_t body = len - 4;
 		memcpy(p + 4, &body, 4);
 	}
+}
+
+static inline void ringbuf__yield(void)
+{
+#ifdef RINGBUF__HAVE_THRD_YIELD
+	thrd_yield();
+#else
+	sched_yield();
+#endif
 }
 
 static uint64_t ringbuf__default_clock(void *ctx);
@@ -1470,45 +1515,20 @@ static inline bool ringbuf__disabled(const struct ringbuf *rb, struct ringbuf__c
 		RINGBUF__LOAD(&c->disabled)) != 0;
 }
 
-RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len)
-{
-	struct ringbuf__cpu *c;
-	uint32_t depth;
-	void *ev;
-
-	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu))
-		return NULL; /* no CPU buffer to count it in */
-	c = ringbuf__cpu(rb, cpu);
-	if (RINGBUF__UNLIKELY(len == 0 || len > rb->max_event)) {
-		RINGBUF__ADD(&c->rejected_events, 1);
-		return NULL;
-	}
-	depth = RINGBUF__LOAD(&c->committing) + 1;
-	if (RINGBUF__UNLIKELY(depth > RINGBUF_MAX_NEST)) {
-		RINGBUF__ADD(&c->nest_overflow, 1);
-		return NULL;
-	}
-	/* No reservation at this depth yet (the slot may hold the last one,
-	 * complete): recovery after a kill must not mistake it for one in flight */
-	c->slots[depth - 1].len = 0;
-	RINGBUF__BARRIER();
-	/* Enter before checking the disable flags: reset_cpu disables, then
-	 * (membarrier) waits for committing to drop to 0. */
-	RINGBUF__STORE(&c->committing, depth);
-	RINGBUF__OWNER_INC(&c->commits);
-	RINGBUF__BARRIER();
-	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c))) {
-		RINGBUF__ADD(&c->disabled_events, 1);
-		ringbuf__end_commit(rb, cpu, c);
-		return NULL;
-	}
-	ev = ringbuf__reserve_next(rb, cpu, c, ringbuf__event_length(rb, len), depth);
-	if (RINGBUF__UNLIKELY(!ev))
-		ringbuf__end_commit(rb, cpu, c);
-	return ev;
-}
-
 #ifdef RINGBUF_DEBUG
+static uint32_t ringbuf__gettid(void);
+/* A writer on a buffer whose outermost writer is another thread breaks the
+ * contract (two threads on one CPU buffer). */
+static void ringbuf__debug_owner(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c, uint32_t depth)
+{
+	uint32_t me = ringbuf__gettid();
+	(void)rb;
+	if (depth == 1)
+		c->dbg_owner = me;
+	else if (c->dbg_owner != me)
+		ringbuf__report("writer on a CPU buffer another thread is writing", cpu);
+}
+#define RINGBUF__DEBUG_OWNER(rb, cpu, c, depth) ringbuf__debug_owner(rb, cpu, c, depth)
 static bool ringbuf__check_current(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
 				   const void *data, const char *op)
 {
@@ -1531,14 +1551,65 @@ static bool ringbuf__check_current(struct ringbuf *rb, unsigned cpu, struct ring
 	if (!ringbuf__check_current(rb, cpu, c, data, op)) return
 #else
 #define RINGBUF__CHECK_CURRENT(rb, cpu, c, data, op) ((void)(data))
+#define RINGBUF__DEBUG_OWNER(rb, cpu, c, depth) ((void)0)
 #endif
+
+static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len);
+static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit);
+
+RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len)
+{
+	struct ringbuf__cpu *c;
+	uint32_t depth;
+	void *ev;
+
+	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu)) {
+		if (rb && (cpu == RINGBUF_CPU_THREAD || cpu == RINGBUF_CPU_CURRENT))
+			return ringbuf__map_reserve(rb, cpu, len);
+		return NULL; /* no CPU buffer to count it in */
+	}
+	c = ringbuf__cpu(rb, cpu);
+	if (RINGBUF__UNLIKELY(len == 0 || len > rb->max_event)) {
+		RINGBUF__ADD(&c->rejected_events, 1);
+		return NULL;
+	}
+	depth = RINGBUF__LOAD(&c->committing) + 1;
+	if (RINGBUF__UNLIKELY(depth > RINGBUF_MAX_NEST)) {
+		RINGBUF__ADD(&c->nest_overflow, 1);
+		return NULL;
+	}
+	/* No reservation at this depth yet (the slot may hold the last one,
+	 * complete): recovery after a kill must not mistake it for one in flight */
+	c->slots[depth - 1].len = 0;
+	RINGBUF__BARRIER();
+	/* Enter before checking the disable flags: reset_cpu disables, then
+	 * (membarrier) waits for committing to drop to 0. */
+	RINGBUF__STORE(&c->committing, depth);
+	RINGBUF__OWNER_INC(&c->commits);
+	RINGBUF__BARRIER();
+	RINGBUF__DEBUG_OWNER(rb, cpu, c, depth);
+	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c))) {
+		RINGBUF__ADD(&c->disabled_events, 1);
+		ringbuf__end_commit(rb, cpu, c);
+		return NULL;
+	}
+	ev = ringbuf__reserve_next(rb, cpu, c, ringbuf__event_length(rb, len), depth);
+	if (RINGBUF__UNLIKELY(!ev))
+		ringbuf__end_commit(rb, cpu, c);
+	return ev;
+}
+
+
 
 RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data)
 {
 	struct ringbuf__cpu *c;
 	uint32_t depth;
-	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || !data))
+	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || !data)) {
+		if (rb && data && (cpu == RINGBUF_CPU_THREAD || cpu == RINGBUF_CPU_CURRENT))
+			ringbuf__map_end(rb, cpu, data, true);
 		return;
+	}
 	c = ringbuf__cpu(rb, cpu);
 	RINGBUF__CHECK_CURRENT(rb, cpu, c, data, "commit: not the current event of this CPU");
 	depth = RINGBUF__LOAD(&c->committing);
@@ -1562,8 +1633,11 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	uint32_t depth, w0, delta;
 	unsigned long wfull;
 
-	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || !data))
+	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || !data)) {
+		if (rb && data && (cpu == RINGBUF_CPU_THREAD || cpu == RINGBUF_CPU_CURRENT))
+			ringbuf__map_end(rb, cpu, data, false);
 		return;
+	}
 	c = ringbuf__cpu(rb, cpu);
 	RINGBUF__CHECK_CURRENT(rb, cpu, c, data, "discard: not the current event of this CPU");
 	depth = RINGBUF__LOAD(&c->committing);
@@ -1605,8 +1679,20 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data, size_t len)
 {
 	void *p;
-	if (!rb || cpu >= rb->ncpu)
+	if (!rb || (cpu >= rb->ncpu && cpu != RINGBUF_CPU_THREAD && cpu != RINGBUF_CPU_CURRENT))
 		return RINGBUF_EINVAL;
+	if (cpu >= rb->ncpu) {
+		if (len == 0 || !data)
+			return RINGBUF_EINVAL;
+		if (len > rb->max_event)
+			return RINGBUF_E2BIG;
+		p = ringbuf_reserve(rb, cpu, len);
+		if (!p)
+			return RINGBUF_ENOSPC;
+		memcpy(p, data, len);
+		ringbuf_commit(rb, cpu, p);
+		return 0;
+	}
 	if (len == 0 || !data) {
 		RINGBUF__ADD(&ringbuf__cpu(rb, cpu)->rejected_events, 1);
 		return RINGBUF_EINVAL;
@@ -1622,6 +1708,390 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
 	ringbuf_commit(rb, cpu, p);
 	return 0;
 }
+
+/* ==== >>contexts: per-thread and guarded per-CPU buffers =============== *
+ *
+ * Per-thread state lives in initial-exec TLS (no allocation, no lazy TLS
+ * setup: safe in a signal handler, even for a thread's first event), one entry
+ * per ring buffer the thread writes to (4 at most). An entry's fields are 0
+ * when unused, so a handler that interrupts the thread while it claims an
+ * entry finds a consistent one.
+ *
+ * Guarded per-CPU (RINGBUF_CPU_CURRENT), for one event of the outermost writer:
+ *   G1  pick the CPU's buffer x (rseq cpu id, else sched_getcpu)
+ *   G2  CAS owner[x] 0 -> tid (acquire: pairs with G5 of the previous owner);
+ *       owner == tid already means we interrupted our own G2..G3: nest
+ *   G3  TLS: owned = x, depth = 1, "acquired at depth 1"
+ *   ... reserve / commit on x (a handler on this thread nests on x: depth 2..)
+ *   G4  TLS: depth 0, owned none (first: a handler after G4 takes a new one)
+ *   G5  store owner[x] = 0 (release: our events before the next owner's)
+ * A thread that finds owner[x] held by another thread tries the other
+ * buffers, then drops the event (counted in `unmapped`); an owner that no
+ * longer exists (it died mid-event) is taken over after recovering the buffer.
+ */
+
+#define RINGBUF__OWN_PERSIST 0x80000000u
+#define RINGBUF__TCTX 4
+
+struct ringbuf__tctx {
+	struct ringbuf *rb;  /* NULL: unused entry */
+	uint32_t owned;      /* RINGBUF_CPU_CURRENT: buffer index + 1, 0 = none */
+	uint32_t depth;      /* RINGBUF_CPU_CURRENT nesting on `owned` */
+	uint64_t acquired;   /* bit d-1: the writer at depth d took the ownership */
+	uint32_t claimed;    /* RINGBUF_CPU_THREAD: buffer index + 1, 0 = none */
+};
+
+#if defined(__GNUC__)
+#define RINGBUF__TLS _Thread_local __attribute__((tls_model("initial-exec")))
+#else
+#define RINGBUF__TLS _Thread_local
+#endif
+static RINGBUF__TLS struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
+static RINGBUF__TLS uint32_t ringbuf__tid;
+
+static uint32_t ringbuf__gettid(void)
+{
+	uint32_t t = ringbuf__tid;
+	if (RINGBUF__UNLIKELY(t == 0)) {
+#if defined(__linux__) && defined(SYS_gettid)
+		t = (uint32_t)syscall(SYS_gettid) & ~RINGBUF__OWN_PERSIST;
+#else
+		t = (uint32_t)(uintptr_t)&ringbuf__tid & ~RINGBUF__OWN_PERSIST;
+#endif
+		ringbuf__tid = t; /* a handler racing here computes the same value */
+	}
+	return t;
+}
+
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__)) && defined(__GNUC__) && \
+	(__GNUC__ >= 11 || defined(__clang__))
+/* glibc >= 2.35 registers rseq for every thread and exports where: the
+ * kernel keeps the thread's CPU number in it (one load, no syscall). */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+#define RINGBUF__HAVE_RSEQ 1
+#endif
+#if defined(__linux__)
+extern int sched_getcpu(void);
+#endif
+
+static inline unsigned ringbuf__current_cpu(void)
+{
+#ifdef RINGBUF__HAVE_RSEQ
+	if (&__rseq_size && __rseq_size >= 8) {
+		int32_t id = *(volatile int32_t *)((char *)__builtin_thread_pointer() + __rseq_offset + 4);
+		if (id >= 0)
+			return (unsigned)id;
+	}
+#endif
+#if defined(__linux__)
+	{
+		int id = sched_getcpu();
+		return id >= 0 ? (unsigned)id : 0;
+	}
+#else
+	return 0;
+#endif
+}
+
+static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb)
+{
+	int i, free_i = -1;
+	for (i = 0; i < RINGBUF__TCTX; i++) {
+		if (ringbuf__tctx[i].rb == rb)
+			return &ringbuf__tctx[i];
+		if (!ringbuf__tctx[i].rb && free_i < 0)
+			free_i = i;
+	}
+	if (free_i < 0)
+		return NULL;
+	/* the other fields are 0; a handler that takes the entry first leaves
+	 * them 0 again, so storing rb twice is harmless */
+	ringbuf__tctx[free_i].rb = rb;
+	return &ringbuf__tctx[free_i];
+}
+
+static bool ringbuf__thread_alive(uint32_t tid)
+{
+#if defined(__linux__) && defined(SYS_tgkill)
+	int e = errno;
+	long r = syscall(SYS_tgkill, (long)getpid(), (long)tid, 0L);
+	bool alive = r == 0 || errno != ESRCH;
+	errno = e;
+	return alive;
+#else
+	(void)tid;
+	return true;
+#endif
+}
+
+static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live);
+
+/* Take a buffer for `me` (own = me, or me | PERSIST for a thread claim),
+ * starting at `from`. Returns index + 1 and sets *took, or 0. */
+static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint32_t own, bool *took)
+{
+	uint32_t me = own & ~RINGBUF__OWN_PERSIST;
+	unsigned i, n = rb->ncpu;
+	for (i = 0; i < n; i++) {
+		unsigned x = (from + i) % n;
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
+		uint32_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
+		if ((cur & ~RINGBUF__OWN_PERSIST) == me && (cur == own || !(own & RINGBUF__OWN_PERSIST))) {
+			*took = false; /* ours already: we interrupted our own G2..G3 */
+			return x + 1;
+		}
+		if (cur == 0 && atomic_compare_exchange_strong_explicit(&c->owner, &cur, own,
+									 memory_order_acquire,
+									 memory_order_relaxed)) {
+			*took = true;
+			return x + 1;
+		}
+	}
+	/* Everything is taken: an owner that no longer exists (exited with a
+	 * claim, or died mid-event) gives its buffer up, repaired. */
+	for (i = 0; i < n; i++) {
+		unsigned x = (from + i) % n;
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
+		uint32_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
+		if (cur && !ringbuf__thread_alive(cur & ~RINGBUF__OWN_PERSIST) &&
+		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acquire,
+							    memory_order_relaxed)) {
+			if (RINGBUF__LOAD(&c->committing))
+				ringbuf__recover_cpu(rb, x, true);
+			*took = true;
+			return x + 1;
+		}
+	}
+	return 0;
+}
+
+static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
+{
+	struct ringbuf__tctx *e = ringbuf__tctx_get(rb);
+	uint32_t me = ringbuf__gettid(), x;
+	bool took = false;
+	void *p;
+	if (!e) {
+		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	if (mode == RINGBUF_CPU_THREAD) {
+		if (!e->claimed) {
+			x = ringbuf__take(rb, ringbuf__current_cpu() % rb->ncpu, me | RINGBUF__OWN_PERSIST, &took);
+			if (!x) {
+				atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+				return NULL;
+			}
+			e->claimed = x;
+		}
+		return ringbuf_reserve(rb, e->claimed - 1, len);
+	}
+	/* RINGBUF_CPU_CURRENT */
+	if (e->depth) {
+		/* nested in our own event: the same buffer */
+		if (e->depth >= 64)
+			return NULL;
+		p = ringbuf_reserve(rb, e->owned - 1, len);
+		if (p)
+			e->depth++;
+		return p;
+	}
+	x = ringbuf__take(rb, ringbuf__current_cpu() % rb->ncpu, me, &took); /* G1, G2 */
+	if (!x) {
+		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	e->owned = x; /* G3 */
+	e->acquired = took ? 1 : 0;
+	RINGBUF__BARRIER();
+	e->depth = 1;
+	RINGBUF__BARRIER();
+	p = ringbuf_reserve(rb, x - 1, len);
+	if (!p) {
+		e->depth = 0; /* G4 */
+		e->owned = 0;
+		e->acquired = 0;
+		RINGBUF__BARRIER();
+		if (took) /* G5 */
+			atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
+	}
+	return p;
+}
+
+static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit)
+{
+	struct ringbuf__tctx *e = ringbuf__tctx_get(rb);
+	uint32_t x, d;
+	bool took;
+	if (!e)
+		return;
+	if (mode == RINGBUF_CPU_THREAD) {
+		if (!e->claimed)
+			return;
+		if (commit)
+			ringbuf_commit(rb, e->claimed - 1, data);
+		else
+			ringbuf_discard(rb, e->claimed - 1, data);
+		return;
+	}
+	if (!e->depth || !e->owned) {
+		ringbuf__report("commit/discard without a RINGBUF_CPU_CURRENT reservation", 0);
+		return;
+	}
+	x = e->owned;
+	d = e->depth;
+	if (commit)
+		ringbuf_commit(rb, x - 1, data);
+	else
+		ringbuf_discard(rb, x - 1, data);
+	took = (e->acquired >> (d - 1)) & 1;
+	if (d > 1) {
+		e->depth = d - 1;
+		return;
+	}
+	e->depth = 0; /* G4 */
+	e->owned = 0;
+	e->acquired = 0;
+	RINGBUF__BARRIER();
+	if (took) /* G5 */
+		atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
+}
+
+RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb)
+{
+	int i;
+	for (i = 0; rb && i < RINGBUF__TCTX; i++)
+		if (ringbuf__tctx[i].rb == rb && ringbuf__tctx[i].claimed)
+			return (int)ringbuf__tctx[i].claimed - 1;
+	return -1;
+}
+
+RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
+{
+	int i;
+	for (i = 0; rb && i < RINGBUF__TCTX; i++) {
+		struct ringbuf__tctx *e = &ringbuf__tctx[i];
+		if (e->rb != rb)
+			continue;
+		if (e->claimed) {
+			struct ringbuf__cpu *c = ringbuf__cpu(rb, e->claimed - 1);
+			uint32_t mine = ringbuf__gettid() | RINGBUF__OWN_PERSIST;
+			e->claimed = 0;
+			RINGBUF__BARRIER();
+			/* release: our events before the next claimer's */
+			atomic_compare_exchange_strong_explicit(&c->owner, &mine, 0, memory_order_release,
+								memory_order_relaxed);
+		}
+		if (!e->depth)
+			e->rb = NULL;
+	}
+}
+
+#if defined(__linux__)
+#include <pthread.h>
+static pthread_key_t ringbuf__exit_key;
+static _Atomic(int) ringbuf__exit_key_state; /* 0 none, 1 creating, 2 ready */
+
+static void ringbuf__thread_exit(void *arg)
+{
+	int i;
+	(void)arg;
+	for (i = 0; i < RINGBUF__TCTX; i++)
+		if (ringbuf__tctx[i].rb && ringbuf__tctx[i].rb->magic == RINGBUF__MAGIC)
+			ringbuf_thread_release(ringbuf__tctx[i].rb);
+}
+
+RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
+{
+	int st = 0;
+	if (!rb)
+		return RINGBUF_EINVAL;
+	if (atomic_compare_exchange_strong(&ringbuf__exit_key_state, &st, 1)) {
+		if (pthread_key_create(&ringbuf__exit_key, ringbuf__thread_exit) != 0) {
+			atomic_store(&ringbuf__exit_key_state, 0);
+			return RINGBUF_ESYS;
+		}
+		atomic_store(&ringbuf__exit_key_state, 2);
+	}
+	while (atomic_load(&ringbuf__exit_key_state) == 1)
+		ringbuf__yield();
+	if (atomic_load(&ringbuf__exit_key_state) != 2)
+		return RINGBUF_ESYS;
+	(void)ringbuf__gettid();
+	if (!ringbuf__tctx_get(rb))
+		return RINGBUF_ENOSPC;
+	pthread_setspecific(ringbuf__exit_key, (void *)1); /* any non-NULL value runs the destructor */
+	return 0;
+}
+
+/* fork: the child has one thread. Claims of threads it does not have are
+ * released; buffers they left mid-event are repaired; the forking thread's
+ * own claims move to its new thread id. Registered for every buffer made by
+ * ringbuf_init_in (up to 64 at a time). */
+static _Atomic(struct ringbuf *) ringbuf__forkreg[64];
+static _Atomic(int) ringbuf__atfork_state;
+
+static void ringbuf__atfork_child(void)
+{
+	unsigned i, cpu;
+	int k;
+	ringbuf__tid = 0;
+	for (i = 0; i < 64; i++) {
+		struct ringbuf *rb = atomic_load(&ringbuf__forkreg[i]);
+		if (!rb || rb->magic != RINGBUF__MAGIC)
+			continue;
+		for (cpu = 0; cpu < rb->ncpu; cpu++) {
+			struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+			uint32_t mine = 0;
+			for (k = 0; k < RINGBUF__TCTX; k++)
+				if (ringbuf__tctx[k].rb == rb && ringbuf__tctx[k].claimed == cpu + 1)
+					mine = ringbuf__gettid() | RINGBUF__OWN_PERSIST;
+			atomic_store(&c->owner, mine);
+			if (RINGBUF__LOAD(&c->committing))
+				ringbuf__recover_cpu(rb, cpu, false); /* its writer is not here */
+			atomic_store(&c->reader_lock, 0);     /* nor its reader */
+		}
+	}
+	for (k = 0; k < RINGBUF__TCTX; k++) {
+		ringbuf__tctx[k].depth = 0;
+		ringbuf__tctx[k].owned = 0;
+		ringbuf__tctx[k].acquired = 0;
+	}
+}
+
+static void ringbuf__fork_register(struct ringbuf *rb)
+{
+	unsigned i;
+	int st = 0;
+	if (atomic_compare_exchange_strong(&ringbuf__atfork_state, &st, 1))
+		pthread_atfork(NULL, NULL, ringbuf__atfork_child);
+	for (i = 0; i < 64; i++) {
+		struct ringbuf *cur = atomic_load(&ringbuf__forkreg[i]);
+		if (cur == rb)
+			return;
+		if ((!cur || cur->magic != RINGBUF__MAGIC) &&
+		    atomic_compare_exchange_strong(&ringbuf__forkreg[i], &cur, rb))
+			return;
+	}
+}
+
+static void ringbuf__fork_unregister(struct ringbuf *rb)
+{
+	unsigned i;
+	for (i = 0; i < 64; i++) {
+		struct ringbuf *cur = rb;
+		atomic_compare_exchange_strong(&ringbuf__forkreg[i], &cur, NULL);
+	}
+}
+#else
+RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
+{
+	return rb ? 0 : RINGBUF_EINVAL;
+}
+static void ringbuf__fork_register(struct ringbuf *rb) { (void)rb; }
+static void ringbuf__fork_unregister(struct ringbuf *rb) { (void)rb; }
+#endif
 
 RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb)
 {
@@ -1658,14 +2128,6 @@ static void ringbuf__membarrier_register(void)
 }
 
 
-static inline void ringbuf__yield(void)
-{
-#ifdef RINGBUF__HAVE_THRD_YIELD
-	thrd_yield();
-#else
-	sched_yield();
-#endif
-}
 
 /* A per-thread token (its address) identifies the reader lock's owner; initial
  * exec TLS needs no allocation, so it is safe in signal handlers. */
@@ -2656,6 +3118,7 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
 		st->nest_overflow += one.nest_overflow;
 		st->discarded += one.discarded;
 	}
+	st->unmapped = atomic_load_explicit(&rb->unmapped, memory_order_relaxed);
 	return 0;
 }
 
@@ -2783,6 +3246,7 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	 * whose creator died half way reads as foreign, not as corrupt) */
 	atomic_thread_fence(memory_order_release);
 	rb->magic = RINGBUF__MAGIC;
+	ringbuf__fork_register(rb);
 	*out = rb;
 	return 0;
 }
@@ -2814,6 +3278,8 @@ RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, vo
 }
 
 /* ==== >>file: file-backed blocks, validation, crash recovery ============ */
+
+static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live);
 
 /* Everything a reader trusts in a block that came from outside: the header
  * against the geometry it claims, and each per-CPU index and link. */
@@ -3033,7 +3499,16 @@ RINGBUF_API int ringbuf_recover(struct ringbuf *rb)
 		return RINGBUF_EINVAL;
 	if ((r = ringbuf__validate(rb, rb->total_size)) < 0)
 		return r;
-	for (cpu = 0; cpu < rb->ncpu; cpu++) {
+	for (cpu = 0; cpu < rb->ncpu; cpu++)
+		ringbuf__recover_cpu(rb, cpu, false);
+	return ringbuf__validate(rb, rb->total_size);
+}
+
+/* Repair one CPU buffer whose writers are gone. live: a reader may be running
+ * (its lock and state are left alone). */
+static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
+{
+	{
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 		uint32_t depth = RINGBUF__LOAD(&c->committing), n = rb->nr_pages, i;
 
@@ -3088,10 +3563,10 @@ RINGBUF_API int ringbuf_recover(struct ringbuf *rb)
 		ringbuf__set_commit_to_write(rb, cpu, c);
 		RINGBUF__STORE(&c->committing, 0);
 		/* 4. locks and stamps of the dead */
-		atomic_store_explicit(&c->reader_lock, 0, memory_order_relaxed);
+		if (!live)
+			atomic_store_explicit(&c->reader_lock, 0, memory_order_relaxed);
 		RINGBUF__STORE(&c->before_stamp, RINGBUF__STAMP_INVALID);
 	}
-	return ringbuf__validate(rb, rb->total_size);
 }
 
 
@@ -3125,6 +3600,7 @@ RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
 {
 	if (!rb || rb->magic != RINGBUF__MAGIC)
 		return;
+	ringbuf__fork_unregister(rb);
 	if (rb->owned == 2) {
 #if defined(__linux__)
 		munmap(rb->mem, (size_t)rb->map_len); /* the file keeps its block */
