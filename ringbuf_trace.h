@@ -445,7 +445,7 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
 		RINGBUF__FOREACH(RINGBUF__P_MEMBER, S, fields)                                   \
 	};                                                                                       \
 	extern struct ringbuf_trace_event ringbuf_event_##name;                                  \
-	static inline int RINGBUF__CAT(RINGBUF_TRACE_EMIT_PREFIX, name)(                         \
+	static inline __attribute__((unused)) int RINGBUF__CAT(RINGBUF_TRACE_EMIT_PREFIX, name)( \
 		struct ringbuf *ringbuf__b, unsigned ringbuf__c RINGBUF__FOREACH(RINGBUF__P_PARAM, S, fields)) \
 	{                                                                                        \
 		const uint32_t ringbuf__id =                                                     \
@@ -771,9 +771,19 @@ RINGBUF_API void *ringbuf_trace__reserve(struct ringbuf *rb, unsigned cpu, uint3
 	uint32_t depth, sd;
 	if (RINGBUF__UNLIKELY(!e))
 		return NULL;
-	/* ringbuf_reserve() succeeded, so cpu is valid and `committing` now holds
-	 * this writer's nesting depth (1 = outermost). */
-	depth = RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing);
+	/* ringbuf_reserve() succeeded: the CPU buffer's `committing` now holds
+	 * this writer's nesting depth (1 = outermost). For a mapped writer
+	 * context (RINGBUF_CPU_THREAD/CURRENT) the buffer is the thread's claimed
+	 * one; where it cannot be known here only the signal depth counts. */
+	if (cpu >= ringbuf_ncpu(rb)) {
+#ifdef RINGBUF_CPU_THREAD
+		int claimed = cpu == RINGBUF_CPU_THREAD ? ringbuf_thread_cpu(rb) : -1;
+		cpu = claimed >= 0 ? (unsigned)claimed : ~0u;
+#else
+		cpu = ~0u;
+#endif
+	}
+	depth = cpu < ringbuf_ncpu(rb) ? RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing) : 1;
 	sd = ringbuf_trace__self.sigdepth + 1;
 	if (sd > depth)
 		depth = sd;
