@@ -814,6 +814,35 @@ static void capture_reports_lost_events_between_pages(void **state)
 	ringbuf_destroy(rb);
 }
 
+static void capture_parses_align8_pages(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	struct ringbuf_trace_capture *cap;
+	static struct collect c;
+	int i;
+	(void)state;
+	cfg.flags = RINGBUF_F_ALIGN8;
+	cfg.clock = test_clock;
+	cfg.size_per_cpu = 4096 * 4;
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	assert_int_equal(ringbuf_trace_capture_create(rb, &cap), 0);
+	for (i = 0; i < 500; i++) { /* every record type_len 0, 8-byte aligned */
+		now = 77 + (uint64_t)i * 1000;
+		assert_int_equal(trace_tick(rb, 0, i), 1);
+	}
+	assert_true(ringbuf_trace_capture_read(cap, rb, 0, 0) >= 2);
+	c.n = 0;
+	assert_int_equal(ringbuf_trace_capture_foreach(cap, RINGBUF_ALL_CPUS, 0, collect_fn, &c), 0);
+	assert_int_equal(c.n, 500);
+	for (i = 0; i < 500; i++) {
+		assert_int_equal(c.val[i], i);
+		assert_int_equal(c.ts[i], 77 + (uint64_t)i * 1000);
+	}
+	ringbuf_trace_capture_destroy(cap);
+	ringbuf_destroy(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -832,6 +861,7 @@ int main(void)
 		cmocka_unit_test_setup(text_print_single_cpu_max_and_header, setup_registry),
 		cmocka_unit_test_setup(capture_holds_pages_and_walks_them_merged, setup_registry),
 		cmocka_unit_test_setup(capture_reports_lost_events_between_pages, setup_registry),
+		cmocka_unit_test_setup(capture_parses_align8_pages, setup_registry),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
