@@ -1,0 +1,147 @@
+/* Reproducers for what the fuzz targets (fuzz/fuzz_page.c, fuzz/fuzz_ops.c)
+ * found, as deterministic tests, so that a fix stays fixed without a fuzzer.
+ *
+ * 1. In 8-byte alignment mode (RINGBUF_F_ALIGN8) the record parser accepts a
+ *    PADDING record whose length is a multiple of 4 but not of 8 (the check on
+ *    data records has the 8-byte rule, the one on padding does not). A
+ *    corrupted page (from a file, shared memory, a crash) with such a padding
+ *    makes the reader hand out the next event's payload 4 bytes off the
+ *    8-byte grid the API promises -- undefined behaviour for callers that read
+ *    8-byte fields in place, a trap on strict-alignment machines (the reason
+ *    the kernel kept its 8-byte mode, adab66b71abf). ringbuf.h never writes
+ *    such a padding itself; tests/pagewalk.h rejects the page (PW_E_ALIGN).
+ *    Expected: ringbuf_consume() reports RINGBUF_ECORRUPT for the page.
+ *
+ * 2. ringbuf_read_page() stores the output page's time_stamp and commit with
+ *    atomic stores through a `struct ringbuf__dpage *` cast of the caller's
+ *    buffer, so a caller buffer that is not 8-byte aligned (the API states no
+ *    alignment requirement: "page (size >= ringbuf_page_size(rb))") is
+ *    accessed misaligned: undefined behaviour, reported by
+ *    -fsanitize=undefined ("member access within misaligned address ... for
+ *    type 'struct ringbuf__dpage'"), and a bus error on strict-alignment
+ *    machines. Expected: the page is written correctly at any alignment (the
+ *    output page is private to the caller: plain memcpy stores suffice), or
+ *    an alignment requirement is documented and a misaligned buffer refused
+ *    with RINGBUF_EINVAL. This test fails under `make ubsan`.
+ */
+#define RINGBUF_IMPLEMENTATION
+#include "ringbuf.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "pagewalk.h"
+
+static uint64_t now = 1000;
+static uint64_t test_clock(void *ctx)
+{
+	(void)ctx;
+	return now += 10;
+}
+
+static struct ringbuf *make(size_t page_size, unsigned flags)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	cfg.page_size = page_size;
+	cfg.size_per_cpu = 3 * page_size;
+	cfg.flags = flags;
+	cfg.clock = test_clock;
+	now = 1000;
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	return rb;
+}
+
+static void quiet(const char *what, unsigned cpu, void *ctx)
+{
+	(void)what;
+	(void)cpu;
+	(void)ctx;
+}
+
+static void align8_page_with_4_mod_8_padding_is_rejected_not_misaligned(void **state)
+{
+	struct ringbuf *rb = make(128, RINGBUF_F_ALIGN8);
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, 0);
+	struct ringbuf__dpage *dp;
+	struct ringbuf_record rec;
+	uint32_t payload[4] = {1, 2, 3, 4}, w;
+	unsigned char *d;
+	int r;
+	(void)state;
+
+	/* fill page 0 so that the tail moves on and page 0 is a complete head page */
+	while (atomic_load(&c->tail_page) == 0)
+		assert_int_equal(ringbuf_write(rb, 0, payload, 16), 0);
+	/* corrupt it: a 12-byte padding, then a 24-byte data event (type 0,
+	 * array[0] = 20: a multiple of 8 long, as in 8-byte mode), commit 36 */
+	dp = ringbuf__dp(rb, 0, 0);
+	d = dp->data;
+	memset(d, 0, rb->bsize);
+	w = 29u | (1u << 5); /* PADDING, delta 1 */
+	memcpy(d, &w, 4);
+	w = 8; /* array[0]: 8 more bytes -> a 12-byte record */
+	memcpy(d + 4, &w, 4);
+	w = 0; /* type_len 0, delta 0 */
+	memcpy(d + 12, &w, 4);
+	w = 20;
+	memcpy(d + 16, &w, 4);
+	atomic_store(&dp->commit, 36);
+	{
+		/* the independent validator refuses this page in 8-byte mode */
+		struct pw_page info;
+		const char *err = NULL;
+		assert_int_equal(pw_walk_page(dp, 128, true, NULL, NULL, &info, &err), PW_E_ALIGN);
+	}
+	ringbuf_set_warn_hook(quiet, NULL);
+	r = ringbuf_consume(rb, 0, &rec);
+	ringbuf_set_warn_hook(NULL, NULL);
+	if (r == 1)
+		fail_msg("consume returned an event from a page the 8-byte format forbids, payload at "
+			 "data offset %td (address %% 8 = %u)",
+			 (const unsigned char *)rec.data - d, (unsigned)((uintptr_t)rec.data % 8));
+	assert_int_equal(r, RINGBUF_ECORRUPT);
+	ringbuf_destroy(rb);
+}
+
+static void read_page_into_a_buffer_that_is_not_8_byte_aligned(void **state)
+{
+	struct ringbuf *rb = make(256, 0);
+	_Alignas(16) unsigned char buf[256 + 8];
+	unsigned char *page = buf + 4; /* 4-byte aligned only */
+	uint32_t payload[4] = {7, 8, 9, 10};
+	struct pw_page info;
+	const char *err = NULL;
+	uint64_t ts;
+	int r;
+	(void)state;
+
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(ringbuf_write(rb, 0, payload, 16), 0);
+	r = ringbuf_read_page(rb, 0, page, 256, 0);
+	if (r == RINGBUF_EINVAL) {
+		/* acceptable if documented: the buffer must be aligned */
+		ringbuf_destroy(rb);
+		return;
+	}
+	assert_int_equal(r, 3 * 20);
+	assert_int_equal(pw_walk_page(page, 256, false, NULL, NULL, &info, &err), 0);
+	assert_int_equal(info.ndata, 3);
+	assert_int_equal(info.commit, 60);
+	memcpy(&ts, page, 8);
+	assert_int_equal(ts, 1010);
+	ringbuf_destroy(rb);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(align8_page_with_4_mod_8_padding_is_rejected_not_misaligned),
+		cmocka_unit_test(read_page_into_a_buffer_that_is_not_8_byte_aligned),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
