@@ -12,6 +12,7 @@
 ##   SAN_CC          compiler for asan/ubsan/tsan (same as CC)
 ##   TEST_TIMEOUT    seconds each test executable may run (300)
 ##   PREFIX, DESTDIR install location (/usr/local)
+##   BENCH_QUICK=1   make bench: a short smoke run (also BENCH_ROUNDS, BENCH_EVENTS, BENCH_ONLY)
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -44,7 +45,7 @@ extra_ldflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]
 VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
 
 .DELETE_ON_ERROR:
-.PHONY: all test tests examples demo asan ubsan tsan sanitize lint bench fuzz \
+.PHONY: all test tests examples demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
 	install uninstall clean help
 
 all: examples tests ## build the examples and the tests (without running them)
@@ -118,16 +119,21 @@ lint: ## cppcheck the implementation; compile tests/compile/*.c with -Werror
 
 # ---- benchmarks and fuzzing (placeholders until bench/ and fuzz/ exist) -----
 
-bench: ## build and run bench/*.c (if any) in build/bench/
+bench: ## build and run bench/*.c: a table and $(BUILD)/bench.json (BENCH_QUICK=1: smoke run)
 ifeq ($(BENCH_SRCS),)
 	@echo "no benchmarks yet"
 else
 	@$(MAKE) --no-print-directory $(BENCH_BINS)
-	@set -e; for b in $(BENCH_BINS); do echo "==== $$b"; $$b; done
+	@set -e; for b in $(BENCH_BINS); do echo "==== $$b"; BENCH_JSON=$(BUILD)/bench.json $$b; done
 endif
 
-$(BUILD)/bench/%: bench/%.c ringbuf.h | $(BUILD)/bench
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
+# The build command is compiled in, so the report names the flags it ran with.
+$(BUILD)/bench/%: bench/%.c ringbuf.h $(wildcard bench/*.h) | $(BUILD)/bench
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DBENCH_BUILD='"$(CC) $(ALL_CFLAGS) $(LDFLAGS)"' \
+		-o $@ $< $(call extra_ldflags,$<)
+
+bench-peers: ## LTTng-UST side by side with ringbuf.h (bench/peers/; skipped if not installed)
+	@$(MAKE) --no-print-directory -f bench/peers/peers.mk BUILD=$(BUILD) CC="$(CC)" CFLAGS="$(CFLAGS)"
 
 fuzz: ## build fuzz/*.c with libFuzzer (FUZZ_CC) and run each for FUZZ_SECONDS
 ifeq ($(FUZZ_SRCS),)
