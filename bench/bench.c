@@ -27,8 +27,9 @@
  *   BENCH_TIME=wall      time loops by wall-clock time instead of thread CPU time
  *   BENCH_JSON=path      JSON output (default build/bench.json; "-" for none)
  *
- * Where to add variants: the per-thread and guarded per-CPU mappings do not
- * exist in the API yet; grep for TODO(mapping) below.
+ * The per-thread and guarded per-CPU mappings (RINGBUF_CPU_THREAD,
+ * RINGBUF_CPU_CURRENT) are measured when ringbuf.h has them, and reported as
+ * "no API" otherwise.
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_IMPLEMENTATION
@@ -312,6 +313,41 @@ static double run_rb_pc(struct variant *v, size_t n)
 	v->lost += lost_of(v->rb, 0);
 	v->events += n;
 	return (double)total / (double)n;
+}
+
+/* -- mapped writer contexts: the thread's own buffer, or the current CPU's
+ * (guarded); one buffer per configured CPU, the main thread pinned to CPU 0 -- */
+
+enum { MAP_THREAD = 1, MAP_CURRENT = 2 };
+#if defined(RINGBUF_CPU_THREAD) && defined(RINGBUF_CPU_CURRENT)
+#define BENCH_HAVE_MAPPED 1
+static unsigned mapped_cpu(const struct variant *v)
+{
+	return v->extra_cfg == MAP_THREAD ? RINGBUF_CPU_THREAD : RINGBUF_CPU_CURRENT;
+}
+#else
+#define BENCH_HAVE_MAPPED 0
+static unsigned mapped_cpu(const struct variant *v)
+{
+	(void)v;
+	return 0;
+}
+#endif
+
+static void setup_mapped(struct variant *v)
+{
+	long conf = sysconf(_SC_NPROCESSORS_CONF);
+	v->rb = make_rb(conf > 0 ? (unsigned)conf : 1, (size_t)1 << 20, RINGBUF_MODE_OVERWRITE, NULL);
+}
+
+static double run_mapped(struct variant *v, size_t n)
+{
+	struct stamp t0 = timed_begin();
+	uint64_t nulls = rb_loop_16(v->rb, mapped_cpu(v), n);
+	uint64_t ns = timed_end(t0);
+	v->nulls += nulls;
+	v->events += n;
+	return per(ns, n);
 }
 
 /* -- nested write from a signal handler -- */
@@ -689,12 +725,11 @@ static struct variant variants[] = {
 	{ .id = "rb_pc_16", .what = "rb producer/consumer, no reader, 16 B", .unit = NS_EVENT,
 	  .vs = "floor_clock_16", .setup = setup_rb1, .run = run_rb_pc,
 	  .mode = RINGBUF_MODE_PRODUCER_CONSUMER },
-	/* TODO(mapping): per-thread mapping and guarded per-CPU mapping go here once
-	 * the API has them (SPEC §6: <= +2 ns and <= +10 ns over rb_clock_16):
-	 *   RB_V("rb_thread_16", "rb per-thread mapping, 16 B", "rb_clock_16", rb_thread_loop_16, NULL),
-	 *   RB_V("rb_guarded_16", "rb guarded per-CPU mapping, 16 B", "rb_clock_16", rb_guarded_loop_16, NULL),
-	 * with loops like DEFINE_RB_LOOP that use the new calls, and the two rows
-	 * of check_targets() marked TODO(mapping) switched to their medians. */
+	/* mapped writer contexts (SPEC §6: <= +2 ns and <= +10 ns over rb_clock_16) */
+	{ .id = "rb_thread_16", .what = "rb per-thread mapping, 16 B", .unit = NS_EVENT,
+	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_THREAD },
+	{ .id = "rb_current_16", .what = "rb guarded per-CPU mapping, 16 B", .unit = NS_EVENT,
+	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_CURRENT },
 	{ .id = "rb_signal_nested_16", .what = "rb nested in a signal handler, 16 B",
 	  .unit = NS_EVENT, .vs = "rb_clock_16", .setup = setup_signal, .run = run_signal,
 	  .extra_cfg = 1 },
@@ -813,6 +848,14 @@ static void ratio_target(const char *what, double limit, const char *id)
 	target(what, LE, limit, "x", ok, ok ? v->ratio : 0, ok ? NULL : "not run");
 }
 
+static void delta_target(const char *what, double limit, const char *id, const char *base)
+{
+	struct variant *v = find(id), *b = find(base);
+	bool ok = have(v) && have(b);
+	target(what, LE, limit, "ns", ok, ok ? v->med - b->med : 0,
+	       ok ? NULL : v && v->skip ? v->skip : "not run");
+}
+
 /* memory overhead of a configuration: (size needed - page bytes) / page bytes */
 static double mem_overhead(unsigned ncpu, size_t per_cpu, size_t page)
 {
@@ -849,10 +892,9 @@ static void check_targets(void)
 	ratio_target("16 B event, TSC clock, vs floor (c)", 1.2, "rb_tsc_16");
 	ratio_target("machinery alone (counter clock) vs floor (a)", 2.0, "rb_counter_16");
 	ratio_target("nested write in a signal handler vs fast path", 1.5, "rb_signal_nested_16");
-	/* TODO(mapping): replace with the medians of rb_thread_16 / rb_guarded_16
-	 * minus rb_clock_16 when those variants exist */
-	target("per-thread mapping over explicit index", LE, 2, "ns", false, 0, "no API yet");
-	target("guarded per-CPU mapping over explicit index", LE, 10, "ns", false, 0, "no API yet");
+	delta_target("per-thread mapping over explicit index", 2, "rb_thread_16", "rb_clock_16");
+	delta_target("guarded per-CPU mapping over explicit index", 10, "rb_current_16",
+		     "rb_clock_16");
 	ratio_target("writer with a consuming reader vs floor (b)", 1.3, "rb_live_reader_16");
 	v = find("rb_live_reader_16");
 	target("events lost with the reader (P/C, 1 MiB, all rounds)", EQ, 0, "ev", have(v),
@@ -1211,6 +1253,8 @@ int main(void)
 			continue;
 		if (!BENCH_HAVE_TSC && (v->clock == tsc_clock || !strcmp(v->id, "floor_tsc_16")))
 			v->skip = "no rdtsc on this architecture";
+		else if (!BENCH_HAVE_MAPPED && v->run == run_mapped)
+			v->skip = "no API (RINGBUF_CPU_THREAD/CURRENT) in this ringbuf.h";
 		else if (ncpus_online < 2 &&
 			 (v->run == run_live_reader || v->run == run_two_writers))
 			v->skip = "needs 2 online CPUs";
