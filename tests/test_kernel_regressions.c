@@ -1365,7 +1365,9 @@ static void bug_9_bytes_stat_equals_sizes_of_the_records_in_the_buffer(void **st
  * written); with writers quiescent it returns exactly what the pages hold.
  * (b) Writers overwrite the page under an open iterator: it skips to what is
  * still there, reports the skip (rec.lost and ringbuf_iter_dropped), and never
- * returns garbage. (c) An open iterator does not stop recording. */
+ * returns garbage. (c) An open iterator does not stop recording. (d), in the
+ * next test: after such a skip it never goes back to events it already
+ * returned. */
 static void bug_iterator_series_concurrent_writer_dropped_events_recording_on(void **state)
 {
 	static const int acts[] = {ACT_ITER};
@@ -1381,6 +1383,7 @@ static void bug_iterator_series_concurrent_writer_dropped_events_recording_on(vo
 	/* (b) and (c) */
 	sc.gap_pct = 0;
 	sc.discard_pct = 0;
+	sc.len_span = 1;
 	open_buffer(&sc);
 	for (int i = 0; i < 10; i++)
 		do_write(false);
@@ -1422,6 +1425,57 @@ static void bug_iterator_series_concurrent_writer_dropped_events_recording_on(vo
 		sweep_all_configs(sc, write_points, N_WRITE_POINTS, acts, 1, &ss, true);
 	}
 	report("iterator at every write step", &ss, write_points, N_WRITE_POINTS);
+}
+
+/* 10 (d): an iterator ahead of the consumer, overwritten under it, must not
+ * go back to events it already returned. The kernel's iterator restarts at
+ * the reader page when it detects the overwrite; a port that does the same
+ * hands out duplicates, older than what it returned before, and time goes
+ * backwards in the iterator's stream. */
+static void bug_iterator_never_returns_an_event_twice_after_an_overwrite(void **state)
+{
+	struct scenario sc = base_scenario(103);
+	struct ringbuf_iter *it;
+	struct ringbuf_record rec;
+	uint64_t last = 0;
+	(void)state;
+	sc.gap_pct = 0;
+	sc.discard_pct = 0;
+	sc.len_span = 1;
+	/* the consumer has read event 0, the iterator returns 1..4 (reader page)
+	 * and 5..6 (the next page), the writers wrap the ring; what follows
+	 * must be newer than event 6 */
+	open_buffer(&sc);
+	for (int i = 0; i < 12; i++)
+		do_write(false); /* 20-byte events: 5 per page */
+	do_consume(1);
+	assert_int_equal(H.reads, 1);
+	assert_int_equal(ringbuf_iter_start(H.rb, 0, &it), 0);
+	for (int i = 1; i <= 6; i++) {
+		struct pl h;
+		assert_int_equal(ringbuf_iter_next(it, &rec), 1);
+		memcpy(&h, rec.data, sizeof h);
+		assert_int_equal(h.id, i);
+		last = rec.ts;
+	}
+	for (int i = 0; i < 20; i++)
+		do_write(false);
+	for (int n = 0; n < 40; n++) {
+		struct pl h;
+		int r = ringbuf_iter_next(it, &rec);
+		if (r == 0)
+			break;
+		assert_int_equal(r, 1);
+		memcpy(&h, rec.data, sizeof h);
+		if (rec.ts <= last)
+			fail_msg("after the overwrite the iterator went back to event %u (ts %llu, lost %llu) "
+				 "after returning event 6 (ts %llu)",
+				 h.id, (unsigned long long)rec.ts, (unsigned long long)rec.lost,
+				 (unsigned long long)last);
+		last = rec.ts;
+	}
+	ringbuf_iter_finish(it);
+	ringbuf_destroy(H.rb);
 }
 
 /* ==== 11. adab66b71abf Revert "Remove HAVE_64BIT_ALIGNED_ACCESS" ====
@@ -1510,6 +1564,7 @@ int main(void)
 		cmocka_unit_test(bug_deadloop_reset_then_read_terminates_with_no_entries),
 		cmocka_unit_test(bug_9_bytes_stat_equals_sizes_of_the_records_in_the_buffer),
 		cmocka_unit_test(bug_iterator_series_concurrent_writer_dropped_events_recording_on),
+		cmocka_unit_test(bug_iterator_never_returns_an_event_twice_after_an_overwrite),
 		cmocka_unit_test(bug_adab66b71abf_8_byte_alignment_mode_under_nesting),
 		cmocka_unit_test(bug_ts_msb_59_bit_stamps_clock_near_and_above_2_pow_59),
 		cmocka_unit_test(totals),
