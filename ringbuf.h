@@ -673,6 +673,8 @@ struct ringbuf__cpu {
 	/* -- writer state: owner only (plus readers of statistics) -- */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) tail_page;
 	_Atomic(uint32_t) commit_page;
+	uint64_t bp_off;              /* this CPU's page descriptors, from the block start */
+	uint64_t dp_off;              /* this CPU's data pages, from the block start */
 	_Atomic(uint32_t) committing; /* nesting depth of writers in flight */
 	_Atomic(uint32_t) disabled;   /* per-CPU disable counter (control writes, owner reads) */
 	/* mapped modes: 0 free, else tid | RINGBUF__OWN_PERSIST (a thread's claim);
@@ -725,6 +727,7 @@ struct ringbuf {
 	uint32_t flags;     /* enum ringbuf_flags */
 	uint32_t ts_mode;
 	uint32_t max_event; /* largest payload */
+	uint32_t page_shift;/* log2(page_size) */
 	uint32_t owned;     /* 1: allocated by ringbuf_create */
 	uint64_t total_size;
 	uint64_t cpu_off;   /* offsets from the start of the block */
@@ -871,6 +874,18 @@ static void ringbuf__report(const char *what, unsigned cpu)
 static inline struct ringbuf__cpu *ringbuf__cpu(const struct ringbuf *rb, unsigned cpu)
 {
 	return (struct ringbuf__cpu *)((char *)rb + rb->cpu_off) + cpu;
+}
+
+/* The same, for the writer's fast path: two loads from its own cache line. */
+static inline struct ringbuf__bpage *ringbuf__cbp(const struct ringbuf *rb, const struct ringbuf__cpu *c,
+						 uint32_t idx)
+{
+	return (struct ringbuf__bpage *)((char *)rb + c->bp_off) + idx;
+}
+static inline struct ringbuf__dpage *ringbuf__cdp(const struct ringbuf *rb, const struct ringbuf__cpu *c,
+						 uint32_t idx)
+{
+	return (struct ringbuf__dpage *)((char *)rb + c->dp_off + ((size_t)idx << rb->page_shift));
 }
 
 static inline struct ringbuf__bpage *ringbuf__bp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
@@ -1283,6 +1298,32 @@ static void ringbuf__pad_tail(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
 	ringbuf__local_sub(&tb->write, (unsigned long)(w + len - end));
 }
 
+/* Describe the reservation about to be tried in the slot of its depth. The
+ * slot is written with len 0 (ignored by recovery), then checked against the
+ * page: a writer that nested since our loads of A reserved there, our CAS will
+ * fail, and a slot naming its bytes must not survive a kill (recovery would
+ * pad a complete event); only then is len set. A writer nesting after that
+ * point and reserving here clears it (ringbuf__slot_reserved). What remains is
+ * a window of one store: a handler between the check and the store, then a
+ * kill before the CAS. Returns false: retry from A. */
+static inline bool ringbuf__slot_publish(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
+					 struct ringbuf__bpage *tb, unsigned long wfull, uint32_t total,
+					 uint32_t event)
+{
+	struct ringbuf__slot *s = &c->slots[depth - 1];
+	s->len = 0;
+	RINGBUF__BARRIER();
+	s->page = t;
+	s->off = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
+	s->event = event;
+	RINGBUF__BARRIER();
+	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull))
+		return false;
+	s->len = total;
+	RINGBUF__BARRIER();
+	return true;
+}
+
 /* After a successful reservation CAS at (t, w): an interrupted writer whose
  * slot claims the same place had written it before its own CAS, which will now
  * fail: its slot no longer describes bytes in flight, so crash recovery must
@@ -1301,8 +1342,9 @@ static inline void ringbuf__slot_reserved(struct ringbuf__cpu *c, uint32_t depth
 }
 
 /* Reserve an event of evlen bytes (A-D). Returns the payload or NULL (counted). */
+#define RINGBUF__NO_TS UINT64_MAX
 static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
-				   uint32_t evlen, uint32_t depth)
+				   uint32_t evlen, uint32_t depth, uint64_t first_ts)
 {
 	const uint32_t bsize = rb->bsize;
 	const bool abs_mode = rb->ts_mode == RINGBUF_TS_ABSOLUTE;
@@ -1320,6 +1362,7 @@ static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ring
 		before = RINGBUF__LOAD(&c->before_stamp);
 		after = RINGBUF__LOAD(&c->write_stamp);
 		RINGBUF__BARRIER();
+		(void)first_ts;
 		ts = ringbuf__clock(rb);
 		RINGBUF__BARRIER();
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_A_TIME);
@@ -1356,13 +1399,9 @@ static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ring
 		/* The slot describes the reservation before it exists, so that a
 		 * reader recovering the block of a killed writer knows which bytes
 		 * were in flight (ringbuf_recover). */
-		{
-			struct ringbuf__slot *s = &c->slots[depth - 1];
-			s->page = t;
-			s->off = w;
-			s->len = total;
-			s->event = w + (stamp ? RINGBUF__STAMP_LEN : 0);
-		}
+		if (!ringbuf__slot_publish(c, depth, t, tb, wfull, total,
+					   w + (stamp ? RINGBUF__STAMP_LEN : 0)))
+			continue;
 		/* B */
 		RINGBUF__STORE(&c->before_stamp, ts);
 		RINGBUF__BARRIER();
@@ -1554,6 +1593,50 @@ static bool ringbuf__check_current(struct ringbuf *rb, unsigned cpu, struct ring
 #define RINGBUF__DEBUG_OWNER(rb, cpu, c, depth) ((void)0)
 #endif
 
+/* The common case of A-D for the outermost writer: same page, delta fits,
+ * stamps consistent. Anything else, or a nested writer that moved things
+ * between our loads and the CAS, goes to the full loop, which starts over. */
+static inline void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					  uint32_t evlen)
+{
+	uint32_t t = RINGBUF__LOAD(&c->tail_page), w;
+	struct ringbuf__bpage *tb = ringbuf__cbp(rb, c, t);
+	unsigned long wfull = RINGBUF__LOAD(&tb->write);
+	uint64_t before, after, ts, delta;
+	w = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
+	RINGBUF__BARRIER();
+	before = RINGBUF__LOAD(&c->before_stamp);
+	after = RINGBUF__LOAD(&c->write_stamp);
+	RINGBUF__BARRIER();
+	if (RINGBUF__UNLIKELY(w == 0 || before != after || w + evlen > rb->bsize ||
+			      rb->ts_mode != RINGBUF_TS_DELTA))
+		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	ts = ringbuf__clock(rb);
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_A_TIME);
+	delta = ts - after;
+	if (RINGBUF__UNLIKELY(ts < after || delta > RINGBUF__TS_MASK))
+		/* rare (an idle gap of 134 ms, a clock going back): the full
+		 * loop reads the clock again after its own loads; reusing ts
+		 * would be wrong if a writer nested here */
+		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	if (RINGBUF__UNLIKELY(!ringbuf__slot_publish(c, 1, t, tb, wfull, evlen, w)))
+		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	RINGBUF__STORE(&c->before_stamp, ts); /* B */
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_B_BEFORE);
+	if (RINGBUF__UNLIKELY(!ringbuf__local_cas(&tb->write, wfull, wfull + evlen))) /* C */
+		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	/* a nested writer that took this place and rolled back cleared it */
+	c->slots[0].len = evlen;
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_C_RESERVED);
+	RINGBUF__STORE(&c->write_stamp, ts); /* D */
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_D_WRITE_STAMP);
+	return ringbuf__put_event(rb, ringbuf__cdp(rb, c, t)->data + w, evlen, (uint32_t)delta);
+}
+
 static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len);
 static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit);
 
@@ -1593,7 +1676,9 @@ RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len)
 		ringbuf__end_commit(rb, cpu, c);
 		return NULL;
 	}
-	ev = ringbuf__reserve_next(rb, cpu, c, ringbuf__event_length(rb, len), depth);
+	ev = depth == 1 ? ringbuf__reserve_fast(rb, cpu, c, ringbuf__event_length(rb, len))
+			: ringbuf__reserve_next(rb, cpu, c, ringbuf__event_length(rb, len), depth,
+						RINGBUF__NO_TS);
 	if (RINGBUF__UNLIKELY(!ev))
 		ringbuf__end_commit(rb, cpu, c);
 	return ev;
@@ -1621,6 +1706,33 @@ RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data)
 	/* per-depth counter: a nested writer counts in its own slot */
 	RINGBUF__OWNER_INC(&c->entries_d[depth - 1]);
 	RINGBUF__BARRIER();
+	if (RINGBUF__LIKELY(depth == 1)) {
+		/* The common case of ringbuf__set_commit_to_write: commit and tail
+		 * on one page, nobody nested meanwhile. */
+		uint64_t n = RINGBUF__LOAD(&c->commits);
+		uint32_t tp = RINGBUF__LOAD(&c->tail_page);
+		if (RINGBUF__LOAD(&c->commit_page) == tp) {
+			struct ringbuf__bpage *tb = ringbuf__cbp(rb, c, tp);
+			unsigned long w = RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK;
+			/* [W-commit] release: the event bytes before the commit */
+			atomic_store_explicit(&ringbuf__cdp(rb, c, tp)->commit, (long)w, memory_order_release);
+			RINGBUF__BARRIER();
+			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_END);
+			if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->tail_page) == tp &&
+					    (RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK) == w)) {
+				/* release: pairs with ringbuf_reset_cpu's acquire */
+				atomic_store_explicit(&c->committing, 0, memory_order_release);
+				RINGBUF__BARRIER();
+				if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
+						    !atomic_load_explicit(&rb->waiters, memory_order_relaxed)))
+					return;
+				/* a writer started after our check, or a reader waits:
+				 * the general path (committing back to 1) */
+				RINGBUF__STORE(&c->committing, 1);
+				RINGBUF__BARRIER();
+			}
+		}
+	}
 	ringbuf__end_commit(rb, cpu, c);
 }
 
@@ -2980,6 +3092,8 @@ static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu)
 	atomic_init(&c->tail_page, 0);
 	atomic_init(&c->commit_page, 0);
 	c->head_hint = 0;
+	c->bp_off = (uint64_t)((char *)ringbuf__bp(rb, cpu, 0) - (char *)rb);
+	c->dp_off = (uint64_t)((char *)ringbuf__dp(rb, cpu, 0) - (char *)rb);
 }
 
 RINGBUF_API int ringbuf_reset_cpu(struct ringbuf *rb, unsigned cpu)
@@ -3226,6 +3340,8 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	rb->ncpu = cfg->ncpu;
 	rb->nr_pages = g.nr_pages;
 	rb->page_size = g.page_size;
+	for (rb->page_shift = 0; (1u << rb->page_shift) < g.page_size; rb->page_shift++)
+		;
 	rb->bsize = g.page_size - (uint32_t)RINGBUF__HDR_SIZE;
 	rb->flags = cfg->flags;
 	rb->ts_mode = (uint32_t)cfg->ts_mode;
@@ -3297,6 +3413,7 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 	    g.cpu_off != rb->cpu_off || g.bpage_off != rb->bpage_off || g.data_off != rb->data_off ||
 	    g.user_off != rb->user_off || g.total != rb->total_size ||
 	    rb->bsize != rb->page_size - RINGBUF__HDR_SIZE || rb->max_event != rb->bsize - 8 ||
+	    rb->page_shift >= 32 || (1u << rb->page_shift) != rb->page_size ||
 	    (rb->flags & ~(uint32_t)RINGBUF_F_ALIGN8) || rb->ts_mode > RINGBUF_TS_ABSOLUTE ||
 	    memchr(rb->clock_name, 0, sizeof rb->clock_name) == NULL)
 		return RINGBUF_ECORRUPT;
@@ -3313,6 +3430,9 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 		unsigned char seen[1];
 		(void)seen;
 		rp = RINGBUF__LOAD(&c->reader_page);
+		if (c->bp_off != (uint64_t)((char *)ringbuf__bp(rb, cpu, 0) - (char *)rb) ||
+		    c->dp_off != (uint64_t)((char *)ringbuf__dp(rb, cpu, 0) - (char *)rb))
+			return RINGBUF_ECORRUPT;
 		if (rp > n || RINGBUF__LOAD(&c->tail_page) > n || RINGBUF__LOAD(&c->commit_page) > n ||
 		    c->head_hint > n || c->read > rb->bsize || RINGBUF__LOAD(&c->committing) > RINGBUF_MAX_NEST)
 			return RINGBUF_ECORRUPT;
