@@ -737,6 +737,8 @@ struct ringbuf {
 	void *clock_ctx;
 	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
 	uint64_t map_len;       /* owned == 2: length of the mapping to unmap */
+	uint64_t gen;           /* process-local: this creation/open, for per-thread state */
+	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
 	_Atomic(int) mode;
 	/* waiting: read by every writer (one load at the outermost commit),
@@ -1580,11 +1582,14 @@ static bool ringbuf__check_current(struct ringbuf *rb, unsigned cpu, struct ring
 	}
 	s = &c->slots[depth - 1];
 	ev = ringbuf__dp(rb, cpu, s->page)->data + s->event;
-	if ((const unsigned char *)data != ev + 4 && (const unsigned char *)data != ev + 8) {
-		ringbuf__report(op, cpu);
-		return false;
+	{
+		uint32_t w0;
+		memcpy(&w0, ev, 4);
+		if ((const unsigned char *)data == ev + ((w0 & 31u) == 0 ? 8 : 4))
+			return true;
 	}
-	return true;
+	ringbuf__report(op, cpu);
+	return false;
 }
 #define RINGBUF__CHECK_CURRENT(rb, cpu, c, data, op) \
 	if (!ringbuf__check_current(rb, cpu, c, data, op)) return
@@ -1842,16 +1847,26 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  * longer exists (it died mid-event) is taken over after recovering the buffer.
  */
 
-#define RINGBUF__OWN_PERSIST 0x80000000u
+#define RINGBUF__OWN_PERSIST 0x80000000u   /* a thread's claim (RINGBUF_CPU_THREAD) */
+#define RINGBUF__OWN_RELEASING 0x40000000u /* that claim is being given back */
+#define RINGBUF__OWN_TID 0x3fffffffu
 #define RINGBUF__TCTX 4
 
+/* One entry per buffer the thread writes to. `gen` names the buffer's
+ * creation (an entry whose generation is no longer registered belongs to a
+ * destroyed buffer and is free); `cur` packs the RINGBUF_CPU_CURRENT state so
+ * that it changes with one store, atomically with respect to a handler:
+ *   bits 0..23 owned buffer + 1 (0: none), 24..31 nesting depth, 32 acquired */
 struct ringbuf__tctx {
-	struct ringbuf *rb;  /* NULL: unused entry */
-	uint32_t owned;      /* RINGBUF_CPU_CURRENT: buffer index + 1, 0 = none */
-	uint32_t depth;      /* RINGBUF_CPU_CURRENT nesting on `owned` */
-	uint64_t acquired;   /* bit d-1: the writer at depth d took the ownership */
-	uint32_t claimed;    /* RINGBUF_CPU_THREAD: buffer index + 1, 0 = none */
+	_Atomic(uint64_t) gen;
+	_Atomic(uint64_t) cur;
+	_Atomic(uint32_t) claimed; /* RINGBUF_CPU_THREAD: buffer index + 1, 0 = none */
 };
+#define RINGBUF__CUR(owned, depth, acq) \
+	((uint64_t)(owned) | ((uint64_t)(depth) << 24) | ((uint64_t)(acq) << 32))
+#define RINGBUF__CUR_OWNED(v) ((uint32_t)((v) & 0xffffffu))
+#define RINGBUF__CUR_DEPTH(v) ((uint32_t)(((v) >> 24) & 0xffu))
+#define RINGBUF__CUR_ACQ(v) ((uint32_t)(((v) >> 32) & 1u))
 
 #if defined(__GNUC__)
 #define RINGBUF__TLS _Thread_local __attribute__((tls_model("initial-exec")))
@@ -1861,14 +1876,30 @@ struct ringbuf__tctx {
 static RINGBUF__TLS struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
 static RINGBUF__TLS uint32_t ringbuf__tid;
 
+/* Live buffers, by creation generation (never dereferenced: a thread may hold
+ * an entry for a buffer another thread destroyed). Also the fork registry. */
+#define RINGBUF__NREG 64
+static _Atomic(uint64_t) ringbuf__gen_counter;
+static _Atomic(uint64_t) ringbuf__reg_gen[RINGBUF__NREG];
+static _Atomic(struct ringbuf *) ringbuf__reg_rb[RINGBUF__NREG];
+
+static bool ringbuf__gen_live(uint64_t gen)
+{
+	unsigned i;
+	for (i = 0; gen && i < RINGBUF__NREG; i++)
+		if (atomic_load_explicit(&ringbuf__reg_gen[i], memory_order_relaxed) == gen)
+			return true;
+	return false;
+}
+
 static uint32_t ringbuf__gettid(void)
 {
 	uint32_t t = ringbuf__tid;
 	if (RINGBUF__UNLIKELY(t == 0)) {
 #if defined(__linux__) && defined(SYS_gettid)
-		t = (uint32_t)syscall(SYS_gettid) & ~RINGBUF__OWN_PERSIST;
+		t = (uint32_t)syscall(SYS_gettid) & RINGBUF__OWN_TID;
 #else
-		t = (uint32_t)(uintptr_t)&ringbuf__tid & ~RINGBUF__OWN_PERSIST;
+		t = (uint32_t)(uintptr_t)&ringbuf__tid & RINGBUF__OWN_TID;
 #endif
 		ringbuf__tid = t; /* a handler racing here computes the same value */
 	}
@@ -1906,28 +1937,50 @@ static inline unsigned ringbuf__current_cpu(void)
 #endif
 }
 
-static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb)
+/* The calling thread's entry for rb; with `make`, one is taken (a CAS on the
+ * thread's own word: a handler on this thread may take one meanwhile). */
+static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 {
-	int i, free_i = -1;
-	for (i = 0; i < RINGBUF__TCTX; i++) {
-		if (ringbuf__tctx[i].rb == rb)
+	uint64_t gen = rb->gen;
+	int i;
+	for (i = 0; i < RINGBUF__TCTX; i++)
+		if (atomic_load_explicit(&ringbuf__tctx[i].gen, memory_order_relaxed) == gen)
 			return &ringbuf__tctx[i];
-		if (!ringbuf__tctx[i].rb && free_i < 0)
-			free_i = i;
-	}
-	if (free_i < 0)
+	if (!make)
 		return NULL;
-	/* the other fields are 0; a handler that takes the entry first leaves
-	 * them 0 again, so storing rb twice is harmless */
-	ringbuf__tctx[free_i].rb = rb;
-	return &ringbuf__tctx[free_i];
+	for (i = 0; i < RINGBUF__TCTX; i++) {
+		struct ringbuf__tctx *e = &ringbuf__tctx[i];
+		uint64_t old = atomic_load_explicit(&e->gen, memory_order_relaxed);
+		if (old && ringbuf__gen_live(old))
+			continue;
+		/* free (never used, or its buffer is gone): clear, then take */
+		if (atomic_load_explicit(&e->cur, memory_order_relaxed) ||
+		    atomic_load_explicit(&e->claimed, memory_order_relaxed)) {
+			if (old == 0)
+				continue; /* a handler is setting it up right now */
+		}
+		if (atomic_compare_exchange_strong_explicit(&e->gen, &old, 0, memory_order_relaxed,
+							    memory_order_relaxed)) {
+			atomic_store_explicit(&e->cur, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->claimed, 0, memory_order_relaxed);
+			old = 0;
+			if (atomic_compare_exchange_strong_explicit(&e->gen, &old, gen, memory_order_relaxed,
+								    memory_order_relaxed))
+				return e;
+			if (old == gen)
+				return e; /* a handler took it for the same buffer */
+		}
+	}
+	return NULL;
 }
 
+/* Is the thread with this id alive (anywhere: a buffer in a shared file is
+ * claimed by threads of several processes)? */
 static bool ringbuf__thread_alive(uint32_t tid)
 {
-#if defined(__linux__) && defined(SYS_tgkill)
+#if defined(__linux__) && defined(SYS_kill)
 	int e = errno;
-	long r = syscall(SYS_tgkill, (long)getpid(), (long)tid, 0L);
+	long r = syscall(SYS_kill, (long)tid, 0L);
 	bool alive = r == 0 || errno != ESRCH;
 	errno = e;
 	return alive;
@@ -1939,23 +1992,31 @@ static bool ringbuf__thread_alive(uint32_t tid)
 
 static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live);
 
-/* Take a buffer for `me` (own = me, or me | PERSIST for a thread claim),
- * starting at `from`. Returns index + 1 and sets *took, or 0. */
+/* Take a buffer for `own` (tid, or tid | PERSIST for a thread claim), starting
+ * at `from`. Returns index + 1 (*took: we set the owner word; false: it was
+ * ours already, we interrupted our own taking of it), or 0. */
 static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint32_t own, bool *took)
 {
-	uint32_t me = own & ~RINGBUF__OWN_PERSIST;
 	unsigned i, n = rb->ncpu;
 	for (i = 0; i < n; i++) {
 		unsigned x = (from + i) % n;
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
 		uint32_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
-		if ((cur & ~RINGBUF__OWN_PERSIST) == me && (cur == own || !(own & RINGBUF__OWN_PERSIST))) {
-			*took = false; /* ours already: we interrupted our own G2..G3 */
-			return x + 1;
-		}
 		if (cur == 0 && atomic_compare_exchange_strong_explicit(&c->owner, &cur, own,
 									 memory_order_acquire,
 									 memory_order_relaxed)) {
+			*took = true;
+			return x + 1;
+		}
+		if (cur == own) {
+			*took = false;
+			return x + 1;
+		}
+		if (cur == (own | RINGBUF__OWN_RELEASING) &&
+		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acquire,
+							    memory_order_relaxed)) {
+			/* our own claim, being given back by the code we interrupted:
+			 * take it again (its last step is a CAS that then fails) */
 			*took = true;
 			return x + 1;
 		}
@@ -1966,7 +2027,7 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint32_t own, b
 		unsigned x = (from + i) % n;
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
 		uint32_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
-		if (cur && !ringbuf__thread_alive(cur & ~RINGBUF__OWN_PERSIST) &&
+		if (cur && !ringbuf__thread_alive(cur & RINGBUF__OWN_TID) &&
 		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acquire,
 							    memory_order_relaxed)) {
 			if (RINGBUF__LOAD(&c->committing))
@@ -1980,8 +2041,9 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint32_t own, b
 
 static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 {
-	struct ringbuf__tctx *e = ringbuf__tctx_get(rb);
+	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, true);
 	uint32_t me = ringbuf__gettid(), x;
+	uint64_t cur;
 	bool took = false;
 	void *p;
 	if (!e) {
@@ -1989,24 +2051,34 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 		return NULL;
 	}
 	if (mode == RINGBUF_CPU_THREAD) {
-		if (!e->claimed) {
+		x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
+		if (!x) {
+			uint32_t zero = 0;
 			x = ringbuf__take(rb, ringbuf__current_cpu() % rb->ncpu, me | RINGBUF__OWN_PERSIST, &took);
 			if (!x) {
 				atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
 				return NULL;
 			}
-			e->claimed = x;
+			/* a handler may have claimed one meanwhile: keep the first */
+			if (!atomic_compare_exchange_strong_explicit(&e->claimed, &zero, x, memory_order_relaxed,
+								     memory_order_relaxed)) {
+				if (took && zero != x)
+					atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0,
+							      memory_order_release);
+				x = zero;
+			}
 		}
-		return ringbuf_reserve(rb, e->claimed - 1, len);
+		return ringbuf_reserve(rb, x - 1, len);
 	}
 	/* RINGBUF_CPU_CURRENT */
-	if (e->depth) {
+	cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
+	if (RINGBUF__CUR_DEPTH(cur)) {
 		/* nested in our own event: the same buffer */
-		if (e->depth >= 64)
+		if (RINGBUF__CUR_DEPTH(cur) >= 255)
 			return NULL;
-		p = ringbuf_reserve(rb, e->owned - 1, len);
+		p = ringbuf_reserve(rb, RINGBUF__CUR_OWNED(cur) - 1, len);
 		if (p)
-			e->depth++;
+			atomic_store_explicit(&e->cur, cur + ((uint64_t)1 << 24), memory_order_relaxed);
 		return p;
 	}
 	x = ringbuf__take(rb, ringbuf__current_cpu() % rb->ncpu, me, &took); /* G1, G2 */
@@ -2014,16 +2086,13 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
-	e->owned = x; /* G3 */
-	e->acquired = took ? 1 : 0;
-	RINGBUF__BARRIER();
-	e->depth = 1;
+	/* G3: one store; a handler before it finds the owner word ours and
+	 * nests without taking it (took == false), and leaves cur at 0 */
+	atomic_store_explicit(&e->cur, RINGBUF__CUR(x, 1, took), memory_order_relaxed);
 	RINGBUF__BARRIER();
 	p = ringbuf_reserve(rb, x - 1, len);
 	if (!p) {
-		e->depth = 0; /* G4 */
-		e->owned = 0;
-		e->acquired = 0;
+		atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
 		RINGBUF__BARRIER();
 		if (took) /* G5 */
 			atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
@@ -2033,71 +2102,76 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 
 static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit)
 {
-	struct ringbuf__tctx *e = ringbuf__tctx_get(rb);
-	uint32_t x, d;
-	bool took;
-	if (!e)
-		return;
+	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, false);
+	uint32_t x;
+	uint64_t cur;
 	if (mode == RINGBUF_CPU_THREAD) {
-		if (!e->claimed)
+		x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
+		if (!x) {
+			ringbuf__report("commit/discard without a RINGBUF_CPU_THREAD reservation", 0);
 			return;
+		}
 		if (commit)
-			ringbuf_commit(rb, e->claimed - 1, data);
+			ringbuf_commit(rb, x - 1, data);
 		else
-			ringbuf_discard(rb, e->claimed - 1, data);
+			ringbuf_discard(rb, x - 1, data);
 		return;
 	}
-	if (!e->depth || !e->owned) {
+	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
+	if (!RINGBUF__CUR_DEPTH(cur)) {
 		ringbuf__report("commit/discard without a RINGBUF_CPU_CURRENT reservation", 0);
 		return;
 	}
-	x = e->owned;
-	d = e->depth;
+	x = RINGBUF__CUR_OWNED(cur);
+#ifdef RINGBUF_DEBUG
+	if (!ringbuf__check_current(rb, x - 1, ringbuf__cpu(rb, x - 1), data,
+				    commit ? "commit: not the current event of this CPU"
+					   : "discard: not the current event of this CPU"))
+		return; /* reported; the nesting state stays as it is */
+#endif
 	if (commit)
 		ringbuf_commit(rb, x - 1, data);
 	else
 		ringbuf_discard(rb, x - 1, data);
-	took = (e->acquired >> (d - 1)) & 1;
-	if (d > 1) {
-		e->depth = d - 1;
+	if (RINGBUF__CUR_DEPTH(cur) > 1) {
+		atomic_store_explicit(&e->cur, cur - ((uint64_t)1 << 24), memory_order_relaxed);
 		return;
 	}
-	e->depth = 0; /* G4 */
-	e->owned = 0;
-	e->acquired = 0;
+	atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
 	RINGBUF__BARRIER();
-	if (took) /* G5 */
+	if (RINGBUF__CUR_ACQ(cur)) /* G5 */
 		atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
 }
 
 RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb)
 {
-	int i;
-	for (i = 0; rb && i < RINGBUF__TCTX; i++)
-		if (ringbuf__tctx[i].rb == rb && ringbuf__tctx[i].claimed)
-			return (int)ringbuf__tctx[i].claimed - 1;
-	return -1;
+	struct ringbuf__tctx *e = rb ? ringbuf__tctx_get(rb, false) : NULL;
+	uint32_t x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
+	return x ? (int)x - 1 : -1;
 }
 
 RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
 {
-	int i;
-	for (i = 0; rb && i < RINGBUF__TCTX; i++) {
-		struct ringbuf__tctx *e = &ringbuf__tctx[i];
-		if (e->rb != rb)
-			continue;
-		if (e->claimed) {
-			struct ringbuf__cpu *c = ringbuf__cpu(rb, e->claimed - 1);
-			uint32_t mine = ringbuf__gettid() | RINGBUF__OWN_PERSIST;
-			e->claimed = 0;
-			RINGBUF__BARRIER();
-			/* release: our events before the next claimer's */
-			atomic_compare_exchange_strong_explicit(&c->owner, &mine, 0, memory_order_release,
-								memory_order_relaxed);
-		}
-		if (!e->depth)
-			e->rb = NULL;
-	}
+	struct ringbuf__tctx *e = rb ? ringbuf__tctx_get(rb, false) : NULL;
+	uint32_t x, mine, marked;
+	struct ringbuf__cpu *c;
+	if (!e || !(x = atomic_load_explicit(&e->claimed, memory_order_relaxed)))
+		return;
+	c = ringbuf__cpu(rb, x - 1);
+	mine = ringbuf__gettid() | RINGBUF__OWN_PERSIST;
+	marked = mine | RINGBUF__OWN_RELEASING;
+	/* 1. mark: no taker (a handler of ours included) treats it as ours now;
+	 * 2. forget it; 3. give it back (release: our events before the next
+	 * claimer's). A handler between 1 and 2 still writes to it (ours). */
+	if (!atomic_compare_exchange_strong_explicit(&c->owner, &mine, marked, memory_order_relaxed,
+						     memory_order_relaxed))
+		return;
+	atomic_compare_exchange_strong_explicit(&e->claimed, &x, 0, memory_order_relaxed,
+						memory_order_relaxed);
+	RINGBUF__BARRIER();
+	/* fails if a handler of ours took it back between 2 and 3: it stays ours */
+	atomic_compare_exchange_strong_explicit(&c->owner, &marked, 0, memory_order_release,
+						memory_order_relaxed);
 }
 
 #if defined(__linux__)
@@ -2107,11 +2181,17 @@ static _Atomic(int) ringbuf__exit_key_state; /* 0 none, 1 creating, 2 ready */
 
 static void ringbuf__thread_exit(void *arg)
 {
-	int i;
+	unsigned i, k;
 	(void)arg;
-	for (i = 0; i < RINGBUF__TCTX; i++)
-		if (ringbuf__tctx[i].rb && ringbuf__tctx[i].rb->magic == RINGBUF__MAGIC)
-			ringbuf_thread_release(ringbuf__tctx[i].rb);
+	for (k = 0; k < RINGBUF__TCTX; k++) {
+		uint64_t gen = atomic_load_explicit(&ringbuf__tctx[k].gen, memory_order_relaxed);
+		for (i = 0; gen && i < RINGBUF__NREG; i++)
+			if (atomic_load(&ringbuf__reg_gen[i]) == gen) {
+				struct ringbuf *rb = atomic_load(&ringbuf__reg_rb[i]);
+				if (rb)
+					ringbuf_thread_release(rb);
+			}
+	}
 }
 
 RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
@@ -2131,79 +2211,98 @@ RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
 	if (atomic_load(&ringbuf__exit_key_state) != 2)
 		return RINGBUF_ESYS;
 	(void)ringbuf__gettid();
-	if (!ringbuf__tctx_get(rb))
+	if (!ringbuf__tctx_get(rb, true))
 		return RINGBUF_ENOSPC;
 	pthread_setspecific(ringbuf__exit_key, (void *)1); /* any non-NULL value runs the destructor */
 	return 0;
 }
 
-/* fork: the child has one thread. Claims of threads it does not have are
- * released; buffers they left mid-event are repaired; the forking thread's
- * own claims move to its new thread id. Registered for every buffer made by
- * ringbuf_init_in (up to 64 at a time). */
-static _Atomic(struct ringbuf *) ringbuf__forkreg[64];
+static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
+
+/* fork: the child has one thread. In a private buffer, claims of threads it
+ * does not have are released, buffers they left mid-event are repaired, a
+ * reader cut in the middle of a page swap is rolled back, and the forking
+ * thread's own claims move to its new thread id. A buffer in a shared file
+ * belongs to the parent too: left alone, and the child forgets its thread's
+ * state there (it claims anew under its own id). */
 static _Atomic(int) ringbuf__atfork_state;
 
 static void ringbuf__atfork_child(void)
 {
 	unsigned i, cpu;
 	int k;
+	uint32_t parent_tid = ringbuf__tid;
 	ringbuf__tid = 0;
-	for (i = 0; i < 64; i++) {
-		struct ringbuf *rb = atomic_load(&ringbuf__forkreg[i]);
-		if (!rb || rb->magic != RINGBUF__MAGIC)
+	for (i = 0; i < RINGBUF__NREG; i++) {
+		struct ringbuf *rb = atomic_load(&ringbuf__reg_rb[i]);
+		if (!rb || atomic_load(&ringbuf__reg_gen[i]) != rb->gen)
 			continue;
+		if (rb->shared) {
+			for (k = 0; k < RINGBUF__TCTX; k++)
+				if (atomic_load(&ringbuf__tctx[k].gen) == rb->gen) {
+					atomic_store(&ringbuf__tctx[k].cur, 0);
+					atomic_store(&ringbuf__tctx[k].claimed, 0);
+				}
+			continue;
+		}
 		for (cpu = 0; cpu < rb->ncpu; cpu++) {
 			struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-			uint32_t mine = 0;
-			for (k = 0; k < RINGBUF__TCTX; k++)
-				if (ringbuf__tctx[k].rb == rb && ringbuf__tctx[k].claimed == cpu + 1)
-					mine = ringbuf__gettid() | RINGBUF__OWN_PERSIST;
-			atomic_store(&c->owner, mine);
+			uint32_t own = atomic_load(&c->owner), keep = 0;
+			if ((own & RINGBUF__OWN_PERSIST) && (own & RINGBUF__OWN_TID) == parent_tid && parent_tid)
+				keep = ringbuf__gettid() | RINGBUF__OWN_PERSIST;
+			atomic_store(&c->owner, keep);
 			if (RINGBUF__LOAD(&c->committing))
 				ringbuf__recover_cpu(rb, cpu, false); /* its writer is not here */
-			atomic_store(&c->reader_lock, 0);     /* nor its reader */
+			if (atomic_load(&c->reader_lock))
+				ringbuf__repair_reader(rb, cpu);
+			atomic_store(&c->reader_lock, 0); /* nor its reader */
 		}
 	}
-	for (k = 0; k < RINGBUF__TCTX; k++) {
-		ringbuf__tctx[k].depth = 0;
-		ringbuf__tctx[k].owned = 0;
-		ringbuf__tctx[k].acquired = 0;
-	}
+	for (k = 0; k < RINGBUF__TCTX; k++)
+		atomic_store(&ringbuf__tctx[k].cur, 0);
 }
 
-static void ringbuf__fork_register(struct ringbuf *rb)
+static void ringbuf__atfork_setup(void)
 {
-	unsigned i;
 	int st = 0;
 	if (atomic_compare_exchange_strong(&ringbuf__atfork_state, &st, 1))
 		pthread_atfork(NULL, NULL, ringbuf__atfork_child);
-	for (i = 0; i < 64; i++) {
-		struct ringbuf *cur = atomic_load(&ringbuf__forkreg[i]);
-		if (cur == rb)
-			return;
-		if ((!cur || cur->magic != RINGBUF__MAGIC) &&
-		    atomic_compare_exchange_strong(&ringbuf__forkreg[i], &cur, rb))
-			return;
-	}
-}
-
-static void ringbuf__fork_unregister(struct ringbuf *rb)
-{
-	unsigned i;
-	for (i = 0; i < 64; i++) {
-		struct ringbuf *cur = rb;
-		atomic_compare_exchange_strong(&ringbuf__forkreg[i], &cur, NULL);
-	}
 }
 #else
 RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
 {
 	return rb ? 0 : RINGBUF_EINVAL;
 }
-static void ringbuf__fork_register(struct ringbuf *rb) { (void)rb; }
-static void ringbuf__fork_unregister(struct ringbuf *rb) { (void)rb; }
+static void ringbuf__atfork_setup(void) {}
 #endif
+
+/* Every buffer gets a generation at creation (and at each open of a file):
+ * per-thread entries name it, the fork handler finds it here. */
+static void ringbuf__fork_register(struct ringbuf *rb)
+{
+	unsigned i;
+	ringbuf__atfork_setup();
+	rb->gen = atomic_fetch_add(&ringbuf__gen_counter, 1) + 1;
+	for (i = 0; i < RINGBUF__NREG; i++) {
+		uint64_t g = atomic_load(&ringbuf__reg_gen[i]);
+		if (g == 0 && atomic_compare_exchange_strong(&ringbuf__reg_gen[i], &g, rb->gen)) {
+			atomic_store(&ringbuf__reg_rb[i], rb);
+			return;
+		}
+	}
+	/* more than 64 live buffers: this one still works, but per-thread state
+	 * for it is never reclaimed and fork() does not repair it */
+}
+
+static void ringbuf__fork_unregister(struct ringbuf *rb)
+{
+	unsigned i;
+	for (i = 0; i < RINGBUF__NREG; i++)
+		if (atomic_load(&ringbuf__reg_gen[i]) == rb->gen) {
+			atomic_store(&ringbuf__reg_rb[i], NULL);
+			atomic_store(&ringbuf__reg_gen[i], 0);
+		}
+}
 
 RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb)
 {
@@ -3396,6 +3495,7 @@ RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, vo
 /* ==== >>file: file-backed blocks, validation, crash recovery ============ */
 
 static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live);
+static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
 
 /* Everything a reader trusts in a block that came from outside: the header
  * against the geometry it claims, and each per-CPU index and link. */
@@ -3510,6 +3610,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	(*out)->owned = 2;
 	(*out)->mem = map;
 	(*out)->map_len = g.total;
+	(*out)->shared = 1;
 	return 0;
 }
 
@@ -3576,6 +3677,8 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb->owned = 2;
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
+		rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
+		ringbuf__fork_register(rb);
 		if ((flags & RINGBUF_OPEN_RECOVER) && (r = ringbuf_recover(rb)) < 0) {
 			munmap(map, (size_t)hdr.total_size);
 			return r;
@@ -3605,6 +3708,8 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb->owned = 2;
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
+		rb->shared = 0;
+		ringbuf__fork_register(rb);
 	}
 	*out = rb;
 	return 0;
@@ -3622,6 +3727,30 @@ RINGBUF_API int ringbuf_recover(struct ringbuf *rb)
 	for (cpu = 0; cpu < rb->ncpu; cpu++)
 		ringbuf__recover_cpu(rb, cpu, false);
 	return ringbuf__validate(rb, rb->total_size);
+}
+
+/* A reader cut between S2 and S3 (killed, or not copied into a fork child)
+ * left reader_page naming the head page it meant to take, still in the ring:
+ * the reader page is the one page the ring does not reach. */
+static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	uint32_t n = rb->nr_pages, rp = RINGBUF__LOAD(&c->reader_page), i, off = n + 1;
+	/* Ring pages are linked from their predecessor (prev is kept by the
+	 * reader, and S2 does not change a ring page's); the reader page is the
+	 * one page its predecessor does not link to. */
+	for (i = 0; i <= n; i++) {
+		uint32_t p = ringbuf__bp(rb, cpu, i)->prev;
+		if (p > n || ringbuf__next_idx(rb, cpu, p) != i) {
+			off = i;
+			break;
+		}
+	}
+	if (off <= n && off != rp) {
+		atomic_store_explicit(&c->reader_page, off, memory_order_relaxed);
+		if (c->read > ringbuf__page_commit(rb, cpu, off))
+			c->read = ringbuf__page_commit(rb, cpu, off);
+	}
 }
 
 /* Repair one CPU buffer whose writers are gone. live: a reader may be running
@@ -3683,8 +3812,10 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		ringbuf__set_commit_to_write(rb, cpu, c);
 		RINGBUF__STORE(&c->committing, 0);
 		/* 4. locks and stamps of the dead */
-		if (!live)
+		if (!live) {
+			ringbuf__repair_reader(rb, cpu);
 			atomic_store_explicit(&c->reader_lock, 0, memory_order_relaxed);
+		}
 		RINGBUF__STORE(&c->before_stamp, RINGBUF__STAMP_INVALID);
 	}
 }

@@ -1620,8 +1620,8 @@ static void stress_64_threads_current_mode_2x_nproc_buffers(void **state)
 /* One thread writes RINGBUF_CPU_CURRENT events in a loop; another thread
  * sends it SIGUSR1 as fast as it can; the handler writes RINGBUF_CPU_CURRENT
  * events too, landing anywhere in the
- * outer writer's code, including between G3's `e->owned = x` and
- * `e->depth = 1`. Every committed event must be readable, the owner words and
+ * outer writer's code, including right around G3 (the one store of the
+ * per-thread state). Every committed event must be readable, the owner words and
  * `committing` must be 0 at the end, nothing may be reported. */
 struct race_state {
 	struct ringbuf *rb;
@@ -2097,10 +2097,13 @@ static void install_trap(void (*action)(void))
 	sigaction(SIGTRAP, &sa, NULL);
 }
 
+/* The thread's context entry for rb (by the buffer's generation), or for
+ * rb == NULL the first unused one. */
 static int tctx_index(struct ringbuf *rb)
 {
+	uint64_t gen = rb ? rb->gen : 0;
 	for (int i = 0; i < RINGBUF__TCTX; i++)
-		if (ringbuf__tctx[i].rb == rb)
+		if (atomic_load(&ringbuf__tctx[i].gen) == gen)
 			return i;
 	return -1;
 }
@@ -2120,14 +2123,19 @@ struct wp {
 };
 static struct wp *volatile g_wp;
 
-/* (a) RINGBUF_CPU_CURRENT, G3: the handler lands after `e->owned = x` and
- * before `e->depth = 1`. */
+/* (a) RINGBUF_CPU_CURRENT, G3: the per-thread state (owned buffer, depth,
+ * "acquired") is one word written with one store, so a handler lands either
+ * before it (and nests on the owner word it finds ours) or right after it
+ * (and nests on the recorded buffer): here, right after it. (An earlier
+ * version wrote `owned` and `depth` separately, and a handler between the two
+ * stores lost the outer event.) */
 static void wp_g3_action(void)
 {
 	struct wp *w = g_wp;
 	struct ringbuf__tctx *e = &ringbuf__tctx[w->k];
-	/* only inside the window: owned set, depth not yet */
-	if (atomic_load(&w->fired) || e->depth != 0 || e->owned == 0)
+	uint64_t cur = atomic_load(&e->cur);
+	/* only right after G3: an owned buffer at depth 1 */
+	if (atomic_load(&w->fired) || RINGBUF__CUR_DEPTH(cur) != 1 || RINGBUF__CUR_OWNED(cur) == 0)
 		return;
 	disarm();
 	atomic_store(&w->fired, 1);
@@ -2142,7 +2150,7 @@ static void *wp_g3_thread(void *arg)
 	if (sev_write(w->rb, RINGBUF_CPU_CURRENT, (uint32_t)w->tid, 0, 'F') != 0)
 		return NULL;
 	w->k = tctx_index(w->rb);
-	if (w->k < 0 || watch(&ringbuf__tctx[w->k].owned, 4, HW_BREAKPOINT_W) != 0) {
+	if (w->k < 0 || watch(&ringbuf__tctx[w->k].cur, 8, HW_BREAKPOINT_W) != 0) {
 		w->skipped = 1;
 		return NULL;
 	}
@@ -2288,7 +2296,7 @@ static void *wp_slot_thread(void *arg)
 {
 	struct wp *w = arg;
 	w->tid = my_tid();
-	if (tctx_index(NULL) != 0 || watch(&ringbuf__tctx[0].rb, 8, HW_BREAKPOINT_RW) != 0) {
+	if (tctx_index(NULL) != 0 || watch(&ringbuf__tctx[0].gen, 8, HW_BREAKPOINT_RW) != 0) {
 		w->skipped = 1;
 		close_watches();
 		return NULL;
