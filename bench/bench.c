@@ -1047,7 +1047,8 @@ static void print_targets(void)
 		char goal[32], got[32];
 		snprintf(goal, sizeof goal, "%s %g %s", op[t->cmp], t->limit, t->unit);
 		if (t->measured)
-			snprintf(got, sizeof got, "%.2f %s", t->value, t->unit);
+			snprintf(got, sizeof got, !strcmp(t->unit, "x") ? "%.3f %s" : "%.2f %s", t->value,
+				 t->unit);
 		else
 			snprintf(got, sizeof got, "-");
 		printf("%-58s %14s %12s  %s\n", t->what, goal, got,
