@@ -23,7 +23,9 @@
  * increasing, time stamps never backwards per CPU. At the end of each phase,
  * per CPU: committed == read + overwritten (overrun); every sequence gap is an
  * event lost and counted (overrun + dropped_events + commit_overrun), exactly;
- * every failed reserve counted; nothing left. Totals are printed at the end.
+ * every failed reserve counted; nothing left; in overwrite mode the writer is
+ * never refused more than STALL_LIMIT times in a row (recording must not
+ * stall). Totals are printed at the end.
  * Exit status 0 when everything held, 1 on a failed check, 2 on a hang.
  */
 #define _GNU_SOURCE 1
@@ -46,6 +48,10 @@
 #define MAXCPU 16
 #define NLEVEL 4 /* 0 thread, 1 IRQ, 2 NMI, 3 third level */
 #define MAX_PAYLOAD 240
+/* Overwrite mode only drops while nested writers fill pages ahead of an
+ * uncommitted event (a handful at a time); this many drops in a row from the
+ * thread itself means recording has stalled. */
+#define STALL_LIMIT 1000
 
 struct ev_hdr {
 	uint32_t ctx; /* cpu << 8 | level */
@@ -64,6 +70,7 @@ struct writer {
 	_Atomic(int) open;      /* events reserved, not yet committed */
 	_Atomic(int) max_depth; /* deepest nesting seen with an event open */
 	uint64_t depth_hist[RINGBUF_MAX_NEST + 1];
+	uint64_t max_streak; /* most consecutive failed writes of the thread */
 	int failed;
 };
 
@@ -212,6 +219,7 @@ static void *writer_main(void *arg)
 	struct itimerspec its;
 	timer_t tm;
 	unsigned long i;
+	uint64_t streak = 0;
 
 	t_w = w;
 	atomic_store(&w->tid, (pid_t)syscall(SYS_gettid));
@@ -230,8 +238,13 @@ static void *writer_main(void *arg)
 	for (i = 0; !atomic_load_explicit(&g_stop, memory_order_relaxed); i++) {
 		uint64_t before = w->ok[0];
 		write_event(w, 0, (i & 7) == 0 ? spin_open : NULL);
-		if (w->ok[0] == before)
+		if (w->ok[0] == before) {
+			if (++streak > w->max_streak)
+				w->max_streak = streak;
 			sched_yield(); /* full (producer/consumer): give the reader the CPU */
+		} else {
+			streak = 0;
+		}
 	}
 	timer_delete(tm);
 	for (i = 0; i < 1000; i++) /* let a pending signal land */
@@ -536,6 +549,10 @@ static int run_phase(const struct config *cf, double seconds, struct totals *T)
 		else if (x->lost_known > st.overrun + drops)
 			failf("cpu %u: reported lost %llu > overrun + drops %llu", c,
 			      (unsigned long long)x->lost_known, (unsigned long long)(st.overrun + drops));
+		else if (cf->mode == RINGBUF_MODE_OVERWRITE && w->max_streak > STALL_LIMIT)
+			failf("cpu %u: %llu writes in a row dropped in overwrite mode (commit_overrun %llu): "
+			      "recording stalled", c, (unsigned long long)w->max_streak,
+			      (unsigned long long)st.commit_overrun);
 		else if ((cf->mode == RINGBUF_MODE_OVERWRITE && st.dropped_events) ||
 			 (cf->mode != RINGBUF_MODE_OVERWRITE && st.overrun))
 			failf("cpu %u: overrun/dropped in the wrong mode", c);
