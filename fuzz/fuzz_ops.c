@@ -6,7 +6,8 @@
  * writer or a reader injected at a chosen test point of the write path (what a
  * signal handler or another CPU does at that instant), consume, peek, read
  * page, reset, mode switch, time jump, iterator pass, record off/on, per-CPU
- * disable, bad input.
+ * disable, bad input; and the "preempted writer" pattern: at a test point a
+ * reader consumes, then a nested writer writes.
  *
  * The reference model knows every event: its payload, its length and the
  * exact time stamp it must come back with (the clock is ours: strictly
@@ -23,8 +24,9 @@
  *     and every failed reserve is counted under its reason (dropped_events +
  *     commit_overrun, disabled_events, rejected_events);
  *   - with writers quiescent the pages (re-parsed by tests/pagewalk.h) hold
- *     exactly the events the model says are in the buffer, and the bytes
- *     statistic equals the records they hold.
+ *     exactly the events the model says are in the buffer, the bytes
+ *     statistic equals the records they hold, and exactly one link carries
+ *     a HEADER/UPDATE flag.
  */
 #define RINGBUF_TESTING 1
 #define RINGBUF_IMPLEMENTATION
@@ -374,6 +376,12 @@ static void tp_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 		if (!S.in_reader)
 			do_iter();
 		break;
+	case 6:
+		/* the writer was preempted: a reader runs, then a signal handler writes */
+		if (!S.in_reader)
+			do_consume(1 + (int)(next() % 32));
+		write_event(next(), next() & 1);
+		break;
 	}
 	if (S.tp_chain < 0)
 		S.tp_armed = false;
@@ -431,6 +439,13 @@ static void check_quiescent(void)
 	w.read_off = ringbuf__cpu(S.rb, 0)->read;
 	if (ringbuf__walk_pages(S.rb, 0, walk_page, &w) != 0 || w.err)
 		fail("pages: %s", w.err ? w.err : "walk failed");
+	{
+		int flags = 0;
+		for (uint32_t k = 0; k <= ringbuf_nr_pages(S.rb); k++)
+			flags += (atomic_load(&ringbuf__bp(S.rb, 0, k)->next) & RINGBUF__F_MASK) != 0;
+		if (flags != 1)
+			fail("%d links carry HEADER/UPDATE (expected exactly 1)", flags);
+	}
 	ringbuf_stats_cpu(S.rb, 0, &st);
 	for (uint32_t i = S.lo; i < S.nev; i++)
 		if (S.ev[i].state == EV_COMMITTED && !S.ev[i].read && !S.ev[i].lost)
@@ -521,7 +536,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 4: {
 			unsigned a = next(), b = next();
 			S.tp_point = 1 + (int)(a % (RINGBUF__TP_COUNT - 1));
-			S.tp_action = (int)(b % 6);
+			S.tp_action = (int)(b % 7);
 			S.tp_chain = (b >> 4) & 3; /* extra nesting levels at the same point */
 			S.tp_armed = true;
 			write_event(next(), (b >> 3) & 1);

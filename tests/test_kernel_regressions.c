@@ -101,9 +101,13 @@ enum action {
 	ACT_READ,  /* a reader (another CPU) consumes everything it can */
 	ACT_PAGE,  /* a reader takes a whole page with ringbuf_read_page */
 	ACT_ITER,  /* a non-consuming iterator walks everything it can */
+	ACT_READ_W1,  /* the writer is preempted: a reader consumes, then a signal handler writes */
+	ACT_PAGE_W1,  /* the same with a whole-page read */
+	ACT_READ_WD,  /* a reader consumes, then a signal handler reserves and discards */
 	ACT_COUNT
 };
-static const char *const act_names[ACT_COUNT] = {"none", "W1", "W2", "WD", "NEST3", "READ", "PAGE", "ITER"};
+static const char *const act_names[ACT_COUNT] = {"none", "W1", "W2", "WD", "NEST3", "READ", "PAGE", "ITER",
+						 "READ+W1", "PAGE+W1", "READ+WD"};
 
 struct scenario {
 	size_t page_size;
@@ -458,6 +462,17 @@ static void act(int point)
 		if (!H.in_reader)
 			(void)do_iter(NULL, 0);
 		break;
+	case ACT_READ_W1:
+	case ACT_READ_WD:
+		if (!H.in_reader)
+			do_consume(1 << 20);
+		do_write(H.action == ACT_READ_WD);
+		break;
+	case ACT_PAGE_W1:
+		if (!H.in_reader)
+			do_read_page(0);
+		do_write(false);
+		break;
 	default:
 		break;
 	}
@@ -575,6 +590,16 @@ static void check_buffer(const char *where)
 	if (ringbuf__walk_pages(H.rb, 0, walk_page_cb, &w) != 0 || w.err) {
 		failf("%s: pages: %s", where, w.err ? w.err : "walk failed");
 		return;
+	}
+	{
+		/* exactly one link carries a flag: the one into the head page */
+		int flags = 0;
+		for (uint32_t k = 0; k <= ringbuf_nr_pages(H.rb); k++)
+			flags += (atomic_load(&ringbuf__bp(H.rb, 0, k)->next) & RINGBUF__F_MASK) != 0;
+		if (flags != 1) {
+			failf("%s: %d links carry HEADER/UPDATE flags (expected 1)", where, flags);
+			return;
+		}
 	}
 	ringbuf_stats_cpu(H.rb, 0, &st);
 	for (uint32_t i = 0; i < H.nev; i++) {
@@ -799,7 +824,8 @@ static void sweep(const struct scenario *sc, const int *points, int np, const in
 		for (uint64_t k = 1; k <= base[p]; k++)
 			for (int a = 0; a < na; a++) {
 				if (p == RINGBUF__TP_READER_S2 &&
-				    (acts[a] == ACT_READ || acts[a] == ACT_PAGE || acts[a] == ACT_ITER))
+				    (acts[a] == ACT_READ || acts[a] == ACT_PAGE || acts[a] == ACT_ITER ||
+				     acts[a] == ACT_READ_W1 || acts[a] == ACT_PAGE_W1 || acts[a] == ACT_READ_WD))
 					continue; /* the reader is already running there */
 				if (!run_one(sc, p, k, acts[a], iter_check))
 					fail_msg("page %zu pages %u mode %s ts %s align%d seed %llu: %s at "
@@ -1545,6 +1571,37 @@ static void bug_ts_msb_59_bit_stamps_clock_near_and_above_2_pow_59(void **state)
 	report("clock near and above 2^59", &ss, write_points, N_WRITE_POINTS - 1);
 }
 
+/* ==== Not a kernel bug: the preempted writer ====
+ * The kernel's writers run with preemption off; a user-space writer can be
+ * preempted at any step for milliseconds while a reader on another CPU
+ * consumes and swaps pages, and then resume with a signal pending whose
+ * handler writes first. At every step of the write path: a reader consumes
+ * everything it can (or takes a page), then a nested writer writes (or
+ * discards). This is how tests/test_head_push_race.c's bug is reached at H2;
+ * here every other step gets the same treatment, and after every run there
+ * must be exactly one flagged link (the link into the head page). */
+static int count_flags(void)
+{
+	int n = 0;
+	for (uint32_t k = 0; k <= ringbuf_nr_pages(H.rb); k++)
+		n += (atomic_load(&ringbuf__bp(H.rb, 0, k)->next) & RINGBUF__F_MASK) != 0;
+	return n;
+}
+static void preempted_writer_reader_then_signal_at_every_write_step(void **state)
+{
+	static const int acts[] = {ACT_READ_W1, ACT_PAGE_W1, ACT_READ_WD};
+	struct sweep_stats ss = {0};
+	(void)state;
+	for (uint64_t seed = 131; seed <= 133; seed++) {
+		struct scenario sc = base_scenario(seed);
+		sc.nops = 36;
+		sweep_all_configs(sc, write_points, N_WRITE_POINTS, acts, 3, &ss, false);
+	}
+	report("preempted writer: reader, then a signal handler, at every write step", &ss, write_points,
+	       N_WRITE_POINTS);
+	(void)count_flags;
+}
+
 static void totals(void **state)
 {
 	(void)state;
@@ -1567,6 +1624,7 @@ int main(void)
 		cmocka_unit_test(bug_iterator_never_returns_an_event_twice_after_an_overwrite),
 		cmocka_unit_test(bug_adab66b71abf_8_byte_alignment_mode_under_nesting),
 		cmocka_unit_test(bug_ts_msb_59_bit_stamps_clock_near_and_above_2_pow_59),
+		cmocka_unit_test(preempted_writer_reader_then_signal_at_every_write_step),
 		cmocka_unit_test(totals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
