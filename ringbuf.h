@@ -338,7 +338,11 @@ RINGBUF_API bool ringbuf_empty_cpu(struct ringbuf *rb, unsigned cpu);
 /** Consume the oldest event of all CPUs (the merged stream of the kernel's
  * trace_pipe). Returns 1, 0 (every CPU empty) or < 0. rec->cpu says where it
  * came from; rec->lost counts events lost on that CPU just before it. Stable
- * while writers write: a later event never has an older time stamp. */
+ * while writers write: a later event never has an older time stamp. When a
+ * writer on another CPU is in the middle of an event that may turn out older
+ * than the next pick, it returns RINGBUF_EAGAIN instead: retry (a writer that
+ * stays in its event, preempted or dead, delays the merged stream until it
+ * commits or its buffer is recovered). One merged consumer at a time. */
 RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record *rec);
 
 /* -- non-consuming iterator (any thread; like the kernel's `trace` file) -- */
@@ -682,6 +686,8 @@ struct ringbuf__cpu {
 	_Atomic(uint32_t) owner;
 	uint32_t dbg_owner;           /* RINGBUF_DEBUG: thread of the outermost writer */
 	_Atomic(uint64_t) commits;    /* writers started, for ringbuf__end_commit */
+	_Atomic(uint64_t) inflight_ts;/* set by the outermost writer as it enters: no event
+				       * it (or a writer nested in it) commits is older */
 	_Atomic(uint64_t) before_stamp;
 	_Atomic(uint64_t) write_stamp;
 	_Atomic(uint64_t) entries_d[RINGBUF_MAX_NEST]; /* committed events by depth */
@@ -1029,7 +1035,7 @@ static int ringbuf__parse_words(uint32_t w0, uint32_t a0, uint32_t avail, bool a
 			r->null_pad = true;
 			return 0;
 		}
-		if (a0 < 4 || (a0 & 3) || a0 > avail - 4)
+		if (a0 < 4 || (a0 & 3) || a0 > avail - 4 || (align8 && ((a0 + 4) & 7)))
 			return RINGBUF_ECORRUPT;
 		r->len = a0 + 4;
 		r->hdr = 4;
@@ -1173,14 +1179,19 @@ static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_U3_MOVED);
 }
 
-/* H2: put HEADER on N.next, making N's successor the head page, unless the
- * tail already left T (then a nested writer finished this push and maybe more;
- * the tag makes the CAS fail if N.next changed after we read it). */
-static int ringbuf__set_new_head(struct ringbuf *rb, unsigned cpu, uint32_t t, uint32_t n)
+/* H2 for a helper: a writer that interrupted the push's owner (T.next holds
+ * UPDATE) and needs the tail past N. It puts HEADER on N.next only if no link
+ * of the ring holds HEADER yet: the owner may have set it already and
+ * the reader may since have swapped that head out (N.next then links the
+ * reader's old page, and the flag sits further on); and only while the tail
+ * is still T (else a nested writer finished this push and more). The tag
+ * makes the CAS fail if N.next changed after we read it. Rare: O(pages). */
+static int ringbuf__help_new_head(struct ringbuf *rb, unsigned cpu, uint32_t t, uint32_t n)
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 	struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, n);
 	unsigned long v = ringbuf__load_link(nb);
+	uint32_t x, i;
 	if ((v & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
 		return 0;
 	if (atomic_load_explicit(&c->tail_page, memory_order_acquire) != t)
@@ -1188,6 +1199,14 @@ static int ringbuf__set_new_head(struct ringbuf *rb, unsigned cpu, uint32_t t, u
 	if ((v & RINGBUF__F_MASK) != 0) {
 		ringbuf__warn(rb, cpu, "head push: UPDATE found on the next link");
 		return RINGBUF_ECORRUPT;
+	}
+	for (x = ringbuf__link_idx(v), i = 0; x != t && i <= rb->nr_pages; i++) {
+		unsigned long l = ringbuf__load_link(ringbuf__bp(rb, cpu, x));
+		/* HEADER further on: the head exists. (UPDATE there is a push
+		 * of an older head by a writer we interrupted, not a head.) */
+		if ((l & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
+			return 0;
+		x = ringbuf__link_idx(l);
 	}
 	(void)ringbuf__cas_link(nb, v, ringbuf__link_make(v, ringbuf__link_idx(v), RINGBUF__F_HEADER));
 	return 0;
@@ -1205,8 +1224,12 @@ static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, unsi
 
 	if ((link & RINGBUF__F_MASK) == RINGBUF__F_HEADER) {
 		/* H1: N cannot change while T.next still holds this exact value
-		 * (the tail must pass that link first), so count first, then claim. */
+		 * (the tail must pass that link first), so count first, then claim.
+		 * N.next is read before the claim too: until then the reader cannot
+		 * change it (it swaps only the head, N), so it is the value H2
+		 * must find, tag and all. */
 		uint64_t lost = ringbuf__count_events(rb, ringbuf__dp(rb, cpu, n));
+		unsigned long v0 = ringbuf__load_link(ringbuf__bp(rb, cpu, n));
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_COUNTED);
 		upd = ringbuf__link_make(link, n, RINGBUF__F_UPDATE);
 		if (!ringbuf__cas_link(tb, link, upd))
@@ -1215,11 +1238,16 @@ static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, unsi
 		RINGBUF__ADD(&c->overrun, lost);
 		RINGBUF__ADD(&c->pages_lost, 1);
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_UPDATE);
+		/* H2 (owner): fails if a helper nested in us did it, or went on */
+		if ((v0 & RINGBUF__F_MASK) == 0)
+			(void)ringbuf__cas_link(ringbuf__bp(rb, cpu, n), v0,
+						ringbuf__link_make(v0, ringbuf__link_idx(v0), RINGBUF__F_HEADER));
 	} else {
-		upd = link; /* UPDATE: we interrupted the writer pushing this page; help */
+		/* UPDATE: we interrupted the writer pushing this page; help */
+		upd = link;
+		if (ringbuf__help_new_head(rb, cpu, t, n) < 0)
+			return RINGBUF_ECORRUPT;
 	}
-	if (ringbuf__set_new_head(rb, cpu, t, n) < 0)
-		return RINGBUF_ECORRUPT;
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H2_NEW_HEAD);
 	if (owner) {
 		/* H3: only the owner clears UPDATE; nobody else may change T.next now */
@@ -1670,6 +1698,8 @@ RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len)
 	 * complete): recovery after a kill must not mistake it for one in flight */
 	c->slots[depth - 1].len = 0;
 	RINGBUF__BARRIER();
+	if (depth == 1) /* a lower bound for ringbuf_consume_merged */
+		RINGBUF__STORE(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp));
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, depth);
@@ -2644,7 +2674,7 @@ again:
 			uint32_t hw;
 			if (e.type != 0)
 				continue;
-			atomic_store_explicit(&out->time_stamp, ts, memory_order_relaxed);
+			memcpy(out, &ts, sizeof ts); /* the caller's page: any alignment */
 			memcpy(out->data, dp->data + off, e.len);
 			memcpy(&hw, out->data, 4);
 			hw &= 31u; /* delta 0: the page time stamp is this event's */
@@ -2694,7 +2724,7 @@ again:
 				w += (uint32_t)sizeof n;
 			}
 		}
-		atomic_store_explicit(&out->commit, (long)cm, memory_order_relaxed);
+		memcpy((char *)out + sizeof(uint64_t), &cm, sizeof cm);
 	}
 	memset(out->data + w, 0, rb->page_size - RINGBUF__HDR_SIZE - w);
 	r = (int)last.out;
@@ -2718,21 +2748,49 @@ RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record
 {
 	struct ringbuf_record r;
 	unsigned cpu, best = RINGBUF_ALL_CPUS;
-	uint64_t best_ts = 0;
+	uint64_t best_ts = 0, busy = 0;
 	int ret;
 	if (!rb || !rec)
 		return RINGBUF_EINVAL;
-	for (cpu = 0; cpu < rb->ncpu; cpu++) {
-		ret = ringbuf_peek(rb, cpu, &r);
-		if (ret < 0 && ret != RINGBUF_EAGAIN)
-			return ret;
-		if (ret == 1 && (best == RINGBUF_ALL_CPUS || r.ts < best_ts)) {
-			best = cpu;
-			best_ts = r.ts;
+	/* 1. which CPUs have a writer in an event, or start one, around the
+	 * peeks: a writer enters (committing, commits) before it reads the
+	 * clock, so one that enters after step 3 stamps its event later than
+	 * anything peeked in step 2 */
+	for (cpu = 0; cpu < rb->ncpu && cpu < 64; cpu++) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+		if (atomic_load_explicit(&c->committing, memory_order_acquire))
+			busy |= 1ull << cpu;
+	}
+	{
+		uint64_t snap[64];
+		for (cpu = 0; cpu < rb->ncpu && cpu < 64; cpu++)
+			snap[cpu] = atomic_load_explicit(&ringbuf__cpu(rb, cpu)->commits, memory_order_acquire);
+		/* 2. the oldest committed event */
+		for (cpu = 0; cpu < rb->ncpu; cpu++) {
+			ret = ringbuf_peek(rb, cpu, &r);
+			if (ret < 0 && ret != RINGBUF_EAGAIN)
+				return ret;
+			if (ret == 1 && (best == RINGBUF_ALL_CPUS || r.ts < best_ts)) {
+				best = cpu;
+				best_ts = r.ts;
+			}
+		}
+		if (best == RINGBUF_ALL_CPUS)
+			return 0;
+		/* 3. a writer that was, or came, in the middle of an event on
+		 * another CPU meanwhile may commit one older than the pick, but
+		 * not older than the inflight_ts it set on entering: retry later */
+		for (cpu = 0; cpu < rb->ncpu && cpu < 64; cpu++) {
+			struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+			if (cpu == best)
+				continue;
+			if (atomic_load_explicit(&c->committing, memory_order_acquire) ||
+			    atomic_load_explicit(&c->commits, memory_order_acquire) != snap[cpu])
+				busy |= 1ull << cpu;
+			if (((busy >> cpu) & 1) && RINGBUF__LOAD(&c->inflight_ts) <= best_ts)
+				return RINGBUF_EAGAIN;
 		}
 	}
-	if (best == RINGBUF_ALL_CPUS)
-		return 0;
 	/* new events carry newer time stamps, so the pick stays the oldest */
 	return ringbuf_consume(rb, best, rec);
 }
@@ -2754,6 +2812,13 @@ struct ringbuf__iter_cpu {
 	uint64_t overrun;   /* overrun when we entered it */
 	int state;          /* 0: (re)start at the consumer's position, 1: walking */
 	uint64_t lost;      /* to report with the next event */
+	uint64_t rp_overrun;/* overrun when we entered the reader page */
+	uint64_t last_ts;   /* time stamp of the last event handed out */
+	uint64_t same_ts;   /* events handed out with that time stamp */
+	uint64_t skip_same; /* after a restart: events at last_ts still to skip */
+	bool restarted;     /* restarted: skip what was already handed out */
+	bool on_reader;     /* `page` was the reader page when we entered it */
+	bool any;           /* an event was handed out since start/reset */
 	bool have;          /* merged mode: rec holds this CPU's next event */
 	struct ringbuf_record rec;
 	unsigned char *buf; /* page-sized copy of the current record */
@@ -2807,20 +2872,27 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 		struct ringbuf__rec e;
 
 		if (ic->state == 0) {
+			/* (re)start at the consumer's position; after a restart,
+			 * events already handed out are skipped by time stamp (per
+			 * CPU they never go backwards), so the walk never goes back */
 			ic->page = rp;
 			ic->off = c->read;
-			ic->ts = c->read ? c->read_stamp
-					 : atomic_load_explicit(&ringbuf__dp(rb, cpu, rp)->time_stamp,
-								memory_order_relaxed);
+			ic->ts = c->read_stamp;
 			ic->gen = ringbuf__page_gen(rb, cpu, rp);
 			ic->overrun = RINGBUF__LOAD(&c->overrun);
+			ic->rp_overrun = ic->overrun;
+			ic->on_reader = true;
+			ic->restarted = ic->any;
+			ic->skip_same = ic->same_ts;
 			ic->state = 1;
 		}
 		page = ic->page;
 		if (ringbuf__page_gen(rb, cpu, page) != ic->gen) {
-			/* reused under us: overwritten by writers (counted), or put
-			 * back into the ring by a consumer (not a loss) */
-			if (RINGBUF__LOAD(&c->overrun) != ic->overrun) {
+			/* reused under us: a ring page only by writers (the events
+			 * we had not read are lost, counted in overrun), the reader
+			 * page only by a consumer putting it back (consumed, not
+			 * lost) */
+			if (!ic->on_reader || RINGBUF__LOAD(&c->overrun) != ic->overrun) {
 				it->dropped++;
 				ic->lost = ic->lost ? ic->lost : 1;
 			}
@@ -2838,6 +2910,11 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			break;
 		}
 		data = ringbuf__dp(rb, cpu, page)->data;
+		if (ic->off == 0 && commit > 0)
+			/* the page's first event: its time is the page's, written
+			 * before the commit we just loaded (acquire) */
+			ic->ts = atomic_load_explicit(&ringbuf__dp(rb, cpu, page)->time_stamp,
+						      memory_order_relaxed);
 		if (ic->off < commit) {
 			unsigned char hdr[8] = {0};
 			uint32_t avail = commit - ic->off, w0, a0;
@@ -2869,6 +2946,22 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			ic->off += e.len;
 			if (e.type != 0)
 				continue;
+			if (ic->restarted) {
+				if (ic->ts < ic->last_ts)
+					continue; /* handed out before the restart */
+				if (ic->ts == ic->last_ts && ic->skip_same) {
+					ic->skip_same--;
+					continue;
+				}
+				ic->restarted = false;
+			}
+			if (ic->any && ic->ts == ic->last_ts) {
+				ic->same_ts++;
+			} else {
+				ic->last_ts = ic->ts;
+				ic->same_ts = 1;
+			}
+			ic->any = true;
 			rec->data = ic->buf + e.hdr;
 			rec->len = e.len - e.hdr;
 			rec->ts = ic->ts;
@@ -2883,22 +2976,44 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			r = 0; /* the end of what is committed (for now) */
 			break;
 		}
-		if (page == rp) {
-			unsigned long link;
-			uint32_t h;
-			r = ringbuf__find_head(rb, cpu, c, &h, &link);
-			if (r < 0)
-				break;
-			ic->page = h;
-		} else {
-			ic->page = ringbuf__next_idx(rb, cpu, page);
+		{
+			uint32_t next;
+			unsigned long ngen;
+			uint64_t ov;
+			unsigned long link = 0;
+			if (page == rp) {
+				r = ringbuf__find_head(rb, cpu, c, &next, &link);
+				if (r < 0)
+					break;
+			} else {
+				next = ringbuf__next_idx(rb, cpu, page);
+			}
+			ngen = ringbuf__page_gen(rb, cpu, next);
+			ov = RINGBUF__LOAD(&c->overrun);
+			/* the head we found must still be the head after we read its
+			 * update count: else it may be pushed out and rewritten under
+			 * that very count (loop: the loss shows in overrun) */
+			if (page == rp &&
+			    ringbuf__load_link(ringbuf__bp(rb, cpu, ringbuf__bp(rb, cpu, next)->prev)) != link)
+				continue;
+			/* the page we leave must still be the one we read: if writers
+			 * reused it meanwhile, `next` may hold data newer than what
+			 * was lost in between; the check at the top reports it */
+			if (ringbuf__page_gen(rb, cpu, page) != ic->gen)
+				continue;
+			if (page == rp && ov != ic->rp_overrun) {
+				/* pages pushed out of the ring while we read the reader
+				 * page: events we will never see */
+				it->dropped++;
+				ic->lost += ov - ic->rp_overrun;
+			}
+			ic->page = next;
+			ic->off = 0;
+			ic->gen = ngen;
+			ic->overrun = ov;
+			ic->on_reader = false;
+			r = 0;
 		}
-		ic->off = 0;
-		ic->gen = ringbuf__page_gen(rb, cpu, ic->page);
-		ic->overrun = RINGBUF__LOAD(&c->overrun);
-		ic->ts = atomic_load_explicit(&ringbuf__dp(rb, cpu, ic->page)->time_stamp,
-					      memory_order_relaxed);
-		r = 0;
 	}
 	if (loops == limit)
 		r = RINGBUF_EAGAIN;
@@ -2967,6 +3082,8 @@ RINGBUF_API void ringbuf_iter_reset(struct ringbuf_iter *it)
 		it->ic[i].state = 0;
 		it->ic[i].have = false;
 		it->ic[i].lost = 0;
+		it->ic[i].any = false; /* from the oldest unread event again */
+		it->ic[i].same_ts = 0;
 	}
 }
 
@@ -3678,11 +3795,11 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
 		rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
-		ringbuf__fork_register(rb);
 		if ((flags & RINGBUF_OPEN_RECOVER) && (r = ringbuf_recover(rb)) < 0) {
 			munmap(map, (size_t)hdr.total_size);
 			return r;
 		}
+		ringbuf__fork_register(rb);
 	} else {
 		/* read-only mapping: the handle cannot hold our fields; readers
 		 * need to write their own state (reader page, position), so map a
