@@ -489,7 +489,8 @@ extern int clock_gettime(int, struct timespec *);
 #define RINGBUF_FREE(p, ctx) ((void)(ctx), free(p))
 #endif
 
-#if ATOMIC_LONG_LOCK_FREE != 2 || ATOMIC_LLONG_LOCK_FREE != 2 || ATOMIC_INT_LOCK_FREE != 2
+#if defined(ATOMIC_LONG_LOCK_FREE) && \
+	(ATOMIC_LONG_LOCK_FREE != 2 || ATOMIC_LLONG_LOCK_FREE != 2 || ATOMIC_INT_LOCK_FREE != 2)
 #error "ringbuf.h needs lock-free atomic int, long and long long (async-signal safety)"
 #endif
 
