@@ -329,6 +329,15 @@ enum ringbuf_read_flags {
  * RINGBUF_READ_FULL, no complete page) to read, or a negative error. */
 RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, size_t size,
 				  unsigned flags);
+/** Zero-copy whole-page read: when cpu's reader page is complete (the writers
+ * have left it), unread, and starts with an event, *page points at it inside
+ * the buffer, set up as ringbuf_read_page() would set up a copy (missed-events
+ * flag and count, trailing padding out of commit), and its events are
+ * consumed. The page stays valid until the next reader call on cpu. Returns
+ * the data bytes, 0 when nothing is there, or RINGBUF_EAGAIN when the page
+ * cannot be lent (partly read, a writer still on it, no room for the count):
+ * use ringbuf_read_page() then. */
+RINGBUF_API int ringbuf_read_page_ref(struct ringbuf *rb, unsigned cpu, const void **page);
 /** True if cpu has no committed, unconsumed event. */
 RINGBUF_API bool ringbuf_empty_cpu(struct ringbuf *rb, unsigned cpu);
 
@@ -2734,6 +2743,78 @@ again:
 	c->lost_pending = 0;
 	atomic_store_explicit(&c->read_events, RINGBUF__LOAD(&c->read_events) + last.events,
 			      memory_order_relaxed);
+out:
+	ringbuf__reader_unlock(c);
+	return r;
+}
+
+RINGBUF_API int ringbuf_read_page_ref(struct ringbuf *rb, unsigned cpu, const void **page)
+{
+	const bool align8 = rb && (rb->flags & RINGBUF_F_ALIGN8);
+	struct ringbuf__cpu *c;
+	struct ringbuf__dpage *dp;
+	uint32_t rp, commit, off, end = 0, events = 0;
+	uint64_t ts, lost;
+	struct ringbuf__rec e;
+	unsigned long cm;
+	int r;
+	if (!rb || cpu >= rb->ncpu || !page)
+		return RINGBUF_EINVAL;
+	c = ringbuf__cpu(rb, cpu);
+	if ((r = ringbuf__reader_lock(c)) < 0)
+		return r;
+	r = ringbuf__get_reader_page(rb, cpu, c);
+	if (r <= 0)
+		goto out;
+	rp = RINGBUF__LOAD(&c->reader_page);
+	r = RINGBUF_EAGAIN;
+	if (c->read != 0 || atomic_load_explicit(&c->commit_page, memory_order_acquire) == rp)
+		goto out; /* partly read, or a writer is still on it */
+	dp = ringbuf__dp(rb, cpu, rp);
+	commit = ringbuf__page_commit(rb, cpu, rp);
+	ts = atomic_load_explicit(&dp->time_stamp, memory_order_relaxed);
+	/* check every record, find where the data ends (trailing padding out) */
+	for (off = 0; off < commit; off += e.len) {
+		if (ringbuf__parse(dp->data, commit, off, align8, &e) < 0) {
+			ringbuf__warn(rb, cpu, "read_page_ref: corrupt record");
+			r = RINGBUF_ECORRUPT;
+			goto out;
+		}
+		if (off == 0 && (e.type != 0 || e.delta != 0))
+			goto out; /* the page must open with an event at delta 0 */
+		if (e.null_pad)
+			break;
+		if (e.type == RINGBUF__TYPE_TIME_STAMP) {
+			uint64_t nts = ringbuf__abs_ts(ts, e.delta);
+			if (((ts ^ nts) >> RINGBUF__TS_BITS) != 0)
+				goto out; /* kbuffer would decode it wrongly: copy instead */
+			ts = nts;
+		} else {
+			ts += e.delta;
+		}
+		if (e.type == 0) {
+			end = off + e.len;
+			events++;
+		}
+	}
+	lost = c->lost_pending;
+	cm = end;
+	if (lost) {
+		unsigned long n = (unsigned long)lost;
+		if (rb->bsize - end < sizeof n)
+			goto out; /* no room for the count */
+		memcpy(dp->data + end, &n, sizeof n);
+		cm |= RINGBUF__MISSED_EVENTS | RINGBUF__MISSED_STORED;
+	}
+	/* the page is the reader's now: lend it as it is, commit field adjusted */
+	atomic_store_explicit(&dp->commit, (long)cm, memory_order_relaxed);
+	*page = dp;
+	c->read = commit; /* consumed (page_commit masks the flags: read >= it) */
+	c->read_stamp = ts;
+	c->lost_pending = 0;
+	atomic_store_explicit(&c->read_events, RINGBUF__LOAD(&c->read_events) + events,
+			      memory_order_relaxed);
+	r = (int)end;
 out:
 	ringbuf__reader_unlock(c);
 	return r;
