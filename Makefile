@@ -33,6 +33,8 @@ TEST_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 TEST_HDRS    := $(wildcard tests/*.h)
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRCS))
+TOOL_SRCS    := $(wildcard tools/*.c)
+TOOL_BINS    := $(patsubst tools/%.c,$(BUILD)/tools/%,$(TOOL_SRCS))
 BENCH_SRCS   := $(wildcard bench/*.c)
 BENCH_BINS   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_SRCS    := $(wildcard fuzz/*.c)
@@ -45,10 +47,10 @@ extra_ldflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]
 VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
 
 .DELETE_ON_ERROR:
-.PHONY: all test tests examples demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
+.PHONY: all test tests examples tools demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
 	install uninstall clean help
 
-all: examples tests ## build the examples and the tests (without running them)
+all: examples tools tests ## build the examples, the tools and the tests (without running them)
 
 help: ## list the targets and variables
 	@echo "Targets:"
@@ -103,6 +105,11 @@ sanitize: asan ubsan tsan ## all three sanitizer runs
 examples: $(EXAMPLE_BINS) ## build examples/*.c into build/examples/
 
 $(BUILD)/examples/%: examples/%.c ringbuf.h | $(BUILD)/examples
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
+
+tools: $(TOOL_BINS) ## build tools/*.c (ringbuf-read) into build/tools/
+
+$(BUILD)/tools/%: tools/%.c ringbuf.h ringbuf_trace.h | $(BUILD)/tools
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
 
 demo: ## build and run the demo (examples/demo.c, else examples/basic.c)
@@ -191,5 +198,5 @@ uninstall: ## remove what install installed
 clean: ## remove the build directory (BUILD)
 	rm -rf $(BUILD)
 
-$(BUILD) $(BUILD)/tests $(BUILD)/examples $(BUILD)/bench $(BUILD)/fuzz:
+$(BUILD) $(BUILD)/tests $(BUILD)/examples $(BUILD)/tools $(BUILD)/bench $(BUILD)/fuzz:
 	mkdir -p $@
