@@ -7,8 +7,11 @@
  * PEERS_EVENTS events; the table gives median/min/max ns/event and the ratio
  * of the median to the clock_gettime floor of the same run (bench_common.h).
  *
+ * Loops are timed by the thread's CPU time, as in bench/bench.c (BENCH_TIME=wall
+ * for wall-clock time); the consumer daemon's work on other CPUs is not counted.
+ *
  * Environment: BENCH_QUICK=1, BENCH_ROUNDS, BENCH_EVENTS (default 2 000 000),
- * BENCH_JSON (default build/bench-peers.json).
+ * BENCH_TIME=wall, BENCH_JSON (default build/bench-peers.json).
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_IMPLEMENTATION
@@ -50,6 +53,17 @@ DEFINE_LTTNG_LOOP(overwrite16)
 DEFINE_LTTNG_LOOP(off16)
 
 static void rb_16(size_t n) { (void)rb_loop_16(rb, 0, n); }
+
+static bool time_wall;
+
+static uint64_t bench_clock(void)
+{
+	struct timespec t;
+	if (time_wall)
+		return now_ns();
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 struct variant {
 	const char *id, *what;
@@ -96,6 +110,7 @@ int main(void)
 
 	if (rounds > MAX_ROUNDS)
 		rounds = MAX_ROUNDS;
+	time_wall = getenv("BENCH_TIME") && !strcmp(getenv("BENCH_TIME"), "wall");
 	if (!json)
 		json = "build/bench-peers.json";
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -113,8 +128,9 @@ int main(void)
 	if (!variants[2].enabled && !variants[3].enabled)
 		printf("warning: no LTTng tracepoint is enabled: no session daemon or session?\n");
 
-	printf("peers: %d rounds x %zu events per variant%s\nbuild: %s\n", rounds, events,
-	       quick ? " (BENCH_QUICK)" : "", BENCH_BUILD);
+	printf("peers: %d rounds x %zu events per variant%s, timed by %s\nbuild: %s\n", rounds,
+	       events, quick ? " (BENCH_QUICK)" : "", time_wall ? "wall-clock time" : "thread CPU time",
+	       BENCH_BUILD);
 	for (size_t k = 0; k < NV; k++) /* warm-up, not recorded */
 		if (variants[k].enabled)
 			variants[k].loop(events < 200000 ? events : 200000);
@@ -124,9 +140,9 @@ int main(void)
 			uint64_t t0;
 			if (!v->enabled)
 				continue;
-			t0 = now_ns();
+			t0 = bench_clock();
 			v->loop(events);
-			v->s[v->ns++] = (double)(now_ns() - t0) / (double)events;
+			v->s[v->ns++] = (double)(bench_clock() - t0) / (double)events;
 		}
 	}
 	for (size_t k = 0; k < NV; k++) {
@@ -161,8 +177,8 @@ int main(void)
 		perror(json);
 		return 1;
 	}
-	fprintf(f, "{\n  \"build\": \"%s\", \"rounds\": %d, \"events_per_round\": %zu,\n", BENCH_BUILD,
-		rounds, events);
+	fprintf(f, "{\n  \"build\": \"%s\", \"rounds\": %d, \"events_per_round\": %zu, \"timing\": \"%s\",\n",
+		BENCH_BUILD, rounds, events, time_wall ? "wall" : "thread_cpu");
 	fprintf(f, "  \"variants\": [\n");
 	for (size_t k = 0; k < NV; k++) {
 		struct variant *v = &variants[k];
