@@ -11,6 +11,7 @@
  * (exit 2, clear message); usage errors (exit 1); 500 random byte flips in the
  * user area never crash the tool; the registry parser on mutated areas (checksum
  * off) never crashes and its loaded formats print exactly like the compiled ones.
+ * RBREAD_KEEP=1 keeps the temporary directory (/tmp/rbread-*) for a look.
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_READ_TOOL_NO_MAIN
@@ -239,7 +240,7 @@ static int run_tool(char **out, char **err, ...)
 		dup2(fe, 2);
 		st = ringbuf_read_main(argc, argv);
 		fflush(NULL);
-		_exit(st);
+		exit(st); /* not _exit: LeakSanitizer checks the tool too */
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	if (out)
@@ -732,7 +733,7 @@ static void test_user_area_byte_flips_never_crash_the_tool(void **state)
 			rc = run_tool(NULL, NULL, "--text", bad, NULL);
 		else
 			rc = run_tool(NULL, NULL, "--tracedat", dat, bad, NULL);
-		if (rc == 128 + SIGSEGV || rc > 2)
+		if (rc != 0 && rc != 2) /* a signal, or a sanitizer's exit status */
 			fail_msg("flip round %u: the tool exited with %d", i, rc);
 		ok += rc == 0;
 		rejected += rc == 2;
