@@ -2627,7 +2627,8 @@ RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, 
 				  unsigned flags)
 {
 	const uint64_t msb = ~RINGBUF__TS_VALUE_MASK;
-	struct ringbuf__dpage *out = page;
+	/* the caller's page: any alignment, reached through bytes only */
+	unsigned char *out = page, *odata = (unsigned char *)page + RINGBUF__HDR_SIZE;
 	struct ringbuf__cpu *c;
 	const struct ringbuf__dpage *dp;
 	struct ringbuf__cut last = {0, 0, 0, 0}, fit = {0, 0, 0, 0};
@@ -2685,18 +2686,18 @@ again:
 			if (e.type != 0)
 				continue;
 			memcpy(out, &ts, sizeof ts); /* the caller's page: any alignment */
-			memcpy(out->data, dp->data + off, e.len);
-			memcpy(&hw, out->data, 4);
+			memcpy(odata, dp->data + off, e.len);
+			memcpy(&hw, odata, 4);
 			hw &= 31u; /* delta 0: the page time stamp is this event's */
-			memcpy(out->data, &hw, 4);
+			memcpy(odata, &hw, 4);
 			first = false;
 			first_src = off;
 		} else {
-			memcpy(out->data + w, dp->data + off, e.len);
+			memcpy(odata + w, dp->data + off, e.len);
 			if (e.type == RINGBUF__TYPE_TIME_STAMP &&
 			    ((prev & msb) | (e.delta & RINGBUF__TS_VALUE_MASK)) != ts &&
 			    ts - prev <= RINGBUF__TS_VALUE_MASK)
-				ringbuf__put_stamp(out->data + w, RINGBUF__TYPE_TIME_EXTEND, ts - prev);
+				ringbuf__put_stamp(odata + w, RINGBUF__TYPE_TIME_EXTEND, ts - prev);
 		}
 		w = off + e.len - first_src;
 		if (e.type == 0) {
@@ -2729,14 +2730,14 @@ again:
 			cm |= RINGBUF__MISSED_EVENTS;
 			if (rb->bsize - w >= sizeof(unsigned long)) {
 				unsigned long n = (unsigned long)lost;
-				memcpy(out->data + w, &n, sizeof n);
+				memcpy(odata + w, &n, sizeof n);
 				cm |= RINGBUF__MISSED_STORED;
 				w += (uint32_t)sizeof n;
 			}
 		}
 		memcpy((char *)out + sizeof(uint64_t), &cm, sizeof cm);
 	}
-	memset(out->data + w, 0, rb->page_size - RINGBUF__HDR_SIZE - w);
+	memset(odata + w, 0, rb->page_size - RINGBUF__HDR_SIZE - w);
 	r = (int)last.out;
 	c->read = off; /* trailing padding is consumed with the events */
 	c->read_stamp = ts;
@@ -2838,19 +2839,24 @@ RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record
 	 * peeks: a writer enters (committing, commits) before it reads the
 	 * clock, so one that enters after step 3 stamps its event later than
 	 * anything peeked in step 2 */
-	for (cpu = 0; cpu < rb->ncpu && cpu < 64; cpu++) {
-		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-		if (atomic_load_explicit(&c->committing, memory_order_acquire))
-			busy |= 1ull << cpu;
-	}
 	{
 		uint64_t snap[64];
+		/* commits first, then committing: a writer stores committing
+		 * before commits, so one whose commits we saw unchanged either
+		 * shows committing here or had not entered yet */
 		for (cpu = 0; cpu < rb->ncpu && cpu < 64; cpu++)
 			snap[cpu] = atomic_load_explicit(&ringbuf__cpu(rb, cpu)->commits, memory_order_acquire);
-		/* 2. the oldest committed event */
+		for (cpu = 0; cpu < rb->ncpu && cpu < 64; cpu++) {
+			struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+			if (atomic_load_explicit(&c->committing, memory_order_acquire))
+				busy |= 1ull << cpu;
+		}
+		/* 2. the oldest committed event (a CPU whose reader cannot tell
+		 * now, a writer holding its head link in transition, might hold
+		 * it: then we cannot either) */
 		for (cpu = 0; cpu < rb->ncpu; cpu++) {
 			ret = ringbuf_peek(rb, cpu, &r);
-			if (ret < 0 && ret != RINGBUF_EAGAIN)
+			if (ret < 0)
 				return ret;
 			if (ret == 1 && (best == RINGBUF_ALL_CPUS || r.ts < best_ts)) {
 				best = cpu;
