@@ -1537,25 +1537,38 @@ static uint32_t ringbuf__dirty_pages(struct ringbuf__cpu *c)
 	return t > l + r ? (uint32_t)(t - l - r) : 0;
 }
 
-static void ringbuf__futex_wake(_Atomic(uint32_t) *word)
+/* FUTEX_WAKE, private (no page lookup in the kernel) unless the block is
+ * shared with other processes; waiters use the same kind. */
+static void ringbuf__futex_wake(const struct ringbuf *rb, _Atomic(uint32_t) *word)
 {
 #if defined(__linux__) && defined(SYS_futex)
-	(void)syscall(SYS_futex, (void *)word, 1 /* FUTEX_WAKE */, INT_MAX, NULL, NULL, 0);
+	(void)syscall(SYS_futex, (void *)word, rb->shared ? 1 : 1 | 128, INT_MAX, NULL, NULL, 0);
 #else
+	(void)rb;
 	(void)word;
 #endif
 }
 
 /* A reader waits: wake it if what it waits for is there. Async-signal-safe. */
+/* A reader waits: wake it if what it waits for is there. One wake per wait:
+ * the waker clears the "armed" bits, so the commits that follow pay a load
+ * and a test until a waiter that still finds nothing arms them again.
+ * Async-signal-safe. */
 static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
 {
 	uint32_t w = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
 	(void)cpu;
+	if (!(w & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL)))
+		return; /* nobody armed: a wake is already on its way */
 	if (!(w & RINGBUF__WAIT_DATA) &&
 	    ringbuf__dirty_pages(c) < atomic_load_explicit(&rb->wait_pages, memory_order_relaxed))
 		return;
+	if (!atomic_compare_exchange_strong_explicit(&rb->waiters, &w,
+						     w & ~(RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL),
+						     memory_order_relaxed, memory_order_relaxed))
+		return; /* another writer took the wake, or a waiter came or went */
 	atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
-	ringbuf__futex_wake(&rb->wait_seq);
+	ringbuf__futex_wake(rb, &rb->wait_seq);
 }
 
 static void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
@@ -1579,7 +1592,8 @@ static void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf
 		if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n)) {
 			/* [WAIT-W] one load when nobody waits; the reader's
 			 * membarrier() orders it after our commit (see ringbuf_wait) */
-			if (RINGBUF__UNLIKELY(atomic_load_explicit(&rb->waiters, memory_order_relaxed)))
+			if (RINGBUF__UNLIKELY(atomic_load_explicit(&rb->waiters, memory_order_relaxed) &
+					      (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL)))
 				ringbuf__wake_check(rb, cpu, c);
 			return;
 		}
@@ -1769,7 +1783,8 @@ RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data)
 				atomic_store_explicit(&c->committing, 0, memory_order_release);
 				RINGBUF__BARRIER();
 				if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
-						    !atomic_load_explicit(&rb->waiters, memory_order_relaxed)))
+						    !(atomic_load_explicit(&rb->waiters, memory_order_relaxed) &
+						      (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL))))
 					return;
 				/* a writer started after our check, or a reader waits:
 				 * the general path (committing back to 1) */
@@ -3245,14 +3260,16 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 			;
 	}
 	{
-		/* register: one more waiter, and what it waits for */
+		/* register: one more waiter */
 		uint32_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
-		while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, (cur + 4) | bit,
+		while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, cur + 4,
 							      memory_order_seq_cst, memory_order_relaxed))
 			;
 	}
 	kick = atomic_load_explicit(&rb->wait_kick, memory_order_acquire);
 	for (;;) {
+		/* arm (again: a waker clears the bits), then look */
+		atomic_fetch_or_explicit(&rb->waiters, bit, memory_order_seq_cst);
 		seq = atomic_load_explicit(&rb->wait_seq, memory_order_acquire);
 		ringbuf__sys_membarrier(); /* pairs with [WAIT-W] */
 		if (ringbuf__ready(rb, cpu, pages)) {
@@ -3273,7 +3290,7 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 				break; /* timed out */
 		}
 #if defined(__linux__) && defined(SYS_futex)
-		(void)syscall(SYS_futex, (void *)&rb->wait_seq, 0 /* FUTEX_WAIT */, seq,
+		(void)syscall(SYS_futex, (void *)&rb->wait_seq, rb->shared ? 0 : 0 | 128 /* FUTEX_WAIT */, seq,
 			      timeout_ms >= 0 ? &rel : NULL, NULL, 0);
 #else
 		ringbuf__yield();
@@ -3298,7 +3315,7 @@ RINGBUF_API void ringbuf_wake_waiters(struct ringbuf *rb)
 		return;
 	atomic_fetch_add_explicit(&rb->wait_kick, 1, memory_order_release);
 	atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
-	ringbuf__futex_wake(&rb->wait_seq);
+	ringbuf__futex_wake(rb, &rb->wait_seq);
 }
 
 /* ==== >>control ========================================================= */

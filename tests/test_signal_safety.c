@@ -33,8 +33,10 @@
  *     processes sharing a file-backed buffer); errno is saved and restored. Taking over the buffer of
  *     an owner that died mid-event repairs it (ringbuf__recover_cpu: memory
  *     only, no call).
- *   - syscall(SYS_futex, FUTEX_WAKE): at the outermost commit, only when a
- *     reader waits in ringbuf_wait (one relaxed load when none does).
+ *   - syscall(SYS_futex, FUTEX_WAKE_PRIVATE, or FUTEX_WAKE for a buffer
+ *     shared with other processes): at the outermost commit, only when a
+ *     reader waiting in ringbuf_wait has armed a wake, once per wait (one
+ *     relaxed load when none has).
  *   - memcpy: ringbuf_write's copy, discard's read of a 4-byte header.
  *   - the warn hook (user code) on an internal inconsistency, or with
  *     RINGBUF_DEBUG on a contract violation; the test-point hook in
@@ -217,7 +219,7 @@ NOSAN long syscall(long n, ...)
 			atomic_fetch_add(&g_count[C_GETTID], 1);
 		else if ((n == SYS_tgkill && a[2] == 0) || (n == SYS_kill && a[1] == 0))
 			atomic_fetch_add(&g_count[C_TGKILL], 1); /* existence checks (signal 0) */
-		else if (n == SYS_futex && a[1] == 1 /* FUTEX_WAKE */)
+		else if (n == SYS_futex && (a[1] == 1 || a[1] == (1 | 128)) /* FUTEX_WAKE[_PRIVATE] */)
 			atomic_fetch_add(&g_count[C_FUTEX], 1);
 		else {
 			atomic_store(&g_forbidden_sysno, n);
