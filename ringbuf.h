@@ -2593,7 +2593,8 @@ static int ringbuf__next_event(struct ringbuf *rb, unsigned cpu, struct ringbuf_
 	}
 }
 
-RINGBUF_API int ringbuf_peek(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec)
+/* peek and consume: the next event of cpu, consumed or not. */
+static int ringbuf__read_one(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec, bool consume)
 {
 	struct ringbuf__cpu *c;
 	uint32_t len;
@@ -2604,22 +2605,7 @@ RINGBUF_API int ringbuf_peek(struct ringbuf *rb, unsigned cpu, struct ringbuf_re
 	if ((r = ringbuf__reader_lock(c)) < 0)
 		return r;
 	r = ringbuf__next_event(rb, cpu, c, rec, &len);
-	ringbuf__reader_unlock(c);
-	return r;
-}
-
-RINGBUF_API int ringbuf_consume(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec)
-{
-	struct ringbuf__cpu *c;
-	uint32_t len;
-	int r;
-	if (!rb || cpu >= rb->ncpu || !rec)
-		return RINGBUF_EINVAL;
-	c = ringbuf__cpu(rb, cpu);
-	if ((r = ringbuf__reader_lock(c)) < 0)
-		return r;
-	r = ringbuf__next_event(rb, cpu, c, rec, &len);
-	if (r == 1) {
+	if (r == 1 && consume) {
 		c->read += len;
 		c->read_stamp = rec->ts;
 		c->lost_pending = 0;
@@ -2628,6 +2614,16 @@ RINGBUF_API int ringbuf_consume(struct ringbuf *rb, unsigned cpu, struct ringbuf
 	}
 	ringbuf__reader_unlock(c);
 	return r;
+}
+
+RINGBUF_API int ringbuf_peek(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec)
+{
+	return ringbuf__read_one(rb, cpu, rec, false);
+}
+
+RINGBUF_API int ringbuf_consume(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec)
+{
+	return ringbuf__read_one(rb, cpu, rec, true);
 }
 
 /* A data-record boundary in the page being built by ringbuf_read_page(). */
@@ -3788,7 +3784,9 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 			return RINGBUF_ECORRUPT;
 		for (i = 0; i < RINGBUF_MAX_NEST; i++) {
 			const struct ringbuf__slot *sl = &c->slots[i];
-			if (i < RINGBUF__LOAD(&c->committing) &&
+			/* a slot with len 0 is being written (or done): its other
+			 * fields may be half updated and recovery ignores it */
+			if (i < RINGBUF__LOAD(&c->committing) && sl->len != 0 &&
 			    (sl->page > n || sl->off > rb->bsize || sl->len > 2 * rb->bsize ||
 			     sl->event < sl->off || sl->event > sl->off + 8))
 				return RINGBUF_ECORRUPT;
