@@ -573,10 +573,14 @@ extern int clock_gettime(int, struct timespec *);
  *       commit still on the reader page -> commit_overrun;
  *       producer/consumer mode -> dropped_events;
  *       overwrite mode -> push the head (ringbuf__push_head):
- *         H1  count N's events, then CAS T.next HEADER -> UPDATE (we own the push;
- *             the count is valid because N cannot change while T.next is HEADER)
- *         H2  set HEADER on N.next if the tail is still T (CAS; a nested writer
- *             that finds UPDATE on T.next does the same, helping)
+ *         H1  count N's events and read N.next, then CAS T.next HEADER -> UPDATE
+ *             (we own the push; both reads are valid because neither N nor
+ *             N.next can change while T.next still holds HEADER)
+ *         H2  owner: CAS N.next from the value read at H1 to HEADER (fails if a
+ *             helper did it or went further); a nested writer that finds UPDATE
+ *             on T.next helps: sets HEADER on N.next only if the tail is still T
+ *             and no link further on holds HEADER (the reader may have swapped
+ *             the new head out meanwhile, moving the flag on)
  *         H3  the owner clears UPDATE on T.next
  *   - tail page update (ringbuf__tail_page_update), the kernel's interrupt-count
  *     trick: add RINGBUF__WRITE_INTCNT to N.write (U1), if the tail is still T
@@ -611,7 +615,20 @@ extern int clock_gettime(int, struct timespec *);
  *   disabled counters   control           owner             relaxed; reset uses membarrier() for store->load order
  *   T.write, stamps,    owner             owner             relaxed + signal fences (same thread)
  *   entries_d, slots
+ *   page update count   owner (U1), reader (S2) iterator     release fence after U1 / acquire fence
+ *     (write >> bits)                                       after the iterator's copy (seqlock)
+ *   inflight_ts,        owner             merged consumer   relaxed; stored before committing,
+ *     commits                                               which is stored before commits (TSO)
+ *   owner word          any writer thread other writers     CAS acquire to take / store release
+ *     (mapped modes)                                        to give back (G2 / G5)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
+ *
+ * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
+ * the slot of its depth before the CAS that makes it (ringbuf__slot_publish:
+ * len 0, fields, re-check of the page, len), clears len when the event is
+ * complete, and a writer that reserves where an interrupted writer's slot
+ * points clears that slot (ringbuf__slot_reserved). ringbuf_recover pads the
+ * slots still set, commits the rest, finishes cut head pushes and page moves.
  */
 
 /* ---- constants ---------------------------------------------------------- */
