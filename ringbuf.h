@@ -1990,6 +1990,15 @@ extern const unsigned int __rseq_size __attribute__((weak));
 extern int sched_getcpu(void);
 #endif
 
+static inline unsigned ringbuf__current_cpu(void);
+/* The buffer for the CPU the thread runs on: no division when there are at
+ * least as many buffers as CPUs (the common configuration). */
+static inline unsigned ringbuf__cpu_buffer(const struct ringbuf *rb)
+{
+	unsigned id = ringbuf__current_cpu();
+	return id < rb->ncpu ? id : id % rb->ncpu;
+}
+
 static inline unsigned ringbuf__current_cpu(void)
 {
 #ifdef RINGBUF__HAVE_RSEQ
@@ -2011,13 +2020,20 @@ static inline unsigned ringbuf__current_cpu(void)
 
 /* The calling thread's entry for rb; with `make`, one is taken (a CAS on the
  * thread's own word: a handler on this thread may take one meanwhile). */
+static RINGBUF__TLS unsigned ringbuf__tctx_last; /* entry of the last lookup: a hint */
+
 static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 {
 	uint64_t gen = rb->gen;
+	unsigned last = ringbuf__tctx_last % RINGBUF__TCTX;
 	int i;
+	if (atomic_load_explicit(&ringbuf__tctx[last].gen, memory_order_relaxed) == gen)
+		return &ringbuf__tctx[last];
 	for (i = 0; i < RINGBUF__TCTX; i++)
-		if (atomic_load_explicit(&ringbuf__tctx[i].gen, memory_order_relaxed) == gen)
+		if (atomic_load_explicit(&ringbuf__tctx[i].gen, memory_order_relaxed) == gen) {
+			ringbuf__tctx_last = (unsigned)i;
 			return &ringbuf__tctx[i];
+		}
 	if (!make)
 		return NULL;
 	for (i = 0; i < RINGBUF__TCTX; i++) {
@@ -2069,9 +2085,8 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live);
  * ours already, we interrupted our own taking of it), or 0. */
 static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint32_t own, bool *took)
 {
-	unsigned i, n = rb->ncpu;
-	for (i = 0; i < n; i++) {
-		unsigned x = (from + i) % n;
+	unsigned i, n = rb->ncpu, x;
+	for (i = 0, x = from; i < n; i++, x = x + 1 < n ? x + 1 : 0) {
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
 		uint32_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
 		if (cur == 0 && atomic_compare_exchange_strong_explicit(&c->owner, &cur, own,
@@ -2095,8 +2110,7 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint32_t own, b
 	}
 	/* Everything is taken: an owner that no longer exists (exited with a
 	 * claim, or died mid-event) gives its buffer up, repaired. */
-	for (i = 0; i < n; i++) {
-		unsigned x = (from + i) % n;
+	for (i = 0, x = from; i < n; i++, x = x + 1 < n ? x + 1 : 0) {
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
 		uint32_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
 		if (cur && !ringbuf__thread_alive(cur & RINGBUF__OWN_TID) &&
@@ -2126,7 +2140,7 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 		x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
 		if (!x) {
 			uint32_t zero = 0;
-			x = ringbuf__take(rb, ringbuf__current_cpu() % rb->ncpu, me | RINGBUF__OWN_PERSIST, &took);
+			x = ringbuf__take(rb, ringbuf__cpu_buffer(rb), me | RINGBUF__OWN_PERSIST, &took);
 			if (!x) {
 				atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
 				return NULL;
@@ -2153,7 +2167,7 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 			atomic_store_explicit(&e->cur, cur + ((uint64_t)1 << 24), memory_order_relaxed);
 		return p;
 	}
-	x = ringbuf__take(rb, ringbuf__current_cpu() % rb->ncpu, me, &took); /* G1, G2 */
+	x = ringbuf__take(rb, ringbuf__cpu_buffer(rb), me, &took); /* G1, G2 */
 	if (!x) {
 		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
 		return NULL;
