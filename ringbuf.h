@@ -1660,10 +1660,7 @@ static bool ringbuf__check_current(struct ringbuf *rb, unsigned cpu, struct ring
 	ringbuf__report(op, cpu);
 	return false;
 }
-#define RINGBUF__CHECK_CURRENT(rb, cpu, c, data, op) \
-	if (!ringbuf__check_current(rb, cpu, c, data, op)) return
 #else
-#define RINGBUF__CHECK_CURRENT(rb, cpu, c, data, op) ((void)(data))
 #define RINGBUF__DEBUG_OWNER(rb, cpu, c, depth) ((void)0)
 #endif
 
@@ -1762,19 +1759,38 @@ RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len)
 
 
 
-RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data)
+/* What commit and discard share: the mapped modes go their own way; an
+ * explicit index gives the CPU buffer and the depth of the current event, or
+ * 0 when there is none (or, with RINGBUF_DEBUG, data is not it). */
+static inline uint32_t ringbuf__end_begin(struct ringbuf *rb, unsigned cpu, void *data, bool commit,
+					  struct ringbuf__cpu **cp)
 {
 	struct ringbuf__cpu *c;
 	uint32_t depth;
 	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || !data)) {
 		if (rb && data && (cpu == RINGBUF_CPU_THREAD || cpu == RINGBUF_CPU_CURRENT))
-			ringbuf__map_end(rb, cpu, data, true);
-		return;
+			ringbuf__map_end(rb, cpu, data, commit);
+		return 0;
 	}
 	c = ringbuf__cpu(rb, cpu);
-	RINGBUF__CHECK_CURRENT(rb, cpu, c, data, "commit: not the current event of this CPU");
+#ifdef RINGBUF_DEBUG
+	if (!ringbuf__check_current(rb, cpu, c, data,
+				    commit ? "commit: not the current event of this CPU"
+					   : "discard: not the current event of this CPU"))
+		return 0;
+#endif
 	depth = RINGBUF__LOAD(&c->committing);
 	if (RINGBUF__UNLIKELY(depth == 0 || depth > RINGBUF_MAX_NEST))
+		return 0;
+	*cp = c;
+	return depth;
+}
+
+RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data)
+{
+	struct ringbuf__cpu *c = NULL;
+	uint32_t depth = ringbuf__end_begin(rb, cpu, data, true, &c);
+	if (RINGBUF__UNLIKELY(depth == 0))
 		return;
 	/* the event is complete: recovery commits it rather than pad it */
 	c->slots[depth - 1].len = 0;
@@ -1815,22 +1831,15 @@ RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data)
 
 RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 {
-	struct ringbuf__cpu *c;
+	struct ringbuf__cpu *c = NULL;
 	struct ringbuf__slot s;
 	struct ringbuf__bpage *tb;
 	unsigned char *base;
 	uint32_t depth, w0, delta;
 	unsigned long wfull;
 
-	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || !data)) {
-		if (rb && data && (cpu == RINGBUF_CPU_THREAD || cpu == RINGBUF_CPU_CURRENT))
-			ringbuf__map_end(rb, cpu, data, false);
-		return;
-	}
-	c = ringbuf__cpu(rb, cpu);
-	RINGBUF__CHECK_CURRENT(rb, cpu, c, data, "discard: not the current event of this CPU");
-	depth = RINGBUF__LOAD(&c->committing);
-	if (RINGBUF__UNLIKELY(depth == 0 || depth > RINGBUF_MAX_NEST))
+	depth = ringbuf__end_begin(rb, cpu, data, false, &c);
+	if (RINGBUF__UNLIKELY(depth == 0))
 		return;
 	s = c->slots[depth - 1];
 	tb = ringbuf__bp(rb, cpu, s.page);
