@@ -251,6 +251,18 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 RINGBUF_API int ringbuf_recover(struct ringbuf *rb);
 /** Replace the clock (process-local; for blocks opened from a file). */
 RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, void *ctx);
+/** The TSC clock: pass it as ringbuf_config.clock. Writers then execute rdtsc
+ * inline (x86-64; elsewhere it is the default clock) and pages hold raw cycle
+ * counts (clock name "x86-tsc", shown raw by trace-cmd); the readers
+ * (ringbuf_consume, _peek, _consume_merged, the iterator, stats) convert them
+ * to CLOCK_MONOTONIC nanoseconds with a ratio calibrated over 10 ms when the
+ * buffer is created. Assumes an invariant TSC, synchronized across CPUs, as
+ * Linux does when it uses clocksource "tsc". */
+RINGBUF_API uint64_t ringbuf_clock_tsc(void *ctx);
+#define RINGBUF_CLOCK_TSC ringbuf_clock_tsc
+/** A time stamp of rb's clock as the readers report it: nanoseconds for the
+ * TSC clock, unchanged for the others. */
+RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts);
 
 /* -- writer contexts: which per-CPU buffer a writer uses --
  * Pass one of these as `cpu` to ringbuf_reserve/commit/discard/write:
@@ -434,6 +446,646 @@ RINGBUF_API int ringbuf__walk_pages(struct ringbuf *rb, unsigned cpu, ringbuf__p
  * NULL restores the default (silent). Process-wide. */
 typedef void (*ringbuf_warn_fn)(const char *what, unsigned cpu, void *ctx);
 RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
+
+/* ==== >>inline ========================================================== *
+ * The block layout and the common case of reserve and commit, compiled into
+ * the caller: an event of the outermost writer on the current page costs no
+ * call into the library. Everything else (nesting, a page crossing, a delta
+ * that needs an extend, mapped writer contexts, bad arguments) calls the
+ * out-of-line path in >>writer, which runs this same code for depth 1, so the
+ * tests exercise it either way. Internal: names with a double underscore may
+ * change; use >>api. C only: C++ sees the opaque struct and plain calls.
+ * RINGBUF_NO_INLINE makes ringbuf_reserve / ringbuf_commit plain calls. */
+#if !defined(__cplusplus) && !defined(RINGBUF__INLINE_INCLUDED)
+#define RINGBUF__INLINE_INCLUDED 1
+#include <string.h>
+
+/* The write path's helpers must be inlined whatever the compiler's size
+ * heuristics say (they are big because they are complete, not because they
+ * are slow). */
+#if defined(__GNUC__) || defined(__clang__)
+#define RINGBUF__INLINE static inline __attribute__((always_inline))
+#else
+#define RINGBUF__INLINE static inline
+#endif
+
+/* ---- constants ---------------------------------------------------------- */
+
+#define RINGBUF__MAGIC 0x52425546u /* "RBUF" */
+#define RINGBUF__BYTE_ORDER 0x01020304u
+#define RINGBUF__LAYOUT_VERSION 2u
+
+#define RINGBUF__TYPE_PADDING 29u
+#define RINGBUF__TYPE_TIME_EXTEND 30u
+#define RINGBUF__TYPE_TIME_STAMP 31u
+#define RINGBUF__TYPE_DATA_MAX 28u
+#define RINGBUF__TS_SHIFT 27
+#define RINGBUF__TS_MASK ((1ull << RINGBUF__TS_SHIFT) - 1)
+#define RINGBUF__TS_BITS 59
+#define RINGBUF__TS_VALUE_MASK ((1ull << RINGBUF__TS_BITS) - 1)
+#define RINGBUF__MAX_SMALL_DATA 112u /* 28 * 4 */
+#define RINGBUF__STAMP_LEN 8u
+
+#define RINGBUF__COMMIT_MASK ((1ul << 27) - 1)
+#define RINGBUF__MISSED_EVENTS (1ul << 31)
+#define RINGBUF__MISSED_STORED (1ul << 30)
+
+/* bpage.write: low bits index, above them the update count (kernel RB_WRITE_MASK). */
+#define RINGBUF__WRITE_BITS 21
+#define RINGBUF__WRITE_MASK ((1ul << RINGBUF__WRITE_BITS) - 1)
+#define RINGBUF__WRITE_INTCNT (1ul << RINGBUF__WRITE_BITS)
+
+/* Links. */
+#define RINGBUF__F_HEADER 1ul
+#define RINGBUF__F_UPDATE 2ul
+#define RINGBUF__F_MASK 3ul
+#define RINGBUF__IDX_BITS (sizeof(unsigned long) >= 8 ? 30 : 20)
+#define RINGBUF__IDX_MASK ((1ul << RINGBUF__IDX_BITS) - 1)
+#define RINGBUF__TAG_SHIFT (2 + RINGBUF__IDX_BITS)
+#define RINGBUF__TAG_ONE (1ul << RINGBUF__TAG_SHIFT)
+
+#define RINGBUF__OFF_BIT (1u << 20) /* record_off sticky bit (kernel RB_BUFFER_OFF) */
+#define RINGBUF__STAMP_INVALID UINT64_MAX
+#define RINGBUF__MAX_LOOPS 1000
+#define RINGBUF__CACHELINE 64
+#define RINGBUF__MIN_PAGE 64u
+#define RINGBUF__MAX_PAGE (1u << 20)
+
+/* ---- layouts ------------------------------------------------------------ */
+
+/* The kernel's struct buffer_data_page. */
+struct ringbuf__dpage {
+	_Atomic(uint64_t) time_stamp;
+	_Atomic(long) commit;
+	unsigned char data[];
+};
+#define RINGBUF__HDR_SIZE (offsetof(struct ringbuf__dpage, data))
+
+/* The kernel's struct buffer_page, reduced to what this design needs. */
+struct ringbuf__bpage {
+	_Atomic(unsigned long) next;  /* link: tag | index << 2 | flags */
+	_Atomic(unsigned long) write; /* reserve index (low bits) | update count */
+	/* data events reserved on the page in this lap, minus those discarded
+	 * (low bits) | update count, as in write (kernel bpage->entries): what a
+	 * head push adds to overrun without parsing the page */
+	_Atomic(unsigned long) entries;
+	_Atomic(uint64_t) drops;      /* CPU drop total when the tail entered the page */
+	uint32_t prev;                /* index of the previous page; reader-owned */
+	uint32_t pad_;
+};
+
+/* A reservation in flight, per nesting depth (owner only). */
+struct ringbuf__slot {
+	uint32_t page;  /* page index */
+	uint32_t off;   /* offset of the reservation in data[] (extend/stamp included) */
+	uint32_t len;   /* total bytes reserved */
+	uint32_t event; /* offset of the data event's header */
+};
+
+struct ringbuf__cpu {
+	/* -- writer state: owner only (plus readers of statistics) -- */
+	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) tail_page;
+	_Atomic(uint32_t) commit_page;
+	uint64_t bp_off;              /* this CPU's page descriptors, from the block start */
+	uint64_t dp_off;              /* this CPU's data pages, from the block start */
+	_Atomic(uint32_t) committing; /* nesting depth of writers in flight */
+	_Atomic(uint32_t) disabled;   /* per-CPU disable counter (control writes, owner reads) */
+	/* mapped modes: 0 free, else tid | RINGBUF__OWN_PERSIST (a thread's claim);
+	 * CAS acquire by the taker, store release by the owner */
+	_Atomic(uint32_t) owner;
+	uint32_t dbg_owner;           /* RINGBUF_DEBUG: thread of the outermost writer */
+	_Atomic(uint64_t) commits;    /* writers started, for ringbuf__end_commit */
+	_Atomic(uint64_t) inflight_ts;/* set by the outermost writer as it enters: no event
+				       * it (or a writer nested in it) commits is older */
+	_Atomic(uint64_t) before_stamp;
+	_Atomic(uint64_t) write_stamp;
+	_Atomic(uint64_t) entries_d[RINGBUF_MAX_NEST]; /* committed events by depth */
+	struct ringbuf__slot slots[RINGBUF_MAX_NEST];
+
+	/* -- slow-path counters: any writer of this CPU, read by anyone -- */
+	_Alignas(RINGBUF__CACHELINE) _Atomic(uint64_t) overrun;
+	_Atomic(uint64_t) commit_overrun;
+	_Atomic(uint64_t) dropped_events;
+	_Atomic(uint64_t) disabled_events;
+	_Atomic(uint64_t) rejected_events;
+	_Atomic(uint64_t) nest_overflow;
+	_Atomic(uint64_t) discarded;
+	_Atomic(uint64_t) pages_touched;
+	_Atomic(uint64_t) pages_lost;
+
+	/* -- reader state: reader (under reader_lock) -- */
+	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) reader_page;
+	_Atomic(uintptr_t) reader_lock; /* 0 or the owning thread's token */
+	uint32_t head_hint;             /* where to start looking for the head */
+	uint32_t read;                  /* consumed bytes of the reader page's data[] */
+	uint64_t read_stamp;            /* running time stamp at `read` */
+	uint64_t last_overrun;          /* overrun seen at the last swap */
+	uint64_t last_drops;            /* drop total reported so far */
+	uint64_t lost_pending;          /* lost count for the next event returned */
+	_Atomic(uint64_t) read_events;
+	_Atomic(uint64_t) pages_read;
+	_Atomic(uint32_t) corrupt;      /* set once by RINGBUF__WARN */
+	uint32_t pad_;
+};
+
+struct ringbuf {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t byte_order; /* RINGBUF__BYTE_ORDER as the writer's CPU stores it */
+	uint32_t long_size;  /* sizeof(long): the data page commit field */
+	char clock_name[16];
+	uint64_t user_off, user_size;
+	uint32_t ncpu;
+	uint32_t nr_pages;  /* ring pages per CPU (the reader page is one more) */
+	uint32_t page_size;
+	uint32_t bsize;     /* data bytes per page: page_size - header */
+	uint32_t flags;     /* enum ringbuf_flags */
+	uint32_t ts_mode;
+	uint32_t max_event; /* largest payload */
+	uint32_t page_shift;/* log2(page_size) */
+	uint32_t owned;     /* 1: allocated by ringbuf_create */
+	uint32_t clock_kind;/* RINGBUF__CLK_*: how writers read the clock */
+	uint32_t tsc_shift; /* TSC clock, read time: ns = tsc_ns0 + ((ts - tsc0) * tsc_mult >> tsc_shift) */
+	uint64_t tsc_mult;
+	uint64_t tsc0, tsc_ns0;
+	uint64_t total_size;
+	uint64_t cpu_off;   /* offsets from the start of the block */
+	uint64_t bpage_off;
+	uint64_t data_off;
+	ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
+	void *clock_ctx;
+	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
+	uint64_t map_len;       /* owned == 2: length of the mapping to unmap */
+	uint64_t gen;           /* process-local: this creation/open, for per-thread state */
+	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
+	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
+	_Atomic(int) mode;
+	/* waiting: read by every writer (one load at the outermost commit),
+	 * written only when a reader starts or stops waiting */
+	_Atomic(uint32_t) waiters;  /* count << 2 | RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL */
+	_Atomic(uint32_t) wait_seq; /* the futex word: bumped by each wake */
+	_Atomic(uint32_t) wait_pages; /* watermark, in dirty pages (lowest waiter's) */
+	_Atomic(uint32_t) wait_kick;  /* bumped by ringbuf_wake_waiters() */
+	_Atomic(uint64_t) unmapped;   /* mapped-mode writes dropped: no buffer */
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+#define RINGBUF__BARRIER() atomic_signal_fence(memory_order_seq_cst)
+#if defined(__GNUC__) || defined(__clang__)
+#define RINGBUF__LIKELY(x) __builtin_expect(!!(x), 1)
+#define RINGBUF__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define RINGBUF__LIKELY(x) (x)
+#define RINGBUF__UNLIKELY(x) (x)
+#endif
+#define RINGBUF__LOAD(p) atomic_load_explicit((p), memory_order_relaxed)
+#define RINGBUF__STORE(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
+#define RINGBUF__ADD(p, v) ((void)atomic_fetch_add_explicit((p), (v), memory_order_relaxed))
+
+#ifdef RINGBUF_TESTING
+/* Test points: a test installs a hook that may run a nested writer (as a signal
+ * handler would) at any labelled step. Compiled out unless RINGBUF_TESTING. */
+enum ringbuf__tp {
+	RINGBUF__TP_A_TIME = 1,     /* A: tail, write index and stamps read, clock read */
+	RINGBUF__TP_B_BEFORE,       /* B: before_stamp written */
+	RINGBUF__TP_C_RESERVED,     /* C: reservation CAS succeeded */
+	RINGBUF__TP_D_WRITE_STAMP,  /* D: write_stamp written, event not filled yet */
+	RINGBUF__TP_CROSS_CLAIMED,  /* crossing: page end claimed, not yet padded */
+	RINGBUF__TP_CROSS_PADDED,   /* crossing: padding written, write not restored */
+	RINGBUF__TP_MOVE_TAIL,      /* move_tail entered */
+	RINGBUF__TP_H1_COUNTED,     /* push head: events of the head page counted */
+	RINGBUF__TP_H1_UPDATE,      /* push head: HEADER -> UPDATE done */
+	RINGBUF__TP_H2_NEW_HEAD,    /* push head: new HEADER set */
+	RINGBUF__TP_H3_DONE,        /* push head: UPDATE cleared */
+	RINGBUF__TP_U1_INTCNT,      /* tail update: count added to the next page */
+	RINGBUF__TP_U2_RESET,       /* tail update: next page write reset */
+	RINGBUF__TP_U3_MOVED,       /* tail update: tail page moved */
+	RINGBUF__TP_COMMIT_PAGE,    /* commit walk: one page committed */
+	RINGBUF__TP_COMMIT_END,     /* end_commit: before committing drops */
+	RINGBUF__TP_DISCARD_INVAL,  /* discard: before_stamp invalidated */
+	RINGBUF__TP_READER_S2,      /* reader swap: prepared, before the CAS */
+	RINGBUF__TP_COUNT
+};
+RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
+#define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
+#else
+#define RINGBUF__TESTPOINT(rb, cpu, pt) ((void)0)
+#endif
+
+/* -- owner-local read-modify-write ("local_t") --
+ * Writers of one CPU buffer are one thread and its signal handlers, so an RMW
+ * only has to be atomic with respect to an interrupt on the same thread. On
+ * x86-64 a single instruction without LOCK is (1.6 ns vs 6 ns for xadd, per
+ * the reference measurements). Elsewhere, and under ThreadSanitizer, the C11
+ * RMW is used. */
+#if defined(__x86_64__) && !defined(RINGBUF_PORTABLE) && !defined(__SANITIZE_THREAD__)
+#define RINGBUF__LOCAL_X86 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) && defined(RINGBUF__LOCAL_X86)
+#undef RINGBUF__LOCAL_X86 /* TSan cannot see inline assembly */
+#endif
+#endif
+
+RINGBUF__INLINE bool ringbuf__local_cas(_Atomic(unsigned long) *p, unsigned long old, unsigned long nv)
+{
+#ifdef RINGBUF__LOCAL_X86
+	unsigned long prev = old;
+	__asm__ __volatile__("cmpxchgq %2, %1"
+			     : "+a"(prev), "+m"(*(volatile unsigned long *)p)
+			     : "r"(nv)
+			     : "memory", "cc");
+	return prev == old;
+#else
+	return atomic_compare_exchange_strong_explicit(p, &old, nv, memory_order_relaxed,
+						       memory_order_relaxed);
+#endif
+}
+
+static inline unsigned long ringbuf__local_add_return(_Atomic(unsigned long) *p, unsigned long v)
+{
+#ifdef RINGBUF__LOCAL_X86
+	unsigned long r = v;
+	__asm__ __volatile__("xaddq %0, %1"
+			     : "+r"(r), "+m"(*(volatile unsigned long *)p)
+			     :
+			     : "memory", "cc");
+	return r + v;
+#else
+	return atomic_fetch_add_explicit(p, v, memory_order_relaxed) + v;
+#endif
+}
+
+static inline void ringbuf__local_sub(_Atomic(unsigned long) *p, unsigned long v)
+{
+	(void)ringbuf__local_add_return(p, (unsigned long)0 - v);
+}
+
+/* += 1 or -= 1 with one instruction, the result unused */
+RINGBUF__INLINE void ringbuf__local_inc(_Atomic(unsigned long) *p)
+{
+#ifdef RINGBUF__LOCAL_X86
+	__asm__ __volatile__("incq %0" : "+m"(*(volatile unsigned long *)p) : : "memory", "cc");
+#else
+	(void)atomic_fetch_add_explicit(p, 1, memory_order_relaxed);
+#endif
+}
+
+static inline void ringbuf__local_dec(_Atomic(unsigned long) *p)
+{
+#ifdef RINGBUF__LOCAL_X86
+	__asm__ __volatile__("decq %0" : "+m"(*(volatile unsigned long *)p) : : "memory", "cc");
+#else
+	(void)atomic_fetch_sub_explicit(p, 1, memory_order_relaxed);
+#endif
+}
+
+/* Owner-only counters and stamps: a nested writer's updates are balanced or
+ * land in its own depth slot, so a plain load + store cannot lose one (see
+ * >>design); relaxed atomics keep the accesses single and untorn. */
+#define RINGBUF__OWNER_INC(p) RINGBUF__STORE((p), RINGBUF__LOAD(p) + 1)
+
+/* ---- geometry ----------------------------------------------------------- */
+
+RINGBUF__INLINE struct ringbuf__cpu *ringbuf__cpu(const struct ringbuf *rb, unsigned cpu)
+{
+	return (struct ringbuf__cpu *)((char *)rb + rb->cpu_off) + cpu;
+}
+
+/* The same, for the writer's fast path: two loads from its own cache line. */
+RINGBUF__INLINE struct ringbuf__bpage *ringbuf__cbp(const struct ringbuf *rb, const struct ringbuf__cpu *c,
+						 uint32_t idx)
+{
+	return (struct ringbuf__bpage *)((char *)rb + c->bp_off) + idx;
+}
+RINGBUF__INLINE struct ringbuf__dpage *ringbuf__cdp(const struct ringbuf *rb, const struct ringbuf__cpu *c,
+						 uint32_t idx)
+{
+	return (struct ringbuf__dpage *)((char *)rb + c->dp_off + ((size_t)idx << rb->page_shift));
+}
+
+static inline struct ringbuf__bpage *ringbuf__bp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
+{
+	return (struct ringbuf__bpage *)((char *)rb + rb->bpage_off) +
+	       (size_t)cpu * (rb->nr_pages + 1) + idx;
+}
+
+static inline struct ringbuf__dpage *ringbuf__dp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
+{
+	return (struct ringbuf__dpage *)((char *)rb + rb->data_off +
+					 ((size_t)cpu * (rb->nr_pages + 1) + idx) * rb->page_size);
+}
+
+static inline uint32_t ringbuf__link_idx(unsigned long link)
+{
+	return (uint32_t)((link >> 2) & RINGBUF__IDX_MASK);
+}
+
+static inline unsigned long ringbuf__link_make(unsigned long tag_of, uint32_t idx, unsigned long flags)
+{
+	/* keep the tag of tag_of, bumped by one */
+	unsigned long tag = (tag_of >> RINGBUF__TAG_SHIFT) + 1;
+	return (tag << RINGBUF__TAG_SHIFT) | ((unsigned long)idx << 2) | flags;
+}
+
+static inline unsigned long ringbuf__load_link(const struct ringbuf__bpage *bp)
+{
+	return atomic_load_explicit(&((struct ringbuf__bpage *)bp)->next, memory_order_acquire);
+}
+
+/* [L] every link CAS is seq_cst: it orders the counters and reader_page stores
+ * made before it against the loads made after the matching link load. */
+static inline bool ringbuf__cas_link(struct ringbuf__bpage *bp, unsigned long old, unsigned long nv)
+{
+	return atomic_compare_exchange_strong_explicit(&bp->next, &old, nv, memory_order_seq_cst,
+						       memory_order_seq_cst);
+}
+
+static inline uint32_t ringbuf__next_idx(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
+{
+	return ringbuf__link_idx(ringbuf__load_link(ringbuf__bp(rb, cpu, idx)));
+}
+
+/* Event length for a payload of len bytes (kernel rb_calculate_event_length). */
+RINGBUF__INLINE uint32_t ringbuf__event_length(const struct ringbuf *rb, size_t len)
+{
+	size_t l = len ? len : 1;
+	if (rb->flags & RINGBUF_F_ALIGN8) {
+		l = (l + 8 + 7) & ~(size_t)7; /* header + array[0] + payload, 8-aligned */
+		return (uint32_t)l;
+	}
+	if (l > RINGBUF__MAX_SMALL_DATA)
+		l += 4;
+	l = (l + 4 + 3) & ~(size_t)3;
+	if (l == 12) /* room for a TIME_EXTEND plus padding if discarded */
+		l = 16;
+	return (uint32_t)l;
+}
+
+/* Write a data event header for an event of total length evlen. Returns the payload. */
+RINGBUF__INLINE unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsigned char *p,
+						uint32_t evlen, uint32_t delta)
+{
+	uint32_t body = evlen - 4;
+	if (!(rb->flags & RINGBUF_F_ALIGN8) && body <= RINGBUF__MAX_SMALL_DATA) {
+		uint32_t w = (body / 4) | (delta << 5);
+		memcpy(p, &w, 4);
+		return p + 4;
+	}
+	uint32_t w = delta << 5; /* type_len 0 */
+	memcpy(p, &w, 4);
+	memcpy(p + 4, &body, 4); /* array[0] = length after the header, itself included */
+	return p + 8;
+}
+
+static inline void ringbuf__put_stamp(unsigned char *p, uint32_t type, uint64_t v)
+{
+	uint32_t w0 = type | (uint32_t)((v & RINGBUF__TS_MASK) << 5);
+	uint32_t w1 = (uint32_t)(v >> RINGBUF__TS_SHIFT);
+	memcpy(p, &w0, 4);
+	memcpy(p + 4, &w1, 4);
+}
+
+static inline void ringbuf__put_padding(unsigned char *p, uint32_t len, uint32_t delta)
+{
+	uint32_t w = RINGBUF__TYPE_PADDING | (delta << 5);
+	memcpy(p, &w, 4);
+	if (len >= 8) {
+		uint32_t body = len - 4;
+		memcpy(p + 4, &body, 4);
+	}
+}
+
+/* ---- clocks --------------------------------------------------------------
+ * The writer reads the clock inline: the default clock is one direct call
+ * (clock_gettime(CLOCK_MONOTONIC), a vDSO call on Linux), the TSC clock is the
+ * rdtsc instruction (raw cycles in the pages, converted to ns by the readers
+ * with the ratio calibrated at creation), a user clock is called through its
+ * pointer. */
+enum { RINGBUF__CLK_MONO = 0, RINGBUF__CLK_TSC = 1, RINGBUF__CLK_USER = 2 };
+RINGBUF_API uint64_t ringbuf__clock_mono(void);
+
+RINGBUF__INLINE uint64_t ringbuf__rdtsc(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+#else
+	return ringbuf__clock_mono();
+#endif
+}
+
+RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
+{
+	if (rb->clock_kind == RINGBUF__CLK_TSC)
+		return ringbuf__rdtsc();
+	if (RINGBUF__LIKELY(rb->clock_kind == RINGBUF__CLK_MONO))
+		return ringbuf__clock_mono();
+	return rb->clock(rb->clock_ctx);
+}
+
+#define RINGBUF__WAIT_DATA 1u
+#define RINGBUF__WAIT_FULL 2u
+#define RINGBUF__NO_TS UINT64_MAX
+
+/* Describe the reservation about to be tried in the slot of its depth. The
+ * slot is written with len 0 (ignored by recovery), then checked against the
+ * page: a writer that nested since our loads of A reserved there, our CAS will
+ * fail, and a slot naming its bytes must not survive a kill (recovery would
+ * pad a complete event); only then is len set. A writer nesting after that
+ * point and reserving here clears it (ringbuf__slot_reserved). What remains is
+ * a window of one store: a handler between the check and the store, then a
+ * kill before the CAS. Returns false: retry from A. */
+RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
+					 struct ringbuf__bpage *tb, unsigned long wfull, uint32_t total,
+					 uint32_t event)
+{
+	struct ringbuf__slot *s = &c->slots[depth - 1];
+	s->len = 0;
+	RINGBUF__BARRIER();
+	s->page = t;
+	s->off = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
+	s->event = event;
+	RINGBUF__BARRIER();
+	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull))
+		return false;
+	s->len = total;
+	RINGBUF__BARRIER();
+	return true;
+}
+
+RINGBUF__INLINE bool ringbuf__disabled(const struct ringbuf *rb, struct ringbuf__cpu *c)
+{
+	return (atomic_load_explicit(&((struct ringbuf *)rb)->record_disabled, memory_order_relaxed) |
+		RINGBUF__LOAD(&c->disabled)) != 0;
+}
+
+
+/* ---- the write path's common case -------------------------------------- */
+
+/* Out of line (>>writer): everything the inline code below leaves. */
+RINGBUF_API void *ringbuf__reserve_slow(struct ringbuf *rb, unsigned cpu, size_t len);
+RINGBUF_API void *ringbuf__reserve_refused(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c);
+RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					uint32_t evlen, uint32_t depth, uint64_t first_ts);
+RINGBUF_API void ringbuf__commit_slow(struct ringbuf *rb, unsigned cpu, void *data);
+RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c);
+
+/* The common case of A-D for the outermost writer: same page, delta fits,
+ * stamps consistent. Anything else, or a nested writer that moved things
+ * between our loads and the CAS, goes to the full loop, which starts over. */
+RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					  uint32_t evlen)
+{
+	uint32_t t = RINGBUF__LOAD(&c->tail_page), w;
+	struct ringbuf__bpage *tb = ringbuf__cbp(rb, c, t);
+	unsigned long wfull = RINGBUF__LOAD(&tb->write);
+	uint64_t before, after, ts, delta;
+	w = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
+	RINGBUF__BARRIER();
+	before = RINGBUF__LOAD(&c->before_stamp);
+	after = RINGBUF__LOAD(&c->write_stamp);
+	RINGBUF__BARRIER();
+	if (RINGBUF__UNLIKELY(w == 0 || before != after || w + evlen > rb->bsize ||
+			      rb->ts_mode != RINGBUF_TS_DELTA))
+		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	ts = ringbuf__clock(rb);
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_A_TIME);
+	delta = ts - after;
+	if (RINGBUF__UNLIKELY(ts < after || delta > RINGBUF__TS_MASK))
+		/* rare (an idle gap of 134 ms, a clock going back): the full
+		 * loop reads the clock again after its own loads; reusing ts
+		 * would be wrong if a writer nested here */
+		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	if (RINGBUF__UNLIKELY(!ringbuf__slot_publish(c, 1, t, tb, wfull, evlen, w)))
+		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	RINGBUF__STORE(&c->before_stamp, ts); /* B */
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_B_BEFORE);
+	if (RINGBUF__UNLIKELY(!ringbuf__local_cas(&tb->write, wfull, wfull + evlen))) /* C */
+		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	ringbuf__local_inc(&tb->entries);
+	/* a nested writer that took this place and rolled back cleared it */
+	c->slots[0].len = evlen;
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_C_RESERVED);
+	RINGBUF__STORE(&c->write_stamp, ts); /* D */
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_D_WRITE_STAMP);
+	return ringbuf__put_event(rb, ringbuf__cdp(rb, c, t)->data + w, evlen, (uint32_t)delta);
+}
+
+
+/* ringbuf_reserve for the outermost writer of an explicit CPU index: enter
+ * (committing = 1), then A-D on the tail page. Nested writers, mapped writer
+ * contexts, bad arguments and RINGBUF_DEBUG builds take ringbuf__reserve_slow,
+ * which runs the same entry and ringbuf__reserve_fast for depth 1. */
+RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, size_t len)
+{
+#ifdef RINGBUF_DEBUG
+	return ringbuf__reserve_slow(rb, cpu, len);
+#else
+	struct ringbuf__cpu *c;
+	void *ev;
+	/* len - 1 wraps for 0: one compare for 1 <= len <= max_event */
+	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || len - 1 >= (size_t)rb->max_event))
+		return ringbuf__reserve_slow(rb, cpu, len);
+	c = ringbuf__cpu(rb, cpu);
+	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->committing) != 0))
+		return ringbuf__reserve_slow(rb, cpu, len); /* nested */
+	/* No reservation at depth 1 yet: the slot may still describe the last
+	 * event; recovery after a kill must not take it for one in flight. */
+	c->slots[0].len = 0;
+	RINGBUF__BARRIER();
+	/* a lower bound for ringbuf_consume_merged */
+	RINGBUF__STORE(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp));
+	/* Enter before checking the disable flags: reset_cpu disables, then
+	 * (membarrier) waits for committing to drop to 0. */
+	RINGBUF__STORE(&c->committing, 1);
+	RINGBUF__OWNER_INC(&c->commits);
+	RINGBUF__BARRIER();
+	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c)))
+		return ringbuf__reserve_refused(rb, cpu, c);
+	ev = ringbuf__reserve_fast(rb, cpu, c, ringbuf__event_length(rb, len));
+	if (RINGBUF__UNLIKELY(!ev))
+		ringbuf__end_commit(rb, cpu, c);
+	return ev;
+#endif
+}
+
+/* The common case of ringbuf__set_commit_to_write for the outermost writer,
+ * its event counted: commit and tail on one page, nobody nested meanwhile, no
+ * reader waiting. Returns false when the general walk (ringbuf__end_commit)
+ * must finish the commit, with committing still 1. */
+RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
+{
+	uint64_t n = RINGBUF__LOAD(&c->commits);
+	uint32_t tp = RINGBUF__LOAD(&c->tail_page);
+	struct ringbuf__bpage *tb;
+	unsigned long w;
+	(void)cpu;
+	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->commit_page) != tp))
+		return false;
+	tb = ringbuf__cbp(rb, c, tp);
+	w = RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK;
+	/* [W-commit] release: the event bytes before the commit */
+	atomic_store_explicit(&ringbuf__cdp(rb, c, tp)->commit, (long)w, memory_order_release);
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_END);
+	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->tail_page) != tp ||
+			      (RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK) != w))
+		return false;
+	/* release: pairs with ringbuf_reset_cpu's acquire */
+	atomic_store_explicit(&c->committing, 0, memory_order_release);
+	RINGBUF__BARRIER();
+	if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
+			    !(atomic_load_explicit(&rb->waiters, memory_order_relaxed) &
+			      (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL))))
+		return true;
+	/* a writer started after our check, or a reader waits: the general path
+	 * (committing back to 1) */
+	RINGBUF__STORE(&c->committing, 1);
+	RINGBUF__BARRIER();
+	return false;
+}
+
+/* ringbuf_commit for the outermost writer of an explicit CPU index. */
+RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, void *data)
+{
+#ifdef RINGBUF_DEBUG
+	ringbuf__commit_slow(rb, cpu, data);
+#else
+	struct ringbuf__cpu *c;
+	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || !data)) {
+		ringbuf__commit_slow(rb, cpu, data);
+		return;
+	}
+	c = ringbuf__cpu(rb, cpu);
+	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->committing) != 1)) {
+		ringbuf__commit_slow(rb, cpu, data);
+		return;
+	}
+	/* the event is complete: recovery commits it rather than pad it */
+	c->slots[0].len = 0;
+	RINGBUF__BARRIER();
+	RINGBUF__OWNER_INC(&c->entries_d[0]);
+	RINGBUF__BARRIER();
+	if (RINGBUF__LIKELY(ringbuf__commit_fast(rb, cpu, c)))
+		return;
+	ringbuf__end_commit(rb, cpu, c);
+#endif
+}
+
+/* Callers get the inline versions; (ringbuf_reserve)(...) and the address of
+ * the function still name the out-of-line ones. */
+#ifndef RINGBUF_NO_INLINE
+#define ringbuf_reserve(rb, cpu, len) ringbuf__reserve_inline((rb), (cpu), (len))
+#define ringbuf_commit(rb, cpu, data) ringbuf__commit_inline((rb), (cpu), (data))
+#endif
+#endif /* RINGBUF__INLINE_INCLUDED */
 
 #ifdef __cplusplus
 }
@@ -631,191 +1283,8 @@ extern int clock_gettime(int, struct timespec *);
  * slots still set, commits the rest, finishes cut head pushes and page moves.
  */
 
-/* ---- constants ---------------------------------------------------------- */
-
-#define RINGBUF__MAGIC 0x52425546u /* "RBUF" */
-#define RINGBUF__BYTE_ORDER 0x01020304u
-#define RINGBUF__LAYOUT_VERSION 1u
-
-#define RINGBUF__TYPE_PADDING 29u
-#define RINGBUF__TYPE_TIME_EXTEND 30u
-#define RINGBUF__TYPE_TIME_STAMP 31u
-#define RINGBUF__TYPE_DATA_MAX 28u
-#define RINGBUF__TS_SHIFT 27
-#define RINGBUF__TS_MASK ((1ull << RINGBUF__TS_SHIFT) - 1)
-#define RINGBUF__TS_BITS 59
-#define RINGBUF__TS_VALUE_MASK ((1ull << RINGBUF__TS_BITS) - 1)
-#define RINGBUF__MAX_SMALL_DATA 112u /* 28 * 4 */
-#define RINGBUF__STAMP_LEN 8u
-
-#define RINGBUF__COMMIT_MASK ((1ul << 27) - 1)
-#define RINGBUF__MISSED_EVENTS (1ul << 31)
-#define RINGBUF__MISSED_STORED (1ul << 30)
-
-/* bpage.write: low bits index, above them the update count (kernel RB_WRITE_MASK). */
-#define RINGBUF__WRITE_BITS 21
-#define RINGBUF__WRITE_MASK ((1ul << RINGBUF__WRITE_BITS) - 1)
-#define RINGBUF__WRITE_INTCNT (1ul << RINGBUF__WRITE_BITS)
-
-/* Links. */
-#define RINGBUF__F_HEADER 1ul
-#define RINGBUF__F_UPDATE 2ul
-#define RINGBUF__F_MASK 3ul
-#define RINGBUF__IDX_BITS (sizeof(unsigned long) >= 8 ? 30 : 20)
-#define RINGBUF__IDX_MASK ((1ul << RINGBUF__IDX_BITS) - 1)
-#define RINGBUF__TAG_SHIFT (2 + RINGBUF__IDX_BITS)
-#define RINGBUF__TAG_ONE (1ul << RINGBUF__TAG_SHIFT)
-
-#define RINGBUF__OFF_BIT (1u << 20) /* record_off sticky bit (kernel RB_BUFFER_OFF) */
-#define RINGBUF__STAMP_INVALID UINT64_MAX
-#define RINGBUF__MAX_LOOPS 1000
-#define RINGBUF__CACHELINE 64
-#define RINGBUF__MIN_PAGE 64u
-#define RINGBUF__MAX_PAGE (1u << 20)
-
-/* ---- layouts ------------------------------------------------------------ */
-
-/* The kernel's struct buffer_data_page. */
-struct ringbuf__dpage {
-	_Atomic(uint64_t) time_stamp;
-	_Atomic(long) commit;
-	unsigned char data[];
-};
-#define RINGBUF__HDR_SIZE (offsetof(struct ringbuf__dpage, data))
-
-/* The kernel's struct buffer_page, reduced to what this design needs. */
-struct ringbuf__bpage {
-	_Atomic(unsigned long) next;  /* link: tag | index << 2 | flags */
-	_Atomic(unsigned long) write; /* reserve index (low bits) | update count */
-	_Atomic(uint64_t) drops;      /* CPU drop total when the tail entered the page */
-	uint32_t prev;                /* index of the previous page; reader-owned */
-	uint32_t pad_;
-};
-
-/* A reservation in flight, per nesting depth (owner only). */
-struct ringbuf__slot {
-	uint32_t page;  /* page index */
-	uint32_t off;   /* offset of the reservation in data[] (extend/stamp included) */
-	uint32_t len;   /* total bytes reserved */
-	uint32_t event; /* offset of the data event's header */
-};
-
-struct ringbuf__cpu {
-	/* -- writer state: owner only (plus readers of statistics) -- */
-	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) tail_page;
-	_Atomic(uint32_t) commit_page;
-	uint64_t bp_off;              /* this CPU's page descriptors, from the block start */
-	uint64_t dp_off;              /* this CPU's data pages, from the block start */
-	_Atomic(uint32_t) committing; /* nesting depth of writers in flight */
-	_Atomic(uint32_t) disabled;   /* per-CPU disable counter (control writes, owner reads) */
-	/* mapped modes: 0 free, else tid | RINGBUF__OWN_PERSIST (a thread's claim);
-	 * CAS acquire by the taker, store release by the owner */
-	_Atomic(uint32_t) owner;
-	uint32_t dbg_owner;           /* RINGBUF_DEBUG: thread of the outermost writer */
-	_Atomic(uint64_t) commits;    /* writers started, for ringbuf__end_commit */
-	_Atomic(uint64_t) inflight_ts;/* set by the outermost writer as it enters: no event
-				       * it (or a writer nested in it) commits is older */
-	_Atomic(uint64_t) before_stamp;
-	_Atomic(uint64_t) write_stamp;
-	_Atomic(uint64_t) entries_d[RINGBUF_MAX_NEST]; /* committed events by depth */
-	struct ringbuf__slot slots[RINGBUF_MAX_NEST];
-
-	/* -- slow-path counters: any writer of this CPU, read by anyone -- */
-	_Alignas(RINGBUF__CACHELINE) _Atomic(uint64_t) overrun;
-	_Atomic(uint64_t) commit_overrun;
-	_Atomic(uint64_t) dropped_events;
-	_Atomic(uint64_t) disabled_events;
-	_Atomic(uint64_t) rejected_events;
-	_Atomic(uint64_t) nest_overflow;
-	_Atomic(uint64_t) discarded;
-	_Atomic(uint64_t) pages_touched;
-	_Atomic(uint64_t) pages_lost;
-
-	/* -- reader state: reader (under reader_lock) -- */
-	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) reader_page;
-	_Atomic(uintptr_t) reader_lock; /* 0 or the owning thread's token */
-	uint32_t head_hint;             /* where to start looking for the head */
-	uint32_t read;                  /* consumed bytes of the reader page's data[] */
-	uint64_t read_stamp;            /* running time stamp at `read` */
-	uint64_t last_overrun;          /* overrun seen at the last swap */
-	uint64_t last_drops;            /* drop total reported so far */
-	uint64_t lost_pending;          /* lost count for the next event returned */
-	_Atomic(uint64_t) read_events;
-	_Atomic(uint64_t) pages_read;
-	_Atomic(uint32_t) corrupt;      /* set once by RINGBUF__WARN */
-	uint32_t pad_;
-};
-
-struct ringbuf {
-	uint32_t magic;
-	uint32_t version;
-	uint32_t byte_order; /* RINGBUF__BYTE_ORDER as the writer's CPU stores it */
-	uint32_t long_size;  /* sizeof(long): the data page commit field */
-	char clock_name[16];
-	uint64_t user_off, user_size;
-	uint32_t ncpu;
-	uint32_t nr_pages;  /* ring pages per CPU (the reader page is one more) */
-	uint32_t page_size;
-	uint32_t bsize;     /* data bytes per page: page_size - header */
-	uint32_t flags;     /* enum ringbuf_flags */
-	uint32_t ts_mode;
-	uint32_t max_event; /* largest payload */
-	uint32_t page_shift;/* log2(page_size) */
-	uint32_t owned;     /* 1: allocated by ringbuf_create */
-	uint64_t total_size;
-	uint64_t cpu_off;   /* offsets from the start of the block */
-	uint64_t bpage_off;
-	uint64_t data_off;
-	ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
-	void *clock_ctx;
-	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
-	uint64_t map_len;       /* owned == 2: length of the mapping to unmap */
-	uint64_t gen;           /* process-local: this creation/open, for per-thread state */
-	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
-	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
-	_Atomic(int) mode;
-	/* waiting: read by every writer (one load at the outermost commit),
-	 * written only when a reader starts or stops waiting */
-	_Atomic(uint32_t) waiters;  /* count << 2 | RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL */
-	_Atomic(uint32_t) wait_seq; /* the futex word: bumped by each wake */
-	_Atomic(uint32_t) wait_pages; /* watermark, in dirty pages (lowest waiter's) */
-	_Atomic(uint32_t) wait_kick;  /* bumped by ringbuf_wake_waiters() */
-	_Atomic(uint64_t) unmapped;   /* mapped-mode writes dropped: no buffer */
-};
-
-/* ---- small helpers ------------------------------------------------------ */
-
-#define RINGBUF__BARRIER() atomic_signal_fence(memory_order_seq_cst)
-#define RINGBUF__LIKELY(x) __builtin_expect(!!(x), 1)
-#define RINGBUF__UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define RINGBUF__LOAD(p) atomic_load_explicit((p), memory_order_relaxed)
-#define RINGBUF__STORE(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
-#define RINGBUF__ADD(p, v) ((void)atomic_fetch_add_explicit((p), (v), memory_order_relaxed))
-
+/* The constants, layouts and small helpers are in >>inline (header part). */
 #ifdef RINGBUF_TESTING
-/* Test points: a test installs a hook that may run a nested writer (as a signal
- * handler would) at any labelled step. Compiled out unless RINGBUF_TESTING. */
-enum ringbuf__tp {
-	RINGBUF__TP_A_TIME = 1,     /* A: tail, write index and stamps read, clock read */
-	RINGBUF__TP_B_BEFORE,       /* B: before_stamp written */
-	RINGBUF__TP_C_RESERVED,     /* C: reservation CAS succeeded */
-	RINGBUF__TP_D_WRITE_STAMP,  /* D: write_stamp written, event not filled yet */
-	RINGBUF__TP_CROSS_CLAIMED,  /* crossing: page end claimed, not yet padded */
-	RINGBUF__TP_CROSS_PADDED,   /* crossing: padding written, write not restored */
-	RINGBUF__TP_MOVE_TAIL,      /* move_tail entered */
-	RINGBUF__TP_H1_COUNTED,     /* push head: events of the head page counted */
-	RINGBUF__TP_H1_UPDATE,      /* push head: HEADER -> UPDATE done */
-	RINGBUF__TP_H2_NEW_HEAD,    /* push head: new HEADER set */
-	RINGBUF__TP_H3_DONE,        /* push head: UPDATE cleared */
-	RINGBUF__TP_U1_INTCNT,      /* tail update: count added to the next page */
-	RINGBUF__TP_U2_RESET,       /* tail update: next page write reset */
-	RINGBUF__TP_U3_MOVED,       /* tail update: tail page moved */
-	RINGBUF__TP_COMMIT_PAGE,    /* commit walk: one page committed */
-	RINGBUF__TP_COMMIT_END,     /* end_commit: before committing drops */
-	RINGBUF__TP_DISCARD_INVAL,  /* discard: before_stamp invalidated */
-	RINGBUF__TP_READER_S2,      /* reader swap: prepared, before the CAS */
-	RINGBUF__TP_COUNT
-};
 typedef void (*ringbuf__tp_fn)(struct ringbuf *rb, unsigned cpu, int point, void *ctx);
 static ringbuf__tp_fn ringbuf__tp_hook;
 static void *ringbuf__tp_ctx;
@@ -824,68 +1293,12 @@ RINGBUF_API void ringbuf__set_testpoint_hook(ringbuf__tp_fn fn, void *ctx)
 	ringbuf__tp_ctx = ctx;
 	ringbuf__tp_hook = fn;
 }
-#define RINGBUF__TESTPOINT(rb, cpu, pt)                                  \
-	do {                                                             \
-		if (ringbuf__tp_hook)                                    \
-			ringbuf__tp_hook((rb), (cpu), (pt), ringbuf__tp_ctx); \
-	} while (0)
-#else
-#define RINGBUF__TESTPOINT(rb, cpu, pt) ((void)0)
-#endif
-
-/* -- owner-local read-modify-write ("local_t") --
- * Writers of one CPU buffer are one thread and its signal handlers, so an RMW
- * only has to be atomic with respect to an interrupt on the same thread. On
- * x86-64 a single instruction without LOCK is (1.6 ns vs 6 ns for xadd, per
- * the reference measurements). Elsewhere, and under ThreadSanitizer, the C11
- * RMW is used. */
-#if defined(__x86_64__) && !defined(RINGBUF_PORTABLE) && !defined(__SANITIZE_THREAD__)
-#define RINGBUF__LOCAL_X86 1
-#endif
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer) && defined(RINGBUF__LOCAL_X86)
-#undef RINGBUF__LOCAL_X86 /* TSan cannot see inline assembly */
-#endif
-#endif
-
-static inline bool ringbuf__local_cas(_Atomic(unsigned long) *p, unsigned long old, unsigned long nv)
+RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point)
 {
-#ifdef RINGBUF__LOCAL_X86
-	unsigned long prev = old;
-	__asm__ __volatile__("cmpxchgq %2, %1"
-			     : "+a"(prev), "+m"(*(volatile unsigned long *)p)
-			     : "r"(nv)
-			     : "memory", "cc");
-	return prev == old;
-#else
-	return atomic_compare_exchange_strong_explicit(p, &old, nv, memory_order_relaxed,
-						       memory_order_relaxed);
+	if (ringbuf__tp_hook)
+		ringbuf__tp_hook(rb, cpu, point, ringbuf__tp_ctx);
+}
 #endif
-}
-
-static inline unsigned long ringbuf__local_add_return(_Atomic(unsigned long) *p, unsigned long v)
-{
-#ifdef RINGBUF__LOCAL_X86
-	unsigned long r = v;
-	__asm__ __volatile__("xaddq %0, %1"
-			     : "+r"(r), "+m"(*(volatile unsigned long *)p)
-			     :
-			     : "memory", "cc");
-	return r + v;
-#else
-	return atomic_fetch_add_explicit(p, v, memory_order_relaxed) + v;
-#endif
-}
-
-static inline void ringbuf__local_sub(_Atomic(unsigned long) *p, unsigned long v)
-{
-	(void)ringbuf__local_add_return(p, (unsigned long)0 - v);
-}
-
-/* Owner-only counters and stamps: a nested writer's updates are balanced or
- * land in its own depth slot, so a plain load + store cannot lose one (see
- * >>design); relaxed atomics keep the accesses single and untorn. */
-#define RINGBUF__OWNER_INC(p) RINGBUF__STORE((p), RINGBUF__LOAD(p) + 1)
 
 /* -- warnings -- */
 static _Atomic(ringbuf_warn_fn) ringbuf__warn_fn;
@@ -904,117 +1317,6 @@ static void ringbuf__report(const char *what, unsigned cpu)
 		fn(what, cpu, atomic_load_explicit(&ringbuf__warn_ctx, memory_order_relaxed));
 }
 
-/* ---- geometry ----------------------------------------------------------- */
-
-static inline struct ringbuf__cpu *ringbuf__cpu(const struct ringbuf *rb, unsigned cpu)
-{
-	return (struct ringbuf__cpu *)((char *)rb + rb->cpu_off) + cpu;
-}
-
-/* The same, for the writer's fast path: two loads from its own cache line. */
-static inline struct ringbuf__bpage *ringbuf__cbp(const struct ringbuf *rb, const struct ringbuf__cpu *c,
-						 uint32_t idx)
-{
-	return (struct ringbuf__bpage *)((char *)rb + c->bp_off) + idx;
-}
-static inline struct ringbuf__dpage *ringbuf__cdp(const struct ringbuf *rb, const struct ringbuf__cpu *c,
-						 uint32_t idx)
-{
-	return (struct ringbuf__dpage *)((char *)rb + c->dp_off + ((size_t)idx << rb->page_shift));
-}
-
-static inline struct ringbuf__bpage *ringbuf__bp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
-{
-	return (struct ringbuf__bpage *)((char *)rb + rb->bpage_off) +
-	       (size_t)cpu * (rb->nr_pages + 1) + idx;
-}
-
-static inline struct ringbuf__dpage *ringbuf__dp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
-{
-	return (struct ringbuf__dpage *)((char *)rb + rb->data_off +
-					 ((size_t)cpu * (rb->nr_pages + 1) + idx) * rb->page_size);
-}
-
-static inline uint32_t ringbuf__link_idx(unsigned long link)
-{
-	return (uint32_t)((link >> 2) & RINGBUF__IDX_MASK);
-}
-
-static inline unsigned long ringbuf__link_make(unsigned long tag_of, uint32_t idx, unsigned long flags)
-{
-	/* keep the tag of tag_of, bumped by one */
-	unsigned long tag = (tag_of >> RINGBUF__TAG_SHIFT) + 1;
-	return (tag << RINGBUF__TAG_SHIFT) | ((unsigned long)idx << 2) | flags;
-}
-
-static inline unsigned long ringbuf__load_link(const struct ringbuf__bpage *bp)
-{
-	return atomic_load_explicit(&((struct ringbuf__bpage *)bp)->next, memory_order_acquire);
-}
-
-/* [L] every link CAS is seq_cst: it orders the counters and reader_page stores
- * made before it against the loads made after the matching link load. */
-static inline bool ringbuf__cas_link(struct ringbuf__bpage *bp, unsigned long old, unsigned long nv)
-{
-	return atomic_compare_exchange_strong_explicit(&bp->next, &old, nv, memory_order_seq_cst,
-						       memory_order_seq_cst);
-}
-
-static inline uint32_t ringbuf__next_idx(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
-{
-	return ringbuf__link_idx(ringbuf__load_link(ringbuf__bp(rb, cpu, idx)));
-}
-
-/* Event length for a payload of len bytes (kernel rb_calculate_event_length). */
-static inline uint32_t ringbuf__event_length(const struct ringbuf *rb, size_t len)
-{
-	size_t l = len ? len : 1;
-	if (rb->flags & RINGBUF_F_ALIGN8) {
-		l = (l + 8 + 7) & ~(size_t)7; /* header + array[0] + payload, 8-aligned */
-		return (uint32_t)l;
-	}
-	if (l > RINGBUF__MAX_SMALL_DATA)
-		l += 4;
-	l = (l + 4 + 3) & ~(size_t)3;
-	if (l == 12) /* room for a TIME_EXTEND plus padding if discarded */
-		l = 16;
-	return (uint32_t)l;
-}
-
-/* Write a data event header for an event of total length evlen. Returns the payload. */
-static inline unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsigned char *p,
-						uint32_t evlen, uint32_t delta)
-{
-	uint32_t body = evlen - 4;
-	if (!(rb->flags & RINGBUF_F_ALIGN8) && body <= RINGBUF__MAX_SMALL_DATA) {
-		uint32_t w = (body / 4) | (delta << 5);
-		memcpy(p, &w, 4);
-		return p + 4;
-	}
-	uint32_t w = delta << 5; /* type_len 0 */
-	memcpy(p, &w, 4);
-	memcpy(p + 4, &body, 4); /* array[0] = length after the header, itself included */
-	return p + 8;
-}
-
-static inline void ringbuf__put_stamp(unsigned char *p, uint32_t type, uint64_t v)
-{
-	uint32_t w0 = type | (uint32_t)((v & RINGBUF__TS_MASK) << 5);
-	uint32_t w1 = (uint32_t)(v >> RINGBUF__TS_SHIFT);
-	memcpy(p, &w0, 4);
-	memcpy(p + 4, &w1, 4);
-}
-
-static inline void ringbuf__put_padding(unsigned char *p, uint32_t len, uint32_t delta)
-{
-	uint32_t w = RINGBUF__TYPE_PADDING | (delta << 5);
-	memcpy(p, &w, 4);
-	if (len >= 8) {
-		uint32_t body = len - 4;
-		memcpy(p + 4, &body, 4);
-	}
-}
-
 static inline void ringbuf__yield(void)
 {
 #ifdef RINGBUF__HAVE_THRD_YIELD
@@ -1026,10 +1328,6 @@ static inline void ringbuf__yield(void)
 
 static uint64_t ringbuf__default_clock(void *ctx);
 
-static inline uint64_t ringbuf__clock(const struct ringbuf *rb)
-{
-	return rb->clock(rb->clock_ctx);
-}
 
 /* ==== page parsing (shared by every reader; validates everything) ======= */
 
@@ -1167,12 +1465,14 @@ static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 	struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, n);
 	uint32_t tp = t;
-	unsigned long old;
+	unsigned long old, olde;
 	uint64_t drops, seen;
 
-	/* U1: make N.write unique, so the reset below cannot undo a nested
-	 * writer's reservation on N. */
+	/* U1: make N.write and N.entries unique, so the resets below cannot undo
+	 * a nested writer's reservation on N. (A writer nesting between the two
+	 * adds moves the tail itself: we stop at the tail check.) */
 	old = ringbuf__local_add_return(&nb->write, RINGBUF__WRITE_INTCNT);
+	olde = ringbuf__local_add_return(&nb->entries, RINGBUF__WRITE_INTCNT);
 	/* release: the new count is visible before any byte we write on N;
 	 * pairs with the acquire fence of the iterator's copy (seqlock) */
 	atomic_thread_fence(memory_order_release);
@@ -1196,6 +1496,7 @@ static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t
 	/* U2: reset the index, keeping the count bits; fails if a nested writer
 	 * moved in and reserved meanwhile. */
 	(void)ringbuf__local_cas(&nb->write, old, old & ~RINGBUF__WRITE_MASK);
+	(void)ringbuf__local_cas(&nb->entries, olde, olde & ~RINGBUF__WRITE_MASK);
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_U2_RESET);
 
@@ -1255,7 +1556,7 @@ static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, unsi
 		 * N.next is read before the claim too: until then the reader cannot
 		 * change it (it swaps only the head, N), so it is the value H2
 		 * must find, tag and all. */
-		uint64_t lost = ringbuf__count_events(rb, ringbuf__dp(rb, cpu, n));
+		uint64_t lost = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, n)->entries) & RINGBUF__WRITE_MASK;
 		unsigned long v0 = ringbuf__load_link(ringbuf__bp(rb, cpu, n));
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_COUNTED);
 		upd = ringbuf__link_make(link, n, RINGBUF__F_UPDATE);
@@ -1355,32 +1656,6 @@ static void ringbuf__pad_tail(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
 	ringbuf__local_sub(&tb->write, (unsigned long)(w + len - end));
 }
 
-/* Describe the reservation about to be tried in the slot of its depth. The
- * slot is written with len 0 (ignored by recovery), then checked against the
- * page: a writer that nested since our loads of A reserved there, our CAS will
- * fail, and a slot naming its bytes must not survive a kill (recovery would
- * pad a complete event); only then is len set. A writer nesting after that
- * point and reserving here clears it (ringbuf__slot_reserved). What remains is
- * a window of one store: a handler between the check and the store, then a
- * kill before the CAS. Returns false: retry from A. */
-static inline bool ringbuf__slot_publish(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
-					 struct ringbuf__bpage *tb, unsigned long wfull, uint32_t total,
-					 uint32_t event)
-{
-	struct ringbuf__slot *s = &c->slots[depth - 1];
-	s->len = 0;
-	RINGBUF__BARRIER();
-	s->page = t;
-	s->off = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
-	s->event = event;
-	RINGBUF__BARRIER();
-	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull))
-		return false;
-	s->len = total;
-	RINGBUF__BARRIER();
-	return true;
-}
-
 /* After a successful reservation CAS at (t, w): an interrupted writer whose
  * slot claims the same place had written it before its own CAS, which will now
  * fail: its slot no longer describes bytes in flight, so crash recovery must
@@ -1399,9 +1674,8 @@ static inline void ringbuf__slot_reserved(struct ringbuf__cpu *c, uint32_t depth
 }
 
 /* Reserve an event of evlen bytes (A-D). Returns the payload or NULL (counted). */
-#define RINGBUF__NO_TS UINT64_MAX
-static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
-				   uint32_t evlen, uint32_t depth, uint64_t first_ts)
+RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					uint32_t evlen, uint32_t depth, uint64_t first_ts)
 {
 	const uint32_t bsize = rb->bsize;
 	const bool abs_mode = rb->ts_mode == RINGBUF_TS_ABSOLUTE;
@@ -1477,6 +1751,7 @@ static void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct ring
 		}
 		if (!ringbuf__local_cas(&tb->write, wfull, wfull + total))
 			continue;
+		ringbuf__local_inc(&tb->entries);
 		ringbuf__slot_reserved(c, depth, t, w, total);
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_C_RESERVED);
 
@@ -1543,8 +1818,6 @@ static void ringbuf__set_commit_to_write(struct ringbuf *rb, unsigned cpu, struc
 	}
 }
 
-#define RINGBUF__WAIT_DATA 1u
-#define RINGBUF__WAIT_FULL 2u
 
 /* Ring pages holding committed, unread data (kernel nr_dirty_pages). */
 static uint32_t ringbuf__dirty_pages(struct ringbuf__cpu *c)
@@ -1588,7 +1861,7 @@ static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf
 	ringbuf__futex_wake(rb, &rb->wait_seq);
 }
 
-static void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
+RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
 {
 	for (;;) {
 		uint64_t n = RINGBUF__LOAD(&c->commits);
@@ -1617,12 +1890,6 @@ static void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf
 		RINGBUF__STORE(&c->committing, 1);
 		RINGBUF__BARRIER();
 	}
-}
-
-static inline bool ringbuf__disabled(const struct ringbuf *rb, struct ringbuf__cpu *c)
-{
-	return (atomic_load_explicit(&((struct ringbuf *)rb)->record_disabled, memory_order_relaxed) |
-		RINGBUF__LOAD(&c->disabled)) != 0;
 }
 
 #ifdef RINGBUF_DEBUG
@@ -1664,54 +1931,28 @@ static bool ringbuf__check_current(struct ringbuf *rb, unsigned cpu, struct ring
 #define RINGBUF__DEBUG_OWNER(rb, cpu, c, depth) ((void)0)
 #endif
 
-/* The common case of A-D for the outermost writer: same page, delta fits,
- * stamps consistent. Anything else, or a nested writer that moved things
- * between our loads and the CAS, goes to the full loop, which starts over. */
-static inline void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
-					  uint32_t evlen)
-{
-	uint32_t t = RINGBUF__LOAD(&c->tail_page), w;
-	struct ringbuf__bpage *tb = ringbuf__cbp(rb, c, t);
-	unsigned long wfull = RINGBUF__LOAD(&tb->write);
-	uint64_t before, after, ts, delta;
-	w = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
-	RINGBUF__BARRIER();
-	before = RINGBUF__LOAD(&c->before_stamp);
-	after = RINGBUF__LOAD(&c->write_stamp);
-	RINGBUF__BARRIER();
-	if (RINGBUF__UNLIKELY(w == 0 || before != after || w + evlen > rb->bsize ||
-			      rb->ts_mode != RINGBUF_TS_DELTA))
-		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
-	ts = ringbuf__clock(rb);
-	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_A_TIME);
-	delta = ts - after;
-	if (RINGBUF__UNLIKELY(ts < after || delta > RINGBUF__TS_MASK))
-		/* rare (an idle gap of 134 ms, a clock going back): the full
-		 * loop reads the clock again after its own loads; reusing ts
-		 * would be wrong if a writer nested here */
-		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
-	if (RINGBUF__UNLIKELY(!ringbuf__slot_publish(c, 1, t, tb, wfull, evlen, w)))
-		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
-	RINGBUF__STORE(&c->before_stamp, ts); /* B */
-	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_B_BEFORE);
-	if (RINGBUF__UNLIKELY(!ringbuf__local_cas(&tb->write, wfull, wfull + evlen))) /* C */
-		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
-	/* a nested writer that took this place and rolled back cleared it */
-	c->slots[0].len = evlen;
-	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_C_RESERVED);
-	RINGBUF__STORE(&c->write_stamp, ts); /* D */
-	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_D_WRITE_STAMP);
-	return ringbuf__put_event(rb, ringbuf__cdp(rb, c, t)->data + w, evlen, (uint32_t)delta);
-}
-
 static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len);
 static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit);
 
-RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len)
+RINGBUF_API void *ringbuf__reserve_refused(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
+{
+	RINGBUF__ADD(&c->disabled_events, 1);
+	ringbuf__end_commit(rb, cpu, c);
+	return NULL;
+}
+
+RINGBUF_API void *(ringbuf_reserve)(struct ringbuf *rb, unsigned cpu, size_t len)
+{
+	return ringbuf__reserve_inline(rb, cpu, len);
+}
+
+RINGBUF_API void (ringbuf_commit)(struct ringbuf *rb, unsigned cpu, void *data)
+{
+	ringbuf__commit_inline(rb, cpu, data);
+}
+
+/* The general entry: any depth, mapped modes, bad arguments (counted). */
+RINGBUF_API void *ringbuf__reserve_slow(struct ringbuf *rb, unsigned cpu, size_t len)
 {
 	struct ringbuf__cpu *c;
 	uint32_t depth;
@@ -1757,8 +1998,6 @@ RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len)
 	return ev;
 }
 
-
-
 /* What commit and discard share: the mapped modes go their own way; an
  * explicit index gives the CPU buffer and the depth of the current event, or
  * 0 when there is none (or, with RINGBUF_DEBUG, data is not it). */
@@ -1786,7 +2025,7 @@ static inline uint32_t ringbuf__end_begin(struct ringbuf *rb, unsigned cpu, void
 	return depth;
 }
 
-RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data)
+RINGBUF_API void ringbuf__commit_slow(struct ringbuf *rb, unsigned cpu, void *data)
 {
 	struct ringbuf__cpu *c = NULL;
 	uint32_t depth = ringbuf__end_begin(rb, cpu, data, true, &c);
@@ -1798,34 +2037,8 @@ RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data)
 	/* per-depth counter: a nested writer counts in its own slot */
 	RINGBUF__OWNER_INC(&c->entries_d[depth - 1]);
 	RINGBUF__BARRIER();
-	if (RINGBUF__LIKELY(depth == 1)) {
-		/* The common case of ringbuf__set_commit_to_write: commit and tail
-		 * on one page, nobody nested meanwhile. */
-		uint64_t n = RINGBUF__LOAD(&c->commits);
-		uint32_t tp = RINGBUF__LOAD(&c->tail_page);
-		if (RINGBUF__LOAD(&c->commit_page) == tp) {
-			struct ringbuf__bpage *tb = ringbuf__cbp(rb, c, tp);
-			unsigned long w = RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK;
-			/* [W-commit] release: the event bytes before the commit */
-			atomic_store_explicit(&ringbuf__cdp(rb, c, tp)->commit, (long)w, memory_order_release);
-			RINGBUF__BARRIER();
-			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_END);
-			if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->tail_page) == tp &&
-					    (RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK) == w)) {
-				/* release: pairs with ringbuf_reset_cpu's acquire */
-				atomic_store_explicit(&c->committing, 0, memory_order_release);
-				RINGBUF__BARRIER();
-				if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
-						    !(atomic_load_explicit(&rb->waiters, memory_order_relaxed) &
-						      (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL))))
-					return;
-				/* a writer started after our check, or a reader waits:
-				 * the general path (committing back to 1) */
-				RINGBUF__STORE(&c->committing, 1);
-				RINGBUF__BARRIER();
-			}
-		}
-	}
+	if (depth == 1 && ringbuf__commit_fast(rb, cpu, c))
+		return;
 	ringbuf__end_commit(rb, cpu, c);
 }
 
@@ -1855,6 +2068,7 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	if (RINGBUF__LOAD(&c->tail_page) == s.page &&
 	    (wfull & RINGBUF__WRITE_MASK) == (unsigned long)s.off + s.len &&
 	    ringbuf__local_cas(&tb->write, wfull, wfull - s.len)) {
+		ringbuf__local_dec(&tb->entries);
 		c->slots[depth - 1].len = 0;
 		RINGBUF__ADD(&c->discarded, 1);
 		ringbuf__end_commit(rb, cpu, c);
@@ -1868,6 +2082,8 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	memcpy(&w0, base + s.event, 4);
 	delta = w0 >> 5;
 	ringbuf__put_padding(base + s.event, s.off + s.len - s.event, delta);
+	/* the page cannot have been recycled: the commit has not passed it */
+	ringbuf__local_dec(&tb->entries);
 	RINGBUF__BARRIER();
 	c->slots[depth - 1].len = 0;
 	RINGBUF__ADD(&c->discarded, 1);
@@ -2550,6 +2766,7 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 		/* empty, with a new update count: iterators see the page reused */
 		RINGBUF__STORE(&rbp->write, (RINGBUF__LOAD(&rbp->write) & ~RINGBUF__WRITE_MASK) +
 						    RINGBUF__WRITE_INTCNT);
+		RINGBUF__STORE(&rbp->entries, RINGBUF__LOAD(&rbp->entries) & ~RINGBUF__WRITE_MASK);
 		atomic_store_explicit(&ringbuf__dp(rb, cpu, rp)->commit, 0, memory_order_relaxed);
 		hlink = ringbuf__load_link(ringbuf__bp(rb, cpu, h));
 		hn = ringbuf__link_idx(hlink);
@@ -2656,14 +2873,23 @@ static int ringbuf__read_one(struct ringbuf *rb, unsigned cpu, struct ringbuf_re
 	return r;
 }
 
+/* Readers work in the clock's own unit; what they hand out is converted
+ * (TSC cycles to ns) at the API boundary. */
+static inline int ringbuf__out_ts(const struct ringbuf *rb, struct ringbuf_record *rec, int r)
+{
+	if (r == 1 && RINGBUF__UNLIKELY(rb->clock_kind == RINGBUF__CLK_TSC))
+		rec->ts = ringbuf_ts_to_ns(rb, rec->ts);
+	return r;
+}
+
 RINGBUF_API int ringbuf_peek(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec)
 {
-	return ringbuf__read_one(rb, cpu, rec, false);
+	return ringbuf__out_ts(rb, rec, ringbuf__read_one(rb, cpu, rec, false));
 }
 
 RINGBUF_API int ringbuf_consume(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec)
 {
-	return ringbuf__read_one(rb, cpu, rec, true);
+	return ringbuf__out_ts(rb, rec, ringbuf__read_one(rb, cpu, rec, true));
 }
 
 /* A data-record boundary in the page being built by ringbuf_read_page(). */
@@ -2906,7 +3132,7 @@ RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record
 		 * now, a writer holding its head link in transition, might hold
 		 * it: then we cannot either) */
 		for (cpu = 0; cpu < rb->ncpu; cpu++) {
-			ret = ringbuf_peek(rb, cpu, &r);
+			ret = ringbuf__read_one(rb, cpu, &r, false); /* raw time stamps */
 			if (ret < 0)
 				return ret;
 			if (ret == 1 && (best == RINGBUF_ALL_CPUS || r.ts < best_ts)) {
@@ -2931,7 +3157,7 @@ RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record
 		}
 	}
 	/* new events carry newer time stamps, so the pick stays the oldest */
-	return ringbuf_consume(rb, best, rec);
+	return ringbuf_consume(rb, best, rec); /* converts the time stamp */
 }
 
 /* ---- non-consuming iterator ------------------------------------------------
@@ -3192,7 +3418,7 @@ RINGBUF_API int ringbuf_iter_next(struct ringbuf_iter *it, struct ringbuf_record
 	if (!it || !rec)
 		return RINGBUF_EINVAL;
 	if (it->cpu != RINGBUF_ALL_CPUS)
-		return ringbuf__iter_cpu_next(it, it->cpu, &it->ic[0], rec);
+		return ringbuf__out_ts(it->rb, rec, ringbuf__iter_cpu_next(it, it->cpu, &it->ic[0], rec));
 	/* merged: keep one pending event per CPU, hand out the oldest */
 	for (i = 0; i < it->n; i++) {
 		struct ringbuf__iter_cpu *ic = &it->ic[i];
@@ -3209,7 +3435,7 @@ RINGBUF_API int ringbuf_iter_next(struct ringbuf_iter *it, struct ringbuf_record
 		return 0;
 	*rec = it->ic[best].rec;
 	it->ic[best].have = false; /* its buffer stays valid until that CPU moves on */
-	return 1;
+	return ringbuf__out_ts(it->rb, rec, 1);
 }
 
 RINGBUF_API void ringbuf_iter_reset(struct ringbuf_iter *it)
@@ -3441,6 +3667,7 @@ static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu)
 		atomic_init(&bp->next, ((unsigned long)next << 2) | (i == n - 1 ? RINGBUF__F_HEADER : 0));
 		bp->prev = i == 0 ? n - 1 : (i == n ? n - 1 : i - 1);
 		atomic_init(&bp->write, 0);
+		atomic_init(&bp->entries, 0);
 		atomic_init(&bp->drops, 0);
 		atomic_init(&dp->time_stamp, 0);
 		atomic_init(&dp->commit, 0);
@@ -3559,7 +3786,7 @@ RINGBUF_API int ringbuf_stats_cpu(struct ringbuf *rb, unsigned cpu, struct ringb
 		ringbuf__reader_unlock(c);
 	}
 	st->bytes = bytes;
-	st->oldest_event_ts = oldest;
+	st->oldest_event_ts = oldest ? ringbuf_ts_to_ns(rb, oldest) : 0;
 	return 0;
 }
 
@@ -3596,12 +3823,89 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
 /* ==== lifecycle ========================================================= */
 
 
-static uint64_t ringbuf__default_clock(void *ctx)
+RINGBUF_API uint64_t ringbuf__clock_mono(void)
 {
 	struct timespec ts;
-	(void)ctx;
 	clock_gettime(RINGBUF__CLOCK_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t ringbuf__default_clock(void *ctx)
+{
+	(void)ctx;
+	return ringbuf__clock_mono();
+}
+
+RINGBUF_API uint64_t ringbuf_clock_tsc(void *ctx)
+{
+	(void)ctx;
+	return ringbuf__rdtsc();
+}
+
+/* Which clock the writers read, from what the caller passed. */
+static uint32_t ringbuf__clock_kind_of(ringbuf_clock_fn clock)
+{
+	if (!clock || clock == ringbuf__default_clock)
+		return RINGBUF__CLK_MONO;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (clock == ringbuf_clock_tsc)
+		return RINGBUF__CLK_TSC;
+#else
+	if (clock == ringbuf_clock_tsc) /* no TSC here: the monotonic clock, in ns */
+		return RINGBUF__CLK_MONO;
+#endif
+	return RINGBUF__CLK_USER;
+}
+
+/* TSC to ns: the ratio of the two clocks over about 10 ms, each end taken as
+ * the TSC read closest around a clock_gettime (the narrowest of 5 brackets),
+ * so the ratio is good to a few parts per million. Stored as a 32.32 fixed
+ * point multiplier. */
+static void ringbuf__tsc_pair(uint64_t *tsc, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+	int i;
+	for (i = 0; i < 5; i++) {
+		uint64_t a = ringbuf__rdtsc(), n = ringbuf__clock_mono(), b = ringbuf__rdtsc();
+		if (b - a < best) {
+			best = b - a;
+			*tsc = a + (b - a) / 2;
+			*ns = n;
+		}
+	}
+}
+
+static void ringbuf__tsc_calibrate(struct ringbuf *rb)
+{
+	uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0;
+	unsigned long spins = 0;
+	ringbuf__tsc_pair(&t0, &n0);
+	do
+		ringbuf__tsc_pair(&t1, &n1);
+	while (n1 - n0 < 10000000u && ++spins < 100000000ul);
+	rb->tsc0 = t0;
+	rb->tsc_ns0 = n0;
+	rb->tsc_shift = 32;
+	/* n1 - n0 is about 1e7: shifted by 32 it still fits */
+	rb->tsc_mult = t1 > t0 ? ((n1 - n0) << 32) / (t1 - t0) : 1ull << 32;
+}
+
+/* d * m >> 32 without a 128-bit type (d up to centuries of cycles) */
+static uint64_t ringbuf__mulshift32(uint64_t d, uint64_t m)
+{
+	uint64_t dh = d >> 32, dl = d & 0xffffffffu, mh = m >> 32, ml = m & 0xffffffffu;
+	return ((dh * mh) << 32) + dh * ml + dl * mh + ((dl * ml) >> 32);
+}
+
+RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts)
+{
+	uint64_t back;
+	if (!rb || rb->clock_kind != RINGBUF__CLK_TSC)
+		return ts;
+	if (ts >= rb->tsc0)
+		return rb->tsc_ns0 + ringbuf__mulshift32(ts - rb->tsc0, rb->tsc_mult);
+	back = ringbuf__mulshift32(rb->tsc0 - ts, rb->tsc_mult);
+	return back < rb->tsc_ns0 ? rb->tsc_ns0 - back : 0;
 }
 
 struct ringbuf__geom {
@@ -3690,7 +3994,13 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	rb->version = RINGBUF__LAYOUT_VERSION;
 	rb->byte_order = RINGBUF__BYTE_ORDER;
 	rb->long_size = (uint32_t)sizeof(long);
-	strcpy(rb->clock_name, cfg->clock_name ? cfg->clock_name : cfg->clock ? "unknown" : "mono");
+	rb->clock_kind = ringbuf__clock_kind_of(cfg->clock);
+	strcpy(rb->clock_name, cfg->clock_name                        ? cfg->clock_name
+			       : rb->clock_kind == RINGBUF__CLK_TSC  ? "x86-tsc"
+			       : rb->clock_kind == RINGBUF__CLK_MONO ? "mono"
+								     : "unknown");
+	if (rb->clock_kind == RINGBUF__CLK_TSC)
+		ringbuf__tsc_calibrate(rb);
 	rb->user_off = g.user_off;
 	rb->user_size = g.user_size;
 	memset((char *)rb + g.user_off, 0, (size_t)(g.total - g.user_off));
@@ -3747,6 +4057,9 @@ RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, vo
 		return RINGBUF_EINVAL;
 	rb->clock_ctx = ctx;
 	rb->clock = clock ? clock : ringbuf__default_clock;
+	if (ringbuf__clock_kind_of(clock) == RINGBUF__CLK_TSC && rb->clock_kind != RINGBUF__CLK_TSC)
+		ringbuf__tsc_calibrate(rb);
+	rb->clock_kind = ringbuf__clock_kind_of(clock);
 	return 0;
 }
 
@@ -4071,6 +4384,13 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		RINGBUF__STORE(&c->committing, 1);
 		ringbuf__set_commit_to_write(rb, cpu, c);
 		RINGBUF__STORE(&c->committing, 0);
+		/* per-page event counts from what the pages now hold (the events
+		 * padded above were counted when reserved) */
+		for (i = 0; i <= n; i++) {
+			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
+			RINGBUF__STORE(&bp->entries, (RINGBUF__LOAD(&bp->entries) & ~RINGBUF__WRITE_MASK) |
+							     (unsigned long)ringbuf__count_events(rb, ringbuf__dp(rb, cpu, i)));
+		}
 		/* 4. locks and stamps of the dead */
 		if (!live) {
 			ringbuf__repair_reader(rb, cpu);

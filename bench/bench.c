@@ -142,11 +142,17 @@ static void reset_cpu(struct ringbuf *rb, unsigned cpu)
 
 /* ---- clocks for cfg.clock ------------------------------------------------- */
 
+/* The TSC variant uses the library's built-in TSC clock (rdtsc inline in
+ * the writer, converted to ns by the readers) when it has one. */
+#ifdef RINGBUF_CLOCK_TSC
+#define tsc_clock RINGBUF_CLOCK_TSC
+#else
 static uint64_t tsc_clock(void *ctx)
 {
 	(void)ctx;
 	return rdtsc();
 }
+#endif
 
 static uint64_t counter_value;
 static uint64_t counter_clock(void *ctx)
