@@ -923,6 +923,42 @@ RINGBUF__INLINE bool ringbuf__disabled(const struct ringbuf *rb, struct ringbuf_
 }
 
 
+/* ---- per-thread writer state (>>contexts) -------------------------------
+ * One entry per ring buffer the thread writes to; see >>contexts. The
+ * RINGBUF_CPU_THREAD lookup of the last entry used is inline. */
+#define RINGBUF__TCTX 4
+struct ringbuf__tctx {
+	_Atomic(uint64_t) gen;
+	_Atomic(uint64_t) cur;
+	_Atomic(uint32_t) claimed; /* RINGBUF_CPU_THREAD: buffer index + 1, 0 = none */
+};
+#if defined(__GNUC__) || defined(__clang__)
+#define RINGBUF__TLS _Thread_local __attribute__((tls_model("initial-exec")))
+#else
+#define RINGBUF__TLS _Thread_local
+#endif
+#ifdef RINGBUF_STATIC
+#define RINGBUF__TLS_DEF static RINGBUF__TLS
+#define RINGBUF__TLS_DECL static RINGBUF__TLS
+#else
+#define RINGBUF__TLS_DEF RINGBUF__TLS
+#define RINGBUF__TLS_DECL extern RINGBUF__TLS
+#endif
+RINGBUF__TLS_DECL struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
+RINGBUF__TLS_DECL unsigned ringbuf__tctx_last;
+
+/* The buffer this thread claimed in rb (RINGBUF_CPU_THREAD), when its last
+ * lookup was for rb; else ~0u (the out-of-line lookup claims or searches). */
+RINGBUF__INLINE unsigned ringbuf__thread_buffer(const struct ringbuf *rb)
+{
+	struct ringbuf__tctx *e = &ringbuf__tctx[ringbuf__tctx_last % RINGBUF__TCTX];
+	uint32_t x;
+	if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->gen, memory_order_relaxed) != rb->gen))
+		return ~0u;
+	x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
+	return x - 1; /* 0 (none) gives ~0u */
+}
+
 /* ---- the write path's common case -------------------------------------- */
 
 /* Out of line (>>writer): everything the inline code below leaves. */
@@ -989,10 +1025,15 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 	return ringbuf__reserve_slow(rb, cpu, len);
 #else
 	struct ringbuf__cpu *c;
+	unsigned x = cpu;
 	void *ev;
 	/* len - 1 wraps for 0: one compare for 1 <= len <= max_event */
-	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || len - 1 >= (size_t)rb->max_event))
+	if (RINGBUF__UNLIKELY(!rb || len - 1 >= (size_t)rb->max_event))
 		return ringbuf__reserve_slow(rb, cpu, len);
+	if (RINGBUF__UNLIKELY(x >= rb->ncpu) &&
+	    (x != RINGBUF_CPU_THREAD || (x = ringbuf__thread_buffer(rb)) >= rb->ncpu))
+		return ringbuf__reserve_slow(rb, cpu, len);
+	cpu = x;
 	c = ringbuf__cpu(rb, cpu);
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->committing) != 0))
 		return ringbuf__reserve_slow(rb, cpu, len); /* nested */
@@ -1059,10 +1100,14 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 	ringbuf__commit_slow(rb, cpu, data);
 #else
 	struct ringbuf__cpu *c;
-	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || !data)) {
+	unsigned x = cpu;
+	if (RINGBUF__UNLIKELY(!rb || !data ||
+			      (x >= rb->ncpu &&
+			       (x != RINGBUF_CPU_THREAD || (x = ringbuf__thread_buffer(rb)) >= rb->ncpu)))) {
 		ringbuf__commit_slow(rb, cpu, data);
 		return;
 	}
+	cpu = x;
 	c = ringbuf__cpu(rb, cpu);
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->committing) != 1)) {
 		ringbuf__commit_slow(rb, cpu, data);
@@ -2147,30 +2192,20 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
 #define RINGBUF__OWN_PERSIST 0x80000000u   /* a thread's claim (RINGBUF_CPU_THREAD) */
 #define RINGBUF__OWN_RELEASING 0x40000000u /* that claim is being given back */
 #define RINGBUF__OWN_TID 0x3fffffffu
-#define RINGBUF__TCTX 4
 
-/* One entry per buffer the thread writes to. `gen` names the buffer's
- * creation (an entry whose generation is no longer registered belongs to a
- * destroyed buffer and is free); `cur` packs the RINGBUF_CPU_CURRENT state so
- * that it changes with one store, atomically with respect to a handler:
+/* struct ringbuf__tctx (>>inline): one entry per buffer the thread writes
+ * to. `gen` names the buffer's creation (an entry whose generation is no
+ * longer registered belongs to a destroyed buffer and is free); `cur` packs
+ * the RINGBUF_CPU_CURRENT state so that it changes with one store, atomically
+ * with respect to a handler:
  *   bits 0..23 owned buffer + 1 (0: none), 24..31 nesting depth, 32 acquired */
-struct ringbuf__tctx {
-	_Atomic(uint64_t) gen;
-	_Atomic(uint64_t) cur;
-	_Atomic(uint32_t) claimed; /* RINGBUF_CPU_THREAD: buffer index + 1, 0 = none */
-};
 #define RINGBUF__CUR(owned, depth, acq) \
 	((uint64_t)(owned) | ((uint64_t)(depth) << 24) | ((uint64_t)(acq) << 32))
 #define RINGBUF__CUR_OWNED(v) ((uint32_t)((v) & 0xffffffu))
 #define RINGBUF__CUR_DEPTH(v) ((uint32_t)(((v) >> 24) & 0xffu))
 #define RINGBUF__CUR_ACQ(v) ((uint32_t)(((v) >> 32) & 1u))
 
-#if defined(__GNUC__)
-#define RINGBUF__TLS _Thread_local __attribute__((tls_model("initial-exec")))
-#else
-#define RINGBUF__TLS _Thread_local
-#endif
-static RINGBUF__TLS struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
+RINGBUF__TLS_DEF struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
 static RINGBUF__TLS uint32_t ringbuf__tid;
 
 /* Live buffers, by creation generation (never dereferenced: a thread may hold
@@ -2245,7 +2280,7 @@ static inline unsigned ringbuf__current_cpu(void)
 
 /* The calling thread's entry for rb; with `make`, one is taken (a CAS on the
  * thread's own word: a handler on this thread may take one meanwhile). */
-static RINGBUF__TLS unsigned ringbuf__tctx_last; /* entry of the last lookup: a hint */
+RINGBUF__TLS_DEF unsigned ringbuf__tctx_last; /* entry of the last lookup: a hint */
 
 static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 {
