@@ -572,6 +572,7 @@ struct ringbuf__cpu {
 	_Atomic(uint64_t) discarded;
 	_Atomic(uint64_t) pages_touched;
 	_Atomic(uint64_t) pages_lost;
+	_Atomic(uint64_t) wake_seen;  /* pages_touched at the last watermark check (writers) */
 
 	/* -- reader state: reader (under reader_lock) -- */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) reader_page;
@@ -1057,6 +1058,19 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 #endif
 }
 
+/* [WAIT-W] Must this commit look at the waiters (ringbuf__wake_check)? A
+ * reader waiting for data: yes. One waiting for a watermark of dirty pages:
+ * only when this CPU's pages_touched moved since the last check (dirty pages
+ * grow only then), so commits within a page pay two loads, not a walk. */
+RINGBUF__INLINE bool ringbuf__wake_due(const struct ringbuf *rb, struct ringbuf__cpu *c, uint32_t waiters)
+{
+	(void)rb;
+	if (RINGBUF__LIKELY(!(waiters & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL))))
+		return false;
+	return (waiters & RINGBUF__WAIT_DATA) ||
+	       RINGBUF__LOAD(&c->pages_touched) != RINGBUF__LOAD(&c->wake_seen);
+}
+
 /* The common case of ringbuf__set_commit_to_write for the outermost writer,
  * its event counted: commit and tail on one page, nobody nested meanwhile, no
  * reader waiting. Returns false when the general walk (ringbuf__end_commit)
@@ -1083,8 +1097,7 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	atomic_store_explicit(&c->committing, 0, memory_order_release);
 	RINGBUF__BARRIER();
 	if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
-			    !(atomic_load_explicit(&rb->waiters, memory_order_relaxed) &
-			      (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL))))
+			    !ringbuf__wake_due(rb, c, atomic_load_explicit(&rb->waiters, memory_order_relaxed))))
 		return true;
 	/* a writer started after our check, or a reader waits: the general path
 	 * (committing back to 1) */
@@ -1884,7 +1897,6 @@ static void ringbuf__futex_wake(const struct ringbuf *rb, _Atomic(uint32_t) *wor
 #endif
 }
 
-/* A reader waits: wake it if what it waits for is there. Async-signal-safe. */
 /* A reader waits: wake it if what it waits for is there. One wake per wait:
  * the waker clears the "armed" bits, so the commits that follow pay a load
  * and a test until a waiter that still finds nothing arms them again.
@@ -1895,9 +1907,14 @@ static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf
 	(void)cpu;
 	if (!(w & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL)))
 		return; /* nobody armed: a wake is already on its way */
-	if (!(w & RINGBUF__WAIT_DATA) &&
-	    ringbuf__dirty_pages(c) < atomic_load_explicit(&rb->wait_pages, memory_order_relaxed))
-		return;
+	if (!(w & RINGBUF__WAIT_DATA)) {
+		/* checked for this many touched pages (ringbuf__wake_due): read
+		 * before the count, so a page touched meanwhile is checked again */
+		RINGBUF__STORE(&c->wake_seen, RINGBUF__LOAD(&c->pages_touched));
+		RINGBUF__BARRIER();
+		if (ringbuf__dirty_pages(c) < atomic_load_explicit(&rb->wait_pages, memory_order_relaxed))
+			return;
+	}
 	if (!atomic_compare_exchange_strong_explicit(&rb->waiters, &w,
 						     w & ~(RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL),
 						     memory_order_relaxed, memory_order_relaxed))
@@ -1927,8 +1944,8 @@ RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ri
 		if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n)) {
 			/* [WAIT-W] one load when nobody waits; the reader's
 			 * membarrier() orders it after our commit (see ringbuf_wait) */
-			if (RINGBUF__UNLIKELY(atomic_load_explicit(&rb->waiters, memory_order_relaxed) &
-					      (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL)))
+			if (RINGBUF__UNLIKELY(ringbuf__wake_due(
+				    rb, c, atomic_load_explicit(&rb->waiters, memory_order_relaxed))))
 				ringbuf__wake_check(rb, cpu, c);
 			return;
 		}
@@ -2763,6 +2780,14 @@ static inline uint32_t ringbuf__page_commit(const struct ringbuf *rb, unsigned c
 static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
 {
 	int tries;
+	{
+		/* Unread data on the reader page: no need to look at the commit
+		 * page, which lives in the writer's hottest cache line (reading it
+		 * for every event made a live reader slow its writer down). */
+		uint32_t commit = ringbuf__page_commit(rb, cpu, RINGBUF__LOAD(&c->reader_page));
+		if (c->read < commit && commit <= rb->bsize)
+			return 1;
+	}
 	for (tries = 0; tries < 64; tries++) {
 		uint32_t rp = RINGBUF__LOAD(&c->reader_page);
 		uint32_t cp, commit, h, hn;
