@@ -314,7 +314,8 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data);
 RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data, size_t len);
 /** Largest payload one event can carry (page size - 24 with 4 KiB pages: 4072). */
 RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb);
-/** Time stamp the buffer would give an event now (reads the clock). */
+/** Time stamp the buffer would give an event now (reads the clock), in the
+ * unit readers report (ns for the TSC clock). */
 RINGBUF_API uint64_t ringbuf_time_stamp(const struct ringbuf *rb);
 
 /* -- consuming reader (any thread; serialized per CPU; lock-free against writers) -- */
@@ -2674,7 +2675,7 @@ RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb)
 
 RINGBUF_API uint64_t ringbuf_time_stamp(const struct ringbuf *rb)
 {
-	return rb ? ringbuf__clock(rb) : 0;
+	return rb ? ringbuf_ts_to_ns(rb, ringbuf__clock(rb)) : 0;
 }
 
 /* ==== >>reader ========================================================== */
@@ -3957,15 +3958,35 @@ static uint64_t ringbuf__mulshift32(uint64_t d, uint64_t m)
 	return ((dh * mh) << 32) + dh * ml + dl * mh + ((dl * ml) >> 32);
 }
 
-RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts)
+/* The TSC conversion of a block, also kept by captures (ringbuf_trace.h) */
+struct ringbuf__tscconv {
+	uint64_t tsc0, ns0, mult;
+};
+
+static uint64_t ringbuf__tscconv_apply(const struct ringbuf__tscconv *v, uint64_t ts)
 {
 	uint64_t back;
+	if (ts >= v->tsc0)
+		return v->ns0 + ringbuf__mulshift32(ts - v->tsc0, v->mult);
+	back = ringbuf__mulshift32(v->tsc0 - ts, v->mult);
+	return back < v->ns0 ? v->ns0 - back : 0;
+}
+
+/* rb's conversion; false when its stamps are not TSC cycles */
+static bool ringbuf__tscconv_of(const struct ringbuf *rb, struct ringbuf__tscconv *v)
+{
 	if (!rb || rb->clock_kind != RINGBUF__CLK_TSC)
-		return ts;
-	if (ts >= rb->tsc0)
-		return rb->tsc_ns0 + ringbuf__mulshift32(ts - rb->tsc0, rb->tsc_mult);
-	back = ringbuf__mulshift32(rb->tsc0 - ts, rb->tsc_mult);
-	return back < rb->tsc_ns0 ? rb->tsc_ns0 - back : 0;
+		return false;
+	v->tsc0 = rb->tsc0;
+	v->ns0 = rb->tsc_ns0;
+	v->mult = rb->tsc_mult;
+	return true;
+}
+
+RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts)
+{
+	struct ringbuf__tscconv v;
+	return ringbuf__tscconv_of(rb, &v) ? ringbuf__tscconv_apply(&v, ts) : ts;
 }
 
 struct ringbuf__geom {
@@ -4146,7 +4167,9 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 	    rb->bsize != rb->page_size - RINGBUF__HDR_SIZE || rb->max_event != rb->bsize - 8 ||
 	    rb->page_shift >= 32 || (1u << rb->page_shift) != rb->page_size ||
 	    (rb->flags & ~(uint32_t)RINGBUF_F_ALIGN8) || rb->ts_mode > RINGBUF_TS_ABSOLUTE ||
-	    memchr(rb->clock_name, 0, sizeof rb->clock_name) == NULL)
+	    memchr(rb->clock_name, 0, sizeof rb->clock_name) == NULL ||
+	    rb->clock_kind > RINGBUF__CLK_USER ||
+	    (rb->clock_kind == RINGBUF__CLK_TSC && (rb->tsc_shift != 32 || rb->tsc_mult == 0)))
 		return RINGBUF_ECORRUPT;
 	if (size < rb->total_size)
 		return RINGBUF_ETRUNC;
@@ -4305,7 +4328,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	}
 	if (flags & (RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)) {
 		/* process-local fields (the layout keeps them in the block) */
-		rb->clock = ringbuf__default_clock;
+		rb->clock = rb->clock_kind == RINGBUF__CLK_TSC ? ringbuf_clock_tsc : ringbuf__default_clock;
 		rb->clock_ctx = NULL;
 		rb->owned = 2;
 		rb->mem = map;
@@ -4336,7 +4359,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 			munmap(map, (size_t)hdr.total_size);
 			return r;
 		}
-		rb->clock = ringbuf__default_clock;
+		rb->clock = rb->clock_kind == RINGBUF__CLK_TSC ? ringbuf_clock_tsc : ringbuf__default_clock;
 		rb->clock_ctx = NULL;
 		rb->owned = 2;
 		rb->mem = map;

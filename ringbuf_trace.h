@@ -546,8 +546,9 @@ RINGBUF_API int ringbuf_trace_consume_foreach(struct ringbuf *rb, unsigned cpu, 
  * CLOCK. trace-cmd shows time stamps as seconds when the clock name is one it
  * knows to count nanoseconds ("mono", "local", "global", "uptime", "perf", ...)
  * and as raw numbers otherwise ("counter", "x86-tsc", custom names). Default:
- * "mono" for the buffer's default clock (CLOCK_MONOTONIC), "local" for a custom
- * clock (assumed to count nanoseconds; name it "counter" otherwise).
+ * "mono" for the buffer's default clock (CLOCK_MONOTONIC), "x86-tsc" for
+ * RINGBUF_CLOCK_TSC (the pages hold cycles: trace-cmd shows them raw), "local"
+ * for a custom clock (assumed to count nanoseconds; name it "counter" otherwise).
  */
 
 struct ringbuf_trace_capture;
@@ -1291,6 +1292,8 @@ struct ringbuf_trace__src {
 struct ringbuf_trace_capture {
 	unsigned ncpu;
 	size_t page_size;
+	bool tsc;                    /* the pages hold TSC cycles: records get ns */
+	struct ringbuf__tscconv conv;
 	struct ringbuf_trace__cpages {
 		unsigned char *pages;
 		size_t n, cap;
@@ -1376,7 +1379,7 @@ static int ringbuf_trace__page_next(const struct ringbuf_trace_capture *cap, uns
 				return RINGBUF_ECORRUPT;
 			c->ts += delta;
 			c->off += len;
-			c->rec.ts = c->ts;
+			c->rec.ts = cap->tsc ? ringbuf__tscconv_apply(&cap->conv, c->ts) : c->ts;
 			c->rec.cpu = cpu;
 			c->rec.lost = c->lost;
 			c->lost = 0;
@@ -1642,6 +1645,7 @@ RINGBUF_API int ringbuf_trace_capture_read(struct ringbuf_trace_capture *cap, st
 		return RINGBUF_EINVAL;
 	lo = cpu == RINGBUF_ALL_CPUS ? 0 : cpu;
 	hi = cpu == RINGBUF_ALL_CPUS ? cap->ncpu : cpu + 1;
+	cap->tsc = ringbuf__tscconv_of(rb, &cap->conv);
 	for (i = lo; i < hi; i++) {
 		/* bounded, so that busy writers cannot keep a reader here forever */
 		int r = ringbuf_trace__capture_cpu(cap, rb, i, flags, 2 * (size_t)ringbuf_nr_pages(rb) + 4);
@@ -2114,7 +2118,9 @@ RINGBUF_API int ringbuf_trace_write_tracedat(struct ringbuf *rb, const struct ri
 	}
 	clock = opts->clock;
 	if (!clock)
-		clock = rb && rb->clock != ringbuf__default_clock ? "local" : "mono";
+		clock = !rb || rb->clock_kind == RINGBUF__CLK_MONO ? "mono"
+			: rb->clock_kind == RINGBUF__CLK_TSC      ? "x86-tsc" /* raw cycles */
+								  : "local";
 
 	endian.u = 1;
 	ringbuf_trace__put(&o, "\x17\x08\x44tracing", 10);
