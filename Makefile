@@ -7,6 +7,7 @@
 
 ## Variables (override on the command line, e.g. `make test CC=clang BUILD=build/clang`):
 ##   CC, CFLAGS      compiler and optimisation/debug flags (cc, -O2 -g)
+##   CXX             C++ compiler for the C++ compile check (make's default; skipped if absent)
 ##   LDFLAGS         extra link flags
 ##   BUILD           output directory (build)
 ##   SAN_CC          compiler for asan/ubsan/tsan (same as CC)
@@ -40,6 +41,7 @@ BENCH_BINS   := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 FUZZ_SRCS    := $(wildcard fuzz/*.c)
 FUZZ_BINS    := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 COMPILE_TESTS := $(wildcard tests/compile/*.c)
+COMPILE_TESTS_CXX := $(wildcard tests/compile/*.cpp)
 
 # Extra link flags a source file declares on `/* LDFLAGS: ... */` lines.
 extra_ldflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]]*\(.*[^[:space:]]\)[[:space:]]*\*/.*|\1|p' $(1))
@@ -47,7 +49,7 @@ extra_ldflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]
 VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
 
 .DELETE_ON_ERROR:
-.PHONY: all test tests examples tools demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
+.PHONY: all test tests compile-checks examples tools demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
 	install uninstall clean help
 
 all: examples tools tests ## build the examples, the tools and the tests (without running them)
@@ -63,10 +65,26 @@ help: ## list the targets and variables
 test: ## check dependencies (installs cmocka when root), build and run all tests
 	@tools/check-deps.sh
 	@$(MAKE) --no-print-directory tests
+	@$(MAKE) --no-print-directory compile-checks
 	@TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_WRAPPER="$(TEST_WRAPPER)" tools/run-tests.sh $(TEST_BINS)
 
 tests: $(TEST_BINS) # build only (used by test)
 	@:
+
+# Compile checks of the header part as users see it: tests/compile/*.c with
+# -Werror (RINGBUF_NO_INLINE, declarations only...), and tests/compile/*.cpp as
+# C++11 (C++ translation units see the opaque struct and plain declarations).
+compile-checks: # used by test; the C++ part is skipped when there is no C++ compiler
+	@set -e; for f in $(COMPILE_TESTS); do \
+		echo "$(CC) $(WARN) -Werror -I. -c $$f"; \
+		$(CC) $(WARN) -Werror -pthread -I. -c -o /dev/null $$f; \
+	done
+	@if command -v $(firstword $(CXX)) >/dev/null 2>&1; then set -e; \
+		for f in $(COMPILE_TESTS_CXX); do \
+			echo "$(CXX) -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I. $$f"; \
+			$(CXX) -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I. $$f; \
+		done; \
+	else echo "compile-checks: no C++ compiler ($(CXX)): C++ compile check skipped"; fi
 
 $(BUILD)/tests/%: tests/%.c ringbuf.h $(TEST_HDRS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)

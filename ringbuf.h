@@ -249,7 +249,11 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
  * push or tail move left half done is finished, reader locks are released.
  * Only when no writer or reader of the block runs. */
 RINGBUF_API int ringbuf_recover(struct ringbuf *rb);
-/** Replace the clock (process-local; for blocks opened from a file). */
+/** Replace the clock: the function is process-local (for blocks opened from a
+ * file); switching between the default, the TSC and a user clock also sets the
+ * block's clock name ("mono", "x86-tsc", "unknown") and, for the TSC, its
+ * calibration. Call it before writing: stamps already in the buffer keep their
+ * unit (the kernel resets its buffer when the clock changes). */
 RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, void *ctx);
 /** The TSC clock: pass it as ringbuf_config.clock. Writers then execute rdtsc
  * inline (x86-64; elsewhere it is the default clock) and pages hold raw cycle
@@ -2273,8 +2277,8 @@ static inline unsigned ringbuf__current_cpu(void);
  * least as many buffers as CPUs (the common configuration). */
 static inline unsigned ringbuf__cpu_buffer(const struct ringbuf *rb)
 {
-	unsigned id = ringbuf__current_cpu();
-	return id < rb->ncpu ? id : id % rb->ncpu;
+	unsigned id = ringbuf__current_cpu(), n = rb->ncpu;
+	return id < n ? id : id % (n ? n : 1); /* n >= 1; the test is for checkers */
 }
 
 static inline unsigned ringbuf__current_cpu(void)
@@ -3938,17 +3942,28 @@ static void ringbuf__tsc_pair(uint64_t *tsc, uint64_t *ns)
 
 static void ringbuf__tsc_calibrate(struct ringbuf *rb)
 {
-	uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0;
-	unsigned long spins = 0;
-	ringbuf__tsc_pair(&t0, &n0);
-	do
-		ringbuf__tsc_pair(&t1, &n1);
-	while (n1 - n0 < 10000000u && ++spins < 100000000ul);
+	uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0, dn, dt;
+	int tries = 0;
+	do {
+		/* again if the process was stopped (SIGSTOP, a debugger, a VM
+		 * pause) in the middle: the ratio stays right, but the bracket
+		 * widths were measured for a 10 ms run */
+		unsigned long spins = 0;
+		ringbuf__tsc_pair(&t0, &n0);
+		do
+			ringbuf__tsc_pair(&t1, &n1);
+		while (n1 - n0 < 10000000u && ++spins < 100000000ul);
+	} while (n1 - n0 > 1000000000u && ++tries < 3);
 	rb->tsc0 = t0;
 	rb->tsc_ns0 = n0;
 	rb->tsc_shift = 32;
-	/* n1 - n0 is about 1e7: shifted by 32 it still fits */
-	rb->tsc_mult = t1 > t0 ? ((n1 - n0) << 32) / (t1 - t0) : 1ull << 32;
+	dn = n1 - n0;
+	dt = t1 - t0;
+	while (dn >> 31) { /* (dn << 32) must not overflow, however long it took */
+		dn >>= 1;
+		dt >>= 1;
+	}
+	rb->tsc_mult = dt ? (dn << 32) / dt : 1ull << 32;
 }
 
 /* d * m >> 32 without a 128-bit type (d up to centuries of cycles) */
@@ -4134,13 +4149,21 @@ RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb)
 
 RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, void *ctx)
 {
+	uint32_t kind;
 	if (!rb)
 		return RINGBUF_EINVAL;
+	kind = ringbuf__clock_kind_of(clock);
 	rb->clock_ctx = ctx;
 	rb->clock = clock ? clock : ringbuf__default_clock;
-	if (ringbuf__clock_kind_of(clock) == RINGBUF__CLK_TSC && rb->clock_kind != RINGBUF__CLK_TSC)
-		ringbuf__tsc_calibrate(rb);
-	rb->clock_kind = ringbuf__clock_kind_of(clock);
+	if (kind != rb->clock_kind) {
+		/* the block says what its stamps are: name and (TSC) ratio */
+		if (kind == RINGBUF__CLK_TSC)
+			ringbuf__tsc_calibrate(rb);
+		strcpy(rb->clock_name, kind == RINGBUF__CLK_TSC    ? "x86-tsc"
+				       : kind == RINGBUF__CLK_MONO ? "mono"
+								   : "unknown");
+		rb->clock_kind = kind;
+	}
 	return 0;
 }
 
