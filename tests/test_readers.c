@@ -1509,6 +1509,95 @@ static void wait_never_loses_a_wake_up_under_random_write_timing(void **state)
 	assert_int_equal(atomic_load(&LW.consumed), LW_EVENTS);
 }
 
+/* A waiter with a watermark is woken whenever writers bring the dirty pages
+ * up to it: writers check the watermark only when their CPU touched a new
+ * page (ringbuf__wake_due), so a check skipped at the wrong moment would leave
+ * the reader asleep with the watermark reached. The writer writes one event
+ * at a time until the watermark is reached (sometimes a few more), then stops
+ * and gives the reader 2 s to drain: a reader still asleep is a stall. */
+#define WMS_ROUNDS 400
+static struct {
+	struct ringbuf *rb;
+	_Atomic(int) done;
+	_Atomic(uint64_t) written, consumed;
+	uint64_t waits, wake_ups, stalls;
+} WMS;
+
+static uint64_t wms_dirty(void)
+{
+	struct ringbuf_stats st;
+	assert_int_equal(ringbuf_stats_cpu(WMS.rb, 0, &st), 0);
+	/* as the library counts them (the first reader page is read without
+	 * having been touched: read can be one ahead) */
+	return st.pages_touched > st.pages_lost + st.pages_read
+		       ? st.pages_touched - st.pages_lost - st.pages_read
+		       : 0;
+}
+
+static void *wms_writer(void *arg)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull, seq = 0;
+	unsigned r;
+	(void)arg;
+	for (r = 0; r < WMS_ROUNDS; r++) {
+		unsigned extra;
+		uint64_t t0;
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		extra = x % 4 == 0 ? (unsigned)(x >> 8) % 20 : 0;
+		while (wms_dirty() < 4 || extra-- > 0) {
+			if (ev_write(WMS.rb, 0, 0, (uint32_t)seq++, HDR + 8) != 0)
+				break; /* full: cannot happen while the reader drains */
+			atomic_fetch_add(&WMS.written, 1);
+		}
+		t0 = mono_ns();
+		while (atomic_load(&WMS.consumed) < atomic_load(&WMS.written)) {
+			if (mono_ns() - t0 > 2000000000ull) {
+				WMS.stalls++;
+				break;
+			}
+			sched_yield();
+		}
+	}
+	atomic_store(&WMS.done, 1);
+	ringbuf_wake_waiters(WMS.rb);
+	return NULL;
+}
+
+static void *wms_reader(void *arg)
+{
+	struct ringbuf_record rec;
+	(void)arg;
+	while (!atomic_load(&WMS.done)) {
+		int r = ringbuf_wait(WMS.rb, 0, 50, 5000);
+		WMS.waits++;
+		if (r == 1)
+			WMS.wake_ups++;
+		while (ringbuf_consume(WMS.rb, 0, &rec) == 1)
+			atomic_fetch_add(&WMS.consumed, 1);
+	}
+	return NULL;
+}
+
+static void wait_with_watermark_wakes_the_reader_each_time_it_is_reached(void **state)
+{
+	struct ringbuf *rb = mk(1, 256, 8, RINGBUF_MODE_PRODUCER_CONSUMER, false);
+	pthread_t wt, rt;
+	(void)state;
+	memset(&WMS, 0, sizeof WMS);
+	WMS.rb = rb;
+	assert_int_equal(pthread_create(&rt, NULL, wms_reader, NULL), 0);
+	assert_int_equal(pthread_create(&wt, NULL, wms_writer, NULL), 0);
+	pthread_join(wt, NULL);
+	pthread_join(rt, NULL);
+	print_message("  watermark: %d rounds, %llu events, %llu waits, %llu wake-ups, %llu stalls\n",
+		      WMS_ROUNDS, (unsigned long long)atomic_load(&WMS.written),
+		      (unsigned long long)WMS.waits, (unsigned long long)WMS.wake_ups,
+		      (unsigned long long)WMS.stalls);
+	assert_int_equal(WMS.stalls, 0);
+	assert_true(WMS.wake_ups >= WMS_ROUNDS / 2);
+	assert_int_equal(atomic_load(&WMS.consumed), atomic_load(&WMS.written));
+}
+
 /* (c) */
 static void wait_times_out_on_an_empty_buffer(void **state)
 {
@@ -1805,6 +1894,7 @@ int main(void)
 		T(wait_never_loses_a_wake_up_under_random_write_timing),
 		T(wait_times_out_on_an_empty_buffer),
 		T(wait_with_watermark_returns_only_when_half_the_pages_hold_data),
+		T(wait_with_watermark_wakes_the_reader_each_time_it_is_reached),
 		T(wake_waiters_makes_a_blocked_waiter_return_0),
 		T(wait_on_all_cpus_returns_for_a_write_on_any_cpu),
 		T(wait_rejects_bad_arguments),
