@@ -21,7 +21,7 @@
  *   BENCH_ROUNDS=n       rounds (default 7, at most 31)
  *   BENCH_EVENTS=n       events per variant per round (default 10 000 000)
  *   BENCH_SIG_WRITES=n   writes per signal in the signal variants (default 32)
- *   BENCH_READER_PCT=n   fill level (%) the waiting live reader waits for (default 50)
+ *   BENCH_READER_PCT=n   fill level (%) the waiting live reader waits for (default 25)
  *   BENCH_ONLY=id,id     run only these variants (ids as in the table), e.g.
  *                        to profile one loop:  BENCH_ONLY=rb_clock_16 perf record ...
  *   BENCH_TIME=wall      time loops by wall-clock time instead of thread CPU time
@@ -453,7 +453,7 @@ static double run_signal(struct variant *v, size_t n)
  *                the worst case for the writer, whose cache lines the reader
  *                keeps pulling over, event by event. */
 enum { READER_WAIT = 0, READER_SPIN = 1 };
-static int reader_wait_pct = 50; /* BENCH_READER_PCT */
+static int reader_wait_pct = 25; /* BENCH_READER_PCT */
 
 struct reader_ctx {
 	struct ringbuf *rb;
@@ -1232,7 +1232,7 @@ int main(void)
 	rounds = (int)env_long("BENCH_ROUNDS", quick ? 3 : 7);
 	events = (size_t)env_long("BENCH_EVENTS", quick ? 200000 : 10000000);
 	sig_writes = (unsigned)env_long("BENCH_SIG_WRITES", 32);
-	reader_wait_pct = (int)env_long("BENCH_READER_PCT", 50);
+	reader_wait_pct = (int)env_long("BENCH_READER_PCT", 25);
 	time_wall = getenv("BENCH_TIME") && !strcmp(getenv("BENCH_TIME"), "wall");
 	if (rounds > MAX_ROUNDS)
 		die("BENCH_ROUNDS: at most %d", MAX_ROUNDS);
