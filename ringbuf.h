@@ -1288,9 +1288,10 @@ extern int clock_gettime(int, struct timespec *);
  *       commit still on the reader page -> commit_overrun;
  *       producer/consumer mode -> dropped_events;
  *       overwrite mode -> push the head (ringbuf__push_head):
- *         H1  count N's events and read N.next, then CAS T.next HEADER -> UPDATE
- *             (we own the push; both reads are valid because neither N nor
- *             N.next can change while T.next still holds HEADER)
+ *         H1  read N's event count (N.entries, below) and N.next, then CAS
+ *             T.next HEADER -> UPDATE (we own the push; both reads are valid
+ *             because neither N nor N.next can change while T.next still
+ *             holds HEADER)
  *         H2  owner: CAS N.next from the value read at H1 to HEADER (fails if a
  *             helper did it or went further); a nested writer that finds UPDATE
  *             on T.next helps: sets HEADER on N.next only if the tail is still T
@@ -1298,9 +1299,30 @@ extern int clock_gettime(int, struct timespec *);
  *             the new head out meanwhile, moving the flag on)
  *         H3  the owner clears UPDATE on T.next
  *   - tail page update (ringbuf__tail_page_update), the kernel's interrupt-count
- *     trick: add RINGBUF__WRITE_INTCNT to N.write (U1), if the tail is still T
- *     CAS N.write from that value to its count bits only (U2: fails if a nested
- *     writer already moved in and reserved), then CAS tail_page T -> N (U3).
+ *     trick: add RINGBUF__WRITE_INTCNT to N.write and N.entries (U1), if the
+ *     tail is still T CAS each from that value to its count bits only (U2:
+ *     fails if a nested writer already moved in and reserved), then CAS
+ *     tail_page T -> N (U3).
+ *
+ * PAGE EVENT COUNT (bpage.entries, the kernel's bpage->entries): +1 with one
+ * non-LOCK instruction after each successful reservation CAS (C), -1 by a
+ * discard (rolled back or padded: the page cannot have been recycled, the
+ * commit has not passed it), reset at U1/U2 as above and by the reader at S2
+ * (the page is off the ring), recounted from the pages by ringbuf_recover.
+ * A head push adds it to overrun: the head page is behind the commit page, so
+ * every increment on it has happened.
+ *
+ * INLINE FAST PATH (>>inline, in the caller): the outermost writer with an
+ * explicit index (or a RINGBUF_CPU_THREAD buffer found through the thread's
+ * last-used entry) enters (slot len 0, inflight_ts, committing = 1, commits),
+ * checks the disable flags, then runs A-D only when the write index is not 0,
+ * before_stamp == write_stamp, the event fits the page, the delta fits 27 bits
+ * and the mode is delta: one clock read, one slot description, one CAS, one
+ * count. Its commit stores the page commit when commit page == tail page, then
+ * re-checks tail and write index (a writer nested after the store) and, after
+ * committing = 0, that no writer started and no reader needs waking. Anything
+ * else calls the out-of-line code, which starts over from A (nothing of the
+ * fast path's attempt survives a failed CAS).
  *
  * COMMIT (ringbuf__set_commit_to_write, outermost writer only): walk commit_page
  * to tail_page, storing each page's write index into its data page's commit
@@ -1329,7 +1351,10 @@ extern int clock_gettime(int, struct timespec *);
  *   committing          owner             reset_cpu         release store at 0 / acquire load: writer done before reset
  *   disabled counters   control           owner             relaxed; reset uses membarrier() for store->load order
  *   T.write, stamps,    owner             owner             relaxed + signal fences (same thread)
- *   entries_d, slots
+ *   entries_d, slots,
+ *   wake_seen
+ *   bpage.entries       owner (C, U1/U2)  owner (push)      relaxed; non-LOCK inc/dec/CAS on x86-64
+ *                       reader (S2, off ring)
  *   page update count   owner (U1), reader (S2) iterator     release fence after U1 / acquire fence
  *     (write >> bits)                                       after the iterator's copy (seqlock)
  *   inflight_ts,        owner             merged consumer   relaxed; stored before committing,
