@@ -257,7 +257,8 @@ RINGBUF_API int ringbuf_recover(struct ringbuf *rb);
 RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, void *ctx);
 /** The TSC clock: pass it as ringbuf_config.clock. Writers then execute rdtsc
  * inline (x86-64; elsewhere it is the default clock) and pages hold raw cycle
- * counts (clock name "x86-tsc", shown raw by trace-cmd); the readers
+ * counts (clock name "x86-tsc"; ringbuf_trace.h's trace.dat export adds
+ * trace-cmd's TSC2NSEC and OFFSET options, so trace-cmd shows seconds); the readers
  * (ringbuf_consume, _peek, _consume_merged, the iterator, stats) convert them
  * to CLOCK_MONOTONIC nanoseconds with a ratio calibrated over 10 ms when the
  * buffer is created. Assumes an invariant TSC, synchronized across CPUs, as
@@ -1884,7 +1885,17 @@ static void ringbuf__set_commit_to_write(struct ringbuf *rb, unsigned cpu, struc
 			/* [W-cpage] release: the page commit before the commit page */
 			atomic_store_explicit(&c->commit_page, cp, memory_order_release);
 			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_PAGE);
-			tp = RINGBUF__LOAD(&c->tail_page);
+			{
+				uint32_t ntp = RINGBUF__LOAD(&c->tail_page);
+				/* Nested writers may keep moving the tail while we
+				 * walk (signal handlers filling small pages): that is
+				 * progress, bounded because the tail cannot pass the
+				 * commit page. Only a walk that does not meet a tail
+				 * standing still within a few laps is corruption. */
+				if (ntp != tp)
+					guard = 0;
+				tp = ntp;
+			}
 			if (++guard > limit) {
 				ringbuf__warn(rb, cpu, "commit: walked past the tail");
 				return;
@@ -4010,6 +4021,23 @@ static uint64_t ringbuf__tscconv_apply(const struct ringbuf__tscconv *v, uint64_
 		return v->ns0 + ringbuf__mulshift32(ts - v->tsc0, v->mult);
 	back = ringbuf__mulshift32(v->tsc0 - ts, v->mult);
 	return back < v->ns0 ? v->ns0 - back : 0;
+}
+
+/* The same conversion as trace-cmd's TSC2NSEC option computes it (a 32-bit
+ * multiplier, below 2^31, and a shift) plus its OFFSET option:
+ * ns = (cycles * mult >> shift) + offset. */
+static inline void ringbuf__tscconv_tracecmd(const struct ringbuf__tscconv *v, uint32_t *mult, uint32_t *shift,
+				      int64_t *offset)
+{
+	uint64_t m = v->mult;
+	uint32_t s = 32;
+	while (m >= (1ull << 31) && s > 0) {
+		m >>= 1;
+		s--;
+	}
+	*mult = (uint32_t)m;
+	*shift = s;
+	*offset = (int64_t)(v->ns0 - ringbuf__mulshift32(v->tsc0, m << (32 - s)));
 }
 
 /* rb's conversion; false when its stamps are not TSC cycles */

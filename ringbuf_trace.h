@@ -547,8 +547,10 @@ RINGBUF_API int ringbuf_trace_consume_foreach(struct ringbuf *rb, unsigned cpu, 
  * knows to count nanoseconds ("mono", "local", "global", "uptime", "perf", ...)
  * and as raw numbers otherwise ("counter", "x86-tsc", custom names). Default:
  * "mono" for the buffer's default clock (CLOCK_MONOTONIC), "x86-tsc" for
- * RINGBUF_CLOCK_TSC (the pages hold cycles: trace-cmd shows them raw), "local"
- * for a custom clock (assumed to count nanoseconds; name it "counter" otherwise).
+ * RINGBUF_CLOCK_TSC (the pages hold cycles; the file also carries the TSC2NSEC
+ * and OFFSET options with the buffer's calibration, so trace-cmd shows
+ * CLOCK_MONOTONIC seconds, and raw cycles with --raw-ts), "local" for a custom
+ * clock (assumed to count nanoseconds; name it "counter" otherwise).
  */
 
 struct ringbuf_trace_capture;
@@ -1585,6 +1587,7 @@ RINGBUF_API int ringbuf_trace_capture_create(const struct ringbuf *rb, struct ri
 		return RINGBUF_ENOMEM;
 	cap->ncpu = ringbuf_ncpu(rb);
 	cap->page_size = ringbuf_page_size(rb);
+	cap->tsc = ringbuf__tscconv_of(rb, &cap->conv);
 	cap->cpu = (struct ringbuf_trace__cpages *)calloc(cap->ncpu, sizeof *cap->cpu);
 	if (!cap->cpu) {
 		free(cap);
@@ -1692,6 +1695,7 @@ struct ringbuf_trace__out {
 	unsigned char *p;
 	size_t len, cap;
 	int err;
+	const struct ringbuf__tscconv *tsc; /* the pages hold TSC cycles */
 };
 
 static void ringbuf_trace__put(struct ringbuf_trace__out *o, const void *d, size_t n)
@@ -1833,7 +1837,7 @@ static void ringbuf_trace__loaded_cmdlines(struct ringbuf_trace__out *t,
 					   const struct ringbuf_trace_registry *reg);
 static void ringbuf_trace__cmdlines(struct ringbuf_trace__out *o, const struct ringbuf_trace_registry *reg)
 {
-	struct ringbuf_trace__out t = {NULL, 0, 0, 0};
+	struct ringbuf_trace__out t = {NULL, 0, 0, 0, NULL};
 	if (reg && reg->loaded) {
 		ringbuf_trace__loaded_cmdlines(&t, reg);
 		ringbuf_trace__u64(o, t.len);
@@ -1896,6 +1900,27 @@ static size_t ringbuf_trace__align(size_t v, size_t a)
 	return (v + a - 1) / a * a;
 }
 
+/* TSC2NSEC (ns = cycles * mult >> shift) and OFFSET (+ ns, a decimal string):
+ * trace-cmd then shows a TSC clock's cycles as CLOCK_MONOTONIC seconds. */
+static void ringbuf_trace__tsc_options(struct ringbuf_trace__out *o)
+{
+	uint32_t mult, shift;
+	int64_t off;
+	char buf[32];
+	if (!o->tsc)
+		return;
+	ringbuf__tscconv_tracecmd(o->tsc, &mult, &shift, &off);
+	ringbuf_trace__u16(o, 14); /* TSC2NSEC: u32 mult, u32 shift, u64 offset (unused) */
+	ringbuf_trace__u32(o, 16);
+	ringbuf_trace__u32(o, mult);
+	ringbuf_trace__u32(o, shift);
+	ringbuf_trace__u64(o, 0);
+	snprintf(buf, sizeof buf, "%lld", (long long)off);
+	ringbuf_trace__u16(o, 7); /* OFFSET */
+	ringbuf_trace__u32(o, (uint32_t)strlen(buf) + 1);
+	ringbuf_trace__str(o, buf);
+}
+
 static int ringbuf_trace__v6(int fd, const struct ringbuf_trace_registry *reg,
 			     const struct ringbuf_trace_capture *const *caps, unsigned ncpu,
 			     size_t psize, const char *clock, struct ringbuf_trace__out *o)
@@ -1917,6 +1942,7 @@ static int ringbuf_trace__v6(int fd, const struct ringbuf_trace_registry *reg,
 	ringbuf_trace__u16(o, 4); /* TRACECLOCK */
 	ringbuf_trace__u32(o, (uint32_t)strlen(clk) + 1);
 	ringbuf_trace__str(o, clk);
+	ringbuf_trace__tsc_options(o);
 	ringbuf_trace__u16(o, 8); /* CPUCOUNT */
 	ringbuf_trace__u32(o, 4);
 	ringbuf_trace__u32(o, ncpu);
@@ -2047,6 +2073,7 @@ static int ringbuf_trace__v7(int fd, const struct ringbuf_trace_registry *reg,
 		ringbuf_trace__u16(o, 4); /* TRACECLOCK */
 		ringbuf_trace__u32(o, (uint32_t)strlen(clk) + 1);
 		ringbuf_trace__str(o, clk);
+		ringbuf_trace__tsc_options(o);
 	}
 	{
 		size_t n = ncpu;
@@ -2082,7 +2109,8 @@ RINGBUF_API int ringbuf_trace_write_tracedat(struct ringbuf *rb, const struct ri
 	static const struct ringbuf_trace_tracedat_opts defaults = RINGBUF_TRACE_TRACEDAT_INIT;
 	const struct ringbuf_trace_capture *caps[2] = {NULL, NULL};
 	struct ringbuf_trace_capture *drained = NULL;
-	struct ringbuf_trace__out o = {NULL, 0, 0, 0};
+	struct ringbuf_trace__out o = {NULL, 0, 0, 0, NULL};
+	struct ringbuf__tscconv conv;
 	const char *clock;
 	unsigned ncpu;
 	size_t psize;
@@ -2116,11 +2144,16 @@ RINGBUF_API int ringbuf_trace_write_tracedat(struct ringbuf *rb, const struct ri
 		}
 		caps[1] = drained;
 	}
+	if (rb ? ringbuf__tscconv_of(rb, &conv) : caps[0]->tsc) {
+		if (!rb)
+			conv = caps[0]->conv;
+		o.tsc = &conv; /* TSC2NSEC and OFFSET options: trace-cmd shows ns */
+	}
 	clock = opts->clock;
 	if (!clock)
-		clock = !rb || rb->clock_kind == RINGBUF__CLK_MONO ? "mono"
-			: rb->clock_kind == RINGBUF__CLK_TSC      ? "x86-tsc" /* raw cycles */
-								  : "local";
+		clock = o.tsc ? "x86-tsc"
+			: !rb || rb->clock_kind == RINGBUF__CLK_MONO ? "mono"
+								    : "local";
 
 	endian.u = 1;
 	ringbuf_trace__put(&o, "\x17\x08\x44tracing", 10);
@@ -2307,7 +2340,7 @@ static size_t ringbuf_trace__comm_off(void)
 
 RINGBUF_API size_t ringbuf_trace_user_size(const struct ringbuf_trace_registry *reg)
 {
-	struct ringbuf_trace__out o = {NULL, 0, 0, 0};
+	struct ringbuf_trace__out o = {NULL, 0, 0, 0, NULL};
 	size_t n = ringbuf_trace__comm_off() + RINGBUF_TRACE_USER_COMMS * sizeof(struct ringbuf_trace__ucomm);
 	if (reg && ringbuf_trace__blob(reg, &o) == 0)
 		n += o.len;
@@ -2373,7 +2406,7 @@ static void ringbuf_trace__publish_self(struct ringbuf *rb)
 
 RINGBUF_API int ringbuf_trace_store_registry(struct ringbuf *rb, const struct ringbuf_trace_registry *reg)
 {
-	struct ringbuf_trace__out o = {NULL, 0, 0, 0};
+	struct ringbuf_trace__out o = {NULL, 0, 0, 0, NULL};
 	struct ringbuf_trace__uhdr *h;
 	size_t size, coff = ringbuf_trace__comm_off(), csz = sizeof(struct ringbuf_trace__ucomm);
 	uint32_t cap, seq, n, i;

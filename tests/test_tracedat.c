@@ -594,8 +594,9 @@ static void clock_name_decides_seconds_or_raw_counts(void **state)
 	p = strstr(out, "] ");
 	assert_non_null(p);
 	assert_int_equal(sscanf(p + 2, "%llu.%llu:", &sec, &usec), 2);
+	/* trace-cmd rounds to the nearest microsecond */
 	assert_true(sec * 1000000 + usec >= (unsigned long long)t0.tv_sec * 1000000 + (unsigned long long)t0.tv_nsec / 1000);
-	assert_true(sec * 1000000 + usec <= (unsigned long long)t1.tv_sec * 1000000 + (unsigned long long)t1.tv_nsec / 1000);
+	assert_true(sec * 1000000 + usec <= (unsigned long long)t1.tv_sec * 1000000 + (unsigned long long)t1.tv_nsec / 1000 + 1);
 	free(out);
 	ringbuf_destroy(rb);
 
@@ -616,6 +617,64 @@ static void clock_name_decides_seconds_or_raw_counts(void **state)
 	assert_non_null(strstr(out, want));
 	free(out);
 	ringbuf_destroy(rb);
+}
+
+/* The TSC clock: pages hold cycles; the file carries TSC2NSEC and OFFSET
+ * options, so trace-cmd shows CLOCK_MONOTONIC seconds (v6 and v7), and
+ * --raw-ts... is not needed: each event lands inside the clock_gettime window
+ * around its write, to the microsecond trace-cmd prints. */
+static void tsc_clock_shows_as_monotonic_seconds(void **state)
+{
+#if defined(__x86_64__)
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	uint64_t lo[6], hi[6];
+	int v, i;
+	(void)state;
+	NEED_TRACE_CMD();
+	cfg.clock = RINGBUF_CLOCK_TSC;
+	for (v = 6; v <= 7; v++) {
+		char *out, *p;
+		assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+		for (i = 0; i < 6; i++) {
+			struct timespec t0, t1, gap = {0, 2000000 + i * 500000};
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			assert_int_equal(trace_tick(rb, 0, (uint32_t)i, 7), 1);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			lo[i] = (uint64_t)t0.tv_sec * 1000000000ull + (uint64_t)t0.tv_nsec;
+			hi[i] = (uint64_t)t1.tv_sec * 1000000000ull + (uint64_t)t1.tv_nsec;
+			nanosleep(&gap, NULL);
+		}
+		save(rb, v == 6 ? "tsc.dat" : "tsc7.dat", v, NULL, NULL, 0);
+		out = run("trace-cmd report %s", path_of(v == 6 ? "tsc.dat" : "tsc7.dat"));
+		p = out;
+		for (i = 0; i < 6; i++) {
+			unsigned long long sec, usec, t;
+			char want[32];
+			snprintf(want, sizeof want, "seq=%d big=7", i);
+			p = strstr(p, "] ");
+			if (!p)
+				fail_msg("v%d: event %d missing in:\n%s", v, i, out);
+			assert_int_equal(sscanf(p + 2, "%llu.%llu:", &sec, &usec), 2);
+			t = sec * 1000000ull + usec;
+			/* 100 us of slack: the ratio is calibrated over 10 ms */
+			if (t + 100 < lo[i] / 1000 || t > hi[i] / 1000 + 100)
+				fail_msg("v%d event %d at %llu us, written between %llu and %llu us:\n%s", v, i, t,
+					 (unsigned long long)(lo[i] / 1000), (unsigned long long)(hi[i] / 1000), out);
+			assert_non_null(strstr(p, want));
+			p += 2;
+		}
+		free(out);
+		out = run("trace-cmd dump --options %s", path_of(v == 6 ? "tsc.dat" : "tsc7.dat"));
+		assert_non_null(strstr(out, "TSC2NSEC"));
+		assert_non_null(strstr(out, "x86-tsc"));
+		free(out);
+		ringbuf_destroy(rb);
+	}
+#else
+	(void)state;
+	skip();
+#endif
 }
 
 /* Overwrite: the oldest events go; the first page read carries the count,
@@ -829,6 +888,7 @@ int main(void)
 		cmocka_unit_test_setup(report_filters_select_by_field_and_event, setup),
 		cmocka_unit_test_setup(report_events_and_dump_summary_describe_the_file, setup),
 		cmocka_unit_test_setup(clock_name_decides_seconds_or_raw_counts, setup),
+		cmocka_unit_test_setup(tsc_clock_shows_as_monotonic_seconds, setup),
 		cmocka_unit_test_setup(overwrite_losses_show_as_dropped_markers, setup),
 		cmocka_unit_test_setup(latency_format_shows_signal_context, setup),
 		cmocka_unit_test_setup(align8_pages_and_pipe_output_are_read, setup),
