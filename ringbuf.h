@@ -19,7 +19,9 @@
  * TABLE OF CONTENTS (grep for the anchors)
  *   >>config     compile-time options
  *   >>api        public types and functions
- *   >>internal   layouts the implementation shares with tests (do not use)
+ *   >>internal   page walk and warning hooks for tests and tools
+ *   >>inline     the block layout and the write path's common case, compiled
+ *                into the caller (internal: use >>api)
  *   >>impl       the implementation (RINGBUF_IMPLEMENTATION only)
  *   >>design     design notes: page ring, flags, write path steps, orders
  *   >>writer     reserve / commit / discard
@@ -51,6 +53,8 @@
  *   RINGBUF_TESTING    [global]    compile RINGBUF__TESTPOINT() hooks into the write path
  *   RINGBUF_PORTABLE   [global]    use only C11 atomics (default on x86-64: single-instruction
  *                                  non-LOCK read-modify-writes for owner-only counters)
+ *   RINGBUF_NO_INLINE  [per file]  ringbuf_reserve / ringbuf_commit as plain calls instead of
+ *                                  the inline fast path (C++ files always get plain calls)
  *
  * CONCURRENCY CONTRACT (see README for the full table)
  *   Writers of one per-CPU buffer must nest like a stack: one thread at a time,
