@@ -776,10 +776,17 @@ RINGBUF__INLINE struct ringbuf__dpage *ringbuf__cdp(const struct ringbuf *rb, co
 	return (struct ringbuf__dpage *)((char *)rb + c->dp_off + ((size_t)idx << rb->page_shift));
 }
 
+/* Page descriptors per CPU: nr_pages + 1, rounded up to a multiple of 8 (8
+ * descriptors are 5 cache lines), so that no cache line holds descriptors of
+ * two CPUs (writers of different CPUs share no line). */
+#define RINGBUF__BP_STRIDE(nr_pages) ((((uint64_t)(nr_pages)) + 1 + 7) & ~(uint64_t)7)
+_Static_assert(8 * sizeof(struct ringbuf__bpage) % RINGBUF__CACHELINE == 0,
+	       "8 page descriptors must fill whole cache lines");
+
 static inline struct ringbuf__bpage *ringbuf__bp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
 {
 	return (struct ringbuf__bpage *)((char *)rb + rb->bpage_off) +
-	       (size_t)cpu * (rb->nr_pages + 1) + idx;
+	       (size_t)cpu * (size_t)RINGBUF__BP_STRIDE(rb->nr_pages) + idx;
 }
 
 static inline struct ringbuf__dpage *ringbuf__dp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
@@ -1227,7 +1234,7 @@ extern int clock_gettime(int, struct timespec *);
  *
  * MEMORY. One block, relocatable: every link is an index, never an address.
  *
- *   struct ringbuf | struct ringbuf__cpu[ncpu] | struct ringbuf__bpage[ncpu][npages]
+ *   struct ringbuf | struct ringbuf__cpu[ncpu] | struct ringbuf__bpage[ncpu][npages + 1, to 8]
  *   | (pad to page size) | data pages [ncpu][npages] of page_size bytes
  *
  * Each CPU has nr_pages ring pages (index 0..nr_pages-1 at creation) and one
@@ -4082,7 +4089,8 @@ static int ringbuf__layout(uint64_t ncpu, uint64_t pages, uint64_t ps, uint64_t 
 	g->page_size = (uint32_t)ps;
 	g->cpu_off = (sizeof(struct ringbuf) + RINGBUF__CACHELINE - 1) & ~(uint64_t)(RINGBUF__CACHELINE - 1);
 	g->bpage_off = g->cpu_off + ncpu * sizeof(struct ringbuf__cpu);
-	g->data_off = g->bpage_off + npg * sizeof(struct ringbuf__bpage);
+	/* cpu_off and sizeof(struct ringbuf__cpu) are cache-line multiples */
+	g->data_off = g->bpage_off + ncpu * RINGBUF__BP_STRIDE(pages) * sizeof(struct ringbuf__bpage);
 	g->data_off = (g->data_off + ps - 1) & ~(ps - 1);
 	g->user_off = g->data_off + npg * ps;
 	g->user_size = user;
