@@ -46,6 +46,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <sys/time.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -671,7 +672,73 @@ static void ts_to_ns_identity(void **state)
 	assert_int_equal(ringbuf_consume(rb, 0, &rec), 1);
 	assert_int_equal(rec.ts, fixed_now);
 	assert_int_equal(ringbuf_time_stamp(rb), fixed_now);
+
+	/* the block's clock name follows the kind set by ringbuf_set_clock (a
+	 * reader of the file must not be told "mono" for cycles) */
+	assert_int_equal(ringbuf_set_clock(rb, NULL, NULL), 0);
+	assert_string_equal(ringbuf_clock_name(rb), "mono");
+#if defined(__x86_64__)
+	assert_int_equal(ringbuf_set_clock(rb, RINGBUF_CLOCK_TSC, NULL), 0);
+	assert_string_equal(ringbuf_clock_name(rb), "x86-tsc");
+#endif
+	assert_int_equal(ringbuf_set_clock(rb, fixed_clock, NULL), 0);
+	assert_string_equal(ringbuf_clock_name(rb), "unknown");
+	assert_int_equal(ringbuf_set_clock(NULL, NULL, NULL), RINGBUF_EINVAL);
 	drop();
+}
+
+/* A stop of more than 2^32 ns (SIGSTOP, a debugger, a VM pause) in the middle
+ * of the 10 ms calibration overflowed its fixed-point ratio for the buffer's
+ * whole life. Simulated with a timer handler that sleeps 4.5 s inside it. */
+static void calib_stop(int sig)
+{
+	struct timespec t = {4, 500000000L};
+	(void)sig;
+	nanosleep(&t, NULL);
+}
+
+static void tsc_calibration_survives_a_stop(void **state)
+{
+#if defined(__x86_64__)
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct itimerval it = {{0, 0}, {0, 3000}}; /* 3 ms: inside the 10 ms loop */
+	struct sigaction sa, old;
+	struct ringbuf *rb;
+	struct timespec gap = {0, 100000000L};
+	uint64_t lo, hi, c0, c1, m0, m1, ns0, d;
+	(void)state;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = calib_stop;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+	cfg.size_per_cpu = 2 * 4096;
+	cfg.clock = RINGBUF_CLOCK_TSC;
+	assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	sigaction(SIGALRM, &old, NULL);
+	lo = mono_ns();
+	c0 = ringbuf_clock_tsc(NULL);
+	hi = mono_ns();
+	ns0 = ringbuf_ts_to_ns(rb, c0);
+	if (ns0 + 1000000 < lo || ns0 > hi + 1000000)
+		fail_msg("after a 4.5 s stop in the calibration: now converts to %llu, CLOCK_MONOTONIC %llu",
+			 (unsigned long long)ns0, (unsigned long long)lo);
+	m0 = mono_ns();
+	nanosleep(&gap, NULL);
+	c1 = ringbuf_clock_tsc(NULL);
+	m1 = mono_ns();
+	d = ringbuf_ts_to_ns(rb, c1) - ringbuf_ts_to_ns(rb, c0);
+	/* within 1% of the clock_gettime bounds: c0 was read in [lo, hi], c1
+	 * after m0 + 100 ms and before m1 */
+	if (d < (m0 + 100000000u - hi) / 100 * 99 || d > (m1 - lo) / 100 * 101)
+		fail_msg("100 ms (%llu..%llu ns by clock_gettime) converts to %llu ns",
+			 (unsigned long long)(m0 + 100000000u - hi), (unsigned long long)(m1 - lo),
+			 (unsigned long long)d);
+	ringbuf_destroy(rb);
+#else
+	(void)state;
+	skip();
+#endif
 }
 
 /* ==== the write-path engine (inline vs out of line, entry counts) ======== */
@@ -1628,6 +1695,7 @@ int main(void)
 		cmocka_unit_test_teardown(tsc_file, teardown),
 		cmocka_unit_test_teardown(tsc_set_clock, teardown),
 		cmocka_unit_test_teardown(ts_to_ns_identity, teardown),
+		cmocka_unit_test_teardown(tsc_calibration_survives_a_stop, teardown),
 		cmocka_unit_test_teardown(inline_vs_outofline, teardown),
 		cmocka_unit_test_teardown(entries_random, teardown),
 		cmocka_unit_test_teardown(entries_testpoints, teardown),
