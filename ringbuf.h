@@ -1079,9 +1079,8 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
  * reader waiting for data: yes. One waiting for a watermark of dirty pages:
  * only when this CPU's pages_touched moved since the last check (dirty pages
  * grow only then), so commits within a page pay two loads, not a walk. */
-RINGBUF__INLINE bool ringbuf__wake_due(const struct ringbuf *rb, struct ringbuf__cpu *c, uint32_t waiters)
+RINGBUF__INLINE bool ringbuf__wake_due(struct ringbuf__cpu *c, uint32_t waiters)
 {
-	(void)rb;
 	if (RINGBUF__LIKELY(!(waiters & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL))))
 		return false;
 	return (waiters & RINGBUF__WAIT_DATA) ||
@@ -1114,7 +1113,7 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	atomic_store_explicit(&c->committing, 0, memory_order_release);
 	RINGBUF__BARRIER();
 	if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
-			    !ringbuf__wake_due(rb, c, atomic_load_explicit(&rb->waiters, memory_order_relaxed))))
+			    !ringbuf__wake_due(c, atomic_load_explicit(&rb->waiters, memory_order_relaxed))))
 		return true;
 	/* a writer started after our check, or a reader waits: the general path
 	 * (committing back to 1) */
@@ -1997,7 +1996,7 @@ RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ri
 			/* [WAIT-W] one load when nobody waits; the reader's
 			 * membarrier() orders it after our commit (see ringbuf_wait) */
 			if (RINGBUF__UNLIKELY(ringbuf__wake_due(
-				    rb, c, atomic_load_explicit(&rb->waiters, memory_order_relaxed))))
+				    c, atomic_load_explicit(&rb->waiters, memory_order_relaxed))))
 				ringbuf__wake_check(rb, cpu, c);
 			return;
 		}
