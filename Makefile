@@ -49,7 +49,7 @@ extra_ldflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]
 VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
 
 .DELETE_ON_ERROR:
-.PHONY: all test tests compile-checks examples tools demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
+.PHONY: verify all test tests compile-checks examples tools demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
 	install uninstall clean help
 
 all: examples tools tests ## build the examples, the tools and the tests (without running them)
@@ -196,6 +196,11 @@ soak: $(BUILD)/tests/soak ## signal-torture soak (tests/soak.c) for SOAK_SECONDS
 # RINGBUF_TESTING (the production write path).
 $(BUILD)/tests/soak: tests/soak.c ringbuf.h $(TEST_HDRS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< -lrt
+
+# ---- model checking ---------------------------------------------------------
+
+verify: ## model-check verify/*.c with GenMC under RC11 and IMM (skipped, and says so, without GenMC)
+	@VERIFY_LOG=$(BUILD)/verify verify/run.sh
 
 # ---- install ----------------------------------------------------------------
 
