@@ -187,10 +187,15 @@ $(BUILD)/fuzz/%: fuzz/%.c ringbuf.h $(TEST_HDRS) | $(BUILD)/fuzz
 
 ##   SOAK_SECONDS    make soak: how long the signal torture runs (600)
 SOAK_SECONDS ?= 600
-.PHONY: soak asan-ubsan
+.PHONY: soak stress asan-ubsan
 
 soak: $(BUILD)/tests/soak ## signal-torture soak (tests/soak.c) for SOAK_SECONDS; prints totals
 	$(BUILD)/tests/soak $(SOAK_SECONDS)
+
+##   STRESS_SECONDS  make stress: how long the cross-thread stress runs (300)
+STRESS_SECONDS ?= 300
+stress: $(BUILD)/tests/soak ## cross-thread stress (merged readers, 66-256 buffers, control calls, resets) for STRESS_SECONDS
+	$(BUILD)/tests/soak --stress $(STRESS_SECONDS)
 
 # Not a tests/test_*.c file, so `make test` does not run it; built without
 # RINGBUF_TESTING (the production write path).
