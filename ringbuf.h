@@ -167,10 +167,12 @@ struct ringbuf_config {
 				* for the default clock, "unknown" otherwise); < 16 chars */
 	size_t user_size;      /* bytes of a user area kept in the block (event formats,
 				* names...), see ringbuf_user_area() */
+	unsigned file_mode;    /* ringbuf_create_file(): permission bits of the new file,
+				* applied exactly (umask ignored); 0: 0600, owner only */
 };
 #define RINGBUF_CONFIG_INIT                                                   \
 	{ 1, (size_t)1 << 20, 4096, RINGBUF_MODE_OVERWRITE, RINGBUF_TS_DELTA, 0, \
-	  NULL, NULL, NULL, 0 }
+	  NULL, NULL, NULL, 0, 0 }
 
 /** One event handed to a reader. data points into the reader page and stays
  * valid until the next reader call on the same CPU. */
@@ -229,8 +231,15 @@ RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb);
 
 /* -- file-backed buffers (flight recorder; any thread, like lifecycle calls) -- */
 
-/** Create (or truncate) path and build the buffer in it, mapped MAP_SHARED:
- * what writers commit survives the death of the process. */
+/** Build the buffer in a new file at path, mapped MAP_SHARED: what writers
+ * commit survives the death of the process. The file is created under a
+ * temporary name next to path (O_CREAT | O_EXCL: a symlink is never
+ * followed), with cfg->file_mode (default 0600: other users cannot read the
+ * trace), filled in, then renamed over path: an existing file at path is
+ * replaced, never truncated or written through, a symlink planted there is
+ * replaced rather than followed, and in a sticky directory (/tmp, /var/tmp) a
+ * file another user owns is not replaced (RINGBUF_ESYS, errno EPERM). Needs
+ * write permission on the directory. */
 RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_config *cfg,
 				    struct ringbuf **out);
 /** Flags for ringbuf_open_file(). */
@@ -1186,9 +1195,11 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <stdio.h> /* rename */
 /* declared by <unistd.h> only with _GNU_SOURCE/_DEFAULT_SOURCE; the same
  * prototype as glibc's and musl's, so a repeat is harmless */
 extern long syscall(long number, ...);
+extern int fchmod(int fd, mode_t mode); /* likewise hidden by strict -std=c11 */
 #ifndef O_CLOEXEC /* hidden by strict -std=c11 when ringbuf.h is not the first header */
 #define O_CLOEXEC 0
 #endif
@@ -4323,38 +4334,81 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 				    struct ringbuf **out)
 {
 	struct ringbuf__geom g;
-	void *map;
-	int fd, r, e;
-	if (!path || !out)
+	struct ringbuf *rb;
+	void *map = MAP_FAILED;
+	char *tmp;
+	size_t n;
+	unsigned mode, tries;
+	uint64_t seed;
+	int fd = -1, r, e;
+	if (!path || !out || !*path || !cfg || (cfg->file_mode & ~07777u))
 		return RINGBUF_EINVAL;
 	if ((r = ringbuf__geometry(cfg, &g)) < 0)
 		return r;
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return RINGBUF_ESYS;
-	/* extend the file without ftruncate (hidden under strict -std=c11) */
-	if (lseek(fd, (off_t)g.total - 1, SEEK_SET) < 0 || write(fd, "", 1) != 1) {
+	mode = cfg->file_mode ? cfg->file_mode : 0600;
+	n = strlen(path);
+	if (!(tmp = (char *)RINGBUF_MALLOC(n + 16, NULL)))
+		return RINGBUF_ENOMEM;
+	memcpy(tmp, path, n);
+	/* a fresh name next to path: O_CREAT | O_EXCL never follows a symlink
+	 * and never opens a file someone else made */
+	seed = ringbuf__clock_mono() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)tmp;
+	for (tries = 0; tries < 64; tries++) {
+		uint64_t x = (seed += 0x9e3779b97f4a7c15ull);
+		unsigned i;
+		x = (x ^ (x >> 31)) * 0xbf58476d1ce4e5b9ull;
+		memcpy(tmp + n, ".rbtmp", 6);
+		for (i = 0; i < 8; i++)
+			tmp[n + 6 + i] = "0123456789abcdef"[(x >> (4 * i)) & 15];
+		tmp[n + 14] = '\0';
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
 		e = errno;
-		close(fd);
+		RINGBUF_FREE(tmp, NULL);
 		errno = e;
 		return RINGBUF_ESYS;
 	}
+	/* the exact mode, whatever the umask; extend the file without ftruncate
+	 * (hidden under strict -std=c11) */
+	if (fchmod(fd, (mode_t)mode) < 0 || lseek(fd, (off_t)g.total - 1, SEEK_SET) < 0 ||
+	    write(fd, "", 1) != 1)
+		goto fail_sys;
 	map = mmap(NULL, (size_t)g.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	e = errno;
-	close(fd);
-	if (map == MAP_FAILED) {
+	if (map == MAP_FAILED)
+		goto fail_sys;
+	if ((r = ringbuf_init_in(map, (size_t)g.total, cfg, &rb)) < 0)
+		goto fail;
+	rb->owned = 2;
+	rb->mem = map;
+	rb->map_len = g.total;
+	rb->shared = 1;
+	/* publish it complete: rename replaces path itself (a file or a symlink),
+	 * never what a symlink points at */
+	if (rename(tmp, path) < 0) {
+		e = errno;
+		ringbuf_destroy(rb); /* unregisters and unmaps */
+		map = MAP_FAILED;
 		errno = e;
-		return RINGBUF_ESYS;
+		goto fail_sys;
 	}
-	if ((r = ringbuf_init_in(map, (size_t)g.total, cfg, out)) < 0) {
-		munmap(map, (size_t)g.total);
-		return r;
-	}
-	(*out)->owned = 2;
-	(*out)->mem = map;
-	(*out)->map_len = g.total;
-	(*out)->shared = 1;
+	close(fd);
+	RINGBUF_FREE(tmp, NULL);
+	*out = rb;
 	return 0;
+fail_sys:
+	r = RINGBUF_ESYS;
+fail:
+	e = errno;
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)g.total);
+	close(fd);
+	unlink(tmp);
+	RINGBUF_FREE(tmp, NULL);
+	errno = e;
+	return r;
 }
 
 RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringbuf **out)
