@@ -54,8 +54,11 @@
  *
  * LIMITS
  *   Event definitions use C11 atomics and are C only (the function API is
- *   usable from C++). The thread id is cached per thread: a child of fork()
- *   must call ringbuf_trace_thread_reset() before it emits.
+ *   usable from C++). The thread id is cached per thread; a pthread_atfork()
+ *   child handler (installed when the implementation is loaded, or at the
+ *   first registration) forgets it in the child of fork(), so children report
+ *   their own pid. A child made with a raw clone()/vfork() syscall that runs
+ *   no atfork handlers must call ringbuf_trace_thread_reset() before it emits.
  */
 #ifndef RINGBUF_TRACE_H
 #define RINGBUF_TRACE_H
@@ -213,9 +216,22 @@ RINGBUF_API int ringbuf_trace_register_event(struct ringbuf_trace_registry *reg,
 RINGBUF_API int ringbuf_trace_register_event_id(struct ringbuf_trace_registry *reg,
 						struct ringbuf_trace_event *ev, unsigned id);
 /** Register a static table of events (the constructor-free form). Returns the
- * number registered, or the first error. */
+ * number registered, or the first error. Prefer RINGBUF_TRACE_REGISTER_ARRAY(),
+ * which counts the array itself. */
 RINGBUF_API int ringbuf_trace_register_events(struct ringbuf_trace_registry *reg,
 					      struct ringbuf_trace_event *const *evs, size_t n);
+/** ringbuf_trace_register_events() over a whole array of event pointers, its
+ * length taken from the array's type: the count cannot be wrong. With gcc and
+ * clang, passing a pointer instead of an array is a compile-time error. */
+#if defined(__GNUC__) || defined(__clang__)
+#define RINGBUF_TRACE__IS_ARRAY(a) \
+	(sizeof(struct { int not_an_array : 1 - 2 * __builtin_types_compatible_p(__typeof__(a), __typeof__(&(a)[0])); }) * 0)
+#else
+#define RINGBUF_TRACE__IS_ARRAY(a) 0
+#endif
+#define RINGBUF_TRACE_REGISTER_ARRAY(reg, array)                                          \
+	ringbuf_trace_register_events((reg), (array),                                      \
+				      sizeof(array) / sizeof((array)[0]) + RINGBUF_TRACE__IS_ARRAY(array))
 /** Enable / disable the events whose name matches glob (`*`, `?`, `[...]`, `\`);
  * a glob containing '/' is matched against "system/name". Returns the number of
  * events matched. Safe while writers emit (takes effect at their next event). */
@@ -694,6 +710,7 @@ RINGBUF_API int32_t ringbuf_trace_writer_pid(struct ringbuf *rb);
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -796,6 +813,29 @@ RINGBUF_API void ringbuf_trace_thread_reset(void)
 	ringbuf_trace__self.slot = 0;
 	ringbuf_trace__self.comm_rb = NULL;
 }
+
+/* Fork: the child's only thread (the one that called fork) has a new tid; its
+ * cached one is the parent's. A pthread_atfork child handler forgets it. It is
+ * installed when the implementation is loaded (a constructor, gcc/clang; a
+ * shared object's handler is removed by glibc when it is unloaded), else at the
+ * first event registration (never from a signal handler: pthread_atfork is
+ * not async-signal-safe). */
+static _Atomic(int) ringbuf_trace__atfork_done;
+static void ringbuf_trace__atfork_install(void)
+{
+	int zero = 0;
+	if (atomic_load_explicit(&ringbuf_trace__atfork_done, memory_order_acquire) ||
+	    !atomic_compare_exchange_strong(&ringbuf_trace__atfork_done, &zero, 1))
+		return;
+	if (pthread_atfork(NULL, NULL, ringbuf_trace_thread_reset) != 0)
+		atomic_store(&ringbuf_trace__atfork_done, 0); /* try again at the next registration */
+}
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((constructor)) static void ringbuf_trace__atfork_ctor(void)
+{
+	ringbuf_trace__atfork_install();
+}
+#endif
 
 RINGBUF_API bool ringbuf_trace_comm(int32_t pid, char *buf, size_t size)
 {
@@ -972,6 +1012,7 @@ RINGBUF_API int ringbuf_trace_register_event_id(struct ringbuf_trace_registry *r
 	int r;
 	if (!reg || !ev || !ev->name || id > 32767)
 		return RINGBUF_EINVAL;
+	ringbuf_trace__atfork_install();
 	ringbuf_trace__lock(reg);
 	r = ringbuf_trace__register(reg, ev, id);
 	ringbuf_trace__unlock(reg);
