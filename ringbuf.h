@@ -106,14 +106,15 @@
  * tests/packaging/namespace.sh checks with nm that no unprefixed ringbuf_
  * symbol is left and that every name listed is a real symbol, so a new
  * function cannot be forgotten. The macros rename an identifier everywhere,
- * also the tag of struct ringbuf_stats, which is harmless; struct ringbuf
+ * also struct tags of the same name (ringbuf_stats, ringbuf__tctx), which is
+ * harmless; struct ringbuf
  * itself keeps its name, so this header and another one declaring struct
  * ringbuf cannot be included in the same file. ringbuf_reserve and
  * ringbuf_commit are also function-like macros (>>inline), so they get their
  * prefix from an asm label on their declaration instead (GCC, Clang). */
 #ifdef RINGBUF_NAMESPACE
-#if !defined(__GNUC__) && !defined(__clang__) && !defined(__TINYC__)
-#error "RINGBUF_NAMESPACE needs asm labels (GCC, Clang, TCC) for ringbuf_reserve/ringbuf_commit"
+#if !defined(__GNUC__) && !defined(__clang__)
+#error "RINGBUF_NAMESPACE needs asm labels (GCC, Clang) for ringbuf_reserve/ringbuf_commit"
 #endif
 #define RINGBUF__NS_CAT(a, b) a##b
 #define RINGBUF__NS_XCAT(a, b) RINGBUF__NS_CAT(a, b)
