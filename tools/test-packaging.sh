@@ -103,7 +103,7 @@ expect_files "$prefix" include/ringbuf.h include/ringbuf_trace.h lib/pkgconfig/r
 	lib/cmake/ringbuf/ringbufConfig.cmake lib/cmake/ringbuf/ringbufConfigVersion.cmake
 ran+=(install)
 if [ $have_pc = 1 ]; then
-	PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig PKG_CONFIG_PATH= pc_check pc-consumer
+	PKG_CONFIG_LIBDIR=$prefix/lib/pkgconfig PKG_CONFIG_PATH='' pc_check pc-consumer
 	ran+=(pkg-config)
 fi
 if [ $have_cmake = 1 ]; then
@@ -127,7 +127,7 @@ expect_files "$stage/usr" include/ringbuf.h include/ringbuf_trace.h share/pkgcon
 	share/cmake/ringbuf/ringbufConfig.cmake share/cmake/ringbuf/ringbufConfigVersion.cmake
 grep -qx 'prefix=/usr' "$stage/usr/share/pkgconfig/ringbuf.pc" || fail "ringbuf.pc: prefix is not /usr"
 if [ $have_pc = 1 ]; then
-	PKG_CONFIG_SYSROOT_DIR=$stage PKG_CONFIG_LIBDIR=$stage/usr/share/pkgconfig PKG_CONFIG_PATH= \
+	PKG_CONFIG_SYSROOT_DIR=$stage PKG_CONFIG_LIBDIR=$stage/usr/share/pkgconfig PKG_CONFIG_PATH='' \
 		pc_check pc-staged
 fi
 # the CMake config finds the headers relative to itself
@@ -149,7 +149,7 @@ if [ $have_cmake = 1 ]; then
 	grep -q "found in $cprefix/$libdir/cmake/ringbuf" "$out/cmake-find-c.configure.log" || fail "find_package found another ringbuf"
 	cm_cxx cmake-find-cxx -DCMAKE_PREFIX_PATH="$cprefix"
 	if [ $have_pc = 1 ]; then
-		PKG_CONFIG_LIBDIR=$cprefix/$libdir/pkgconfig PKG_CONFIG_PATH= pc_check pc-cmake
+		PKG_CONFIG_LIBDIR=$cprefix/$libdir/pkgconfig PKG_CONFIG_PATH='' pc_check pc-cmake
 	fi
 	ran+=(cmake-install)
 	cm_c subdir-c -DRINGBUF_SOURCE_DIR="$root"
