@@ -13,6 +13,9 @@
 ##   SAN_CC          compiler for asan/ubsan/tsan (same as CC)
 ##   TEST_TIMEOUT    seconds each test executable may run (300)
 ##   PREFIX, DESTDIR install location (/usr/local)
+##   INCLUDEDIR, LIBDIR, PKGCONFIGDIR, CMAKEDIR
+##                   install directories ($(PREFIX)/include, $(PREFIX)/lib,
+##                   $(LIBDIR)/pkgconfig, $(LIBDIR)/cmake/ringbuf)
 ##   BENCH_QUICK=1   make bench: a short smoke run (also BENCH_ROUNDS, BENCH_EVENTS, BENCH_ONLY)
 
 CC      ?= cc
@@ -20,6 +23,10 @@ CFLAGS  ?= -O2 -g
 BUILD   ?= build
 SAN_CC  ?= $(CC)
 PREFIX  ?= /usr/local
+INCLUDEDIR   ?= $(PREFIX)/include
+LIBDIR       ?= $(PREFIX)/lib
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+CMAKEDIR     ?= $(LIBDIR)/cmake/ringbuf
 TEST_TIMEOUT ?= 300
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
@@ -66,6 +73,8 @@ test: ## check dependencies (installs cmocka when root), build and run all tests
 	@tools/check-deps.sh
 	@$(MAKE) --no-print-directory tests
 	@$(MAKE) --no-print-directory compile-checks
+	@if [ -z "$(SAN_FLAGS)" ]; then $(MAKE) --no-print-directory test-packaging; \
+	else echo "test-packaging: not repeated in sanitizer runs"; fi
 	@TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_WRAPPER="$(TEST_WRAPPER)" tools/run-tests.sh $(TEST_BINS)
 
 tests: $(TEST_BINS) # build only (used by test)
@@ -209,19 +218,40 @@ verify: ## model-check verify/*.c with GenMC under RC11 and IMM (skipped, and sa
 
 # ---- install ----------------------------------------------------------------
 
-# ringbuf.pc is written at install time so that it always carries this PREFIX.
-install: | $(BUILD) ## install ringbuf.h and ringbuf.pc under DESTDIR/PREFIX
-	@printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' '' \
-		'Name: ringbuf' \
-		'Description: Lock-free per-CPU trace ring buffer (single-header C11 library)' \
-		'Version: $(VERSION)' \
-		'Cflags: -I$${includedir}' > $(BUILD)/ringbuf.pc
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 ringbuf.h $(DESTDIR)$(PREFIX)/include/ringbuf.h
-	install -m 644 $(BUILD)/ringbuf.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringbuf.pc
+# ringbuf.pc and the CMake config are written at install time, from the
+# templates in cmake/, so that they carry these directories. The CMake config
+# finds the headers relative to itself: a DESTDIR staging tree works as is.
+# Libs: -pthread: the implementation calls pthread_key_create, pthread_atfork
+# (libpthread before glibc 2.34) and thrd_yield (C11 threads); clock_gettime
+# is in libc since glibc 2.17, so no -lrt. ringbuf_trace.h needs nothing more.
+INC_REL = $(shell realpath -m --relative-to='$(CMAKEDIR)' '$(INCLUDEDIR)' 2>/dev/null)
+PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
+CMAKE_INCLUDE = $(if $(INC_REL),$${CMAKE_CURRENT_LIST_DIR}/$(INC_REL),$(INCLUDEDIR))
 
-uninstall: ## remove what install installed
-	rm -f $(DESTDIR)$(PREFIX)/include/ringbuf.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringbuf.pc
+install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf.pc and the CMake config under DESTDIR
+	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@includedir@|$(PC_INCLUDEDIR)|' \
+		-e 's|@version@|$(VERSION)|' cmake/ringbuf.pc.in > $(BUILD)/ringbuf.pc
+	sed -e 's|@INCLUDE@|$(CMAKE_INCLUDE)|' cmake/ringbufConfig.make.in > $(BUILD)/ringbufConfig.cmake
+	sed -e 's|@VERSION@|$(VERSION)|' -e 's|@MAJOR@|$(word 1,$(subst ., ,$(VERSION)))|' \
+		-e 's|@MINOR@|$(word 2,$(subst ., ,$(VERSION)))|' \
+		cmake/ringbufConfigVersion.make.in > $(BUILD)/ringbufConfigVersion.cmake
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR)
+	install -m 644 ringbuf.h ringbuf_trace.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(BUILD)/ringbuf.pc $(DESTDIR)$(PKGCONFIGDIR)/ringbuf.pc
+	install -m 644 $(BUILD)/ringbufConfig.cmake $(BUILD)/ringbufConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
+
+uninstall: ## remove what install installed (same DESTDIR, PREFIX and directories)
+	rm -f $(DESTDIR)$(INCLUDEDIR)/ringbuf.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_trace.h \
+		$(DESTDIR)$(PKGCONFIGDIR)/ringbuf.pc \
+		$(DESTDIR)$(CMAKEDIR)/ringbufConfig.cmake $(DESTDIR)$(CMAKEDIR)/ringbufConfigVersion.cmake
+	rmdir $(DESTDIR)$(CMAKEDIR) 2>/dev/null || true
+
+# ---- packaging tests --------------------------------------------------------
+
+.PHONY: test-packaging
+
+test-packaging: ## consumers of make install, pkg-config, CMake, meson; RINGBUF_NAMESPACE (tests/packaging/)
+	@CC="$(CC)" CXX="$(CXX)" BUILD="$(BUILD)" tools/test-packaging.sh
 
 clean: ## remove the build directory (BUILD)
 	rm -rf $(BUILD)

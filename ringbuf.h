@@ -41,6 +41,8 @@
  *
  * CONFIGURATION (>>config)
  *   RINGBUF_API        [global]    declaration specifier of public functions (default extern)
+ *   RINGBUF_NAMESPACE  [global]    prefix for every exported symbol (e.g. myapp_), so that two
+ *                                  copies or another ringbuf_* library link into one program
  *   RINGBUF_STATIC     [global]    make every function static (single-TU users)
  *   RINGBUF_ASSERT(c)  [impl-only] internal assertions (default assert(c))
  *   RINGBUF_MALLOC(sz, ctx) / RINGBUF_FREE(p, ctx)
@@ -91,6 +93,99 @@
 #define RINGBUF_API static
 #elif !defined(RINGBUF_API)
 #define RINGBUF_API extern
+#endif
+
+/* Symbol prefix (RINGBUF_NAMESPACE). Two copies of ringbuf.h in one program
+ * (two vendored libraries), or ringbuf.h next to another library that uses
+ * ringbuf_* names (rmind/ringbuf defines ringbuf_consume), collide at link
+ * time. Define RINGBUF_NAMESPACE to a prefix, e.g. -DRINGBUF_NAMESPACE=myapp_,
+ * for every file that includes this copy: each symbol it exports or refers to
+ * is then prefixed (ringbuf_create links as myapp_ringbuf_create) while the
+ * source still writes ringbuf_create. The list below has every non-static
+ * function and variable of ringbuf.h (ringbuf_trace.h has its own);
+ * tests/packaging/namespace.sh checks with nm that no unprefixed ringbuf_
+ * symbol is left and that every name listed is a real symbol, so a new
+ * function cannot be forgotten. The macros rename an identifier everywhere,
+ * also struct tags of the same name (ringbuf_stats, ringbuf__tctx), which is
+ * harmless; struct ringbuf
+ * itself keeps its name, so this header and another one declaring struct
+ * ringbuf cannot be included in the same file. ringbuf_reserve and
+ * ringbuf_commit are also function-like macros (>>inline), so they get their
+ * prefix from an asm label on their declaration instead (GCC, Clang). */
+#ifdef RINGBUF_NAMESPACE
+#if !defined(__GNUC__) && !defined(__clang__)
+#error "RINGBUF_NAMESPACE needs asm labels (GCC, Clang) for ringbuf_reserve/ringbuf_commit"
+#endif
+#define RINGBUF__NS_CAT(a, b) a##b
+#define RINGBUF__NS_XCAT(a, b) RINGBUF__NS_CAT(a, b)
+#define RINGBUF__NS(name) RINGBUF__NS_XCAT(RINGBUF_NAMESPACE, name)
+#define RINGBUF__NS_STR(x) #x
+#define RINGBUF__NS_XSTR(x) RINGBUF__NS_STR(x)
+#define RINGBUF__NS_LABEL(name) \
+	__asm__(RINGBUF__NS_XSTR(__USER_LABEL_PREFIX__) RINGBUF__NS_XSTR(RINGBUF__NS(name)))
+#define ringbuf__clock_mono          RINGBUF__NS(ringbuf__clock_mono)
+#define ringbuf__commit_slow         RINGBUF__NS(ringbuf__commit_slow)
+#define ringbuf__end_commit          RINGBUF__NS(ringbuf__end_commit)
+#define ringbuf__reserve_next        RINGBUF__NS(ringbuf__reserve_next)
+#define ringbuf__reserve_refused     RINGBUF__NS(ringbuf__reserve_refused)
+#define ringbuf__reserve_slow        RINGBUF__NS(ringbuf__reserve_slow)
+#define ringbuf__set_testpoint_hook  RINGBUF__NS(ringbuf__set_testpoint_hook)
+#define ringbuf__tctx                RINGBUF__NS(ringbuf__tctx)
+#define ringbuf__tctx_last           RINGBUF__NS(ringbuf__tctx_last)
+#define ringbuf__testpoint           RINGBUF__NS(ringbuf__testpoint)
+#define ringbuf__walk_pages          RINGBUF__NS(ringbuf__walk_pages)
+#define ringbuf_clock_name           RINGBUF__NS(ringbuf_clock_name)
+#define ringbuf_clock_tsc            RINGBUF__NS(ringbuf_clock_tsc)
+#define ringbuf_consume              RINGBUF__NS(ringbuf_consume)
+#define ringbuf_consume_merged       RINGBUF__NS(ringbuf_consume_merged)
+#define ringbuf_create               RINGBUF__NS(ringbuf_create)
+#define ringbuf_create_file          RINGBUF__NS(ringbuf_create_file)
+#define ringbuf_destroy              RINGBUF__NS(ringbuf_destroy)
+#define ringbuf_discard              RINGBUF__NS(ringbuf_discard)
+#define ringbuf_empty_cpu            RINGBUF__NS(ringbuf_empty_cpu)
+#define ringbuf_get_mode             RINGBUF__NS(ringbuf_get_mode)
+#define ringbuf_init_in              RINGBUF__NS(ringbuf_init_in)
+#define ringbuf_iter_dropped         RINGBUF__NS(ringbuf_iter_dropped)
+#define ringbuf_iter_finish          RINGBUF__NS(ringbuf_iter_finish)
+#define ringbuf_iter_next            RINGBUF__NS(ringbuf_iter_next)
+#define ringbuf_iter_reset           RINGBUF__NS(ringbuf_iter_reset)
+#define ringbuf_iter_start           RINGBUF__NS(ringbuf_iter_start)
+#define ringbuf_max_event_size       RINGBUF__NS(ringbuf_max_event_size)
+#define ringbuf_ncpu                 RINGBUF__NS(ringbuf_ncpu)
+#define ringbuf_nr_pages             RINGBUF__NS(ringbuf_nr_pages)
+#define ringbuf_open_file            RINGBUF__NS(ringbuf_open_file)
+#define ringbuf_page_size            RINGBUF__NS(ringbuf_page_size)
+#define ringbuf_peek                 RINGBUF__NS(ringbuf_peek)
+#define ringbuf_read_page            RINGBUF__NS(ringbuf_read_page)
+#define ringbuf_read_page_ref        RINGBUF__NS(ringbuf_read_page_ref)
+#define ringbuf_record_disable       RINGBUF__NS(ringbuf_record_disable)
+#define ringbuf_record_disable_cpu   RINGBUF__NS(ringbuf_record_disable_cpu)
+#define ringbuf_record_enable        RINGBUF__NS(ringbuf_record_enable)
+#define ringbuf_record_enable_cpu    RINGBUF__NS(ringbuf_record_enable_cpu)
+#define ringbuf_record_is_on         RINGBUF__NS(ringbuf_record_is_on)
+#define ringbuf_record_off           RINGBUF__NS(ringbuf_record_off)
+#define ringbuf_record_on            RINGBUF__NS(ringbuf_record_on)
+#define ringbuf_recover              RINGBUF__NS(ringbuf_recover)
+#define ringbuf_reset                RINGBUF__NS(ringbuf_reset)
+#define ringbuf_reset_cpu            RINGBUF__NS(ringbuf_reset_cpu)
+#define ringbuf_set_clock            RINGBUF__NS(ringbuf_set_clock)
+#define ringbuf_set_mode             RINGBUF__NS(ringbuf_set_mode)
+#define ringbuf_set_warn_hook        RINGBUF__NS(ringbuf_set_warn_hook)
+#define ringbuf_size_needed          RINGBUF__NS(ringbuf_size_needed)
+#define ringbuf_stats                RINGBUF__NS(ringbuf_stats)
+#define ringbuf_stats_cpu            RINGBUF__NS(ringbuf_stats_cpu)
+#define ringbuf_strerror             RINGBUF__NS(ringbuf_strerror)
+#define ringbuf_thread_cpu           RINGBUF__NS(ringbuf_thread_cpu)
+#define ringbuf_thread_init          RINGBUF__NS(ringbuf_thread_init)
+#define ringbuf_thread_release       RINGBUF__NS(ringbuf_thread_release)
+#define ringbuf_time_stamp           RINGBUF__NS(ringbuf_time_stamp)
+#define ringbuf_ts_to_ns             RINGBUF__NS(ringbuf_ts_to_ns)
+#define ringbuf_user_area            RINGBUF__NS(ringbuf_user_area)
+#define ringbuf_wait                 RINGBUF__NS(ringbuf_wait)
+#define ringbuf_wake_waiters         RINGBUF__NS(ringbuf_wake_waiters)
+#define ringbuf_write                RINGBUF__NS(ringbuf_write)
+#else
+#define RINGBUF__NS_LABEL(name)
 #endif
 
 #ifndef RINGBUF_MAX_NEST
@@ -318,10 +413,12 @@ RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb);
  * (4-byte aligned, 8 with RINGBUF_F_ALIGN8) or NULL when the event is dropped;
  * every NULL is counted in the statistics. Must be paired with ringbuf_commit()
  * or ringbuf_discard() by the same writer, before its interrupted writer resumes. */
-RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len);
+RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len)
+	RINGBUF__NS_LABEL(ringbuf_reserve);
 /** Commit the event reserved last on cpu (data = what ringbuf_reserve returned).
  * The outermost writer makes all nested events visible to readers. */
-RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data);
+RINGBUF_API void ringbuf_commit(struct ringbuf *rb, unsigned cpu, void *data)
+	RINGBUF__NS_LABEL(ringbuf_commit);
 /** Drop the event reserved last on cpu: rolled back if nothing was reserved after
  * it, otherwise turned into padding. Not counted as committed. */
 RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data);

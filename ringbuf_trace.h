@@ -65,6 +65,50 @@
 
 #include "ringbuf.h"
 
+/* Symbol prefix: with RINGBUF_NAMESPACE (see ringbuf.h's >>config) the
+ * functions of this header are renamed too. The event descriptors that
+ * RINGBUF_TRACE_EVENT() defines (ringbuf_event_<name>) and the emitters
+ * (RINGBUF_TRACE_EMIT_PREFIX) belong to the program and keep their names. */
+#ifdef RINGBUF_NAMESPACE
+#define ringbuf_trace__reserve           RINGBUF__NS(ringbuf_trace__reserve)
+#define ringbuf_trace_capture_create     RINGBUF__NS(ringbuf_trace_capture_create)
+#define ringbuf_trace_capture_destroy    RINGBUF__NS(ringbuf_trace_capture_destroy)
+#define ringbuf_trace_capture_foreach    RINGBUF__NS(ringbuf_trace_capture_foreach)
+#define ringbuf_trace_capture_page       RINGBUF__NS(ringbuf_trace_capture_page)
+#define ringbuf_trace_capture_pages      RINGBUF__NS(ringbuf_trace_capture_pages)
+#define ringbuf_trace_capture_read       RINGBUF__NS(ringbuf_trace_capture_read)
+#define ringbuf_trace_comm               RINGBUF__NS(ringbuf_trace_comm)
+#define ringbuf_trace_consume_foreach    RINGBUF__NS(ringbuf_trace_consume_foreach)
+#define ringbuf_trace_disable            RINGBUF__NS(ringbuf_trace_disable)
+#define ringbuf_trace_enable             RINGBUF__NS(ringbuf_trace_enable)
+#define ringbuf_trace_find               RINGBUF__NS(ringbuf_trace_find)
+#define ringbuf_trace_find_id            RINGBUF__NS(ringbuf_trace_find_id)
+#define ringbuf_trace_format_record      RINGBUF__NS(ringbuf_trace_format_record)
+#define ringbuf_trace_format_text        RINGBUF__NS(ringbuf_trace_format_text)
+#define ringbuf_trace_glob_match         RINGBUF__NS(ringbuf_trace_glob_match)
+#define ringbuf_trace_is_enabled         RINGBUF__NS(ringbuf_trace_is_enabled)
+#define ringbuf_trace_load_registry      RINGBUF__NS(ringbuf_trace_load_registry)
+#define ringbuf_trace_parse_registry     RINGBUF__NS(ringbuf_trace_parse_registry)
+#define ringbuf_trace_print              RINGBUF__NS(ringbuf_trace_print)
+#define ringbuf_trace_print_capture      RINGBUF__NS(ringbuf_trace_print_capture)
+#define ringbuf_trace_register_event     RINGBUF__NS(ringbuf_trace_register_event)
+#define ringbuf_trace_register_event_id  RINGBUF__NS(ringbuf_trace_register_event_id)
+#define ringbuf_trace_register_events    RINGBUF__NS(ringbuf_trace_register_events)
+#define ringbuf_trace_registry_free      RINGBUF__NS(ringbuf_trace_registry_free)
+#define ringbuf_trace_registry_init      RINGBUF__NS(ringbuf_trace_registry_init)
+#define ringbuf_trace_save_tracedat      RINGBUF__NS(ringbuf_trace_save_tracedat)
+#define ringbuf_trace_signal_enter       RINGBUF__NS(ringbuf_trace_signal_enter)
+#define ringbuf_trace_signal_exit        RINGBUF__NS(ringbuf_trace_signal_exit)
+#define ringbuf_trace_store_registry     RINGBUF__NS(ringbuf_trace_store_registry)
+#define ringbuf_trace_thread_id          RINGBUF__NS(ringbuf_trace_thread_id)
+#define ringbuf_trace_thread_name        RINGBUF__NS(ringbuf_trace_thread_name)
+#define ringbuf_trace_thread_reset       RINGBUF__NS(ringbuf_trace_thread_reset)
+#define ringbuf_trace_user_size          RINGBUF__NS(ringbuf_trace_user_size)
+#define ringbuf_trace_write_tracedat     RINGBUF__NS(ringbuf_trace_write_tracedat)
+#define ringbuf_trace_writer_alive       RINGBUF__NS(ringbuf_trace_writer_alive)
+#define ringbuf_trace_writer_pid         RINGBUF__NS(ringbuf_trace_writer_pid)
+#endif
+
 #include <stdio.h>
 #include <string.h>
 
