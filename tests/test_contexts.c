@@ -100,7 +100,7 @@ static uint32_t mix(uint32_t x)
 
 static uint32_t owner_of(struct ringbuf *rb, unsigned cpu)
 {
-	return atomic_load(&ringbuf__cpu(rb, cpu)->owner);
+	return (uint32_t)atomic_load(&ringbuf__cpu(rb, cpu)->owner); /* tid and flags; the token is above */
 }
 
 static uint64_t now_ns(void)
