@@ -2297,18 +2297,32 @@ RINGBUF__TLS_DEF struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
 static RINGBUF__TLS uint32_t ringbuf__tid;
 
 /* Live buffers, by creation generation (never dereferenced: a thread may hold
- * an entry for a buffer another thread destroyed). Also the fork registry. */
+ * an entry for a buffer another thread destroyed). Also the fork registry.
+ * No limit: chunks of 64 slots, a new one appended (allocated at creation or
+ * open, never in a handler) when all are taken, never freed; readers (signal
+ * handlers included) follow `next` with acquire loads, pairing with the
+ * release CAS that appends. */
 #define RINGBUF__NREG 64
+struct ringbuf__reg {
+	_Atomic(uint64_t) gen[RINGBUF__NREG];
+	_Atomic(struct ringbuf *) rb[RINGBUF__NREG];
+	_Atomic(struct ringbuf__reg *) next;
+};
 static _Atomic(uint64_t) ringbuf__gen_counter;
-static _Atomic(uint64_t) ringbuf__reg_gen[RINGBUF__NREG];
-static _Atomic(struct ringbuf *) ringbuf__reg_rb[RINGBUF__NREG];
+static struct ringbuf__reg ringbuf__reg0;
+#define RINGBUF__REG_EACH(r) \
+	for ((r) = &ringbuf__reg0; (r); (r) = atomic_load_explicit(&(r)->next, memory_order_acquire))
 
 static bool ringbuf__gen_live(uint64_t gen)
 {
+	struct ringbuf__reg *r;
 	unsigned i;
-	for (i = 0; gen && i < RINGBUF__NREG; i++)
-		if (atomic_load_explicit(&ringbuf__reg_gen[i], memory_order_relaxed) == gen)
-			return true;
+	if (!gen)
+		return false;
+	RINGBUF__REG_EACH(r)
+		for (i = 0; i < RINGBUF__NREG; i++)
+			if (atomic_load_explicit(&r->gen[i], memory_order_relaxed) == gen)
+				return true;
 	return false;
 }
 
@@ -2672,15 +2686,18 @@ static _Atomic(int) ringbuf__exit_key_state; /* 0 none, 1 creating, 2 ready */
 static void ringbuf__thread_exit(void *arg)
 {
 	unsigned i, k;
+	struct ringbuf__reg *r;
 	(void)arg;
 	for (k = 0; k < RINGBUF__TCTX; k++) {
 		uint64_t gen = atomic_load_explicit(&ringbuf__tctx[k].gen, memory_order_relaxed);
-		for (i = 0; gen && i < RINGBUF__NREG; i++)
-			if (atomic_load(&ringbuf__reg_gen[i]) == gen) {
-				struct ringbuf *rb = atomic_load(&ringbuf__reg_rb[i]);
-				if (rb)
-					ringbuf_thread_release(rb);
-			}
+		if (gen)
+			RINGBUF__REG_EACH(r)
+				for (i = 0; i < RINGBUF__NREG; i++)
+					if (atomic_load(&r->gen[i]) == gen) {
+						struct ringbuf *rb = atomic_load(&r->rb[i]);
+						if (rb)
+							ringbuf_thread_release(rb);
+					}
 	}
 }
 
@@ -2722,10 +2739,12 @@ static void ringbuf__atfork_child(void)
 	unsigned i, cpu;
 	int k;
 	uint32_t parent_tid = ringbuf__tid;
+	struct ringbuf__reg *r;
 	ringbuf__tid = 0;
+	RINGBUF__REG_EACH(r)
 	for (i = 0; i < RINGBUF__NREG; i++) {
-		struct ringbuf *rb = atomic_load(&ringbuf__reg_rb[i]);
-		if (!rb || atomic_load(&ringbuf__reg_gen[i]) != rb->gen)
+		struct ringbuf *rb = atomic_load(&r->rb[i]);
+		if (!rb || atomic_load(&r->gen[i]) != rb->gen)
 			continue;
 		if (rb->shared) {
 			for (k = 0; k < RINGBUF__TCTX; k++)
@@ -2771,31 +2790,47 @@ static void ringbuf__atfork_setup(void) {}
 #endif
 
 /* Every buffer gets a generation at creation (and at each open of a file):
- * per-thread entries name it, the fork handler finds it here. */
-static void ringbuf__fork_register(struct ringbuf *rb)
+ * per-thread entries name it, the fork handler finds it here. Fails only
+ * when a new chunk cannot be allocated (RINGBUF_ENOMEM). */
+static int ringbuf__fork_register(struct ringbuf *rb)
 {
+	struct ringbuf__reg *r, *last = NULL, *nr;
 	unsigned i;
 	ringbuf__atfork_setup();
 	rb->gen = atomic_fetch_add(&ringbuf__gen_counter, 1) + 1;
-	for (i = 0; i < RINGBUF__NREG; i++) {
-		uint64_t g = atomic_load(&ringbuf__reg_gen[i]);
-		if (g == 0 && atomic_compare_exchange_strong(&ringbuf__reg_gen[i], &g, rb->gen)) {
-			atomic_store(&ringbuf__reg_rb[i], rb);
-			return;
+	for (;;) {
+		RINGBUF__REG_EACH(r) {
+			last = r;
+			for (i = 0; i < RINGBUF__NREG; i++) {
+				uint64_t g = atomic_load(&r->gen[i]);
+				if (g == 0 && atomic_compare_exchange_strong(&r->gen[i], &g, rb->gen)) {
+					atomic_store(&r->rb[i], rb);
+					return 0;
+				}
+			}
 		}
+		/* every slot taken: append a chunk (another thread may have) */
+		nr = (struct ringbuf__reg *)RINGBUF_MALLOC(sizeof *nr, NULL);
+		if (!nr)
+			return RINGBUF_ENOMEM;
+		memset(nr, 0, sizeof *nr);
+		r = NULL;
+		if (!atomic_compare_exchange_strong_explicit(&last->next, &r, nr, memory_order_release,
+							     memory_order_relaxed))
+			RINGBUF_FREE(nr, NULL);
 	}
-	/* more than 64 live buffers: this one still works, but per-thread state
-	 * for it is never reclaimed and fork() does not repair it */
 }
 
 static void ringbuf__fork_unregister(struct ringbuf *rb)
 {
+	struct ringbuf__reg *r;
 	unsigned i;
-	for (i = 0; i < RINGBUF__NREG; i++)
-		if (atomic_load(&ringbuf__reg_gen[i]) == rb->gen) {
-			atomic_store(&ringbuf__reg_rb[i], NULL);
-			atomic_store(&ringbuf__reg_gen[i], 0);
-		}
+	RINGBUF__REG_EACH(r)
+		for (i = 0; i < RINGBUF__NREG; i++)
+			if (atomic_load(&r->gen[i]) == rb->gen) {
+				atomic_store(&r->rb[i], NULL);
+				atomic_store(&r->gen[i], 0);
+			}
 }
 
 RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb)
@@ -4270,7 +4305,10 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	 * whose creator died half way reads as foreign, not as corrupt) */
 	atomic_thread_fence(memory_order_release);
 	rb->magic = RINGBUF__MAGIC;
-	ringbuf__fork_register(rb);
+	if ((r = ringbuf__fork_register(rb)) < 0) {
+		rb->magic = 0;
+		return r;
+	}
 	*out = rb;
 	return 0;
 }
@@ -4510,7 +4548,10 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 			munmap(map, (size_t)hdr.total_size);
 			return r;
 		}
-		ringbuf__fork_register(rb);
+		if ((r = ringbuf__fork_register(rb)) < 0) {
+			munmap(map, (size_t)hdr.total_size);
+			return r;
+		}
 	} else {
 		/* read-only mapping: the handle cannot hold our fields; readers
 		 * need to write their own state (reader page, position), so map a
@@ -4537,7 +4578,10 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
 		rb->shared = 0;
-		ringbuf__fork_register(rb);
+		if ((r = ringbuf__fork_register(rb)) < 0) {
+			munmap(map, (size_t)hdr.total_size);
+			return r;
+		}
 	}
 	*out = rb;
 	return 0;
