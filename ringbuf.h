@@ -1386,8 +1386,9 @@ extern int clock_gettime(int, struct timespec *);
  *     (write >> bits)                                       after the iterator's copy (seqlock)
  *   inflight_ts,        owner             merged consumer   relaxed; stored before committing,
  *     commits                                               which is stored before commits (TSO)
- *   owner word          any writer thread other writers     CAS acquire to take / store release
- *     (mapped modes)                                        to give back (G2 / G5)
+ *   owner word          any writer thread other writers     CAS acq_rel to take / store release
+ *     (mapped modes)                                        to give back (G2 / G5); acquire load
+ *                                                           to judge a dead owner (>>contexts)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
  *
  * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
@@ -2262,8 +2263,9 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  *
  * Guarded per-CPU (RINGBUF_CPU_CURRENT), for one event of the outermost writer:
  *   G1  pick the CPU's buffer x (rseq cpu id, else sched_getcpu)
- *   G2  CAS owner[x] 0 -> tid (acquire: pairs with G5 of the previous owner);
- *       owner == tid already means we interrupted our own G2..G3: nest
+ *   G2  CAS owner[x] 0 -> id (acq_rel: acquire pairs with G5 of the previous
+ *       owner; release: see "dead owners" below); owner == id already means
+ *       we interrupted our own G2..G3: nest
  *   G3  TLS: owned = x, depth = 1, "acquired at depth 1"
  *   ... reserve / commit on x (a handler on this thread nests on x: depth 2..)
  *   G4  TLS: depth 0, owned none (first: a handler after G4 takes a new one)
@@ -2271,6 +2273,45 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  * A thread that finds owner[x] held by another thread tries the other
  * buffers, then drops the event (counted in `unmapped`); an owner that no
  * longer exists (it died mid-event) is taken over after recovering the buffer.
+ * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
+ * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
+ * progress, so that a handler of ours can take it back).
+ *
+ * THE OWNER WORD (64 bits): token << 32 | PERSIST | RELEASING | tid. The tid
+ * alone is not an identity: the kernel reuses tids, and a thread given a dead
+ * owner's tid took that owner's word for its own (its events nested under the
+ * dead event, never committed). The token is drawn per thread from the
+ * block's counter (owner_seq) at the thread's first take there, kept in its
+ * TLS entry: tid + token names one thread of one lifetime (up to 2^32 draws).
+ *   "ours"  the whole word (tid and token) equals our id: only we store it.
+ *   "dead"  ringbuf__owner_dead: the tid is ours with another token (a tid
+ *           belongs to one live thread at a time: its writer has ended), or
+ *           kill(tid, 0) fails with ESRCH. A live owner is never judged
+ *           dead; a dead one whose tid another thread now has looks alive
+ *           until that thread ends or writes here itself (its buffer is
+ *           unused meanwhile; writes find other buffers or are counted in
+ *           `unmapped`, nothing is lost uncounted).
+ *   PID namespaces: a tid means different threads in two namespaces. The
+ *           block keeps its creator's namespace (pidns); a process of
+ *           another one that opens it for writing sets OWNF_MIXED_NS, and no
+ *           owner is judged dead from then on (never a takeover of a live
+ *           owner; a dead one's buffer stays taken).
+ * C11 argument (verify/owner_claim.c checks it under RC11 and IMM):
+ *   - one owner at a time: the word changes only by CAS from a value read
+ *     (0, our own RELEASING, or a dead owner's word) or by its owner's G5 /
+ *     release CAS; the taker's CAS (acquire) reads the previous owner's G5
+ *     (release): its events happen-before ours.
+ *   - taking over a dead owner: kill(tid, 0) reads the kernel's thread table;
+ *     a thread is in it before its first instruction and leaves it after its
+ *     last (exit: a release, in the model). The judge loads the word with
+ *     acquire and every CAS that writes a word is acq_rel, so a judge that
+ *     reads a word sees the thread table at least as its writer saw it: a
+ *     word written by a thread that has since taken a reused tid is never
+ *     paired with the table of the tid's previous holder (with acquire-only
+ *     CASes the model finds a live owner taken over). ESRCH, or the reuse of
+ *     the tid by us, comes after the dead writer's last store: its bytes
+ *     happen-before our recovery. The CAS fails if the word changed since it
+ *     was judged, and a dead owner's word never comes back (its token).
  */
 
 /* The owner word: token << 32 | PERSIST | RELEASING | tid. */
@@ -2282,7 +2323,8 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
 #define RINGBUF__OWNF_MIXED_NS 1u /* writers in several PID namespaces: no takeover */
 
 /* struct ringbuf__tctx (>>inline): one entry per buffer the thread writes
- * to. `gen` names the buffer's creation (an entry whose generation is no
+ * to. `token` is the thread's owner token in that buffer (0: not drawn yet).
+ * `gen` names the buffer's creation (an entry whose generation is no
  * longer registered belongs to a destroyed buffer and is free); `cur` packs
  * the RINGBUF_CPU_CURRENT state so that it changes with one store, atomically
  * with respect to a handler:
@@ -2504,7 +2546,7 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint64_t own, b
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
 		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
 		if (cur == 0 && atomic_compare_exchange_strong_explicit(&c->owner, &cur, own,
-									 memory_order_acquire,
+									 memory_order_acq_rel,
 									 memory_order_relaxed)) {
 			*took = true;
 			return x + 1;
@@ -2514,7 +2556,7 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint64_t own, b
 			return x + 1;
 		}
 		if (cur == (own | RINGBUF__OWN_RELEASING) &&
-		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acquire,
+		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
 							    memory_order_relaxed)) {
 			/* our own claim, being given back by the code we interrupted:
 			 * take it again (its last step is a CAS that then fails) */
@@ -2528,9 +2570,10 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint64_t own, b
 	 * back: the token is the dead thread's). */
 	for (i = 0, x = from; i < n; i++, x = x + 1 < n ? x + 1 : 0) {
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
-		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
+		/* acquire: pairs with the owner's CAS (acq_rel), see >>contexts */
+		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_acquire);
 		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(own) && ringbuf__owner_dead(rb, cur, own) &&
-		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acquire,
+		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
 							    memory_order_relaxed)) {
 			if (RINGBUF__LOAD(&c->committing))
 				ringbuf__recover_cpu(rb, x, true);
