@@ -296,7 +296,8 @@ RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts);
  * that never call it release theirs when a claimer finds them dead). */
 RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb);
 /** Release the calling thread's RINGBUF_CPU_THREAD claim on rb now (its
- * unread events stay for the reader). Not inside an event. */
+ * unread events stay for the reader). Inside an event on it (a handler, or a
+ * thread exiting mid-event) the claim is kept. */
 RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb);
 /** Which buffer the calling thread's mapped writes go to: its claimed index
  * (RINGBUF_CPU_THREAD) or -1. */
@@ -2705,6 +2706,12 @@ RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
 	if (!e || !(x = atomic_load_explicit(&e->claimed, memory_order_relaxed)))
 		return;
 	c = ringbuf__cpu(rb, x - 1);
+	/* inside an event on it (a handler of ours, or the thread exiting in
+	 * the middle of one): keep it. Given back, the next claimer would take
+	 * a free word and nest under an event nobody will commit; kept, the
+	 * buffer is ours, or a dead owner's, taken over and repaired. */
+	if (RINGBUF__LOAD(&c->committing))
+		return;
 	mine = ringbuf__owner_id(rb, e) | RINGBUF__OWN_PERSIST;
 	marked = mine | RINGBUF__OWN_RELEASING;
 	/* 1. mark: no taker (a handler of ours included) treats it as ours now;

@@ -186,6 +186,69 @@ static void tid_reuse_thread_mode_new_thread_takes_over_not_nests(void **state)
 	tid_reuse(RINGBUF_CPU_THREAD);
 }
 
+/* A thread that called ringbuf_thread_init and exits inside an event: the
+ * exit must not give its claim back as if it were free (the next claimer
+ * would nest under the dead event); it stays a dead owner's, taken over and
+ * repaired. */
+static void *init_dier_main(void *arg)
+{
+	struct dier *d = (struct dier *)arg;
+	uint32_t *p;
+	assert_int_equal(ringbuf_thread_init(d->rb), 0);
+	p = (uint32_t *)ringbuf_reserve(d->rb, RINGBUF_CPU_THREAD, 4);
+	d->tid = my_tid();
+	if (p)
+		*p = 0xdeadu;
+	return p; /* exits mid-event: the thread-exit destructor runs */
+}
+
+static void *plain_writer_main(void *arg)
+{
+	struct reuser *r = (struct reuser *)arg;
+	uint32_t *p = (uint32_t *)ringbuf_reserve(r->rb, RINGBUF_CPU_THREAD, 4);
+	r->reserved = p != NULL;
+	if (!p)
+		return NULL;
+	*p = 0xbeefu;
+	r->took_over = RINGBUF__LOAD(&ringbuf__cpu(r->rb, 0)->committing) == 1;
+	ringbuf_commit(r->rb, RINGBUF_CPU_THREAD, p);
+	return NULL;
+}
+
+static void thread_exit_inside_an_event_keeps_the_claim_for_takeover(void **state)
+{
+	struct ringbuf *rb = make_rb(1, 4096, 4 * 4096, NULL);
+	struct dier d = {rb, RINGBUF_CPU_THREAD, 0};
+	struct reuser r;
+	struct ringbuf_record rec;
+	pthread_t t;
+	void *res;
+	int n = 0, beef = 0;
+	(void)state;
+	assert_int_equal(pthread_create(&t, NULL, init_dier_main, &d), 0);
+	assert_int_equal(pthread_join(t, &res), 0);
+	assert_non_null(res);
+	print_message("  after the exit mid-event: owner word %#llx, committing %u\n",
+		      (unsigned long long)owner_word(rb, 0),
+		      (unsigned)RINGBUF__LOAD(&ringbuf__cpu(rb, 0)->committing));
+	memset(&r, 0, sizeof r);
+	r.rb = rb;
+	assert_int_equal(pthread_create(&t, NULL, plain_writer_main, &r), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	while (ringbuf_consume(rb, 0, &rec) == 1) {
+		n++;
+		if (rec.len >= 4 && *(const uint32_t *)rec.data == 0xbeefu)
+			beef++;
+	}
+	print_message("  next thread: reserved %d, outermost %d; read back %d event(s), its own %d\n",
+		      r.reserved, r.took_over, n, beef);
+	assert_true(r.reserved);
+	assert_true(r.took_over);
+	assert_int_equal(beef, 1);
+	assert_int_equal(n, 1);
+	ringbuf_destroy(rb);
+}
+
 /* Our own tid in the word under another token is a dead owner only when the
  * tid means what it means to us: not in a block opened from another PID
  * namespace. */
@@ -545,6 +608,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(tid_reuse_current_mode_new_thread_takes_over_not_nests),
 		cmocka_unit_test(tid_reuse_thread_mode_new_thread_takes_over_not_nests),
+		cmocka_unit_test(thread_exit_inside_an_event_keeps_the_claim_for_takeover),
 		cmocka_unit_test(mixed_pid_namespaces_leave_a_dead_owner_alone),
 		cmocka_unit_test(iterator_parked_while_its_page_goes_round_2048_times_reports_the_loss),
 		cmocka_unit_test(link_tag_does_not_repeat_after_1024_bumps),
