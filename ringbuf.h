@@ -507,7 +507,7 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
  * bits and 11 count bits: 1024 link changes or 2048 laps could pass unseen).
  * C11 64-bit atomics are lock-free on i686 (cmpxchg8b) and armv7
  * (ldrexd/strexd); the block's counters needed that already. */
-#if !defined(ATOMIC_LLONG_LOCK_FREE) || ATOMIC_LLONG_LOCK_FREE != 2
+#if defined(ATOMIC_LLONG_LOCK_FREE) && ATOMIC_LLONG_LOCK_FREE != 2
 #error "ringbuf.h needs lock-free 64-bit atomics (ATOMIC_LLONG_LOCK_FREE == 2)"
 #endif
 
@@ -1273,7 +1273,11 @@ extern int clock_gettime(int, struct timespec *);
  *   [P] ==H==> [H] ---> [ ] ---> [C] ---> [T] ---> [ ] ---> [P]   (ring, circular)
  *
  * Ring order from the head: H <= C <= T. The tag is bumped by every CAS on a
- * link, so a CAS never succeeds on a link that changed and changed back (ABA).
+ * link, so a CAS never succeeds on a link that changed and changed back (ABA)
+ * unless 2^32 CASes passed between its load and its CAS. Links, `write` and
+ * `entries` are 64-bit on every platform: a 32-bit build with `unsigned long`
+ * words had 10 tag bits and 11 update-count bits, few enough for a preempted
+ * reader or a parked iterator to see them wrap (test_owners).
  * Only the reader changes the ring's shape (swap); writers only move flags.
  *
  * WRITERS nest like a stack: a writer can be interrupted at any instruction by a
