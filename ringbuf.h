@@ -2269,7 +2269,7 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  * Guarded per-CPU (RINGBUF_CPU_CURRENT), for one event of the outermost writer:
  *   G1  pick the CPU's buffer x (rseq cpu id, else sched_getcpu)
  *   G2  CAS owner[x] 0 -> id (acq_rel: acquire pairs with G5 of the previous
- *       owner; release: see "dead owners" below); owner == id already means
+ *       owner; release: see THE OWNER WORD below); owner == id already means
  *       we interrupted our own G2..G3: nest
  *   G3  TLS: owned = x, depth = 1, "acquired at depth 1"
  *   ... reserve / commit on x (a handler on this thread nests on x: depth 2..)
@@ -2280,7 +2280,9 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  * longer exists (it died mid-event) is taken over after recovering the buffer.
  * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
  * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
- * progress, so that a handler of ours can take it back).
+ * progress, so that a handler of ours can take it back). A claim whose buffer
+ * is inside an event is never given back (a thread exiting mid-event leaves a
+ * dead owner's word: taken over and repaired, not handed out as free).
  *
  * THE OWNER WORD (64 bits): token << 32 | PERSIST | RELEASING | tid. The tid
  * alone is not an identity: the kernel reuses tids, and a thread given a dead
@@ -2304,8 +2306,8 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  * C11 argument (verify/owner_claim.c checks it under RC11 and IMM):
  *   - one owner at a time: the word changes only by CAS from a value read
  *     (0, our own RELEASING, or a dead owner's word) or by its owner's G5 /
- *     release CAS; the taker's CAS (acquire) reads the previous owner's G5
- *     (release): its events happen-before ours.
+ *     release CAS; the taker's CAS (acq_rel, its acquire half) reads the
+ *     previous owner's G5 (release): its events happen-before ours.
  *   - taking over a dead owner: kill(tid, 0) reads the kernel's thread table;
  *     a thread is in it before its first instruction and leaves it after its
  *     last (exit: a release, in the model). The judge loads the word with
