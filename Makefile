@@ -211,6 +211,26 @@ stress: $(BUILD)/tests/soak ## cross-thread stress (merged readers, 66-256 buffe
 $(BUILD)/tests/soak: tests/soak.c ringbuf.h $(TEST_HDRS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< -lrt
 
+# ---- 32-bit -----------------------------------------------------------------
+
+##   CC32, TESTS32   make test32: the i686 compiler (i686-linux-gnu-gcc) and the
+##                   tests it builds and runs (owner words, word widths, contexts, fork)
+CC32    ?= i686-linux-gnu-gcc
+TESTS32 ?= test_owners test_contexts test_fork
+.PHONY: test32
+
+# i686 binaries run natively on x86-64 (libc6:i386, libcmocka-dev:i386 or the
+# cross libc); skipped, and says so, without the compiler. -Wno-psabi: the
+# note that GCC 11 changed the alignment of _Atomic 64-bit fields on i386.
+test32: ## build and run TESTS32 with CC32 (gcc -m32 class: 64-bit words on a 32-bit build)
+	@if ! command -v $(CC32) >/dev/null 2>&1; then echo "test32: $(CC32) not found: skipped"; exit 0; fi; \
+	mkdir -p $(BUILD)/i686 && set -e && bins= && for t in $(TESTS32); do \
+		echo "$(CC32) ... -o $(BUILD)/i686/$$t tests/$$t.c"; \
+		$(CC32) $(WARN) -Wno-psabi $(CFLAGS) -pthread -I. -DRINGBUF_TESTING -o $(BUILD)/i686/$$t tests/$$t.c \
+			-L/usr/lib/i386-linux-gnu -lcmocka $$(sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]]*\(.*[^[:space:]]\)[[:space:]]*\*/.*|\1|p' tests/$$t.c); \
+		bins="$$bins $(BUILD)/i686/$$t"; done; \
+	TEST_TIMEOUT=$(TEST_TIMEOUT) tools/run-tests.sh $$bins
+
 # ---- model checking ---------------------------------------------------------
 
 verify: ## model-check verify/*.c with GenMC under RC11 and IMM (skipped, and says so, without GenMC)

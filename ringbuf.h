@@ -400,7 +400,8 @@ RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts);
  * that never call it release theirs when a claimer finds them dead). */
 RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb);
 /** Release the calling thread's RINGBUF_CPU_THREAD claim on rb now (its
- * unread events stay for the reader). Not inside an event. */
+ * unread events stay for the reader). Inside an event on it (a handler, or a
+ * thread exiting mid-event) the claim is kept. */
 RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb);
 /** Which buffer the calling thread's mapped writes go to: its claimed index
  * (RINGBUF_CPU_THREAD) or -1. */
@@ -589,7 +590,7 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 
 #define RINGBUF__MAGIC 0x52425546u /* "RBUF" */
 #define RINGBUF__BYTE_ORDER 0x01020304u
-#define RINGBUF__LAYOUT_VERSION 2u
+#define RINGBUF__LAYOUT_VERSION 3u
 
 #define RINGBUF__TYPE_PADDING 29u
 #define RINGBUF__TYPE_TIME_EXTEND 30u
@@ -606,19 +607,30 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 #define RINGBUF__MISSED_EVENTS (1ul << 31)
 #define RINGBUF__MISSED_STORED (1ul << 30)
 
-/* bpage.write: low bits index, above them the update count (kernel RB_WRITE_MASK). */
-#define RINGBUF__WRITE_BITS 21
-#define RINGBUF__WRITE_MASK ((1ul << RINGBUF__WRITE_BITS) - 1)
-#define RINGBUF__WRITE_INTCNT (1ul << RINGBUF__WRITE_BITS)
+/* The page descriptor words (link, write, entries) are 64 bits on every
+ * platform, so that their counters cannot wrap while a reader or an iterator
+ * is preempted between two loads (with 32-bit words a 32-bit build had 10 tag
+ * bits and 11 count bits: 1024 link changes or 2048 laps could pass unseen).
+ * C11 64-bit atomics are lock-free on i686 (cmpxchg8b) and armv7
+ * (ldrexd/strexd); the block's counters needed that already. */
+#if defined(ATOMIC_LLONG_LOCK_FREE) && ATOMIC_LLONG_LOCK_FREE != 2
+#error "ringbuf.h needs lock-free 64-bit atomics (ATOMIC_LLONG_LOCK_FREE == 2)"
+#endif
 
-/* Links. */
-#define RINGBUF__F_HEADER 1ul
-#define RINGBUF__F_UPDATE 2ul
-#define RINGBUF__F_MASK 3ul
-#define RINGBUF__IDX_BITS (sizeof(unsigned long) >= 8 ? 30 : 20)
-#define RINGBUF__IDX_MASK ((1ul << RINGBUF__IDX_BITS) - 1)
+/* bpage.write: low bits index, above them the update count (kernel
+ * RB_WRITE_MASK): 43 count bits. */
+#define RINGBUF__WRITE_BITS 21
+#define RINGBUF__WRITE_MASK (((uint64_t)1 << RINGBUF__WRITE_BITS) - 1)
+#define RINGBUF__WRITE_INTCNT ((uint64_t)1 << RINGBUF__WRITE_BITS)
+
+/* Links: tag (32 bits) | index (30 bits) << 2 | flags. */
+#define RINGBUF__F_HEADER ((uint64_t)1)
+#define RINGBUF__F_UPDATE ((uint64_t)2)
+#define RINGBUF__F_MASK ((uint64_t)3)
+#define RINGBUF__IDX_BITS 30
+#define RINGBUF__IDX_MASK (((uint64_t)1 << RINGBUF__IDX_BITS) - 1)
 #define RINGBUF__TAG_SHIFT (2 + RINGBUF__IDX_BITS)
-#define RINGBUF__TAG_ONE (1ul << RINGBUF__TAG_SHIFT)
+#define RINGBUF__TAG_ONE ((uint64_t)1 << RINGBUF__TAG_SHIFT)
 
 #define RINGBUF__OFF_BIT (1u << 20) /* record_off sticky bit (kernel RB_BUFFER_OFF) */
 #define RINGBUF__STAMP_INVALID UINT64_MAX
@@ -639,12 +651,12 @@ struct ringbuf__dpage {
 
 /* The kernel's struct buffer_page, reduced to what this design needs. */
 struct ringbuf__bpage {
-	_Atomic(unsigned long) next;  /* link: tag | index << 2 | flags */
-	_Atomic(unsigned long) write; /* reserve index (low bits) | update count */
+	_Atomic(uint64_t) next;  /* link: tag | index << 2 | flags */
+	_Atomic(uint64_t) write; /* reserve index (low bits) | update count */
 	/* data events reserved on the page in this lap, minus those discarded
 	 * (low bits) | update count, as in write (kernel bpage->entries): what a
 	 * head push adds to overrun without parsing the page */
-	_Atomic(unsigned long) entries;
+	_Atomic(uint64_t) entries;
 	_Atomic(uint64_t) drops;      /* CPU drop total when the tail entered the page */
 	uint32_t prev;                /* index of the previous page; reader-owned */
 	uint32_t pad_;
@@ -666,10 +678,11 @@ struct ringbuf__cpu {
 	uint64_t dp_off;              /* this CPU's data pages, from the block start */
 	_Atomic(uint32_t) committing; /* nesting depth of writers in flight */
 	_Atomic(uint32_t) disabled;   /* per-CPU disable counter (control writes, owner reads) */
-	/* mapped modes: 0 free, else tid | RINGBUF__OWN_PERSIST (a thread's claim);
-	 * CAS acquire by the taker, store release by the owner */
-	_Atomic(uint32_t) owner;
 	uint32_t dbg_owner;           /* RINGBUF_DEBUG: thread of the outermost writer */
+	uint32_t pad_owner_;
+	/* mapped modes: 0 free, else token << 32 | flags | tid (>>contexts);
+	 * CAS acquire by the taker, store release by the owner */
+	_Atomic(uint64_t) owner;
 	_Atomic(uint64_t) commits;    /* writers started, for ringbuf__end_commit */
 	_Atomic(uint64_t) inflight_ts;/* set by the outermost writer as it enters: no event
 				       * it (or a writer nested in it) commits is older */
@@ -744,6 +757,9 @@ struct ringbuf {
 	_Atomic(uint32_t) wait_pages; /* watermark, in dirty pages (lowest waiter's) */
 	_Atomic(uint32_t) wait_kick;  /* bumped by ringbuf_wake_waiters() */
 	_Atomic(uint64_t) unmapped;   /* mapped-mode writes dropped: no buffer */
+	_Atomic(uint32_t) owner_seq;  /* mapped modes: the last owner token drawn */
+	_Atomic(uint32_t) owner_flags;/* RINGBUF__OWNF_*: sticky */
+	uint64_t pidns;               /* PID namespace of the creator (0: unknown) */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -805,12 +821,12 @@ RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point)
 #endif
 #endif
 
-RINGBUF__INLINE bool ringbuf__local_cas(_Atomic(unsigned long) *p, unsigned long old, unsigned long nv)
+RINGBUF__INLINE bool ringbuf__local_cas(_Atomic(uint64_t) *p, uint64_t old, uint64_t nv)
 {
 #ifdef RINGBUF__LOCAL_X86
-	unsigned long prev = old;
+	uint64_t prev = old;
 	__asm__ __volatile__("cmpxchgq %2, %1"
-			     : "+a"(prev), "+m"(*(volatile unsigned long *)p)
+			     : "+a"(prev), "+m"(*(volatile uint64_t *)p)
 			     : "r"(nv)
 			     : "memory", "cc");
 	return prev == old;
@@ -820,12 +836,12 @@ RINGBUF__INLINE bool ringbuf__local_cas(_Atomic(unsigned long) *p, unsigned long
 #endif
 }
 
-static inline unsigned long ringbuf__local_add_return(_Atomic(unsigned long) *p, unsigned long v)
+static inline uint64_t ringbuf__local_add_return(_Atomic(uint64_t) *p, uint64_t v)
 {
 #ifdef RINGBUF__LOCAL_X86
-	unsigned long r = v;
+	uint64_t r = v;
 	__asm__ __volatile__("xaddq %0, %1"
-			     : "+r"(r), "+m"(*(volatile unsigned long *)p)
+			     : "+r"(r), "+m"(*(volatile uint64_t *)p)
 			     :
 			     : "memory", "cc");
 	return r + v;
@@ -834,25 +850,25 @@ static inline unsigned long ringbuf__local_add_return(_Atomic(unsigned long) *p,
 #endif
 }
 
-static inline void ringbuf__local_sub(_Atomic(unsigned long) *p, unsigned long v)
+static inline void ringbuf__local_sub(_Atomic(uint64_t) *p, uint64_t v)
 {
-	(void)ringbuf__local_add_return(p, (unsigned long)0 - v);
+	(void)ringbuf__local_add_return(p, (uint64_t)0 - v);
 }
 
 /* += 1 or -= 1 with one instruction, the result unused */
-RINGBUF__INLINE void ringbuf__local_inc(_Atomic(unsigned long) *p)
+RINGBUF__INLINE void ringbuf__local_inc(_Atomic(uint64_t) *p)
 {
 #ifdef RINGBUF__LOCAL_X86
-	__asm__ __volatile__("incq %0" : "+m"(*(volatile unsigned long *)p) : : "memory", "cc");
+	__asm__ __volatile__("incq %0" : "+m"(*(volatile uint64_t *)p) : : "memory", "cc");
 #else
 	(void)atomic_fetch_add_explicit(p, 1, memory_order_relaxed);
 #endif
 }
 
-static inline void ringbuf__local_dec(_Atomic(unsigned long) *p)
+static inline void ringbuf__local_dec(_Atomic(uint64_t) *p)
 {
 #ifdef RINGBUF__LOCAL_X86
-	__asm__ __volatile__("decq %0" : "+m"(*(volatile unsigned long *)p) : : "memory", "cc");
+	__asm__ __volatile__("decq %0" : "+m"(*(volatile uint64_t *)p) : : "memory", "cc");
 #else
 	(void)atomic_fetch_sub_explicit(p, 1, memory_order_relaxed);
 #endif
@@ -901,26 +917,26 @@ static inline struct ringbuf__dpage *ringbuf__dp(const struct ringbuf *rb, unsig
 					 ((size_t)cpu * (rb->nr_pages + 1) + idx) * rb->page_size);
 }
 
-static inline uint32_t ringbuf__link_idx(unsigned long link)
+static inline uint32_t ringbuf__link_idx(uint64_t link)
 {
 	return (uint32_t)((link >> 2) & RINGBUF__IDX_MASK);
 }
 
-static inline unsigned long ringbuf__link_make(unsigned long tag_of, uint32_t idx, unsigned long flags)
+static inline uint64_t ringbuf__link_make(uint64_t tag_of, uint32_t idx, uint64_t flags)
 {
 	/* keep the tag of tag_of, bumped by one */
-	unsigned long tag = (tag_of >> RINGBUF__TAG_SHIFT) + 1;
-	return (tag << RINGBUF__TAG_SHIFT) | ((unsigned long)idx << 2) | flags;
+	uint64_t tag = (tag_of >> RINGBUF__TAG_SHIFT) + 1;
+	return (tag << RINGBUF__TAG_SHIFT) | ((uint64_t)idx << 2) | flags;
 }
 
-static inline unsigned long ringbuf__load_link(const struct ringbuf__bpage *bp)
+static inline uint64_t ringbuf__load_link(const struct ringbuf__bpage *bp)
 {
 	return atomic_load_explicit(&((struct ringbuf__bpage *)bp)->next, memory_order_acquire);
 }
 
 /* [L] every link CAS is seq_cst: it orders the counters and reader_page stores
  * made before it against the loads made after the matching link load. */
-static inline bool ringbuf__cas_link(struct ringbuf__bpage *bp, unsigned long old, unsigned long nv)
+static inline bool ringbuf__cas_link(struct ringbuf__bpage *bp, uint64_t old, uint64_t nv)
 {
 	return atomic_compare_exchange_strong_explicit(&bp->next, &old, nv, memory_order_seq_cst,
 						       memory_order_seq_cst);
@@ -1023,7 +1039,7 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * a window of one store: a handler between the check and the store, then a
  * kill before the CAS. Returns false: retry from A. */
 RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
-					 struct ringbuf__bpage *tb, unsigned long wfull, uint32_t total,
+					 struct ringbuf__bpage *tb, uint64_t wfull, uint32_t total,
 					 uint32_t event)
 {
 	struct ringbuf__slot *s = &c->slots[depth - 1];
@@ -1055,6 +1071,7 @@ struct ringbuf__tctx {
 	_Atomic(uint64_t) gen;
 	_Atomic(uint64_t) cur;
 	_Atomic(uint32_t) claimed; /* RINGBUF_CPU_THREAD: buffer index + 1, 0 = none */
+	_Atomic(uint32_t) token;   /* this thread's owner token in the buffer, 0 = none yet */
 };
 #if defined(__GNUC__) || defined(__clang__)
 #define RINGBUF__TLS _Thread_local __attribute__((tls_model("initial-exec")))
@@ -1101,7 +1118,7 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 {
 	uint32_t t = RINGBUF__LOAD(&c->tail_page), w;
 	struct ringbuf__bpage *tb = ringbuf__cbp(rb, c, t);
-	unsigned long wfull = RINGBUF__LOAD(&tb->write);
+	uint64_t wfull = RINGBUF__LOAD(&tb->write);
 	uint64_t before, after, ts, delta;
 	w = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
 	RINGBUF__BARRIER();
@@ -1202,7 +1219,7 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	uint64_t n = RINGBUF__LOAD(&c->commits);
 	uint32_t tp = RINGBUF__LOAD(&c->tail_page);
 	struct ringbuf__bpage *tb;
-	unsigned long w;
+	uint64_t w;
 	(void)cpu;
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->commit_page) != tp))
 		return false;
@@ -1364,7 +1381,11 @@ extern int clock_gettime(int, struct timespec *);
  *   [P] ==H==> [H] ---> [ ] ---> [C] ---> [T] ---> [ ] ---> [P]   (ring, circular)
  *
  * Ring order from the head: H <= C <= T. The tag is bumped by every CAS on a
- * link, so a CAS never succeeds on a link that changed and changed back (ABA).
+ * link, so a CAS never succeeds on a link that changed and changed back (ABA)
+ * unless 2^32 CASes passed between its load and its CAS. Links, `write` and
+ * `entries` are 64-bit on every platform: a 32-bit build with `unsigned long`
+ * words had 10 tag bits and 11 update-count bits, few enough for a preempted
+ * reader or a parked iterator to see them wrap (test_owners).
  * Only the reader changes the ring's shape (swap); writers only move flags.
  *
  * WRITERS nest like a stack: a writer can be interrupted at any instruction by a
@@ -1478,8 +1499,9 @@ extern int clock_gettime(int, struct timespec *);
  *     (write >> bits)                                       after the iterator's copy (seqlock)
  *   inflight_ts,        owner             merged consumer   relaxed; stored before committing,
  *     commits                                               which is stored before commits (TSO)
- *   owner word          any writer thread other writers     CAS acquire to take / store release
- *     (mapped modes)                                        to give back (G2 / G5)
+ *   owner word          any writer thread other writers     CAS acq_rel to take / store release
+ *     (mapped modes)                                        to give back (G2 / G5); acquire load
+ *                                                           to judge a dead owner (>>contexts)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
  *
  * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
@@ -1672,7 +1694,7 @@ static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 	struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, n);
 	uint32_t tp = t;
-	unsigned long old, olde;
+	uint64_t old, olde;
 	uint64_t drops, seen;
 
 	/* U1: make N.write and N.entries unique, so the resets below cannot undo
@@ -1725,7 +1747,7 @@ static int ringbuf__help_new_head(struct ringbuf *rb, unsigned cpu, uint32_t t, 
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 	struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, n);
-	unsigned long v = ringbuf__load_link(nb);
+	uint64_t v = ringbuf__load_link(nb);
 	uint32_t x, i;
 	if ((v & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
 		return 0;
@@ -1736,7 +1758,7 @@ static int ringbuf__help_new_head(struct ringbuf *rb, unsigned cpu, uint32_t t, 
 		return RINGBUF_ECORRUPT;
 	}
 	for (x = ringbuf__link_idx(v), i = 0; x != t && i <= rb->nr_pages; i++) {
-		unsigned long l = ringbuf__load_link(ringbuf__bp(rb, cpu, x));
+		uint64_t l = ringbuf__load_link(ringbuf__bp(rb, cpu, x));
 		/* HEADER further on: the head exists. (UPDATE there is a push
 		 * of an older head by a writer we interrupted, not a head.) */
 		if ((l & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
@@ -1749,13 +1771,13 @@ static int ringbuf__help_new_head(struct ringbuf *rb, unsigned cpu, uint32_t t, 
 
 /* Overwrite mode, T.next = N is the head page: push the head one page.
  * Returns 0 (pushed, move the tail), 1 (state changed, retry) or < 0. */
-static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, unsigned long link)
+static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, uint64_t link)
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 	struct ringbuf__bpage *tb = ringbuf__bp(rb, cpu, t);
 	uint32_t n = ringbuf__link_idx(link);
 	bool owner = false;
-	unsigned long upd;
+	uint64_t upd;
 
 	if ((link & RINGBUF__F_MASK) == RINGBUF__F_HEADER) {
 		/* H1: N cannot change while T.next still holds this exact value
@@ -1764,7 +1786,7 @@ static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, unsi
 		 * change it (it swaps only the head, N), so it is the value H2
 		 * must find, tag and all. */
 		uint64_t lost = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, n)->entries) & RINGBUF__WRITE_MASK;
-		unsigned long v0 = ringbuf__load_link(ringbuf__bp(rb, cpu, n));
+		uint64_t v0 = ringbuf__load_link(ringbuf__bp(rb, cpu, n));
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_COUNTED);
 		upd = ringbuf__link_make(link, n, RINGBUF__F_UPDATE);
 		if (!ringbuf__cas_link(tb, link, upd))
@@ -1800,7 +1822,7 @@ static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, unsi
 static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-	unsigned long link;
+	uint64_t link;
 	uint32_t n, cp;
 	int r;
 
@@ -1860,7 +1882,7 @@ static void ringbuf__pad_tail(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
 		ringbuf__put_padding(ringbuf__dp(rb, cpu, t)->data + w, room, room >= 8 ? 1 : 0);
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_CROSS_PADDED);
-	ringbuf__local_sub(&tb->write, (unsigned long)(w + len - end));
+	ringbuf__local_sub(&tb->write, (uint64_t)(w + len - end));
 }
 
 /* After a successful reservation CAS at (t, w): an interrupted writer whose
@@ -1892,7 +1914,7 @@ RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct
 		/* A: order matters: w before the stamps (see >>design) */
 		uint32_t t = RINGBUF__LOAD(&c->tail_page);
 		struct ringbuf__bpage *tb = ringbuf__bp(rb, cpu, t);
-		unsigned long wfull = RINGBUF__LOAD(&tb->write);
+		uint64_t wfull = RINGBUF__LOAD(&tb->write);
 		uint32_t w = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
 		uint64_t before, after, ts, delta = 0;
 		uint32_t stamp = 0, total;
@@ -1992,7 +2014,7 @@ static void ringbuf__set_commit_to_write(struct ringbuf *rb, unsigned cpu, struc
 		uint32_t cp = RINGBUF__LOAD(&c->commit_page);
 		uint32_t tp = RINGBUF__LOAD(&c->tail_page);
 		struct ringbuf__dpage *dp;
-		unsigned long w;
+		uint64_t w;
 		while (cp != tp) {
 			/* the page is complete: its write index is final */
 			dp = ringbuf__dp(rb, cpu, cp);
@@ -2270,7 +2292,7 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	struct ringbuf__bpage *tb;
 	unsigned char *base;
 	uint32_t depth, w0, delta;
-	unsigned long wfull;
+	uint64_t wfull;
 
 	depth = ringbuf__end_begin(rb, cpu, data, false, &c);
 	if (RINGBUF__UNLIKELY(depth == 0))
@@ -2287,7 +2309,7 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	/* Last reservation on the tail page: roll the write index back. */
 	wfull = RINGBUF__LOAD(&tb->write);
 	if (RINGBUF__LOAD(&c->tail_page) == s.page &&
-	    (wfull & RINGBUF__WRITE_MASK) == (unsigned long)s.off + s.len &&
+	    (wfull & RINGBUF__WRITE_MASK) == (uint64_t)s.off + s.len &&
 	    ringbuf__local_cas(&tb->write, wfull, wfull - s.len)) {
 		ringbuf__local_dec(&tb->entries);
 		c->slots[depth - 1].len = 0;
@@ -2354,8 +2376,9 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  *
  * Guarded per-CPU (RINGBUF_CPU_CURRENT), for one event of the outermost writer:
  *   G1  pick the CPU's buffer x (rseq cpu id, else sched_getcpu)
- *   G2  CAS owner[x] 0 -> tid (acquire: pairs with G5 of the previous owner);
- *       owner == tid already means we interrupted our own G2..G3: nest
+ *   G2  CAS owner[x] 0 -> id (acq_rel: acquire pairs with G5 of the previous
+ *       owner; release: see THE OWNER WORD below); owner == id already means
+ *       we interrupted our own G2..G3: nest
  *   G3  TLS: owned = x, depth = 1, "acquired at depth 1"
  *   ... reserve / commit on x (a handler on this thread nests on x: depth 2..)
  *   G4  TLS: depth 0, owned none (first: a handler after G4 takes a new one)
@@ -2363,14 +2386,60 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  * A thread that finds owner[x] held by another thread tries the other
  * buffers, then drops the event (counted in `unmapped`); an owner that no
  * longer exists (it died mid-event) is taken over after recovering the buffer.
+ * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
+ * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
+ * progress, so that a handler of ours can take it back). A claim whose buffer
+ * is inside an event is never given back (a thread exiting mid-event leaves a
+ * dead owner's word: taken over and repaired, not handed out as free).
+ *
+ * THE OWNER WORD (64 bits): token << 32 | PERSIST | RELEASING | tid. The tid
+ * alone is not an identity: the kernel reuses tids, and a thread given a dead
+ * owner's tid took that owner's word for its own (its events nested under the
+ * dead event, never committed). The token is drawn per thread from the
+ * block's counter (owner_seq) at the thread's first take there, kept in its
+ * TLS entry: tid + token names one thread of one lifetime (up to 2^32 draws).
+ *   "ours"  the whole word (tid and token) equals our id: only we store it.
+ *   "dead"  ringbuf__owner_dead: the tid is ours with another token (a tid
+ *           belongs to one live thread at a time: its writer has ended), or
+ *           kill(tid, 0) fails with ESRCH. A live owner is never judged
+ *           dead; a dead one whose tid another thread now has looks alive
+ *           until that thread ends or writes here itself (its buffer is
+ *           unused meanwhile; writes find other buffers or are counted in
+ *           `unmapped`, nothing is lost uncounted).
+ *   PID namespaces: a tid means different threads in two namespaces. The
+ *           block keeps its creator's namespace (pidns); a process of
+ *           another one that opens it for writing sets OWNF_MIXED_NS, and no
+ *           owner is judged dead from then on (never a takeover of a live
+ *           owner; a dead one's buffer stays taken).
+ * C11 argument (verify/owner_claim.c checks it under RC11 and IMM):
+ *   - one owner at a time: the word changes only by CAS from a value read
+ *     (0, our own RELEASING, or a dead owner's word) or by its owner's G5 /
+ *     release CAS; the taker's CAS (acq_rel, its acquire half) reads the
+ *     previous owner's G5 (release): its events happen-before ours.
+ *   - taking over a dead owner: kill(tid, 0) reads the kernel's thread table;
+ *     a thread is in it before its first instruction and leaves it after its
+ *     last (exit: a release, in the model). The judge loads the word with
+ *     acquire and every CAS that writes a word is acq_rel, so a judge that
+ *     reads a word sees the thread table at least as its writer saw it: a
+ *     word written by a thread that has since taken a reused tid is never
+ *     paired with the table of the tid's previous holder (with acquire-only
+ *     CASes the model finds a live owner taken over). ESRCH, or the reuse of
+ *     the tid by us, comes after the dead writer's last store: its bytes
+ *     happen-before our recovery. The CAS fails if the word changed since it
+ *     was judged, and a dead owner's word never comes back (its token).
  */
 
+/* The owner word: token << 32 | PERSIST | RELEASING | tid. */
 #define RINGBUF__OWN_PERSIST 0x80000000u   /* a thread's claim (RINGBUF_CPU_THREAD) */
 #define RINGBUF__OWN_RELEASING 0x40000000u /* that claim is being given back */
 #define RINGBUF__OWN_TID 0x3fffffffu
+#define RINGBUF__OWN_ID(w) ((w) & ~(uint64_t)(RINGBUF__OWN_PERSIST | RINGBUF__OWN_RELEASING))
+/* rb->owner_flags */
+#define RINGBUF__OWNF_MIXED_NS 1u /* writers in several PID namespaces: no takeover */
 
 /* struct ringbuf__tctx (>>inline): one entry per buffer the thread writes
- * to. `gen` names the buffer's creation (an entry whose generation is no
+ * to. `token` is the thread's owner token in that buffer (0: not drawn yet).
+ * `gen` names the buffer's creation (an entry whose generation is no
  * longer registered belongs to a destroyed buffer and is free); `cur` packs
  * the RINGBUF_CPU_CURRENT state so that it changes with one store, atomically
  * with respect to a handler:
@@ -2385,18 +2454,32 @@ RINGBUF__TLS_DEF struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
 static RINGBUF__TLS uint32_t ringbuf__tid;
 
 /* Live buffers, by creation generation (never dereferenced: a thread may hold
- * an entry for a buffer another thread destroyed). Also the fork registry. */
+ * an entry for a buffer another thread destroyed). Also the fork registry.
+ * No limit: chunks of 64 slots, a new one appended (allocated at creation or
+ * open, never in a handler) when all are taken, never freed; readers (signal
+ * handlers included) follow `next` with acquire loads, pairing with the
+ * release CAS that appends. */
 #define RINGBUF__NREG 64
+struct ringbuf__reg {
+	_Atomic(uint64_t) gen[RINGBUF__NREG];
+	_Atomic(struct ringbuf *) rb[RINGBUF__NREG];
+	_Atomic(struct ringbuf__reg *) next;
+};
 static _Atomic(uint64_t) ringbuf__gen_counter;
-static _Atomic(uint64_t) ringbuf__reg_gen[RINGBUF__NREG];
-static _Atomic(struct ringbuf *) ringbuf__reg_rb[RINGBUF__NREG];
+static struct ringbuf__reg ringbuf__reg0;
+#define RINGBUF__REG_EACH(r) \
+	for ((r) = &ringbuf__reg0; (r); (r) = atomic_load_explicit(&(r)->next, memory_order_acquire))
 
 static bool ringbuf__gen_live(uint64_t gen)
 {
+	struct ringbuf__reg *r;
 	unsigned i;
-	for (i = 0; gen && i < RINGBUF__NREG; i++)
-		if (atomic_load_explicit(&ringbuf__reg_gen[i], memory_order_relaxed) == gen)
-			return true;
+	if (!gen)
+		return false;
+	RINGBUF__REG_EACH(r)
+		for (i = 0; i < RINGBUF__NREG; i++)
+			if (atomic_load_explicit(&r->gen[i], memory_order_relaxed) == gen)
+				return true;
 	return false;
 }
 
@@ -2479,7 +2562,8 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 			continue;
 		/* free (never used, or its buffer is gone): clear, then take */
 		if (atomic_load_explicit(&e->cur, memory_order_relaxed) ||
-		    atomic_load_explicit(&e->claimed, memory_order_relaxed)) {
+		    atomic_load_explicit(&e->claimed, memory_order_relaxed) ||
+		    atomic_load_explicit(&e->token, memory_order_relaxed)) {
 			if (old == 0)
 				continue; /* a handler is setting it up right now */
 		}
@@ -2487,6 +2571,7 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 							    memory_order_relaxed)) {
 			atomic_store_explicit(&e->cur, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->claimed, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->token, 0, memory_order_relaxed);
 			old = 0;
 			if (atomic_compare_exchange_strong_explicit(&e->gen, &old, gen, memory_order_relaxed,
 								    memory_order_relaxed))
@@ -2496,6 +2581,25 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 		}
 	}
 	return NULL;
+}
+
+/* This thread's owner id in rb: its tid and a token drawn from the block's
+ * counter the first time it takes a buffer there, so unique among all the
+ * threads, of all processes, that ever wrote to this block (2^32 draws before
+ * a token repeats): a thread given a dead thread's tid has another token. A
+ * handler that draws one first wins; a number lost that way is never used. */
+static uint64_t ringbuf__owner_id(struct ringbuf *rb, struct ringbuf__tctx *e)
+{
+	uint32_t tok = atomic_load_explicit(&e->token, memory_order_relaxed), zero = 0;
+	if (RINGBUF__UNLIKELY(tok == 0)) {
+		do
+			tok = atomic_fetch_add_explicit(&rb->owner_seq, 1, memory_order_relaxed) + 1;
+		while (tok == 0);
+		if (!atomic_compare_exchange_strong_explicit(&e->token, &zero, tok, memory_order_relaxed,
+							     memory_order_relaxed))
+			tok = zero;
+	}
+	return (uint64_t)tok << 32 | ringbuf__gettid();
 }
 
 /* Is the thread with this id alive (anywhere: a buffer in a shared file is
@@ -2514,19 +2618,50 @@ static bool ringbuf__thread_alive(uint32_t tid)
 #endif
 }
 
+/* Has the owner `cur` (not our id) ended? Its tid names no thread (ESRCH), or
+ * names us: a tid belongs to one live thread at a time and our token is not
+ * the one in the word, so the thread that wrote it has ended and the kernel
+ * gave us its tid. Any other live tid: alive (an owner whose tid was reused by
+ * another thread than us looks alive until that thread ends or comes here).
+ * Undecidable when the block has writers in several PID namespaces (a tid
+ * names different threads there): never dead. */
+static bool ringbuf__owner_dead(const struct ringbuf *rb, uint64_t cur, uint64_t own)
+{
+	uint32_t tid = (uint32_t)cur & RINGBUF__OWN_TID;
+	if (atomic_load_explicit(&((struct ringbuf *)rb)->owner_flags, memory_order_relaxed) &
+	    RINGBUF__OWNF_MIXED_NS)
+		return false;
+	if (tid == ((uint32_t)own & RINGBUF__OWN_TID))
+		return (cur >> 32) != (own >> 32);
+	return !ringbuf__thread_alive(tid);
+}
+
+/* The PID namespace this process lives in (0: unknown). A block records its
+ * creator's; a process of another namespace that opens it for writing marks
+ * it RINGBUF__OWNF_MIXED_NS. */
+static uint64_t ringbuf__pidns(void)
+{
+#if defined(__linux__)
+	struct stat st;
+	if (stat("/proc/self/ns/pid", &st) == 0)
+		return (uint64_t)st.st_ino ^ ((uint64_t)st.st_dev << 32);
+#endif
+	return 0;
+}
+
 static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live);
 
-/* Take a buffer for `own` (tid, or tid | PERSIST for a thread claim), starting
- * at `from`. Returns index + 1 (*took: we set the owner word; false: it was
- * ours already, we interrupted our own taking of it), or 0. */
-static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint32_t own, bool *took)
+/* Take a buffer for `own` (our owner id, | PERSIST for a thread claim),
+ * starting at `from`. Returns index + 1 (*took: we set the owner word; false:
+ * it was ours already, we interrupted our own taking of it), or 0. */
+static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint64_t own, bool *took)
 {
 	unsigned i, n = rb->ncpu, x;
 	for (i = 0, x = from; i < n; i++, x = x + 1 < n ? x + 1 : 0) {
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
-		uint32_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
+		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
 		if (cur == 0 && atomic_compare_exchange_strong_explicit(&c->owner, &cur, own,
-									 memory_order_acquire,
+									 memory_order_acq_rel,
 									 memory_order_relaxed)) {
 			*took = true;
 			return x + 1;
@@ -2536,7 +2671,7 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint32_t own, b
 			return x + 1;
 		}
 		if (cur == (own | RINGBUF__OWN_RELEASING) &&
-		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acquire,
+		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
 							    memory_order_relaxed)) {
 			/* our own claim, being given back by the code we interrupted:
 			 * take it again (its last step is a CAS that then fails) */
@@ -2545,12 +2680,15 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint32_t own, b
 		}
 	}
 	/* Everything is taken: an owner that no longer exists (exited with a
-	 * claim, or died mid-event) gives its buffer up, repaired. */
+	 * claim, or died mid-event) gives its buffer up, repaired. The CAS fails
+	 * if the word changed since we judged it (the same word cannot come
+	 * back: the token is the dead thread's). */
 	for (i = 0, x = from; i < n; i++, x = x + 1 < n ? x + 1 : 0) {
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
-		uint32_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
-		if (cur && !ringbuf__thread_alive(cur & RINGBUF__OWN_TID) &&
-		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acquire,
+		/* acquire: pairs with the owner's CAS (acq_rel), see >>contexts */
+		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_acquire);
+		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(own) && ringbuf__owner_dead(rb, cur, own) &&
+		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
 							    memory_order_relaxed)) {
 			if (RINGBUF__LOAD(&c->committing))
 				ringbuf__recover_cpu(rb, x, true);
@@ -2564,14 +2702,15 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint32_t own, b
 static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 {
 	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, true);
-	uint32_t me = ringbuf__gettid(), x;
-	uint64_t cur;
+	uint32_t x;
+	uint64_t cur, me;
 	bool took = false;
 	void *p;
 	if (!e) {
 		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
+	me = ringbuf__owner_id(rb, e);
 	if (mode == RINGBUF_CPU_THREAD) {
 		x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
 		if (!x) {
@@ -2675,12 +2814,19 @@ RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb)
 RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
 {
 	struct ringbuf__tctx *e = rb ? ringbuf__tctx_get(rb, false) : NULL;
-	uint32_t x, mine, marked;
+	uint32_t x;
+	uint64_t mine, marked;
 	struct ringbuf__cpu *c;
 	if (!e || !(x = atomic_load_explicit(&e->claimed, memory_order_relaxed)))
 		return;
 	c = ringbuf__cpu(rb, x - 1);
-	mine = ringbuf__gettid() | RINGBUF__OWN_PERSIST;
+	/* inside an event on it (a handler of ours, or the thread exiting in
+	 * the middle of one): keep it. Given back, the next claimer would take
+	 * a free word and nest under an event nobody will commit; kept, the
+	 * buffer is ours, or a dead owner's, taken over and repaired. */
+	if (RINGBUF__LOAD(&c->committing))
+		return;
+	mine = ringbuf__owner_id(rb, e) | RINGBUF__OWN_PERSIST;
 	marked = mine | RINGBUF__OWN_RELEASING;
 	/* 1. mark: no taker (a handler of ours included) treats it as ours now;
 	 * 2. forget it; 3. give it back (release: our events before the next
@@ -2704,15 +2850,18 @@ static _Atomic(int) ringbuf__exit_key_state; /* 0 none, 1 creating, 2 ready */
 static void ringbuf__thread_exit(void *arg)
 {
 	unsigned i, k;
+	struct ringbuf__reg *r;
 	(void)arg;
 	for (k = 0; k < RINGBUF__TCTX; k++) {
 		uint64_t gen = atomic_load_explicit(&ringbuf__tctx[k].gen, memory_order_relaxed);
-		for (i = 0; gen && i < RINGBUF__NREG; i++)
-			if (atomic_load(&ringbuf__reg_gen[i]) == gen) {
-				struct ringbuf *rb = atomic_load(&ringbuf__reg_rb[i]);
-				if (rb)
-					ringbuf_thread_release(rb);
-			}
+		if (gen)
+			RINGBUF__REG_EACH(r)
+				for (i = 0; i < RINGBUF__NREG; i++)
+					if (atomic_load(&r->gen[i]) == gen) {
+						struct ringbuf *rb = atomic_load(&r->rb[i]);
+						if (rb)
+							ringbuf_thread_release(rb);
+					}
 	}
 }
 
@@ -2754,24 +2903,30 @@ static void ringbuf__atfork_child(void)
 	unsigned i, cpu;
 	int k;
 	uint32_t parent_tid = ringbuf__tid;
+	struct ringbuf__reg *r;
 	ringbuf__tid = 0;
+	RINGBUF__REG_EACH(r)
 	for (i = 0; i < RINGBUF__NREG; i++) {
-		struct ringbuf *rb = atomic_load(&ringbuf__reg_rb[i]);
-		if (!rb || atomic_load(&ringbuf__reg_gen[i]) != rb->gen)
+		struct ringbuf *rb = atomic_load(&r->rb[i]);
+		if (!rb || atomic_load(&r->gen[i]) != rb->gen)
 			continue;
 		if (rb->shared) {
 			for (k = 0; k < RINGBUF__TCTX; k++)
 				if (atomic_load(&ringbuf__tctx[k].gen) == rb->gen) {
 					atomic_store(&ringbuf__tctx[k].cur, 0);
 					atomic_store(&ringbuf__tctx[k].claimed, 0);
+					atomic_store(&ringbuf__tctx[k].token, 0);
 				}
 			continue;
 		}
 		for (cpu = 0; cpu < rb->ncpu; cpu++) {
 			struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-			uint32_t own = atomic_load(&c->owner), keep = 0;
-			if ((own & RINGBUF__OWN_PERSIST) && (own & RINGBUF__OWN_TID) == parent_tid && parent_tid)
-				keep = ringbuf__gettid() | RINGBUF__OWN_PERSIST;
+			uint64_t own = atomic_load(&c->owner), keep = 0;
+			/* the claim moves to our new tid, token kept (our entry has it) */
+			if ((own & RINGBUF__OWN_PERSIST) && ((uint32_t)own & RINGBUF__OWN_TID) == parent_tid &&
+			    parent_tid)
+				keep = (own & ~(uint64_t)(RINGBUF__OWN_RELEASING | RINGBUF__OWN_TID)) |
+				       ringbuf__gettid();
 			atomic_store(&c->owner, keep);
 			if (RINGBUF__LOAD(&c->committing))
 				ringbuf__recover_cpu(rb, cpu, false); /* its writer is not here */
@@ -2799,31 +2954,47 @@ static void ringbuf__atfork_setup(void) {}
 #endif
 
 /* Every buffer gets a generation at creation (and at each open of a file):
- * per-thread entries name it, the fork handler finds it here. */
-static void ringbuf__fork_register(struct ringbuf *rb)
+ * per-thread entries name it, the fork handler finds it here. Fails only
+ * when a new chunk cannot be allocated (RINGBUF_ENOMEM). */
+static int ringbuf__fork_register(struct ringbuf *rb)
 {
+	struct ringbuf__reg *r, *last = NULL, *nr;
 	unsigned i;
 	ringbuf__atfork_setup();
 	rb->gen = atomic_fetch_add(&ringbuf__gen_counter, 1) + 1;
-	for (i = 0; i < RINGBUF__NREG; i++) {
-		uint64_t g = atomic_load(&ringbuf__reg_gen[i]);
-		if (g == 0 && atomic_compare_exchange_strong(&ringbuf__reg_gen[i], &g, rb->gen)) {
-			atomic_store(&ringbuf__reg_rb[i], rb);
-			return;
+	for (;;) {
+		RINGBUF__REG_EACH(r) {
+			last = r;
+			for (i = 0; i < RINGBUF__NREG; i++) {
+				uint64_t g = atomic_load(&r->gen[i]);
+				if (g == 0 && atomic_compare_exchange_strong(&r->gen[i], &g, rb->gen)) {
+					atomic_store(&r->rb[i], rb);
+					return 0;
+				}
+			}
 		}
+		/* every slot taken: append a chunk (another thread may have) */
+		nr = (struct ringbuf__reg *)RINGBUF_MALLOC(sizeof *nr, NULL);
+		if (!nr)
+			return RINGBUF_ENOMEM;
+		memset(nr, 0, sizeof *nr);
+		r = NULL;
+		if (!atomic_compare_exchange_strong_explicit(&last->next, &r, nr, memory_order_release,
+							     memory_order_relaxed))
+			RINGBUF_FREE(nr, NULL);
 	}
-	/* more than 64 live buffers: this one still works, but per-thread state
-	 * for it is never reclaimed and fork() does not repair it */
 }
 
 static void ringbuf__fork_unregister(struct ringbuf *rb)
 {
+	struct ringbuf__reg *r;
 	unsigned i;
-	for (i = 0; i < RINGBUF__NREG; i++)
-		if (atomic_load(&ringbuf__reg_gen[i]) == rb->gen) {
-			atomic_store(&ringbuf__reg_rb[i], NULL);
-			atomic_store(&ringbuf__reg_gen[i], 0);
-		}
+	RINGBUF__REG_EACH(r)
+		for (i = 0; i < RINGBUF__NREG; i++)
+			if (atomic_load(&r->gen[i]) == rb->gen) {
+				atomic_store(&r->rb[i], NULL);
+				atomic_store(&r->gen[i], 0);
+			}
 }
 
 RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb)
@@ -2899,14 +3070,14 @@ static void ringbuf__reader_unlock(struct ringbuf__cpu *c)
  * at it. Returns its index and the link (in *plink), or RINGBUF_EAGAIN while a
  * writer keeps the flag in transition. */
 static int ringbuf__find_head(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c, uint32_t *head,
-			      unsigned long *plink)
+			      uint64_t *plink)
 {
 	uint32_t n = rb->nr_pages + 1, x = c->head_hint, i;
 	uint32_t rp = RINGBUF__LOAD(&c->reader_page);
 	for (i = 0; i < 3 * n; i++) {
 		if (x != rp) {
 			uint32_t p = ringbuf__bp(rb, cpu, x)->prev;
-			unsigned long link = ringbuf__load_link(ringbuf__bp(rb, cpu, p));
+			uint64_t link = ringbuf__load_link(ringbuf__bp(rb, cpu, p));
 			if (ringbuf__link_idx(link) == x &&
 			    (link & RINGBUF__F_MASK) == RINGBUF__F_HEADER) {
 				c->head_hint = x;
@@ -2950,7 +3121,7 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 	for (tries = 0; tries < 64; tries++) {
 		uint32_t rp = RINGBUF__LOAD(&c->reader_page);
 		uint32_t cp, commit, h, hn;
-		unsigned long link, hlink;
+		uint64_t link, hlink;
 		struct ringbuf__bpage *rbp;
 		uint64_t ov;
 		int r;
@@ -3392,7 +3563,7 @@ struct ringbuf__iter_cpu {
 	uint32_t page;      /* page being walked */
 	uint32_t off;       /* offset in its data[] */
 	uint64_t ts;        /* running time stamp at off */
-	unsigned long gen;  /* update count of page when we entered it */
+	uint64_t gen;  /* update count of page when we entered it */
 	uint64_t overrun;   /* overrun when we entered it */
 	int state;          /* 0: (re)start at the consumer's position, 1: walking */
 	uint64_t lost;      /* to report with the next event */
@@ -3416,7 +3587,7 @@ struct ringbuf_iter {
 	struct ringbuf__iter_cpu ic[];
 };
 
-static inline unsigned long ringbuf__page_gen(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
+static inline uint64_t ringbuf__page_gen(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
 {
 	return atomic_load_explicit(&ringbuf__bp(rb, cpu, idx)->write, memory_order_acquire) >>
 	       RINGBUF__WRITE_BITS;
@@ -3562,9 +3733,9 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 		}
 		{
 			uint32_t next;
-			unsigned long ngen;
+			uint64_t ngen;
 			uint64_t ov;
-			unsigned long link = 0;
+			uint64_t link = 0;
 			if (page == rp) {
 				r = ringbuf__find_head(rb, cpu, c, &next, &link);
 				if (r < 0)
@@ -3883,7 +4054,7 @@ static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu)
 		uint32_t next = i == n ? 0 : (i + 1) % n;
 		memset(bp, 0, sizeof *bp);
 		/* the ring is 0..n-1; page n-1 links to the head (page 0) with HEADER */
-		atomic_init(&bp->next, ((unsigned long)next << 2) | (i == n - 1 ? RINGBUF__F_HEADER : 0));
+		atomic_init(&bp->next, ((uint64_t)next << 2) | (i == n - 1 ? RINGBUF__F_HEADER : 0));
 		bp->prev = i == 0 ? n - 1 : (i == n ? n - 1 : i - 1);
 		atomic_init(&bp->write, 0);
 		atomic_init(&bp->entries, 0);
@@ -3973,7 +4144,7 @@ RINGBUF_API int ringbuf_stats_cpu(struct ringbuf *rb, unsigned cpu, struct ringb
 	/* bytes and oldest time stamp: walk reader page, then head .. commit page.
 	 * Without the reader lock this is a snapshot; the walk is bounded. */
 	if (ringbuf__reader_lock(c) == 0) {
-		unsigned long link;
+		uint64_t link;
 		uint32_t h;
 		rp = RINGBUF__LOAD(&c->reader_page);
 		cp = atomic_load_explicit(&c->commit_page, memory_order_acquire);
@@ -4290,6 +4461,7 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	rb->clock_ctx = cfg->clock_ctx;
 	atomic_init(&rb->record_disabled, 0);
 	atomic_init(&rb->mode, cfg->mode);
+	rb->pidns = ringbuf__pidns();
 	for (cpu = 0; cpu < cfg->ncpu; cpu++)
 		ringbuf__init_cpu(rb, cpu);
 	ringbuf__membarrier_register();
@@ -4297,7 +4469,10 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	 * whose creator died half way reads as foreign, not as corrupt) */
 	atomic_thread_fence(memory_order_release);
 	rb->magic = RINGBUF__MAGIC;
-	ringbuf__fork_register(rb);
+	if ((r = ringbuf__fork_register(rb)) < 0) {
+		rb->magic = 0;
+		return r;
+	}
 	*out = rb;
 	return 0;
 }
@@ -4387,7 +4562,7 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 			return RINGBUF_ECORRUPT;
 		for (i = 0; i <= n; i++) {
 			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
-			unsigned long link = RINGBUF__LOAD(&bp->next);
+			uint64_t link = RINGBUF__LOAD(&bp->next);
 			if (ringbuf__link_idx(link) > n || bp->prev > n ||
 			    (link & RINGBUF__F_MASK) == RINGBUF__F_MASK ||
 			    ringbuf__page_commit(rb, cpu, i) > rb->bsize)
@@ -4402,7 +4577,7 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 		if (x == rp)
 			x = ringbuf__next_idx(rb, cpu, rp); /* tail on the reader page: enter the ring */
 		for (i = 0; i < n; i++) {
-			unsigned long link = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, x)->next);
+			uint64_t link = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, x)->next);
 			if (x == rp)
 				return RINGBUF_ECORRUPT;
 			if (link & RINGBUF__F_MASK)
@@ -4572,11 +4747,18 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
 		rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
+		/* a writer's tid means nothing in another PID namespace: the
+		 * owner words can no longer tell a dead owner (>>contexts) */
+		if (rb->shared && (rb->pidns == 0 || rb->pidns != ringbuf__pidns()))
+			atomic_fetch_or_explicit(&rb->owner_flags, RINGBUF__OWNF_MIXED_NS, memory_order_relaxed);
 		if ((flags & RINGBUF_OPEN_RECOVER) && (r = ringbuf_recover(rb)) < 0) {
 			munmap(map, (size_t)hdr.total_size);
 			return r;
 		}
-		ringbuf__fork_register(rb);
+		if ((r = ringbuf__fork_register(rb)) < 0) {
+			munmap(map, (size_t)hdr.total_size);
+			return r;
+		}
 	} else {
 		/* read-only mapping: the handle cannot hold our fields; readers
 		 * need to write their own state (reader page, position), so map a
@@ -4603,7 +4785,10 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
 		rb->shared = 0;
-		ringbuf__fork_register(rb);
+		if ((r = ringbuf__fork_register(rb)) < 0) {
+			munmap(map, (size_t)hdr.total_size);
+			return r;
+		}
 	}
 	*out = rb;
 	return 0;
@@ -4658,11 +4843,11 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		/* 1. a head push cut between H1 and H3: finish it */
 		for (i = 0; i <= n; i++) {
 			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
-			unsigned long link = RINGBUF__LOAD(&bp->next);
+			uint64_t link = RINGBUF__LOAD(&bp->next);
 			if ((link & RINGBUF__F_MASK) == RINGBUF__F_UPDATE) {
 				uint32_t nx = ringbuf__link_idx(link);
 				struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, nx);
-				unsigned long nl = RINGBUF__LOAD(&nb->next);
+				uint64_t nl = RINGBUF__LOAD(&nb->next);
 				if ((nl & RINGBUF__F_MASK) == 0)
 					RINGBUF__STORE(&nb->next, ringbuf__link_make(nl, ringbuf__link_idx(nl),
 										  RINGBUF__F_HEADER));
@@ -4675,7 +4860,7 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		for (i = depth; i-- > 0;) {
 			const struct ringbuf__slot sl = c->slots[i];
 			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, sl.page);
-			unsigned long wf = RINGBUF__LOAD(&bp->write);
+			uint64_t wf = RINGBUF__LOAD(&bp->write);
 			uint32_t w = (uint32_t)(wf & RINGBUF__WRITE_MASK);
 			unsigned char *base = ringbuf__dp(rb, cpu, sl.page)->data;
 			if (sl.len == 0 || w < (uint64_t)sl.off + sl.len || sl.off >= rb->bsize)
@@ -4697,7 +4882,7 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		/* a helper writer may also have left a page claimed past its end */
 		for (i = 0; i <= n; i++) {
 			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
-			unsigned long wf = RINGBUF__LOAD(&bp->write);
+			uint64_t wf = RINGBUF__LOAD(&bp->write);
 			if ((wf & RINGBUF__WRITE_MASK) > rb->bsize)
 				RINGBUF__STORE(&bp->write, (wf & ~RINGBUF__WRITE_MASK) | rb->bsize);
 		}
@@ -4710,7 +4895,7 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		for (i = 0; i <= n; i++) {
 			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
 			RINGBUF__STORE(&bp->entries, (RINGBUF__LOAD(&bp->entries) & ~RINGBUF__WRITE_MASK) |
-							     (unsigned long)ringbuf__count_events(rb, ringbuf__dp(rb, cpu, i)));
+							     (uint64_t)ringbuf__count_events(rb, ringbuf__dp(rb, cpu, i)));
 		}
 		/* 4. locks and stamps of the dead */
 		if (!live) {
@@ -4788,7 +4973,7 @@ RINGBUF_API int ringbuf__walk_pages(struct ringbuf *rb, unsigned cpu, ringbuf__p
 {
 	struct ringbuf__cpu *c;
 	uint32_t x, t, i;
-	unsigned long link;
+	uint64_t link;
 	int r;
 	if (!rb || cpu >= rb->ncpu || !fn)
 		return RINGBUF_EINVAL;
