@@ -373,7 +373,10 @@ RINGBUF_API bool ringbuf_empty_cpu(struct ringbuf *rb, unsigned cpu);
  * writer on another CPU is in the middle of an event that may turn out older
  * than the next pick, it returns RINGBUF_EAGAIN instead: retry (a writer that
  * stays in its event, preempted or dead, delays the merged stream until it
- * commits or its buffer is recovered). One merged consumer at a time. */
+ * commits or its buffer is recovered). Needs one global monotonic clock (the
+ * default and the TSC clock are; a user clock must be) and membarrier() (a
+ * system call, once each time the reader catches up with the writers). One
+ * merged consumer at a time. */
 RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record *rec);
 
 /* -- non-consuming iterator (any thread; like the kernel's `trace` file) -- */
@@ -385,7 +388,10 @@ struct ringbuf_iter;
  * overwritten. Recording may go on meanwhile. */
 RINGBUF_API int ringbuf_iter_start(struct ringbuf *rb, unsigned cpu, struct ringbuf_iter **out);
 /** Next event: 1 and rec filled (rec->data valid until the next iterator call),
- * 0 at the end of what was committed, < 0 on error. When writers overwrote
+ * 0 at the end of what was committed, < 0 on error. RINGBUF_ALL_CPUS: in
+ * time-stamp order, never an event older than one handed out before; like
+ * ringbuf_consume_merged it returns RINGBUF_EAGAIN while a writer on another
+ * CPU is in an event that may be older than the next pick. When writers overwrote
  * events under the iterator it skips to the oldest event still there and sets
  * rec->lost to the events skipped (if known; else 1) and ringbuf_iter_dropped()
  * to the total. */
@@ -1373,11 +1379,71 @@ extern int clock_gettime(int, struct timespec *);
  *                       reader (S2, off ring)
  *   page update count   owner (U1), reader (S2) iterator     release fence after U1 / acquire fence
  *     (write >> bits)                                       after the iterator's copy (seqlock)
- *   inflight_ts,        owner             merged consumer   relaxed; stored before committing,
- *     commits                                               which is stored before commits (TSO)
+ *   committing (entry)  owner [M2]        merged readers    relaxed, then [M2] (signal fence: the light
+ *                                         [R1]/[R2]         side of the readers' membarrier) before the
+ *                                                           clock read; see MERGED READERS
+ *   committing = 0      owner [M3]        merged readers    release / acquire: the commits before it
+ *   inflight_ts         owner [M1]        merged readers    release / acquire: the commits of the entries
+ *                                                           before it
+ *   commits             owner             owner             relaxed (nesting detection only)
  *   owner word          any writer thread other writers     CAS acquire to take / store release
  *     (mapped modes)                                        to give back (G2 / G5)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
+ *
+ * MERGED READERS (ringbuf_consume_merged, the RINGBUF_ALL_CPUS iterator). Each
+ * peeks every CPU and picks the oldest head, time stamp B. A CPU whose head was
+ * seen cannot show an older event later (stamps never go back within a CPU).
+ * For every other CPU X, an event E of X older than B may still be on its way:
+ * committed but not yet visible, or being written. The pick is handed out only
+ * when no such E can exist:
+ *   [R1] membarrier(): every writer whose clock read returned less than B has
+ *        its entry (committing != 0) visible to the loads that follow
+ *   [R2] load X's committing (acquire). 0: every entry before it is committed
+ *        and visible. Else load inflight_ts (acquire): below B, the writer in
+ *        flight may still commit an older event: RINGBUF_EAGAIN
+ *   [R3] peek X again: an older head there is the new pick (the CPUs checked
+ *        against the newer pick are covered for the older one, as is [R1])
+ * The C11 argument, per pair (the clock is a counter read with a relaxed RMW:
+ * its reads are totally ordered, later reads return more, and they
+ * synchronize no memory):
+ *   [M2]/[R1] The writer stores committing, then [M2], then reads the clock.
+ *        membarrier() runs a full barrier on every thread of the process at
+ *        some instruction while the call runs, which is an seq_cst fence F_w
+ *        at [M2] (if it lands before the clock read retires, the stamp is
+ *        read after the barrier began, so it is newer than B and than T0;
+ *        if after, the committing store precedes it, all a fence at [M2]
+ *        gives); the reader's side is an seq_cst fence F_r. An event E
+ *        stamped below B: its clock read is mo-before the one that stamped
+ *        B, which happens-before F_r (the reader saw B's page commit with
+ *        acquire) so F_w psc F_r, and no load after F_r reads a committing
+ *        value older than E's entry store. The same holds for stamps below
+ *        T0, a clock read just before the barrier, so one barrier covers
+ *        every pick up to max(B, T0): the per-thread (consume_merged) or
+ *        per-iterator `fenced` mark; a barrier per catch-up, not per event.
+ *   [M3]/[R2] committing = 0 is a release after the page commits of the
+ *        entry ([W-commit]); it is stored only by the outermost writer, after
+ *        it committed every nested event. Reading it (acquire), being
+ *        mo-after every entry store of [R1], the reader sees every event
+ *        stamped below B committed.
+ *   [M1]/[R2] inflight_ts = write_stamp at entry m (release; it follows the
+ *        exit of entry m - 1) is at most every stamp of the entries >= m.
+ *        Read (acquire) at V >= B: the events of entries >= m are not older
+ *        than B, and those of entries < m are committed and visible. Any
+ *        committing != 0 read with it, from any entry, leaves one of the two
+ *        cases: a writer nested in the outermost one stores its depth before
+ *        its own clock read ([M2]) and is covered by the outermost entry's
+ *        inflight_ts.
+ *   [R3] The re-peek reads the page commit with acquire ([R-commit]): every
+ *        event older than B is in X's buffer now, or consumed before.
+ * The clock must be one global monotonic clock, read in the same order by all
+ * CPUs: CLOCK_MONOTONIC, a synchronized invariant TSC, or a user clock with
+ * that property. `commits` is no longer read by readers (the old guard
+ * compared it and read the current inflight_ts only: a writer that committed
+ * an older event and entered again above B let B out; and it stopped at CPU
+ * 64). A block shared with other processes uses GLOBAL_EXPEDITED: each
+ * process that creates or opens a block for writing registers for it. Where
+ * no membarrier() is available (seccomp, old kernels) the reader's own fence
+ * is all there is: a rare inversion remains possible (README, Limitations).
  *
  * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
  * the slot of its depth before the CAS that makes it (ringbuf__slot_publish:
@@ -3244,6 +3310,10 @@ static bool ringbuf__merged_membarrier(const struct ringbuf *rb)
 #if defined(__linux__) && defined(SYS_membarrier)
 	if (syscall(SYS_membarrier, rb->shared ? 2 /* GLOBAL_EXPEDITED */ : 8 /* PRIVATE_EXPEDITED */,
 		    0, 0) == 0)
+		return true;
+	/* a block opened read-only: this process may not have registered */
+	if (!rb->shared && syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0) == 0 &&
+	    syscall(SYS_membarrier, 8, 0, 0) == 0)
 		return true;
 	if (syscall(SYS_membarrier, 1 /* GLOBAL */, 0, 0) == 0)
 		return true;

@@ -16,13 +16,15 @@
  *  2. 65, 66, 256 and 300 CPU buffers: a writer in an event on the highest
  *     buffer (and on one above 256 with a visible head above it) is not
  *     overtaken (the old guard stopped at CPU 64). Consume and iterator.
+ *     The same for ringbuf_trace_consume_foreach (ringbuf_trace.h) on a live
+ *     buffer, which merged by peek-and-pick with no guard at all.
  *  3. Real threads, fixed event counts: 2 writers and ringbuf_consume_merged
  *     (producer/consumer, small pages), 2 writers in overwrite mode and an
  *     iterating thread (RINGBUF_ALL_CPUS passes): not one step back.
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_IMPLEMENTATION
-#include "ringbuf.h"
+#include "ringbuf_trace.h" /* includes ringbuf.h */
 
 #include <pthread.h>
 #include <sched.h>
@@ -299,6 +301,29 @@ static void merged_readers_wait_for_a_writer_on_buffer_65_66_256_300(void **stat
 	}
 }
 
+static int collect(const struct ringbuf_record *rec, void *ctx)
+{
+	got_add(ctx, rec);
+	return 0;
+}
+
+static void trace_consume_foreach_all_cpus_waits_for_an_older_event_in_flight(void **state)
+{
+	struct ringbuf *rb = mk(3, 256, 8, RINGBUF_MODE_PRODUCER_CONSUMER, true);
+	struct got g = {{0}, {0}, {0}, 0};
+	static const uint64_t ts[] = {100, 150, 200};
+	static const unsigned cpu[] = {2, 1, 0};
+	struct ev *e;
+	(void)state;
+	e = begin(rb, 2, 0, 100); /* stamped 100, in flight */
+	put(rb, 0, 0, 200);
+	put(rb, 1, 0, 150);
+	assert_int_equal(ringbuf_trace_consume_foreach(rb, RINGBUF_ALL_CPUS, 0, collect, &g), 0);
+	ringbuf_commit(rb, 2, e);
+	assert_int_equal(ringbuf_trace_consume_foreach(rb, RINGBUF_ALL_CPUS, 0, collect, &g), 0);
+	expect_stream(&g, ts, cpu, 3, "ringbuf_trace_consume_foreach(RINGBUF_ALL_CPUS)");
+}
+
 /* ==== 3. real threads, fixed counts ====================================== */
 
 struct wr {
@@ -471,6 +496,7 @@ int main(void)
 		T(merged_consume_is_not_fooled_by_a_writer_that_commits_older_and_reenters_newer),
 		T(merged_iterator_is_not_fooled_by_a_writer_that_commits_older_and_reenters_newer),
 		T(merged_readers_wait_for_a_writer_on_buffer_65_66_256_300),
+		T(trace_consume_foreach_all_cpus_waits_for_an_older_event_in_flight),
 		T(merged_consume_with_two_writer_threads_never_steps_back),
 		T(merged_iterator_in_overwrite_mode_with_two_writer_threads_never_steps_back),
 #undef T
