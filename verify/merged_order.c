@@ -16,7 +16,8 @@
  *                 commits += 1 (relaxed), [M2] the signal fence before the
  *                 clock read
  *   reserve       ringbuf__reserve_fast step A: ts = clock; D: write_stamp = ts;
- *                 the event's bytes (ts[k] here, relaxed)
+ *                 the event's bytes (ts[] here, relaxed); -DNESTED: a nested writer
+ *                 (depth 2) inside X's first event
  *   commit        ringbuf__commit_fast / set_commit_to_write: the page commit
  *                 (release, [W-commit]); [M3] committing = 0 (release)
  *   peek          ringbuf__read_one: page commit (acquire, [R-commit]), then
@@ -65,6 +66,8 @@
 /* GENMC-PASS: -rc11 -- -DNX=3 -DNY=2 -DNR=3 */
 /* GENMC-PASS: -imm -- -DNX=2 */
 /* GENMC-PASS: -imm -- -DNX=3 -DNY=1 -DNR=2 */
+/* GENMC-PASS: -rc11 -- -DNESTED -DNX=2 -DNY=2 -DNR=3 */
+/* GENMC-PASS: -imm -- -DNESTED -DNX=2 -DNY=1 -DNR=2 */
 /* GENMC-FAIL: -rc11 -- -DOLD_PROTOCOL -DNX=1 */
 /* GENMC-FAIL: -imm -- -DOLD_PROTOCOL -DNX=1 */
 /* GENMC-FAIL: -sc -- -DOLD_PROTOCOL -DNX=3 -DNY=1 -DNR=1 */
@@ -72,6 +75,7 @@
 /* GENMC-FAIL: -imm -- -DNO_MEMBARRIER */
 /* GENMC-FAIL: -rc11 -- -DRELAXED_M3 */
 /* GENMC-FAIL: -imm -- -DRELAXED_M3 */
+/* GENMC-FAIL: -rc11 -- -DOLD_PROTOCOL -DNESTED -DNX=1 */
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -88,7 +92,7 @@
 #ifndef NR
 #define NR 2 /* merged consume calls */
 #endif
-#define MAXEV 3
+#define MAXEV 4
 #define NONE UINT64_MAX
 #define EAGAIN_ (-11)
 
@@ -120,35 +124,64 @@ static uint64_t clock_read(void)
 	return atomic_fetch_add_explicit(&clk, 1, memory_order_relaxed) + 1;
 }
 
-/* ---- writer: one thread per CPU buffer, n events, no nesting ------------ */
+/* ---- writer: one thread per CPU buffer ------------------------------------
+ * -DNESTED: a signal handler interrupts X's first event after its clock read
+ * and writes an event of its own (depth 2: its entry stores committing = 2,
+ * its exit 1, relaxed; the outermost writer commits both). */
 
-static void write_event(struct cpu *c, unsigned k)
+static unsigned nev[2]; /* owner-only: events reserved per CPU */
+
+static void reserve_event(struct cpu *c, unsigned cpu)
 {
-	uint64_t ts;
-	/* entry */
-	atomic_store_explicit(&c->inflight_ts, atomic_load_explicit(&c->write_stamp, memory_order_relaxed),
-			      M1_ORDER); /* [M1] */
-	atomic_store_explicit(&c->committing, 1, memory_order_relaxed);
+	/* reserve: A (clock), the event, D */
+	uint64_t ts = clock_read();
+	atomic_store_explicit(&c->ts[nev[cpu]++], ts, memory_order_relaxed);
+	atomic_store_explicit(&c->write_stamp, ts, memory_order_relaxed);
+}
+
+static void enter(struct cpu *c, unsigned depth)
+{
+	if (depth == 1) /* [M1] */
+		atomic_store_explicit(&c->inflight_ts,
+				      atomic_load_explicit(&c->write_stamp, memory_order_relaxed), M1_ORDER);
+	atomic_store_explicit(&c->committing, depth, memory_order_relaxed);
 	atomic_store_explicit(&c->commits, atomic_load_explicit(&c->commits, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 #if !defined(OLD_PROTOCOL) && !defined(NO_MEMBARRIER)
 	atomic_thread_fence(memory_order_seq_cst); /* [M2]: the light side of membarrier */
 #endif
-	/* reserve: A (clock), the event, D */
-	ts = clock_read();
-	atomic_store_explicit(&c->ts[k], ts, memory_order_relaxed);
-	atomic_store_explicit(&c->write_stamp, ts, memory_order_relaxed);
-	/* commit */
-	atomic_store_explicit(&c->commit, k + 1, memory_order_release); /* [W-commit] */
-	atomic_store_explicit(&c->committing, 0, M3_ORDER); /* [M3] */
 }
+
+static void write_event(struct cpu *c, unsigned cpu, bool nested)
+{
+	enter(c, 1);
+	reserve_event(c, cpu);
+	if (nested) {
+		enter(c, 2);
+		reserve_event(c, cpu);
+		atomic_store_explicit(&c->committing, 1, memory_order_relaxed); /* nested exit */
+	}
+	/* commit (the outermost writer: everything reserved) */
+	atomic_store_explicit(&c->commit, nev[cpu], memory_order_release); /* [W-commit] */
+	atomic_store_explicit(&c->committing, 0, M3_ORDER);                 /* [M3] */
+}
+
+#ifdef NESTED
+#define XEV (NX + 1) /* events on X */
+#else
+#define XEV NX
+#endif
 
 static void *wx(void *arg)
 {
 	unsigned k;
 	(void)arg;
 	for (k = 0; k < NX; k++)
-		write_event(&cpus[0], k);
+#ifdef NESTED
+		write_event(&cpus[0], 0, k == 0);
+#else
+		write_event(&cpus[0], 0, false);
+#endif
 	return NULL;
 }
 
@@ -157,7 +190,7 @@ static void *wy(void *arg)
 	unsigned k;
 	(void)arg;
 	for (k = 0; k < NY; k++)
-		write_event(&cpus[1], k);
+		write_event(&cpus[1], 1, false);
 	return NULL;
 }
 
@@ -279,7 +312,7 @@ int main(void)
 	 * way the stream went, or would go, back in time). The events of the
 	 * other CPU handed out before it are its first ones, in order. */
 	for (i = 0; i < nout; i++) {
-		unsigned o = 1 - out_cpu[i], before = 0, n = o == 0 ? NX : NY;
+		unsigned o = 1 - out_cpu[i], before = 0, n = o == 0 ? XEV : NY;
 		for (k = 0; k < i; k++)
 			before += out_cpu[k] == o;
 		for (k = before; k < n; k++)
