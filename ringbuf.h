@@ -682,8 +682,11 @@ enum ringbuf__tp {
 	RINGBUF__TP_COMMIT_END,     /* end_commit: before committing drops */
 	RINGBUF__TP_DISCARD_INVAL,  /* discard: before_stamp invalidated */
 	RINGBUF__TP_READER_S2,      /* reader swap: prepared, before the CAS */
-	RINGBUF__TP_MERGED_PEEKED,  /* merged readers: every CPU peeked, best picked (cpu = best) */
-	RINGBUF__TP_COUNT
+	RINGBUF__TP_COUNT,
+	/* outside the range the sweeps over write steps cover (a hook that
+	 * indexes an array by point checks point < RINGBUF__TP_COUNT) */
+	RINGBUF__TP_MERGED_PEEKED = 100 /* merged readers: every CPU peeked, the
+					 * oldest head picked (cpu = the pick) */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
