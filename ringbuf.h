@@ -480,7 +480,10 @@ RINGBUF_API bool ringbuf_empty_cpu(struct ringbuf *rb, unsigned cpu);
  * writer on another CPU is in the middle of an event that may turn out older
  * than the next pick, it returns RINGBUF_EAGAIN instead: retry (a writer that
  * stays in its event, preempted or dead, delays the merged stream until it
- * commits or its buffer is recovered). One merged consumer at a time. */
+ * commits or its buffer is recovered). Needs one global monotonic clock (the
+ * default and the TSC clock are; a user clock must be) and membarrier() (a
+ * system call, once each time the reader catches up with the writers). One
+ * merged consumer at a time. */
 RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record *rec);
 
 /* -- non-consuming iterator (any thread; like the kernel's `trace` file) -- */
@@ -492,7 +495,10 @@ struct ringbuf_iter;
  * overwritten. Recording may go on meanwhile. */
 RINGBUF_API int ringbuf_iter_start(struct ringbuf *rb, unsigned cpu, struct ringbuf_iter **out);
 /** Next event: 1 and rec filled (rec->data valid until the next iterator call),
- * 0 at the end of what was committed, < 0 on error. When writers overwrote
+ * 0 at the end of what was committed, < 0 on error. RINGBUF_ALL_CPUS: in
+ * time-stamp order, never an event older than one handed out before; like
+ * ringbuf_consume_merged it returns RINGBUF_EAGAIN while a writer on another
+ * CPU is in an event that may be older than the next pick. When writers overwrote
  * events under the iterator it skips to the oldest event still there and sets
  * rec->lost to the events skipped (if known; else 1) and ringbuf_iter_dropped()
  * to the total. */
@@ -798,7 +804,11 @@ enum ringbuf__tp {
 	RINGBUF__TP_COMMIT_END,     /* end_commit: before committing drops */
 	RINGBUF__TP_DISCARD_INVAL,  /* discard: before_stamp invalidated */
 	RINGBUF__TP_READER_S2,      /* reader swap: prepared, before the CAS */
-	RINGBUF__TP_COUNT
+	RINGBUF__TP_COUNT,
+	/* outside the range the sweeps over write steps cover (a hook that
+	 * indexes an array by point checks point < RINGBUF__TP_COUNT) */
+	RINGBUF__TP_MERGED_PEEKED = 100 /* merged readers: every CPU peeked, the
+					 * oldest head picked (cpu = the pick) */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
@@ -1182,12 +1192,15 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 	 * event; recovery after a kill must not take it for one in flight. */
 	c->slots[0].len = 0;
 	RINGBUF__BARRIER();
-	/* a lower bound for ringbuf_consume_merged */
-	RINGBUF__STORE(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp));
+	/* [M1] a lower bound for the merged readers; release: the events of
+	 * the entries before this one (their commits) before it */
+	atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp), memory_order_release);
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, 1);
 	RINGBUF__OWNER_INC(&c->commits);
+	/* [M2] the light side of the merged readers' membarrier(): committing
+	 * is stored before the clock is read (>>design, MERGED READERS) */
 	RINGBUF__BARRIER();
 	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c)))
 		return ringbuf__reserve_refused(rb, cpu, c);
@@ -1232,7 +1245,8 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->tail_page) != tp ||
 			      (RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK) != w))
 		return false;
-	/* release: pairs with ringbuf_reset_cpu's acquire */
+	/* [M3] release: pairs with ringbuf_reset_cpu's and the merged readers'
+	 * acquire */
 	atomic_store_explicit(&c->committing, 0, memory_order_release);
 	RINGBUF__BARRIER();
 	if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
@@ -1497,12 +1511,72 @@ extern int clock_gettime(int, struct timespec *);
  *                       reader (S2, off ring)
  *   page update count   owner (U1), reader (S2) iterator     release fence after U1 / acquire fence
  *     (write >> bits)                                       after the iterator's copy (seqlock)
- *   inflight_ts,        owner             merged consumer   relaxed; stored before committing,
- *     commits                                               which is stored before commits (TSO)
+ *   committing (entry)  owner [M2]        merged readers    relaxed, then [M2] (signal fence: the light
+ *                                         [R1]/[R2]         side of the readers' membarrier) before the
+ *                                                           clock read; see MERGED READERS
+ *   committing = 0      owner [M3]        merged readers    release / acquire: the commits before it
+ *   inflight_ts         owner [M1]        merged readers    release / acquire: the commits of the entries
+ *                                                           before it
+ *   commits             owner             owner             relaxed (nesting detection only)
  *   owner word          any writer thread other writers     CAS acq_rel to take / store release
  *     (mapped modes)                                        to give back (G2 / G5); acquire load
  *                                                           to judge a dead owner (>>contexts)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
+ *
+ * MERGED READERS (ringbuf_consume_merged, the RINGBUF_ALL_CPUS iterator). Each
+ * peeks every CPU and picks the oldest head, time stamp B. A CPU whose head was
+ * seen cannot show an older event later (stamps never go back within a CPU).
+ * For every other CPU X, an event E of X older than B may still be on its way:
+ * committed but not yet visible, or being written. The pick is handed out only
+ * when no such E can exist:
+ *   [R1] membarrier(): every writer whose clock read returned less than B has
+ *        its entry (committing != 0) visible to the loads that follow
+ *   [R2] load X's committing (acquire). 0: every entry before it is committed
+ *        and visible. Else load inflight_ts (acquire): below B, the writer in
+ *        flight may still commit an older event: RINGBUF_EAGAIN
+ *   [R3] peek X again: an older head there is the new pick (the CPUs checked
+ *        against the newer pick are covered for the older one, as is [R1])
+ * The C11 argument, per pair (the clock is a counter read with a relaxed RMW:
+ * its reads are totally ordered, later reads return more, and they
+ * synchronize no memory):
+ *   [M2]/[R1] The writer stores committing, then [M2], then reads the clock.
+ *        membarrier() runs a full barrier on every thread of the process at
+ *        some instruction while the call runs, which is an seq_cst fence F_w
+ *        at [M2] (if it lands before the clock read retires, the stamp is
+ *        read after the barrier began, so it is newer than B and than T0;
+ *        if after, the committing store precedes it, all a fence at [M2]
+ *        gives); the reader's side is an seq_cst fence F_r. An event E
+ *        stamped below B: its clock read is mo-before the one that stamped
+ *        B, which happens-before F_r (the reader saw B's page commit with
+ *        acquire) so F_w psc F_r, and no load after F_r reads a committing
+ *        value older than E's entry store. The same holds for stamps below
+ *        T0, a clock read just before the barrier, so one barrier covers
+ *        every pick up to max(B, T0): the per-thread (consume_merged) or
+ *        per-iterator `fenced` mark; a barrier per catch-up, not per event.
+ *   [M3]/[R2] committing = 0 is a release after the page commits of the
+ *        entry ([W-commit]); it is stored only by the outermost writer, after
+ *        it committed every nested event. Reading it (acquire), being
+ *        mo-after every entry store of [R1], the reader sees every event
+ *        stamped below B committed.
+ *   [M1]/[R2] inflight_ts = write_stamp at entry m (release; it follows the
+ *        exit of entry m - 1) is at most every stamp of the entries >= m.
+ *        Read (acquire) at V >= B: the events of entries >= m are not older
+ *        than B, and those of entries < m are committed and visible. Any
+ *        committing != 0 read with it, from any entry, leaves one of the two
+ *        cases: a writer nested in the outermost one stores its depth before
+ *        its own clock read ([M2]) and is covered by the outermost entry's
+ *        inflight_ts.
+ *   [R3] The re-peek reads the page commit with acquire ([R-commit]): every
+ *        event older than B is in X's buffer now, or consumed before.
+ * The clock must be one global monotonic clock, read in the same order by all
+ * CPUs: CLOCK_MONOTONIC, a synchronized invariant TSC, or a user clock with
+ * that property. `commits` is no longer read by readers (the old guard
+ * compared it and read the current inflight_ts only: a writer that committed
+ * an older event and entered again above B let B out; and it stopped at CPU
+ * 64). A block shared with other processes uses GLOBAL_EXPEDITED: each
+ * process that creates or opens a block for writing registers for it. Where
+ * no membarrier() is available (seccomp, old kernels) the reader's own fence
+ * is all there is: a rare inversion remains possible (README, Limitations).
  *
  * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
  * the slot of its depth before the CAS that makes it (ringbuf__slot_publish:
@@ -2114,7 +2188,8 @@ RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ri
 			ringbuf__set_commit_to_write(rb, cpu, c);
 		RINGBUF__BARRIER();
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_END);
-		/* release when reaching 0: pairs with ringbuf_reset_cpu's acquire */
+		/* [M3] release when reaching 0: pairs with ringbuf_reset_cpu's and
+		 * the merged readers' acquire */
 		atomic_store_explicit(&c->committing, depth - 1,
 				      depth == 1 ? memory_order_release : memory_order_relaxed);
 		RINGBUF__BARRIER();
@@ -2220,13 +2295,14 @@ RINGBUF_API void *ringbuf__reserve_slow(struct ringbuf *rb, unsigned cpu, size_t
 	 * complete): recovery after a kill must not mistake it for one in flight */
 	c->slots[depth - 1].len = 0;
 	RINGBUF__BARRIER();
-	if (depth == 1) /* a lower bound for ringbuf_consume_merged */
-		RINGBUF__STORE(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp));
+	if (depth == 1) /* [M1] a lower bound for the merged readers (release) */
+		atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp),
+				      memory_order_release);
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, depth);
 	RINGBUF__OWNER_INC(&c->commits);
-	RINGBUF__BARRIER();
+	RINGBUF__BARRIER(); /* [M2] committing before the clock read */
 	RINGBUF__DEBUG_OWNER(rb, cpu, c, depth);
 	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c))) {
 		RINGBUF__ADD(&c->disabled_events, 1);
@@ -3494,56 +3570,132 @@ RINGBUF_API bool ringbuf_empty_cpu(struct ringbuf *rb, unsigned cpu)
 	return ringbuf_peek(rb, cpu, &rec) <= 0;
 }
 
+/* ---- merged readers (consume_merged, the RINGBUF_ALL_CPUS iterator) -------
+ * The pick B (the oldest head of all CPUs) may be handed out only when no CPU
+ * can still commit an event older than B. A CPU whose head was seen is fine
+ * (its later events are newer than its head). For the others (>>design,
+ * MERGED READERS): [R1] make every writer that read the clock before B show
+ * its entry (membarrier, amortised: once per `fenced` mark), [R2] load
+ * committing (acquire): 0 means every entry before it is committed and
+ * visible; else inflight_ts (acquire): below B, a writer may still commit an
+ * older event (RINGBUF_EAGAIN); else the entries before it are visible;
+ * [R3] look at the CPU again: an older head now is the new pick. */
+
+/* [R1] The heavy side of an asymmetric fence: every thread that writes the
+ * block passes a full barrier. A private block: this process's threads
+ * (PRIVATE_EXPEDITED, registered at init). A block shared with other
+ * processes: every process that registered GLOBAL_EXPEDITED (each one that
+ * creates or opens a block for writing does). Else the slow MEMBARRIER_CMD_GLOBAL.
+ * False when none is available (then only this thread's fence). */
+static bool ringbuf__merged_membarrier(const struct ringbuf *rb)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+	if (syscall(SYS_membarrier, rb->shared ? 2 /* GLOBAL_EXPEDITED */ : 8 /* PRIVATE_EXPEDITED */,
+		    0, 0) == 0)
+		return true;
+	/* a block opened read-only: this process may not have registered */
+	if (!rb->shared && syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0) == 0 &&
+	    syscall(SYS_membarrier, 8, 0, 0) == 0)
+		return true;
+	if (syscall(SYS_membarrier, 1 /* GLOBAL */, 0, 0) == 0)
+		return true;
+#else
+	(void)rb;
+#endif
+	atomic_thread_fence(memory_order_seq_cst);
+	return false;
+}
+
+/* A process that writes a block other processes read: their merged readers'
+ * GLOBAL_EXPEDITED membarrier must reach its threads. */
+static inline void ringbuf__membarrier_register_shared(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+	(void)syscall(SYS_membarrier, 4 /* REGISTER_GLOBAL_EXPEDITED */, 0, 0);
+#endif
+}
+
+/* [R1] After this, every writer whose clock read returned less than b shows
+ * its entry (committing, inflight_ts) to this thread's loads. *fenced is the
+ * mark of the last barrier: every time stamp below it is covered already (b
+ * itself is a bound: the event stamped b was seen committed before the
+ * barrier; so is T0, read before it). */
+static void ringbuf__merged_fence(struct ringbuf *rb, uint64_t *fenced, uint64_t b)
+{
+	uint64_t t0;
+	if (b <= *fenced)
+		return;
+	t0 = ringbuf__clock(rb);
+	if (ringbuf__merged_membarrier(rb))
+		*fenced = t0 > b ? t0 : b;
+}
+
+/* [R2] Can a writer in an event on cpu still commit one older than b? */
+static bool ringbuf__merged_inflight(struct ringbuf *rb, unsigned cpu, uint64_t b)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	/* acquire: pairs with [M3] (0: the entries before are committed) */
+	if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0)
+		return false;
+	/* acquire: pairs with [M1] (the entries before that one are committed) */
+	return atomic_load_explicit(&c->inflight_ts, memory_order_acquire) < b;
+}
+
+/* consume_merged's [R1] mark, per thread (the barrier orders this thread's
+ * loads), for the block it was set for */
+static RINGBUF__TLS struct {
+	uint64_t gen;
+	uint64_t fenced;
+} ringbuf__merged_tls;
+
 RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record *rec)
 {
 	struct ringbuf_record r;
+	uint64_t seen[4] = {0, 0, 0, 0}; /* CPUs < 256 whose head was seen in 1. */
 	unsigned cpu, best = RINGBUF_ALL_CPUS;
-	uint64_t best_ts = 0, busy = 0;
+	uint64_t best_ts = 0;
 	int ret;
 	if (!rb || !rec)
 		return RINGBUF_EINVAL;
-	/* 1. which CPUs have a writer in an event, or start one, around the
-	 * peeks: a writer enters (committing, commits) before it reads the
-	 * clock, so one that enters after step 3 stamps its event later than
-	 * anything peeked in step 2 */
-	{
-		uint64_t snap[64];
-		/* commits first, then committing: a writer stores committing
-		 * before commits, so one whose commits we saw unchanged either
-		 * shows committing here or had not entered yet */
-		for (cpu = 0; cpu < rb->ncpu && cpu < 64; cpu++)
-			snap[cpu] = atomic_load_explicit(&ringbuf__cpu(rb, cpu)->commits, memory_order_acquire);
-		for (cpu = 0; cpu < rb->ncpu && cpu < 64; cpu++) {
-			struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-			if (atomic_load_explicit(&c->committing, memory_order_acquire))
-				busy |= 1ull << cpu;
+	if (ringbuf__merged_tls.gen != rb->gen) {
+		ringbuf__merged_tls.gen = rb->gen;
+		ringbuf__merged_tls.fenced = 0;
+	}
+	/* 1. the oldest committed head (a CPU whose reader cannot tell now, a
+	 * writer holding its head link in transition, might hold it: then we
+	 * cannot either) */
+	for (cpu = 0; cpu < rb->ncpu; cpu++) {
+		ret = ringbuf__read_one(rb, cpu, &r, false); /* raw time stamps */
+		if (ret < 0)
+			return ret;
+		if (ret != 1)
+			continue;
+		if (cpu < 256)
+			seen[cpu / 64] |= 1ull << (cpu % 64);
+		if (best == RINGBUF_ALL_CPUS || r.ts < best_ts) {
+			best = cpu;
+			best_ts = r.ts;
 		}
-		/* 2. the oldest committed event (a CPU whose reader cannot tell
-		 * now, a writer holding its head link in transition, might hold
-		 * it: then we cannot either) */
-		for (cpu = 0; cpu < rb->ncpu; cpu++) {
-			ret = ringbuf__read_one(rb, cpu, &r, false); /* raw time stamps */
-			if (ret < 0)
-				return ret;
-			if (ret == 1 && (best == RINGBUF_ALL_CPUS || r.ts < best_ts)) {
-				best = cpu;
-				best_ts = r.ts;
-			}
-		}
-		if (best == RINGBUF_ALL_CPUS)
-			return 0;
-		/* 3. a writer that was, or came, in the middle of an event on
-		 * another CPU meanwhile may commit one older than the pick, but
-		 * not older than the inflight_ts it set on entering: retry later */
-		for (cpu = 0; cpu < rb->ncpu && cpu < 64; cpu++) {
-			struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-			if (cpu == best)
-				continue;
-			if (atomic_load_explicit(&c->committing, memory_order_acquire) ||
-			    atomic_load_explicit(&c->commits, memory_order_acquire) != snap[cpu])
-				busy |= 1ull << cpu;
-			if (((busy >> cpu) & 1) && RINGBUF__LOAD(&c->inflight_ts) <= best_ts)
-				return RINGBUF_EAGAIN;
+	}
+	if (best == RINGBUF_ALL_CPUS)
+		return 0;
+	RINGBUF__TESTPOINT(rb, best, RINGBUF__TP_MERGED_PEEKED);
+	/* 2. [R1] */
+	ringbuf__merged_fence(rb, &ringbuf__merged_tls.fenced, best_ts);
+	/* 3. [R2], [R3] for every CPU whose head was not seen. A CPU found
+	 * older becomes the pick; the CPUs checked before it were checked
+	 * against a newer pick, which covers the older one. */
+	for (cpu = 0; cpu < rb->ncpu; cpu++) {
+		if (cpu == best || (cpu < 256 && ((seen[cpu / 64] >> (cpu % 64)) & 1)))
+			continue;
+		if (ringbuf__merged_inflight(rb, cpu, best_ts))
+			return RINGBUF_EAGAIN;
+		ret = ringbuf__read_one(rb, cpu, &r, false);
+		if (ret < 0)
+			return ret;
+		if (ret == 1 && r.ts < best_ts) {
+			best = cpu;
+			best_ts = r.ts;
 		}
 	}
 	/* new events carry newer time stamps, so the pick stays the oldest */
@@ -3584,6 +3736,7 @@ struct ringbuf_iter {
 	unsigned cpu; /* or RINGBUF_ALL_CPUS */
 	unsigned n;
 	uint64_t dropped;
+	uint64_t fenced; /* merged: the [R1] mark (ringbuf__merged_fence) */
 	struct ringbuf__iter_cpu ic[];
 };
 
@@ -3804,12 +3957,15 @@ RINGBUF_API int ringbuf_iter_start(struct ringbuf *rb, unsigned cpu, struct ring
 RINGBUF_API int ringbuf_iter_next(struct ringbuf_iter *it, struct ringbuf_record *rec)
 {
 	unsigned i, best = ~0u;
+	bool again = false;
 	int r;
 	if (!it || !rec)
 		return RINGBUF_EINVAL;
 	if (it->cpu != RINGBUF_ALL_CPUS)
 		return ringbuf__out_ts(it->rb, rec, ringbuf__iter_cpu_next(it, it->cpu, &it->ic[0], rec));
-	/* merged: keep one pending event per CPU, hand out the oldest */
+	/* merged: keep one pending event per CPU, hand out the oldest, once no
+	 * CPU without a pending event can still show an older one (as
+	 * ringbuf_consume_merged: [R1]-[R3]) */
 	for (i = 0; i < it->n; i++) {
 		struct ringbuf__iter_cpu *ic = &it->ic[i];
 		if (!ic->have) {
@@ -3817,12 +3973,31 @@ RINGBUF_API int ringbuf_iter_next(struct ringbuf_iter *it, struct ringbuf_record
 			if (r < 0 && r != RINGBUF_EAGAIN)
 				return r;
 			ic->have = r == 1;
+			if (r == RINGBUF_EAGAIN)
+				again = true; /* this CPU cannot tell now */
 		}
 		if (ic->have && (best == ~0u || ic->rec.ts < it->ic[best].rec.ts))
 			best = i;
 	}
 	if (best == ~0u)
-		return 0;
+		return again ? RINGBUF_EAGAIN : 0;
+	if (again)
+		return RINGBUF_EAGAIN;
+	RINGBUF__TESTPOINT(it->rb, best, RINGBUF__TP_MERGED_PEEKED);
+	ringbuf__merged_fence(it->rb, &it->fenced, it->ic[best].rec.ts);
+	for (i = 0; i < it->n; i++) {
+		struct ringbuf__iter_cpu *ic = &it->ic[i];
+		if (ic->have)
+			continue; /* its later events are newer than its pending one */
+		if (ringbuf__merged_inflight(it->rb, i, it->ic[best].rec.ts))
+			return RINGBUF_EAGAIN;
+		r = ringbuf__iter_cpu_next(it, i, ic, &ic->rec);
+		if (r < 0)
+			return r;
+		ic->have = r == 1;
+		if (ic->have && ic->rec.ts < it->ic[best].rec.ts)
+			best = i;
+	}
 	*rec = it->ic[best].rec;
 	it->ic[best].have = false; /* its buffer stays valid until that CPU moves on */
 	return ringbuf__out_ts(it->rb, rec, 1);
@@ -4666,6 +4841,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 		errno = e;
 		goto fail_sys;
 	}
+	ringbuf__membarrier_register_shared(); /* [R1] reaches our writers */
 	close(fd);
 	RINGBUF_FREE(tmp, NULL);
 	*out = rb;
@@ -4751,6 +4927,8 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		 * owner words can no longer tell a dead owner (>>contexts) */
 		if (rb->shared && (rb->pidns == 0 || rb->pidns != ringbuf__pidns()))
 			atomic_fetch_or_explicit(&rb->owner_flags, RINGBUF__OWNF_MIXED_NS, memory_order_relaxed);
+		if (rb->shared)
+			ringbuf__membarrier_register_shared(); /* [R1] reaches our writers */
 		if ((flags & RINGBUF_OPEN_RECOVER) && (r = ringbuf_recover(rb)) < 0) {
 			munmap(map, (size_t)hdr.total_size);
 			return r;

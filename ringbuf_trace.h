@@ -1501,6 +1501,29 @@ static int ringbuf_trace__foreach(struct ringbuf_trace__src *s, unsigned cpu, si
 	int r = 0;
 	if (cpu != RINGBUF_ALL_CPUS && cpu >= s->ncpu)
 		return RINGBUF_EINVAL;
+	if (s->rb && cpu == RINGBUF_ALL_CPUS) {
+		/* a live buffer: the library's merged consumer, which never steps
+		 * back in time (a peek-and-pick here would: an older event may
+		 * still be committed on a CPU that looked empty). A writer in an
+		 * event that may be older (RINGBUF_EAGAIN) ends the walk after a
+		 * few tries; what it holds back comes with the next call. */
+		int again = 0;
+		while (!max || done < max) {
+			struct ringbuf_record rec;
+			r = ringbuf_consume_merged(s->rb, &rec);
+			if (r == RINGBUF_EAGAIN && ++again < 100)
+				continue;
+			if (r == RINGBUF_EAGAIN)
+				r = 0;
+			if (r <= 0)
+				break;
+			again = 0;
+			done++;
+			if ((r = fn(&rec, ctx)) != 0)
+				break;
+		}
+		return r;
+	}
 	s->cur = (struct ringbuf_trace__cur *)calloc(s->ncpu, sizeof *s->cur);
 	if (!s->cur)
 		return RINGBUF_ENOMEM;
