@@ -943,10 +943,25 @@ RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf__cpu *c, uint32_t dept
 	return true;
 }
 
+/* The entry check's load of c->disabled is relaxed: ringbuf_reset_cpu's second
+ * barrier (R6, >>control) orders what a writer that finds its bit cleared sees
+ * next. ThreadSanitizer does not know membarrier: it gets an acquire (pairs
+ * with R7's release), which shows it the same order. */
+#if defined(__SANITIZE_THREAD__)
+#define RINGBUF__DISABLED_MO memory_order_acquire
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RINGBUF__DISABLED_MO memory_order_acquire
+#endif
+#endif
+#ifndef RINGBUF__DISABLED_MO
+#define RINGBUF__DISABLED_MO memory_order_relaxed
+#endif
+
 RINGBUF__INLINE bool ringbuf__disabled(const struct ringbuf *rb, struct ringbuf__cpu *c)
 {
 	return (atomic_load_explicit(&((struct ringbuf *)rb)->record_disabled, memory_order_relaxed) |
-		RINGBUF__LOAD(&c->disabled)) != 0;
+		atomic_load_explicit(&c->disabled, RINGBUF__DISABLED_MO)) != 0;
 }
 
 
