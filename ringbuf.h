@@ -1384,7 +1384,9 @@ extern int clock_gettime(int, struct timespec *);
  *   bpage.next links    owner, reader     owner, reader     CAS seq_cst both sides [L]: overrun before new HEADER
  *   reader_page         reader [S2]       owner (move tail) seq_cst store before S3 / acquire after a link load
  *   committing          owner             reset_cpu         release store at 0 / acquire load: writer done before reset
- *   disabled counters   control           owner             relaxed; reset uses membarrier() for store->load order
+ *   disabled counters   control           owner             relaxed at entry (acquire under TSan); a reset's bit:
+ *                                                           R2 / R7 release RMW, [RESET-W] acquire load, and
+ *                                                           membarrier for store->load order (>>control, RESET)
  *   T.write, stamps,    owner             owner             relaxed + signal fences (same thread)
  *   entries_d, slots,
  *   wake_seen
@@ -1397,6 +1399,29 @@ extern int clock_gettime(int, struct timespec *);
  *   owner word          any writer thread other writers     CAS acquire to take / store release
  *     (mapped modes)                                        to give back (G2 / G5)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
+ *
+ * CONTROL CALLS vs WRITERS (>>control). Each control call may come at any
+ * labelled step of a writer's event, from another thread or from a signal
+ * handler of the writer's own thread, and takes effect for later events only:
+ *   - record_off/on, record_disable/enable(_cpu): an RMW of a counter the
+ *     writer loads once, at entry, after entering (committing = depth). An
+ *     event that passed the check completes and commits; one refused leaves
+ *     its count (disabled_events) and nothing else. Nested writers check for
+ *     themselves.
+ *   - set_mode: one relaxed store; a writer loads the mode once per decision
+ *     (ringbuf__move_tail, ring full): the head is pushed (overrun) or the
+ *     event dropped (dropped_events), counted either way.
+ *   - thread_release: inside one of the thread's own events on its claimed
+ *     buffer (committing != 0) it does nothing: the event's commit still finds
+ *     the claim, and no other thread can take the buffer under it.
+ *   - reset_cpu / reset: never writes what a writer uses on entering or
+ *     leaving (committing, commits, inflight_ts, slots, the owner word), keeps
+ *     writers out of the pages with a bit in `disabled`, an asymmetric barrier
+ *     on each side of the re-initialisation, and a check of the bit before the
+ *     commit walk ([RESET-W], the one step a refused or re-entering writer
+ *     takes in the pages); readers out with the reader lock. The argument in
+ *     the C11 model is at ringbuf_reset_cpu (>>control, RESET);
+ *     verify/reset_writer.c checks it with GenMC (RC11, IMM).
  *
  * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
  * the slot of its depth before the CAS that makes it (ringbuf__slot_publish:
