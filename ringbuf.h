@@ -4018,7 +4018,9 @@ static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu)
  * a refused writer may still bump: atomic, counted before or after the zero).
  * R4 is bounded (about 1 s): a writer stopped inside an event, or refused
  * writers entering and leaving faster than R4 looks, give RINGBUF_EBUSY with
- * R2 undone and nothing changed. After R7 a writer's relaxed load of disabled
+ * R2 undone and nothing changed (but for one case: an outermost writer that
+ * skipped its walk while the bit was set leaves what writers nested in it
+ * reserved uncommitted until the CPU's next commit; nothing is lost). After R7 a writer's relaxed load of disabled
  * may read R7 only if it comes after R6's fence in its thread, so its loads of
  * the pages see R5; [RESET-W]'s acquire pairs with R7's release. Readers see
  * R5 through the lock (R8 release, their acquire). */
