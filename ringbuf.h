@@ -430,6 +430,8 @@ RINGBUF_API int ringbuf_record_enable_cpu(struct ringbuf *rb, unsigned cpu);
  * block, whose writers may be in other processes): RINGBUF_ESYS without it.
  * On an error nothing changed. Not async-signal-safe in general (it may wait). */
 RINGBUF_API int ringbuf_reset_cpu(struct ringbuf *rb, unsigned cpu);
+/** ringbuf_reset_cpu for each CPU in turn; on an error the CPUs before the
+ * one that failed are reset, the others unchanged. */
 RINGBUF_API int ringbuf_reset(struct ringbuf *rb);
 /** Switch between RINGBUF_MODE_OVERWRITE and RINGBUF_MODE_PRODUCER_CONSUMER. */
 RINGBUF_API int ringbuf_set_mode(struct ringbuf *rb, int mode);
