@@ -25,7 +25,8 @@
  * entry) survives a reset; writers arriving while the reset re-initialises
  * are refused and touch nothing; a reset without membarrier refuses and
  * changes nothing; a reset that cannot drain (called inside a writer) gives
- * RINGBUF_EBUSY with everything restored; and a multi-thread test (writer
+ * RINGBUF_EBUSY with everything restored; a writer in another process of a
+ * shared file block is waited for or refused; and a multi-thread test (writer
  * threads, signal-handler nested writers, a reader, resets in a loop for a
  * fixed number of rounds) ends with consistent statistics and no corruption.
  */
@@ -45,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -754,6 +756,79 @@ static void reset_inside_a_writer_is_ebusy_and_changes_nothing(void **state)
 	ringbuf_destroy(rb);
 }
 
+/* ---- a file block shared with a writer in another process ----------------- */
+
+#define FILE_ROUNDS 20
+
+/* The reset of a block opened by several processes uses the system-wide
+ * barrier (MEMBARRIER_CMD_GLOBAL): a writer in a forked child, writing into
+ * the shared mapping without pause, is waited for or refused like a thread. */
+static void reset_of_a_shared_file_block_with_a_writer_in_another_process(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	struct ringbuf_record rec;
+	struct ringbuf_stats st;
+	char path[] = "/tmp/ringbuf_test_reset_XXXXXX";
+	_Atomic(int) *ctl;
+	size_t usz;
+	int fd, status;
+	pid_t pid;
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	cfg.page_size = 256;
+	cfg.size_per_cpu = 32 * 256;
+	cfg.user_size = 64;
+	assert_int_equal(ringbuf_create_file(path, &cfg, &rb), 0);
+	ctl = ringbuf_user_area(rb, &usz); /* [0]: stop, [1]: child started */
+	assert_non_null(ctl);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uint32_t seq = 0;
+		atomic_store(&ctl[1], 1);
+		while (!atomic_load(&ctl[0])) {
+			uint32_t len = 8 + (seq * 13) % 100;
+			void *p = ringbuf_reserve(rb, 0, len);
+			if (p) {
+				fill(p, len, ++seq);
+				ringbuf_commit(rb, 0, p);
+			}
+		}
+		_exit(0);
+	}
+	while (!atomic_load(&ctl[1]))
+		sched_yield();
+	for (int round = 0; round < FILE_ROUNDS; round++) {
+		uint32_t seq, last = 0;
+		int r;
+		assert_int_equal(ringbuf_reset_cpu(rb, 0), 0);
+		/* what is read after a reset is intact and in order */
+		for (int i = 0; i < 16 && (r = ringbuf_consume(rb, 0, &rec)) == 1; i++) {
+			assert_int_equal(check_payload(rec.data, rec.len, &seq), 0);
+			assert_true(seq > last);
+			last = seq;
+		}
+	}
+	atomic_store(&ctl[0], 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	{
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, 0);
+		struct walk_ctx w = {c->read, 0, NULL, 0};
+		assert_int_equal(atomic_load(&c->committing), 0);
+		assert_int_equal(atomic_load(&c->disabled), 0);
+		assert_int_equal(ringbuf__walk_pages(rb, 0, count_page, &w), 0);
+		assert_int_equal(w.err, 0);
+		ringbuf_stats_cpu(rb, 0, &st);
+		assert_int_equal(st.committed, st.read_events + st.overrun + w.events);
+	}
+	ringbuf_destroy(rb);
+	unlink(path);
+}
+
 /* ---- many threads --------------------------------------------------------- */
 
 #define MT_NCPU 2
@@ -974,6 +1049,7 @@ int main(void)
 		cmocka_unit_test(iterator_walking_across_a_reset),
 		cmocka_unit_test(reset_without_membarrier_refuses),
 		cmocka_unit_test(reset_inside_a_writer_is_ebusy_and_changes_nothing),
+		cmocka_unit_test(reset_of_a_shared_file_block_with_a_writer_in_another_process),
 		cmocka_unit_test(resets_while_writers_and_handlers_write),
 	};
 	ringbuf_set_warn_hook(on_warn, NULL);
