@@ -2705,6 +2705,7 @@ RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
 }
 
 static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
+static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu);
 
 /* fork: the child has one thread. In a private buffer, claims of threads it
  * does not have are released, buffers they left mid-event are repaired, a
@@ -2742,6 +2743,12 @@ static void ringbuf__atfork_child(void)
 				ringbuf__recover_cpu(rb, cpu, false); /* its writer is not here */
 			if (atomic_load(&c->reader_lock))
 				ringbuf__repair_reader(rb, cpu);
+			if (atomic_load(&c->disabled) & RINGBUF__RESET_BIT) {
+				/* a reset was under way in a thread we do not
+				 * have: finish it (it may have re-initialised half) */
+				ringbuf__reinit_cpu(rb, cpu);
+				atomic_fetch_and(&c->disabled, ~RINGBUF__RESET_BIT);
+			}
 			atomic_store(&c->reader_lock, 0); /* nor its reader */
 		}
 	}

@@ -25,7 +25,8 @@
  * entry) survives a reset; writers arriving while the reset re-initialises
  * are refused and touch nothing; a reset without membarrier refuses and
  * changes nothing; a reset that cannot drain (called inside a writer) gives
- * RINGBUF_EBUSY with everything restored; a writer in another process of a
+ * RINGBUF_EBUSY with everything restored; a fork in the middle of a reset
+ * gives a child that records; a writer in another process of a
  * shared file block is waited for or refused; and a multi-thread test (writer
  * threads, signal-handler nested writers, a reader, resets in a loop for a
  * fixed number of rounds) ends with consistent statistics and no corruption.
@@ -37,6 +38,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -756,6 +758,85 @@ static void reset_inside_a_writer_is_ebusy_and_changes_nothing(void **state)
 	ringbuf_destroy(rb);
 }
 
+/* ---- fork in the middle of a reset ---------------------------------------- */
+
+static sem_t g_parked, g_resume;
+static int g_park_step;
+
+static void park_hook(struct ringbuf *rb, unsigned cpu, int step, void *ctx)
+{
+	(void)rb;
+	(void)cpu;
+	(void)ctx;
+	if (step != g_park_step)
+		return;
+	sem_post(&g_parked);
+	while (sem_wait(&g_resume) != 0)
+		;
+}
+
+static void *reset_thread(void *arg)
+{
+	return (void *)(intptr_t)ringbuf_reset_cpu(arg, 0);
+}
+
+/* A thread is in the middle of a reset (its bit set, the reader lock held,
+ * the pages re-initialised or not) when another thread forks: the child,
+ * which does not have that thread, finishes the reset and records again. */
+static void fork_during_a_reset(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	(void)state;
+	cfg.page_size = 128;
+	cfg.size_per_cpu = 512;
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	sem_init(&g_parked, 0, 0);
+	sem_init(&g_resume, 0, 0);
+	ringbuf__set_reset_hook(park_hook, NULL);
+	for (g_park_step = 1; g_park_step <= 2; g_park_step++) {
+		pthread_t th;
+		void *ret;
+		int status;
+		pid_t pid;
+		for (uint32_t i = 0; i < 40; i++)
+			assert_int_equal(ringbuf_write(rb, 0, &i, sizeof i), 0);
+		assert_int_equal(pthread_create(&th, NULL, reset_thread, rb), 0);
+		while (sem_wait(&g_parked) != 0)
+			;
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct ringbuf__cpu *c = ringbuf__cpu(rb, 0);
+			struct ringbuf_record rec;
+			struct walk_ctx w = {0, 0, NULL, 0};
+			int bad = 0;
+			bad |= atomic_load(&c->disabled) != 0;
+			bad |= atomic_load(&c->reader_lock) != 0;
+			for (uint32_t i = 0; i < 20; i++)
+				bad |= (ringbuf_write(rb, 0, &i, sizeof i) != 0) << 1;
+			for (uint32_t i = 0; i < 20; i++)
+				bad |= (ringbuf_consume(rb, 0, &rec) != 1 || *(const uint32_t *)rec.data != i) << 2;
+			bad |= (ringbuf_consume(rb, 0, &rec) != 0) << 3;
+			w.read_off = c->read;
+			bad |= (ringbuf__walk_pages(rb, 0, count_page, &w) != 0 || w.err) << 4;
+			_exit(bad);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		sem_post(&g_resume);
+		pthread_join(th, &ret);
+		assert_int_equal((int)(intptr_t)ret, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			fail_msg("fork at reset step %d: child status %#x (1 disabled or locked, 2 writes "
+				 "refused, 4 events wrong, 8 extra events, 16 pages)",
+				 g_park_step, WIFEXITED(status) ? WEXITSTATUS(status) : status);
+	}
+	ringbuf__set_reset_hook(NULL, NULL);
+	sem_destroy(&g_parked);
+	sem_destroy(&g_resume);
+	ringbuf_destroy(rb);
+}
+
 /* ---- a file block shared with a writer in another process ----------------- */
 
 #define FILE_ROUNDS 20
@@ -1035,22 +1116,33 @@ static void resets_while_writers_and_handlers_write(void **state)
 	g_rb = NULL;
 }
 
+/* after each test, failed or not: no hook left behind for the next one */
+static int clear_hooks(void **state)
+{
+	(void)state;
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	ringbuf__set_reset_hook(NULL, NULL);
+	ringbuf__set_membarrier_fail(0);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(reset_cpu_at_every_step),
-		cmocka_unit_test(reset_at_every_step),
-		cmocka_unit_test(set_mode_at_every_step),
-		cmocka_unit_test(record_off_at_every_step),
-		cmocka_unit_test(record_disable_cpu_at_every_step),
-		cmocka_unit_test(thread_release_at_every_step),
-		cmocka_unit_test(ownership_survives_reset),
-		cmocka_unit_test(writers_during_reinit_are_refused),
-		cmocka_unit_test(iterator_walking_across_a_reset),
-		cmocka_unit_test(reset_without_membarrier_refuses),
-		cmocka_unit_test(reset_inside_a_writer_is_ebusy_and_changes_nothing),
-		cmocka_unit_test(reset_of_a_shared_file_block_with_a_writer_in_another_process),
-		cmocka_unit_test(resets_while_writers_and_handlers_write),
+		cmocka_unit_test_teardown(reset_cpu_at_every_step, clear_hooks),
+		cmocka_unit_test_teardown(reset_at_every_step, clear_hooks),
+		cmocka_unit_test_teardown(set_mode_at_every_step, clear_hooks),
+		cmocka_unit_test_teardown(record_off_at_every_step, clear_hooks),
+		cmocka_unit_test_teardown(record_disable_cpu_at_every_step, clear_hooks),
+		cmocka_unit_test_teardown(thread_release_at_every_step, clear_hooks),
+		cmocka_unit_test_teardown(ownership_survives_reset, clear_hooks),
+		cmocka_unit_test_teardown(writers_during_reinit_are_refused, clear_hooks),
+		cmocka_unit_test_teardown(iterator_walking_across_a_reset, clear_hooks),
+		cmocka_unit_test_teardown(reset_without_membarrier_refuses, clear_hooks),
+		cmocka_unit_test_teardown(reset_inside_a_writer_is_ebusy_and_changes_nothing, clear_hooks),
+		cmocka_unit_test_teardown(fork_during_a_reset, clear_hooks),
+		cmocka_unit_test_teardown(reset_of_a_shared_file_block_with_a_writer_in_another_process, clear_hooks),
+		cmocka_unit_test_teardown(resets_while_writers_and_handlers_write, clear_hooks),
 	};
 	ringbuf_set_warn_hook(on_warn, NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);
