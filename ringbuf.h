@@ -400,8 +400,9 @@ RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts);
  * that never call it release theirs when a claimer finds them dead). */
 RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb);
 /** Release the calling thread's RINGBUF_CPU_THREAD claim on rb now (its
- * unread events stay for the reader). Inside an event on it (a handler, or a
- * thread exiting mid-event) the claim is kept. */
+ * unread events stay for the reader). Inside an event on that buffer (a
+ * signal handler that interrupted the thread's writer, or a thread exiting
+ * mid-event) it does nothing: the claim stays (release it after the event). */
 RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb);
 /** Which buffer the calling thread's mapped writes go to: its claimed index
  * (RINGBUF_CPU_THREAD) or -1. */
@@ -530,10 +531,19 @@ RINGBUF_API void ringbuf_record_disable(struct ringbuf *rb);   /* nesting counte
 RINGBUF_API void ringbuf_record_enable(struct ringbuf *rb);    /* nesting counter, -1 */
 RINGBUF_API int ringbuf_record_disable_cpu(struct ringbuf *rb, unsigned cpu);
 RINGBUF_API int ringbuf_record_enable_cpu(struct ringbuf *rb, unsigned cpu);
-/** Empty cpu's buffer and zero its statistics. Waits (up to about one second) for
- * writers in flight on that CPU to finish; RINGBUF_EBUSY if they do not (for
- * example when called from a signal handler that interrupted a writer). */
+/** Empty cpu's buffer and zero its statistics, while writers (and readers)
+ * may run: events in flight when it starts are thrown away with the rest,
+ * writers that come meanwhile are refused (counted in disabled_events), a
+ * thread's claim (RINGBUF_CPU_THREAD) or a writer's hold (RINGBUF_CPU_CURRENT)
+ * on the buffer stays. Waits (up to about one second) for writers in flight on
+ * that CPU to leave; RINGBUF_EBUSY if they do not (for example when called
+ * from a signal handler that interrupted a writer, or a reader, of that CPU).
+ * Needs membarrier(2) (Linux 4.3; MEMBARRIER_CMD_GLOBAL for a shared file
+ * block, whose writers may be in other processes): RINGBUF_ESYS without it.
+ * On an error nothing changed. Not async-signal-safe in general (it may wait). */
 RINGBUF_API int ringbuf_reset_cpu(struct ringbuf *rb, unsigned cpu);
+/** ringbuf_reset_cpu for each CPU in turn; on an error the CPUs before the
+ * one that failed are reset, the others unchanged. */
 RINGBUF_API int ringbuf_reset(struct ringbuf *rb);
 /** Switch between RINGBUF_MODE_OVERWRITE and RINGBUF_MODE_PRODUCER_CONSUMER. */
 RINGBUF_API int ringbuf_set_mode(struct ringbuf *rb, int mode);
@@ -1066,10 +1076,25 @@ RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf__cpu *c, uint32_t dept
 	return true;
 }
 
+/* The entry check's load of c->disabled is relaxed: ringbuf_reset_cpu's second
+ * barrier (R6, >>control) orders what a writer that finds its bit cleared sees
+ * next. ThreadSanitizer does not know membarrier: it gets an acquire (pairs
+ * with R7's release), which shows it the same order. */
+#if defined(__SANITIZE_THREAD__)
+#define RINGBUF__DISABLED_MO memory_order_acquire
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RINGBUF__DISABLED_MO memory_order_acquire
+#endif
+#endif
+#ifndef RINGBUF__DISABLED_MO
+#define RINGBUF__DISABLED_MO memory_order_relaxed
+#endif
+
 RINGBUF__INLINE bool ringbuf__disabled(const struct ringbuf *rb, struct ringbuf__cpu *c)
 {
 	return (atomic_load_explicit(&((struct ringbuf *)rb)->record_disabled, memory_order_relaxed) |
-		RINGBUF__LOAD(&c->disabled)) != 0;
+		atomic_load_explicit(&c->disabled, RINGBUF__DISABLED_MO)) != 0;
 }
 
 
@@ -1503,7 +1528,9 @@ extern int clock_gettime(int, struct timespec *);
  *   bpage.next links    owner, reader     owner, reader     CAS seq_cst both sides [L]: overrun before new HEADER
  *   reader_page         reader [S2]       owner (move tail) seq_cst store before S3 / acquire after a link load
  *   committing          owner             reset_cpu         release store at 0 / acquire load: writer done before reset
- *   disabled counters   control           owner             relaxed; reset uses membarrier() for store->load order
+ *   disabled counters   control           owner             relaxed at entry (acquire under TSan); a reset's bit:
+ *                                                           R2 / R7 release RMW, [RESET-W] acquire load, and
+ *                                                           membarrier for store->load order (>>control, RESET)
  *   T.write, stamps,    owner             owner             relaxed + signal fences (same thread)
  *   entries_d, slots,
  *   wake_seen
@@ -1577,6 +1604,29 @@ extern int clock_gettime(int, struct timespec *);
  * process that creates or opens a block for writing registers for it. Where
  * no membarrier() is available (seccomp, old kernels) the reader's own fence
  * is all there is: a rare inversion remains possible (README, Limitations).
+ *
+ * CONTROL CALLS vs WRITERS (>>control). Each control call may come at any
+ * labelled step of a writer's event, from another thread or from a signal
+ * handler of the writer's own thread, and takes effect for later events only:
+ *   - record_off/on, record_disable/enable(_cpu): an RMW of a counter the
+ *     writer loads once, at entry, after entering (committing = depth). An
+ *     event that passed the check completes and commits; one refused leaves
+ *     its count (disabled_events) and nothing else. Nested writers check for
+ *     themselves.
+ *   - set_mode: one relaxed store; a writer loads the mode once per decision
+ *     (ringbuf__move_tail, ring full): the head is pushed (overrun) or the
+ *     event dropped (dropped_events), counted either way.
+ *   - thread_release: inside one of the thread's own events on its claimed
+ *     buffer (committing != 0) it does nothing: the event's commit still finds
+ *     the claim, and no other thread can take the buffer under it.
+ *   - reset_cpu / reset: never writes what a writer uses on entering or
+ *     leaving (committing, commits, inflight_ts, slots, the owner word), keeps
+ *     writers out of the pages with a bit in `disabled`, an asymmetric barrier
+ *     on each side of the re-initialisation, and a check of the bit before the
+ *     commit walk ([RESET-W], the one step a refused or re-entering writer
+ *     takes in the pages); readers out with the reader lock. The argument in
+ *     the C11 model is at ringbuf_reset_cpu (>>control, RESET);
+ *     verify/reset_writer.c checks it with GenMC (RC11, IMM).
  *
  * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
  * the slot of its depth before the CAS that makes it (ringbuf__slot_publish:
@@ -1745,6 +1795,19 @@ static uint64_t ringbuf__count_events(const struct ringbuf *rb, const struct rin
 }
 
 /* ==== >>writer ========================================================== */
+
+/* c->disabled: set while ringbuf_reset_cpu re-initialises the CPU's pages (the
+ * low bits count the disables; see >>control, RESET) */
+#define RINGBUF__RESET_BIT 0x80000000u
+
+/* [RESET-W] Is a reset re-initialising c's pages? Asked by an outermost
+ * writer before its commit walk (the only step a writer takes after it left,
+ * or when refused, that touches the pages). acquire: a writer that finds the
+ * bit cleared sees the re-initialised pages (pairs with the release [R7]). */
+static inline bool ringbuf__resetting(struct ringbuf__cpu *c)
+{
+	return (atomic_load_explicit(&c->disabled, memory_order_acquire) & RINGBUF__RESET_BIT) != 0;
+}
 
 static inline uint64_t ringbuf__drop_total(struct ringbuf__cpu *c)
 {
@@ -2184,7 +2247,10 @@ RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ri
 		uint64_t n = RINGBUF__LOAD(&c->commits);
 		uint32_t depth = RINGBUF__LOAD(&c->committing);
 		RINGBUF__BARRIER();
-		if (depth == 1)
+		/* [RESET-W] not while a reset re-initialises the pages: this
+		 * writer was refused, or (re-)entered after the reset's barrier;
+		 * what it would commit is being thrown away with the rest */
+		if (depth == 1 && !ringbuf__resetting(c))
 			ringbuf__set_commit_to_write(rb, cpu, c);
 		RINGBUF__BARRIER();
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_END);
@@ -2965,6 +3031,7 @@ RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
 }
 
 static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
+static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu);
 
 /* fork: the child has one thread. In a private buffer, claims of threads it
  * does not have are released, buffers they left mid-event are repaired, a
@@ -3008,6 +3075,12 @@ static void ringbuf__atfork_child(void)
 				ringbuf__recover_cpu(rb, cpu, false); /* its writer is not here */
 			if (atomic_load(&c->reader_lock))
 				ringbuf__repair_reader(rb, cpu);
+			if (atomic_load(&c->disabled) & RINGBUF__RESET_BIT) {
+				/* a reset was under way in a thread we do not
+				 * have: finish it (it may have re-initialised half) */
+				ringbuf__reinit_cpu(rb, cpu);
+				atomic_fetch_and(&c->disabled, ~RINGBUF__RESET_BIT);
+			}
 			atomic_store(&c->reader_lock, 0); /* nor its reader */
 		}
 	}
@@ -3104,6 +3177,49 @@ static void ringbuf__membarrier_register(void)
 {
 #if defined(__linux__) && defined(SYS_membarrier)
 	(void)syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0);
+#endif
+}
+
+#ifdef RINGBUF_TESTING
+static _Atomic(int) ringbuf__test_no_membarrier;
+/* Tests: make the reset's barrier fail as on a system without membarrier. */
+RINGBUF_API void ringbuf__set_membarrier_fail(int fail)
+{
+	atomic_store(&ringbuf__test_no_membarrier, fail);
+}
+#endif
+
+/* [RESET-MB] The barrier ringbuf_reset_cpu relies on (see >>control): a full
+ * fence executed, during the call, by every thread that may write to rb. A
+ * private block: the process's threads (PRIVATE_EXPEDITED, registered on
+ * first use; else GLOBAL). A shared file block (rb->shared): writers may run
+ * in other processes, which only MEMBARRIER_CMD_GLOBAL reaches. No fallback:
+ * a fence on this side alone orders nothing for the writers, so without the
+ * system call the reset refuses (RINGBUF_ESYS, errno from the call). */
+static int ringbuf__reset_barrier(const struct ringbuf *rb)
+{
+#ifdef RINGBUF_TESTING
+	if (atomic_load(&ringbuf__test_no_membarrier)) {
+		errno = ENOSYS;
+		return RINGBUF_ESYS;
+	}
+#endif
+#if defined(__linux__) && defined(SYS_membarrier)
+	if (!rb->shared) {
+		if (syscall(SYS_membarrier, 8 /* PRIVATE_EXPEDITED */, 0, 0) == 0)
+			return 0;
+		if (errno == EPERM) { /* not registered yet (a block opened, not created) */
+			ringbuf__membarrier_register();
+			if (syscall(SYS_membarrier, 8, 0, 0) == 0)
+				return 0;
+		}
+	}
+	if (syscall(SYS_membarrier, 1 /* GLOBAL */, 0, 0) == 0)
+		return 0;
+	return RINGBUF_ESYS;
+#else
+	(void)rb;
+	return RINGBUF_ESYS; /* no asymmetric barrier on this system */
 #endif
 }
 
@@ -4195,7 +4311,7 @@ RINGBUF_API int ringbuf_record_enable_cpu(struct ringbuf *rb, unsigned cpu)
 	floor = RINGBUF__LOAD(&c->corrupt); /* a corruption disable stays until reset */
 	cur = RINGBUF__LOAD(&c->disabled);
 	do {
-		if (cur <= floor)
+		if ((cur & ~RINGBUF__RESET_BIT) <= floor) /* a reset's bit is not ours to drop */
 			return 0;
 	} while (!atomic_compare_exchange_weak_explicit(&c->disabled, &cur, cur - 1, memory_order_relaxed,
 							memory_order_relaxed));
@@ -4245,34 +4361,159 @@ static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu)
 	c->dp_off = (uint64_t)((char *)ringbuf__dp(rb, cpu, 0) - (char *)rb);
 }
 
+#ifdef RINGBUF_TESTING
+typedef void (*ringbuf__reset_tp_fn)(struct ringbuf *rb, unsigned cpu, int step, void *ctx);
+static ringbuf__reset_tp_fn ringbuf__reset_tp_hook;
+static void *ringbuf__reset_tp_ctx;
+/* Tests: called by ringbuf_reset_cpu after R4 (step 1) and after R5 (step 2). */
+RINGBUF_API void ringbuf__set_reset_hook(ringbuf__reset_tp_fn fn, void *ctx)
+{
+	ringbuf__reset_tp_ctx = ctx;
+	ringbuf__reset_tp_hook = fn;
+}
+#define RINGBUF__RESET_TESTPOINT(rb, cpu, step) \
+	(ringbuf__reset_tp_hook ? ringbuf__reset_tp_hook((rb), (cpu), (step), ringbuf__reset_tp_ctx) : (void)0)
+#else
+#define RINGBUF__RESET_TESTPOINT(rb, cpu, step) ((void)0)
+#endif
+
+/* R5 of ringbuf_reset_cpu: the state of a new buffer, with atomic stores, and
+ * none of the fields listed there (writers may be entering and leaving). */
+static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	uint32_t n = rb->nr_pages, i;
+	for (i = 0; i <= n; i++) {
+		struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
+		struct ringbuf__dpage *dp = ringbuf__dp(rb, cpu, i);
+		uint32_t next = i == n ? 0 : (i + 1) % n;
+		unsigned long w = RINGBUF__LOAD(&bp->write), e = RINGBUF__LOAD(&bp->entries);
+		/* the ring 0..n-1 as created, page n-1 links to the head (page 0) */
+		RINGBUF__STORE(&bp->next, ringbuf__link_make(RINGBUF__LOAD(&bp->next), next,
+							    i == n - 1 ? RINGBUF__F_HEADER : 0));
+		bp->prev = i == 0 ? n - 1 : (i == n ? n - 1 : i - 1);
+		/* empty, with a new update count (the iterator's seqlock) */
+		RINGBUF__STORE(&bp->write, (w & ~RINGBUF__WRITE_MASK) + RINGBUF__WRITE_INTCNT);
+		RINGBUF__STORE(&bp->entries, (e & ~RINGBUF__WRITE_MASK) + RINGBUF__WRITE_INTCNT);
+		RINGBUF__STORE(&bp->drops, 0);
+		RINGBUF__STORE(&dp->time_stamp, 0);
+		RINGBUF__STORE(&dp->commit, 0);
+	}
+	RINGBUF__STORE(&c->reader_page, n);
+	RINGBUF__STORE(&c->tail_page, 0);
+	RINGBUF__STORE(&c->commit_page, 0);
+	RINGBUF__STORE(&c->before_stamp, 0);
+	RINGBUF__STORE(&c->write_stamp, 0);
+	for (i = 0; i < RINGBUF_MAX_NEST; i++)
+		RINGBUF__STORE(&c->entries_d[i], 0);
+	RINGBUF__STORE(&c->overrun, 0);
+	RINGBUF__STORE(&c->commit_overrun, 0);
+	RINGBUF__STORE(&c->dropped_events, 0);
+	RINGBUF__STORE(&c->disabled_events, 0);
+	RINGBUF__STORE(&c->rejected_events, 0);
+	RINGBUF__STORE(&c->nest_overflow, 0);
+	RINGBUF__STORE(&c->discarded, 0);
+	RINGBUF__STORE(&c->pages_touched, 0);
+	RINGBUF__STORE(&c->pages_lost, 0);
+	RINGBUF__STORE(&c->wake_seen, 0);
+	/* reader state: ours, under the reader lock */
+	c->head_hint = 0;
+	c->read = 0;
+	c->read_stamp = 0;
+	c->last_overrun = 0;
+	c->last_drops = 0;
+	c->lost_pending = 0;
+	RINGBUF__STORE(&c->read_events, 0);
+	RINGBUF__STORE(&c->pages_read, 0);
+	/* a corruption disable ends with the reset (the caller's own stay) */
+	if (RINGBUF__LOAD(&c->corrupt)) {
+		atomic_fetch_sub_explicit(&c->disabled, 1, memory_order_relaxed);
+		RINGBUF__STORE(&c->corrupt, 0);
+	}
+}
+
+/* RESET. A reset empties a CPU buffer that writers (threads of this process,
+ * their signal handlers, writers of a shared file in other processes) may be
+ * using at that moment, and readers too. It writes none of the fields a writer
+ * uses on entering or leaving, whatever it finds there: committing, commits,
+ * inflight_ts, slots, owner, dbg_owner (a claim survives), disabled (except
+ * its own bit and a corruption disable); it re-initialises the rest only while
+ * no writer can be in the pages and no reader holds the lock:
+ *
+ *   R1  take the reader lock (readers, iterators, statistics, other resets out)
+ *   R2  disabled |= RESET_BIT                               (relaxed RMW)
+ *   R3  asymmetric barrier [RESET-MB]: a full fence in every writer thread
+ *   R4  wait (bounded) until committing == 0                (acquire)
+ *   R5  re-initialise: links, page write indices and event counts (their
+ *       update counts bumped: an iterator that was on a page sees it reused),
+ *       page commits and stamps, tail/commit/reader pages, stamps, counters,
+ *       reader state, a corruption disable (atomic stores)
+ *   R6  asymmetric barrier again
+ *   R7  disabled &= ~RESET_BIT                              (release RMW)
+ *   R8  release the reader lock                             (release)
+ *
+ * A writer enters with committing = depth, then (signal fence) loads disabled
+ * [E]. Model the barrier as a seq_cst fence F in the writer's program order at
+ * some point during R3 (the kernel's IPI or context switch: a context
+ * synchronising event, all earlier accesses performed before it, none later).
+ *   - [E] after F: the load reads R2 or later, so the writer is refused; it
+ *     touches disabled_events (atomic), then in ringbuf__end_commit finds the
+ *     bit [RESET-W] and skips the commit walk, and leaves (committing back).
+ *     Nothing it does is re-initialised by R5.
+ *   - [E] before F: its committing store precedes F, so R4 reads it or a later
+ *     store: R4 waits for the writer's own store of 0, whose release pairs
+ *     with R4's acquire (everything the writer did happens before R5).
+ *   - After that store of 0 an outermost writer may set committing back to 1
+ *     (ringbuf__commit_fast / ringbuf__end_commit: a nested writer started
+ *     meanwhile) and walk again. R4 read the store of 0, so no later store of
+ *     the writer precedes F (else R4 would read it or later); the store of 1
+ *     comes after F, and so does its check [RESET-W]: it finds the bit, skips
+ *     the walk (the nested event is thrown away with the rest).
+ * So between R4 and R7 no writer touches the pages, tail, commit or reader
+ * page, stamps, entries_d or the counters (other than disabled_events, which
+ * a refused writer may still bump: atomic, counted before or after the zero).
+ * R4 is bounded (about 1 s): a writer stopped inside an event, or refused
+ * writers entering and leaving faster than R4 looks, give RINGBUF_EBUSY with
+ * R2 undone and nothing changed (but for one case: an outermost writer that
+ * skipped its walk while the bit was set leaves what writers nested in it
+ * reserved uncommitted until the CPU's next commit; nothing is lost). After R7 a writer's relaxed load of disabled
+ * may read R7 only if it comes after R6's fence in its thread, so its loads of
+ * the pages see R5; [RESET-W]'s acquire pairs with R7's release. Readers see
+ * R5 through the lock (R8 release, their acquire). */
 RINGBUF_API int ringbuf_reset_cpu(struct ringbuf *rb, unsigned cpu)
 {
 	struct ringbuf__cpu *c;
 	long spins = 0;
 	int r;
-	uint32_t disabled;
 	if (!rb || cpu >= rb->ncpu)
 		return RINGBUF_EINVAL;
 	c = ringbuf__cpu(rb, cpu);
-	RINGBUF__ADD(&c->disabled, 1);
-	ringbuf__sys_membarrier();
-	/* acquire: pairs with the writer's release store of committing = 0 */
+	if ((r = ringbuf__reader_lock(c)) < 0) /* R1 */
+		return r;
+	atomic_fetch_or_explicit(&c->disabled, RINGBUF__RESET_BIT, memory_order_relaxed); /* R2 */
+	if ((r = ringbuf__reset_barrier(rb)) < 0) /* R3 */
+		goto undo;
+	/* R4 acquire: pairs with the writer's release store of committing = 0 */
 	while (atomic_load_explicit(&c->committing, memory_order_acquire) != 0) {
 		if (++spins > 1000000) {
-			atomic_fetch_sub_explicit(&c->disabled, 1, memory_order_relaxed);
-			return RINGBUF_EBUSY;
+			r = RINGBUF_EBUSY;
+			goto undo;
 		}
-		ringbuf__yield();
+		if (spins > 64) /* a few quick looks first: refused writers come and go */
+			ringbuf__yield();
 	}
-	if ((r = ringbuf__reader_lock(c)) < 0) {
-		atomic_fetch_sub_explicit(&c->disabled, 1, memory_order_relaxed);
-		return r;
-	}
-	disabled = RINGBUF__LOAD(&c->disabled) - RINGBUF__LOAD(&c->corrupt);
-	ringbuf__init_cpu(rb, cpu); /* also releases the reader lock (zeroed) */
-	/* keep the caller's own disable count, minus ours and any corruption disable */
-	atomic_store_explicit(&c->disabled, disabled - 1, memory_order_release);
+	RINGBUF__RESET_TESTPOINT(rb, cpu, 1);
+	ringbuf__reinit_cpu(rb, cpu); /* R5 */
+	RINGBUF__RESET_TESTPOINT(rb, cpu, 2);
+	if (ringbuf__reset_barrier(rb) < 0) /* R6: it worked at R3; cannot fail now */
+		atomic_thread_fence(memory_order_seq_cst);
+	atomic_fetch_and_explicit(&c->disabled, ~RINGBUF__RESET_BIT, memory_order_release); /* R7 */
+	ringbuf__reader_unlock(c); /* R8 */
 	return 0;
+undo:
+	atomic_fetch_and_explicit(&c->disabled, ~RINGBUF__RESET_BIT, memory_order_relaxed);
+	ringbuf__reader_unlock(c);
+	return r;
 }
 
 RINGBUF_API int ringbuf_reset(struct ringbuf *rb)

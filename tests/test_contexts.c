@@ -1107,6 +1107,9 @@ struct stress {
 	_Atomic(int) stop_readers;
 	pthread_barrier_t start, end; /* writers only */
 	_Atomic(uint64_t) end_ns;     /* set by one writer at the start barrier */
+	/* what the checks ask the run to have exercised: the writers go on past
+	 * end_ns until all of it happened (counted, not timed) */
+	_Atomic(int) got_ok, got_irq, got_nmi, got_flip_mid;
 	_Atomic(uint64_t) *seen; /* [thread][ctx][SEQ_WORDS] */
 	uint32_t *last;          /* [thread][ctx][cpu]: last seq + 1 seen on that cpu */
 	int *buf_thread;         /* THREAD mode: the one thread of each cpu, -1 none */
@@ -1185,6 +1188,7 @@ static void s_write(struct sthread *t, unsigned ctx)
 	if (kind == 0) {
 		int w = ringbuf_write(S->rb, S->mode, buf, len);
 		if (w == 0) {
+			atomic_store_explicit(&S->got_ok, 1, memory_order_relaxed);
 			t->ok[ctx]++;
 			t->okmap[ctx][seq / 64] |= 1ull << (seq % 64);
 		} else if (w == RINGBUF_ENOSPC) {
@@ -1206,6 +1210,7 @@ static void s_write(struct sthread *t, unsigned ctx)
 		t->flip_pending = 0;
 		flip_cpu(t);
 		t->flips_mid_event++;
+		atomic_store_explicit(&S->got_flip_mid, 1, memory_order_relaxed);
 	}
 	memcpy(p + len / 2, buf + len / 2, len - len / 2);
 	if (kind == 2) {
@@ -1214,6 +1219,7 @@ static void s_write(struct sthread *t, unsigned ctx)
 		return;
 	}
 	ringbuf_commit(S->rb, S->mode, p);
+	atomic_store_explicit(&S->got_ok, 1, memory_order_relaxed);
 	t->ok[ctx]++;
 	t->okmap[ctx][seq / 64] |= 1ull << (seq % 64);
 }
@@ -1228,6 +1234,7 @@ static void s_nmi(int sig)
 	} else if (t) {
 		t->in_ctx[2] = 1;
 		t->nmis++;
+		atomic_store_explicit(&t->S->got_nmi, 1, memory_order_relaxed);
 		s_write(t, 2);
 		t->in_ctx[2] = 0;
 	}
@@ -1244,6 +1251,7 @@ static void s_irq(int sig)
 	} else if (t) {
 		t->in_ctx[1] = 1;
 		uint64_t n = t->irqs++;
+		atomic_store_explicit(&t->S->got_irq, 1, memory_order_relaxed);
 		s_write(t, 1);
 		if (n & 1)
 			s_write(t, 1);
@@ -1296,7 +1304,9 @@ static void *s_thread(void *arg)
 		for (int k = 0; k < 8; k++)
 			s_write(t, 0);
 		uint64_t now = now_ns();
-		if (now >= end)
+		if (now >= end && atomic_load(&S->got_ok) &&
+		    (!t->timer_ok || (atomic_load(&S->got_irq) && atomic_load(&S->got_nmi))) &&
+		    (g_cpu_b < 0 || atomic_load(&S->got_flip_mid)))
 			break;
 		if (now >= t->next_flip_ns) {
 			/* every few ms: half the flips between events, half inside one */

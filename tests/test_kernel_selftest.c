@@ -34,7 +34,10 @@
  * 32 KiB buffer (constant overwrite: the lost counts).
  *
  * RINGBUF_TEST_SECONDS (default 3) is the duration of the whole file: the
- * kernel configuration gets half of it, each variant a quarter.
+ * kernel configuration gets half of it, each variant a quarter. That is a
+ * minimum: each run goes on until every CPU buffer has the events its checks
+ * need (plain and nested ones; twice the buffer size for the variant that must
+ * lose events), so no check depends on how fast the machine is.
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_IMPLEMENTATION
@@ -91,6 +94,8 @@ struct tdata {
 	uint64_t interrupted_events; /* handler ran while the thread had an event open */
 	uint64_t signals;            /* handler runs */
 	_Atomic(uint64_t) used;       /* bytes written (plain + nested), for the budget */
+	_Atomic(uint64_t) plain_done; /* committed events, for the end of the run */
+	_Atomic(uint64_t) nested_done;
 	_Atomic(int) ready;
 };
 
@@ -138,7 +143,11 @@ static void rb_write_something(struct tdata *d, bool nested)
 	struct item *it;
 	uint64_t room;
 
-	if (g_budget && atomic_load_explicit(&d->used, memory_order_relaxed) + 256 > g_budget)
+	/* the last 64 KiB of the budget are the handler's: however the threads
+	 * are scheduled, nested events can still be written when the plain ones
+	 * have used up theirs (the run waits for both kinds) */
+	if (g_budget && atomic_load_explicit(&d->used, memory_order_relaxed) + 256 +
+				(nested ? 0 : (uint64_t)64 << 10) > g_budget)
 		return; /* not an attempt: the budget keeps this run loss-free */
 	if (!nested)
 		atomic_store_explicit(&d->in_event, 1, memory_order_relaxed);
@@ -164,6 +173,7 @@ static void rb_write_something(struct tdata *d, bool nested)
 	if (!nested)
 		atomic_store_explicit(&d->in_event, 0, memory_order_relaxed);
 	acc_add_size(a, len);
+	atomic_fetch_add_explicit(nested ? &d->nested_done : &d->plain_done, 1, memory_order_relaxed);
 	a->events++;
 	a->bytes_alloc += room;
 	a->bytes_written += len;
@@ -368,13 +378,26 @@ static void run_startup_test(size_t size_per_cpu, double seconds, long hammer_us
 	ringbuf_record_on(g_rb);
 	atomic_store_explicit(&g_started, 1, memory_order_release);
 	{
-		/* sleep the whole time: the writers' signals do not reach us, but be safe */
+		/* At least `seconds`, and then until every CPU buffer has what the
+		 * checks need (plain and nested events; for expect_loss 1, twice its
+		 * size written, so that it was overwritten): counted, not timed, so
+		 * a slow or loaded machine only makes the run longer. */
 		struct timespec t0, t;
+		bool done = false;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		do {
 			sleep_us(10000);
 			clock_gettime(CLOCK_MONOTONIC, &t);
-		} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 < seconds);
+			if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 < seconds)
+				continue;
+			done = true;
+			for (cpu = 0; cpu < NCPU; cpu++) {
+				struct tdata *d = &g_data[cpu];
+				if (atomic_load(&d->plain_done) == 0 || atomic_load(&d->nested_done) == 0 ||
+				    (expect_loss > 0 && atomic_load(&d->used) < 2 * (uint64_t)size_per_cpu))
+					done = false;
+			}
+		} while (!done);
 	}
 
 	/* stop the hammer first so that no signal targets a thread that exited */

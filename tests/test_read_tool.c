@@ -184,6 +184,21 @@ static pid_t start_writer(const char *file, uint32_t spin, unsigned timer_us)
 	return pid;
 }
 
+/* Until the writer has committed n events (counted: however loaded the
+ * machine, the checks that follow have something to find). */
+static void wait_for_committed(unsigned n)
+{
+	for (;;) {
+		unsigned got = 0;
+		for (unsigned st = 0; st < NSTREAM; st++)
+			for (unsigned q = 0; q < MAXH && got < n; q++)
+				got += prog->done[st][q] != 0;
+		if (got >= n)
+			return;
+		usleep(1000);
+	}
+}
+
 static void kill_writer(pid_t pid)
 {
 	int st;
@@ -400,6 +415,7 @@ static void test_killed_writer_text_and_tracedat_hold_every_committed_event(void
 		char *out, *err;
 		unsigned committed;
 		pid_t pid = start_writer(file, 2000, 200);
+		wait_for_committed(1);
 		usleep((useconds_t)(5000 + rand() % 60000));
 		kill_writer(pid);
 		assert_int_equal(run_tool(&out, &err, "--text", file, NULL), 0);
@@ -454,7 +470,7 @@ static void test_live_read_while_writer_runs(void **state)
 	pid_t pid;
 	(void)state;
 	pid = start_writer(file, 200000, 1000); /* slow: still writing during the read */
-	usleep(20000);
+	wait_for_committed(1);
 	assert_int_equal(stat(file, &a), 0);
 	memcpy(before, (const void *)prog->done, sizeof prog->done);
 	assert_int_equal(run_tool(&out, &err, file, NULL), 0);

@@ -716,13 +716,16 @@ struct stress {
 	_Atomic(uint32_t) reserved[NCTX]; /* sequence numbers handed out, per context */
 	_Atomic(uint64_t) irqs;
 	pid_t writer_tid;
-	/* iterator thread results (read by the test thread after joining) */
-	uint64_t passes, it_events, it_lost_events, it_silent_gaps, it_eagain, it_ends, it_caps;
+	/* iterator thread results (read by the test thread after joining; the
+	 * atomic ones also while it runs, to know when the run has enough) */
+	_Atomic(uint64_t) passes, it_events, it_lost_events;
+	uint64_t it_silent_gaps, it_eagain, it_ends, it_caps;
 	uint64_t first_gap_prev, first_gap_seq;
 	_Atomic(int) it_fail;
 	char it_why[256];
 	/* consumer thread results */
-	uint64_t c_events, c_lost, c_calls;
+	_Atomic(uint64_t) c_events;
+	uint64_t c_lost, c_calls;
 	_Atomic(int) c_fail;
 	char c_why[256];
 };
@@ -957,9 +960,14 @@ static void run_iter_stress(int kind, size_t page, double seconds)
 	assert_int_equal(pthread_create(&wt, NULL, stress_writer, NULL), 0);
 	pthread_sigmask(SIG_BLOCK, &block, NULL);
 
+	/* at least `seconds`, and until the threads have done what the checks
+	 * below ask for: counted, so a loaded machine only makes it longer */
 	t0 = mono_ns();
-	while (mono_ns() - t0 < (uint64_t)(seconds * 1e9) && !atomic_load(&S.it_fail) &&
-	       !atomic_load(&S.c_fail))
+	while ((mono_ns() - t0 < (uint64_t)(seconds * 1e9) || atomic_load(&S.passes) <= 10 ||
+		atomic_load(&S.it_events) <= 1000 || atomic_load(&S.irqs) <= 50 ||
+		atomic_load(&S.reserved[1]) <= 50 ||
+		(with_consumer ? atomic_load(&S.c_events) == 0 : atomic_load(&S.it_lost_events) == 0)) &&
+	       !atomic_load(&S.it_fail) && !atomic_load(&S.c_fail))
 		sleep_ns(10000000);
 	atomic_store(&S.stop, 1);
 	pthread_join(wt, &wret);
