@@ -1563,6 +1563,10 @@ extern int clock_gettime(int, struct timespec *);
  *        flight may still commit an older event: RINGBUF_EAGAIN
  *   [R3] peek X again: an older head there is the new pick (the CPUs checked
  *        against the newer pick are covered for the older one, as is [R1])
+ *   [R4] consume the pick only if it is still the head it was (same time
+ *        stamp, under the reader lock): a reset of that CPU in between threw
+ *        it away, and the newer head in its place could be newer than other
+ *        CPUs' heads: RINGBUF_EAGAIN, nothing consumed
  * The C11 argument, per pair (the clock is a counter read with a relaxed RMW:
  * its reads are totally ordered, later reads return more, and they
  * synchronize no memory):
@@ -3433,7 +3437,11 @@ static int ringbuf__next_event(struct ringbuf *rb, unsigned cpu, struct ringbuf_
 }
 
 /* peek and consume: the next event of cpu, consumed or not. */
-static int ringbuf__read_one(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec, bool consume)
+/* Peek or consume cpu's next event. With expect_ts other than RINGBUF__NO_TS,
+ * consume it only if its time stamp is expect_ts, else RINGBUF_EAGAIN and
+ * nothing consumed (the merged reader's pick was reset away meanwhile). */
+static int ringbuf__read_one_ts(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec, bool consume,
+				uint64_t expect_ts)
 {
 	struct ringbuf__cpu *c;
 	uint32_t len;
@@ -3444,6 +3452,10 @@ static int ringbuf__read_one(struct ringbuf *rb, unsigned cpu, struct ringbuf_re
 	if ((r = ringbuf__reader_lock(c)) < 0)
 		return r;
 	r = ringbuf__next_event(rb, cpu, c, rec, &len);
+	if (r != 1 && expect_ts != RINGBUF__NO_TS)
+		r = RINGBUF_EAGAIN;
+	if (r == 1 && expect_ts != RINGBUF__NO_TS && rec->ts != expect_ts)
+		r = RINGBUF_EAGAIN;
 	if (r == 1 && consume) {
 		c->read += len;
 		c->read_stamp = rec->ts;
@@ -3453,6 +3465,11 @@ static int ringbuf__read_one(struct ringbuf *rb, unsigned cpu, struct ringbuf_re
 	}
 	ringbuf__reader_unlock(c);
 	return r;
+}
+
+static int ringbuf__read_one(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec, bool consume)
+{
+	return ringbuf__read_one_ts(rb, cpu, rec, consume, RINGBUF__NO_TS);
 }
 
 /* Readers work in the clock's own unit; what they hand out is converted
@@ -3814,8 +3831,10 @@ RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record
 			best_ts = r.ts;
 		}
 	}
-	/* new events carry newer time stamps, so the pick stays the oldest */
-	return ringbuf_consume(rb, best, rec); /* converts the time stamp */
+	/* 4. consume the pick itself: new events carry newer time stamps, so it
+	 * stays the oldest, but a reset of that CPU meanwhile (which throws it
+	 * away) would hand out a newer head in its place: then try again */
+	return ringbuf__out_ts(rb, rec, ringbuf__read_one_ts(rb, best, rec, true, best_ts));
 }
 
 /* ---- non-consuming iterator ------------------------------------------------

@@ -106,6 +106,22 @@ enum { CTL_NONE, CTL_TOGGLE, CTL_RESET };
 static int g_read_kind, g_ctl_kind;
 static uint64_t g_merged_events, g_merged_eagain, g_inversions, g_inv_max_ns, g_iter_inversions;
 static uint64_t g_ctl_calls, g_resets, g_reset_busy;
+/* A reset is a reader call of its CPU: rec.data of an event consumed before it
+ * is invalid after it (README). In reset phases a consumer holds this (read)
+ * from its consume to the end of its checks of rec.data, the control thread
+ * (write) around each reset; the reset still races with the writers, the
+ * iterators, read_page and the consumers' other steps. */
+static pthread_rwlock_t g_data_lock = PTHREAD_RWLOCK_INITIALIZER;
+static void data_hold(void)
+{
+	if (g_ctl_kind == CTL_RESET)
+		pthread_rwlock_rdlock(&g_data_lock);
+}
+static void data_release(void)
+{
+	if (g_ctl_kind == CTL_RESET)
+		pthread_rwlock_unlock(&g_data_lock);
+}
 static _Atomic(int) g_stop, g_writers_done;
 static _Thread_local struct writer *t_w __attribute__((tls_model("initial-exec")));
 static uint64_t g_iter_events, g_iter_passes, g_pages, g_page_events, g_consumed;
@@ -380,9 +396,13 @@ static void *reader_main(void *arg)
 				continue;
 			}
 			for (int i = 0; i < 256; i++) {
-				int r = ringbuf_consume(g_rb, cpu, &rec);
-				if (r == 1) {
+				int r;
+				data_hold();
+				r = ringbuf_consume(g_rb, cpu, &rec);
+				if (r == 1)
 					consumed(cpu, rec.data, rec.len, rec.ts, rec.lost, true);
+				data_release();
+				if (r == 1) {
 					g_consumed++;
 					any = true;
 					continue;
@@ -456,7 +476,9 @@ static void *merged_main(void *arg)
 	(void)arg;
 	for (;;) {
 		bool done = atomic_load(&g_writers_done);
-		int r = ringbuf_consume_merged(g_rb, &rec);
+		int r;
+		data_hold();
+		r = ringbuf_consume_merged(g_rb, &rec);
 		if (r == 1) {
 			if (rec.ts < last) {
 				g_inversions++;
@@ -469,10 +491,12 @@ static void *merged_main(void *arg)
 				last = rec.ts;
 			}
 			consumed(rec.cpu, rec.data, rec.len, rec.ts, rec.lost, true);
+			data_release();
 			g_consumed++;
 			g_merged_events++;
 			continue;
 		}
+		data_release();
 		if (r == RINGBUF_EAGAIN) {
 			g_merged_eagain++;
 			sched_yield();
@@ -539,7 +563,10 @@ static void *control_main(void *arg)
 	for (i = 0; !atomic_load(&g_stop); i++) {
 		unsigned w = (unsigned)(mix((uint32_t)i) % g_nwriters), cpu = g_w[w].cpu;
 		if (g_ctl_kind == CTL_RESET) {
-			int r = (i % 16 == 15) ? ringbuf_reset(g_rb) : ringbuf_reset_cpu(g_rb, cpu);
+			int r;
+			pthread_rwlock_wrlock(&g_data_lock);
+			r = (i % 16 == 15) ? ringbuf_reset(g_rb) : ringbuf_reset_cpu(g_rb, cpu);
+			pthread_rwlock_unlock(&g_data_lock);
 			if (r == RINGBUF_EBUSY)
 				g_reset_busy++;
 			else if (r < 0)

@@ -489,6 +489,42 @@ static void merged_iterator_in_overwrite_mode_with_two_writer_threads_never_step
 		fail_msg("%s", why);
 }
 
+/* ==== 4. a reset of the picked CPU between the pick and the consume ===== */
+
+/* At RINGBUF__TP_MERGED_PEEKED the pick is CPU 0's head (ts 100); another
+ * thread resets CPU 0 (throwing that head away) and writes a new event there
+ * at 300, while CPU 1's head is 200. Consuming "CPU 0's head" without checking
+ * which head it is handed out 300, then 200: a step back. */
+static void reset_then_write(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	int *fired = ctx;
+	(void)cpu;
+	if (point != RINGBUF__TP_MERGED_PEEKED || (*fired)++)
+		return;
+	assert_int_equal(ringbuf_reset_cpu(rb, 0), 0);
+	put(rb, 0, 3, 300);
+}
+
+static void reset_of_the_pick_before_consume(void **state)
+{
+	struct ringbuf *rb = mk(2, 256, 4, RINGBUF_MODE_PRODUCER_CONSUMER, true);
+	static const uint64_t ts[] = {200, 300};
+	static const unsigned cpu[] = {1, 0};
+	struct got g = {0};
+	int fired = 0, r;
+	(void)state;
+	put(rb, 0, 1, 100);
+	put(rb, 1, 2, 200);
+	ringbuf__set_testpoint_hook(reset_then_write, &fired);
+	r = drain_consume(rb, &g);
+	if (r == RINGBUF_EAGAIN) /* the pick was reset away: the next call sees it */
+		r = drain_consume(rb, &g);
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	assert_int_equal(r, 0);
+	assert_int_equal(fired > 0, 1);
+	expect_stream(&g, ts, cpu, 2, "ringbuf_consume_merged across a reset");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -499,6 +535,7 @@ int main(void)
 		T(trace_consume_foreach_all_cpus_waits_for_an_older_event_in_flight),
 		T(merged_consume_with_two_writer_threads_never_steps_back),
 		T(merged_iterator_in_overwrite_mode_with_two_writer_threads_never_steps_back),
+		T(reset_of_the_pick_before_consume),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
