@@ -676,6 +676,8 @@ enum ringbuf__tp {
 	RINGBUF__TP_COMMIT_END,     /* end_commit: before committing drops */
 	RINGBUF__TP_DISCARD_INVAL,  /* discard: before_stamp invalidated */
 	RINGBUF__TP_READER_S2,      /* reader swap: prepared, before the CAS */
+	RINGBUF__TP_MOVE_TAIL_NEXT, /* move_tail: T.next loaded, commit/reader page not yet */
+	RINGBUF__TP_DROP_DECIDED,   /* move_tail: drop decided, not yet counted */
 	RINGBUF__TP_COUNT
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
@@ -1558,6 +1560,19 @@ static void ringbuf__warn(struct ringbuf *rb, unsigned cpu, const char *what)
 	ringbuf__report(what, cpu);
 }
 
+/* A page's drop snapshot (bpage.drops): the CPU's drop total when the tail
+ * entered it, so the reader reports the drops counted before the page's first
+ * event with that event. Monotonic max, so a stale value written by an
+ * interrupted writer never overwrites a newer one. */
+static void ringbuf__raise_drops(struct ringbuf__bpage *bp, uint64_t drops)
+{
+	uint64_t seen = RINGBUF__LOAD(&bp->drops);
+	while (seen < drops &&
+	       !atomic_compare_exchange_weak_explicit(&bp->drops, &seen, drops, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
 /* U1-U3: move the tail from T to N (kernel rb_tail_page_update). */
 static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t t, uint32_t n)
 {
@@ -1565,7 +1580,6 @@ static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t
 	struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, n);
 	uint32_t tp = t;
 	unsigned long old, olde;
-	uint64_t drops, seen;
 
 	/* U1: make N.write and N.entries unique, so the resets below cannot undo
 	 * a nested writer's reservation on N. (A writer nesting between the two
@@ -1579,15 +1593,8 @@ static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t
 	if (RINGBUF__LOAD(&c->tail_page) != t)
 		return; /* a nested writer moved the tail already */
 
-	/* Loss position: drops counted so far happened before N's first event.
-	 * Monotonic max, so a stale value written by an interrupted writer never
-	 * overwrites a newer one. */
-	drops = ringbuf__drop_total(c);
-	seen = RINGBUF__LOAD(&nb->drops);
-	while (seen < drops &&
-	       !atomic_compare_exchange_weak_explicit(&nb->drops, &seen, drops, memory_order_relaxed,
-						      memory_order_relaxed))
-		;
+	/* Loss position: drops counted so far happened before N's first event. */
+	ringbuf__raise_drops(nb, ringbuf__drop_total(c));
 	/* Nothing is committed on N before the tail is on it; the reader does not
 	 * look at N before the commit page reaches it. */
 	atomic_store_explicit(&ringbuf__dp(rb, cpu, n)->commit, 0, memory_order_relaxed);
@@ -1687,11 +1694,38 @@ static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, unsi
 	return 0;
 }
 
+/* Count an event dropped at the full page T (counter: dropped_events or
+ * commit_overrun). The drop is decided (M2) before it is counted (M4): a
+ * nested writer cutting in between (a reader made room meanwhile) may move the
+ * tail off T and take the page's drop snapshot without this drop, which would
+ * then be reported one page late (with the page after the next tail move).
+ * After counting, if the tail left T, raise the snapshot of the page after T
+ * to the new total: the loss is reported before that page's first event, as
+ * it happened. Only nested writers (this thread) move the tail, so the relaxed
+ * loads see their stores; a reader that already took the page reports it with
+ * the next page whose snapshot is higher (late, never lost nor doubled). */
+static int ringbuf__drop(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c, uint32_t t,
+			 _Atomic(uint64_t) *counter)
+{
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_DROP_DECIDED);
+	RINGBUF__ADD(counter, 1); /* M4 */
+	RINGBUF__BARRIER();
+	if (RINGBUF__LOAD(&c->tail_page) != t)
+		ringbuf__raise_drops(ringbuf__bp(rb, cpu, ringbuf__next_idx(rb, cpu, t)),
+				     ringbuf__drop_total(c));
+	return RINGBUF_ENOSPC;
+}
+
 /* Move the tail off the full page T. Returns 0 (moved or somebody else did:
- * retry the reservation) or < 0 (the event is dropped; already counted). */
+ * retry the reservation) or < 0 (the event is dropped; already counted).
+ *   M1  load T.next (the link to N, with its flags)
+ *   M2  load the commit page (and, N being the head, the reader page), decide
+ *   M3  the commit on the reader page: re-load T.next, retry if it changed
+ *   M4  count the drop (ringbuf__drop), or push the head / move the tail */
 static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	struct ringbuf__bpage *tb = ringbuf__bp(rb, cpu, t);
 	unsigned long link;
 	uint32_t n, cp;
 	int r;
@@ -1699,14 +1733,15 @@ static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_MOVE_TAIL);
 	if (atomic_load_explicit(&c->tail_page, memory_order_acquire) != t)
 		return 0;
-	link = ringbuf__load_link(ringbuf__bp(rb, cpu, t));
+	link = ringbuf__load_link(tb); /* M1 */
 	n = ringbuf__link_idx(link);
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_MOVE_TAIL_NEXT);
+	/* M2. The commit page moves only with the outermost writer, which is
+	 * this writer or one it interrupted: it stands still while we run. */
 	cp = atomic_load_explicit(&c->commit_page, memory_order_relaxed);
-	if (n == cp) {
+	if (n == cp)
 		/* nested writers filled the whole ring before the outermost committed */
-		RINGBUF__ADD(&c->commit_overrun, 1);
-		return RINGBUF_ENOSPC;
-	}
+		return ringbuf__drop(rb, cpu, c, t, &c->commit_overrun);
 	if (link & RINGBUF__F_MASK) {
 		/* N is the head page: the ring is full. */
 		uint32_t rp = atomic_load_explicit(&c->reader_page, memory_order_acquire);
@@ -1718,13 +1753,26 @@ static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 			 * the reader page enter the head page here; in this design
 			 * the reader page's own link never carries a flag, so that
 			 * case cannot arise, and with the early publication it
-			 * would be wrong.) */
-			RINGBUF__ADD(&c->commit_overrun, 1);
-			return RINGBUF_ENOSPC;
+			 * would be wrong.)
+			 * M3: but T.next (M1) and the reader page (M2) are two
+			 * loads: between them the reader may have swapped N out
+			 * (changing T.next, the ring no longer full) and then
+			 * taken T, the commit page, itself. Then the ring has room
+			 * and the drop would be spurious. The acquire load of
+			 * reader_page read the store of that second swap (S2,
+			 * seq_cst), so the first swap's CAS on T.next happens
+			 * before the re-load below, which sees it (or later): a
+			 * T.next unchanged since M1 (the tag is bumped by every
+			 * CAS) means no swap took N in between, and the commit
+			 * was on the reader page while the ring was full. */
+#ifndef RINGBUF__VERIFY_OLD_MOVE_TAIL
+			if (ringbuf__load_link(tb) != link)
+				return 0;
+#endif
+			return ringbuf__drop(rb, cpu, c, t, &c->commit_overrun);
 		} else if (atomic_load_explicit(&rb->mode, memory_order_relaxed) !=
 			   RINGBUF_MODE_OVERWRITE) {
-			RINGBUF__ADD(&c->dropped_events, 1);
-			return RINGBUF_ENOSPC;
+			return ringbuf__drop(rb, cpu, c, t, &c->dropped_events);
 		} else {
 			r = ringbuf__push_head(rb, cpu, t, link);
 			if (r < 0)
