@@ -3162,22 +3162,26 @@ again:
 	w = last.out;
 	{
 		unsigned long cm = w;
-		if (lost) {
-			cm |= RINGBUF__MISSED_EVENTS;
-			if (rb->bsize - w >= sizeof(unsigned long)) {
-				unsigned long n = (unsigned long)lost;
-				memcpy(odata + w, &n, sizeof n);
-				cm |= RINGBUF__MISSED_STORED;
-				w += (uint32_t)sizeof n;
-			}
+		if (lost && rb->bsize - w >= sizeof(unsigned long)) {
+			unsigned long n = (unsigned long)lost;
+			memcpy(odata + w, &n, sizeof n);
+			cm |= RINGBUF__MISSED_EVENTS | RINGBUF__MISSED_STORED;
+			w += (uint32_t)sizeof n;
+			lost = 0;
 		}
+		/* Else the page's first event fills it (no event can be held
+		 * back): the page goes out without RB_MISSED_EVENTS and the
+		 * count stays pending, stored with the next page that has room
+		 * (or given as rec.lost by the next consume). A flag without
+		 * its count would lose the count (kbuffer reports -1), and a
+		 * flag now plus the count later would report one loss twice. */
 		memcpy((char *)out + sizeof(uint64_t), &cm, sizeof cm);
 	}
 	memset(odata + w, 0, rb->page_size - RINGBUF__HDR_SIZE - w);
 	r = (int)last.out;
 	c->read = off; /* trailing padding is consumed with the events */
 	c->read_stamp = ts;
-	c->lost_pending = 0;
+	c->lost_pending = lost;
 	atomic_store_explicit(&c->read_events, RINGBUF__LOAD(&c->read_events) + last.events,
 			      memory_order_relaxed);
 out:

@@ -124,10 +124,127 @@ static void no_spurious_commit_overrun_after_two_swaps(void **state)
 	ringbuf_destroy(rb);
 }
 
+/* ---- item 6: read_page stores every lost count --------------------------- */
+
+static int write_len(size_t len)
+{
+	unsigned char v[256] = {0};
+	memcpy(v, &next_id, 4);
+	next_id++;
+	return ringbuf_write(rb, 0, v, len);
+}
+
+/* One ringbuf_read_page(): returns its data bytes (0: nothing), adds the
+ * stored lost count to *stored, counts pages flagged without a count. */
+static int read_page_counting(uint64_t *stored, int *unstored)
+{
+	unsigned char page[64];
+	unsigned long cm;
+	int r = ringbuf_read_page(rb, 0, page, sizeof page, 0);
+	assert_true(r >= 0);
+	if (r == 0)
+		return 0;
+	memcpy(&cm, page + 8, sizeof cm);
+	if (cm & RINGBUF__MISSED_EVENTS) {
+		if (cm & RINGBUF__MISSED_STORED) {
+			unsigned long n;
+			memcpy(&n, page + 16 + (cm & RINGBUF__COMMIT_MASK), sizeof n);
+			*stored += n;
+		} else {
+			(*unstored)++;
+		}
+	}
+	return r;
+}
+
+static void read_page_full_page_event_after_losses(void **state)
+{
+	uint64_t stored = 0;
+	int unstored = 0, pages = 0;
+	size_t max;
+	(void)state;
+	rb = make(64, 2, RINGBUF_MODE_OVERWRITE);
+	max = ringbuf_max_event_size(rb); /* one such event per page, no room for a count */
+	for (int i = 0; i < 4; i++) /* the last two push the first two out */
+		assert_int_equal(write_len(max), 0);
+	assert_int_equal(stats().overrun, 2);
+	while (read_page_counting(&stored, &unstored) > 0) /* two pages of one event */
+		pages++;
+	assert_int_equal(pages, 2);
+	for (int i = 0; i < 2; i++) /* then small events: room for the count */
+		assert_int_equal(write_len(8), 0);
+	while (read_page_counting(&stored, &unstored) > 0)
+		pages++;
+	if (unstored || stored != stats().overrun)
+		fail_msg("%d page(s) said events were missed without the count; stored counts sum to %llu, "
+			 "overrun is %llu", unstored, (unsigned long long)stored,
+			 (unsigned long long)stats().overrun);
+	ringbuf_destroy(rb);
+}
+
+/* ---- item 9: a drop counted after a nested tail move --------------------- */
+
+/* Between the producer/consumer drop decision and its count: the reader
+ * (another thread) takes the head page, making room, and a signal handler
+ * writes an event, moving the tail onto the page the reader gave back. */
+static void room_and_nested_write_at_drop(struct ringbuf *r, unsigned cpu, int point, void *ctx)
+{
+	struct ringbuf_record rec;
+	(void)r;
+	(void)cpu;
+	(void)ctx;
+	if (point != RINGBUF__TP_DROP_DECIDED || !armed)
+		return;
+	armed = 0;
+	fired = 1;
+	assert_int_equal(ringbuf_consume(rb, 0, &rec), 1); /* swaps the head page out */
+	assert_int_equal(id_of(&rec), 0);
+	assert_int_equal(write_id(), 0); /* nested: id 5, on the page the reader gave back */
+}
+
+static void drop_reported_before_the_nested_page(void **state)
+{
+	struct ringbuf_record rec;
+	uint64_t lost = 0;
+	(void)state;
+	rb = make(64, 2, RINGBUF_MODE_PRODUCER_CONSUMER);
+	for (int i = 0; i < 4; i++) /* ids 0-3 fill the ring */
+		assert_int_equal(write_id(), 0);
+	ringbuf__set_testpoint_hook(room_and_nested_write_at_drop, NULL);
+	armed = 1;
+	fired = 0;
+	assert_int_not_equal(write_id(), 0); /* id 4: dropped (the ring was full when decided) */
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	assert_int_equal(fired, 1);
+	assert_int_equal(stats().dropped_events, 1);
+	/* ids 1-3 before the drop; the handler's event also got id 4 (the
+	 * outer write_id() had not counted its own yet) */
+	for (uint32_t want = 1; want <= 4; want++) {
+		assert_int_equal(ringbuf_consume(rb, 0, &rec), 1);
+		assert_int_equal(id_of(&rec), want);
+		lost += rec.lost;
+		if (want == 4 && rec.lost != 1)
+			fail_msg("the event written after the drop (by the handler that cut in) says %llu "
+				 "lost; the drop happened before it", (unsigned long long)rec.lost);
+		else if (want != 4)
+			assert_int_equal(rec.lost, 0);
+	}
+	assert_int_equal(ringbuf_consume(rb, 0, &rec), 0);
+	/* the next page the tail enters must not report it again */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(write_id(), 0);
+	while (ringbuf_consume(rb, 0, &rec) == 1)
+		lost += rec.lost;
+	assert_int_equal(lost, 1);
+	ringbuf_destroy(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(no_spurious_commit_overrun_after_two_swaps),
+		cmocka_unit_test(read_page_full_page_event_after_losses),
+		cmocka_unit_test(drop_reported_before_the_nested_page),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
