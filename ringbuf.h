@@ -387,12 +387,15 @@ RINGBUF_API int ringbuf_iter_start(struct ringbuf *rb, unsigned cpu, struct ring
 /** Next event: 1 and rec filled (rec->data valid until the next iterator call),
  * 0 at the end of what was committed, < 0 on error. When writers overwrote
  * events under the iterator it skips to the oldest event still there and sets
- * rec->lost to the events skipped (if known; else 1) and ringbuf_iter_dropped()
- * to the total. */
+ * rec->lost to the number of events skipped and adds it to
+ * ringbuf_iter_dropped(). Events a consumer took are not losses. (Exact, except
+ * with a consumer swapping pages concurrently in overwrite mode: then a lower
+ * bound.) */
 RINGBUF_API int ringbuf_iter_next(struct ringbuf_iter *it, struct ringbuf_record *rec);
 /** Back to the oldest unread event. */
 RINGBUF_API void ringbuf_iter_reset(struct ringbuf_iter *it);
-/** Events the iterator had to skip because writers overwrote them. */
+/** Events the iterator had to skip because writers overwrote them (the sum of
+ * the rec->lost it reported). */
 RINGBUF_API uint64_t ringbuf_iter_dropped(const struct ringbuf_iter *it);
 RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it);
 
@@ -3330,17 +3333,33 @@ RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record
  * before the tail enters it and at S2 when the reader recycles it) is read
  * before and after the copy; if it moved, the page was reused meanwhile and
  * the copy is thrown away. The writer side of that pairing is the release
- * fence after U1. */
+ * fence after U1.
+ *
+ * Losses, in events. Pages leave the ring at the head, in ring order, pushed
+ * by writers (their events counted in overrun) or swapped out by a consumer
+ * (consumed: not a loss). The walk keeps a base: the overrun read when it
+ * entered the ring at the head (the head re-checked after the load, so the
+ * count covers no page of the walk), or when it (re)started on the reader
+ * page; and `passed`, the data events it walked on ring pages since. When its
+ * page was reused under it, or when it leaves the reader page for the head,
+ * the events it missed are those pushed out since the base beyond the ones it
+ * walked past: (overrun - base) - passed, counted in rec.lost and
+ * ringbuf_iter_dropped(). Exact without a consumer (every page that left the
+ * ring was pushed), 0 in producer/consumer mode (nothing is overwritten: a
+ * page consumed and reused is not a loss). With a consumer and overwrites
+ * together it is a lower bound: pages the consumer took after the iterator
+ * walked them are counted as passed but not in overrun. The iterator runs
+ * under the reader lock, so no swap happens during one call. */
 
 struct ringbuf__iter_cpu {
 	uint32_t page;      /* page being walked */
 	uint32_t off;       /* offset in its data[] */
 	uint64_t ts;        /* running time stamp at off */
 	unsigned long gen;  /* update count of page when we entered it */
-	uint64_t overrun;   /* overrun when we entered it */
+	uint64_t overrun;   /* base: overrun when the walk entered the ring (or the reader page) */
 	int state;          /* 0: (re)start at the consumer's position, 1: walking */
 	uint64_t lost;      /* to report with the next event */
-	uint64_t rp_overrun;/* overrun when we entered the reader page */
+	uint64_t passed;    /* data events walked on ring pages since the base */
 	uint64_t last_ts;   /* time stamp of the last event handed out */
 	uint64_t same_ts;   /* events handed out with that time stamp */
 	uint64_t skip_same; /* after a restart: events at last_ts still to skip */
@@ -3383,6 +3402,16 @@ static void ringbuf__copy_racy(unsigned char *dst, const unsigned char *src, siz
 		dst[i] = ((const volatile unsigned char *)src)[i];
 }
 
+/* Events pushed out since the base, beyond those the walk passed: missed. */
+static void ringbuf__iter_lost(struct ringbuf_iter *it, struct ringbuf__iter_cpu *ic, uint64_t ov)
+{
+	uint64_t pushed = ov - ic->overrun;
+	if (pushed > ic->passed) {
+		it->dropped += pushed - ic->passed;
+		ic->lost += pushed - ic->passed;
+	}
+}
+
 static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct ringbuf__iter_cpu *ic,
 				  struct ringbuf_record *rec)
 {
@@ -3399,7 +3428,7 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 		const unsigned char *data;
 		struct ringbuf__rec e;
 
-		if (ic->state == 0) {
+		if (ic->state <= 0) {
 			/* (re)start at the consumer's position; after a restart,
 			 * events already handed out are skipped by time stamp (per
 			 * CPU they never go backwards), so the walk never goes back */
@@ -3407,8 +3436,9 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			ic->off = c->read;
 			ic->ts = c->read_stamp;
 			ic->gen = ringbuf__page_gen(rb, cpu, rp);
-			ic->overrun = RINGBUF__LOAD(&c->overrun);
-			ic->rp_overrun = ic->overrun;
+			if (ic->state == 0) /* else the base was set where the loss was counted */
+				ic->overrun = RINGBUF__LOAD(&c->overrun);
+			ic->passed = 0;
 			ic->on_reader = true;
 			ic->restarted = ic->any;
 			ic->skip_same = ic->same_ts;
@@ -3416,15 +3446,15 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 		}
 		page = ic->page;
 		if (ringbuf__page_gen(rb, cpu, page) != ic->gen) {
-			/* reused under us: a ring page only by writers (the events
-			 * we had not read are lost, counted in overrun), the reader
-			 * page only by a consumer putting it back (consumed, not
-			 * lost) */
-			if (!ic->on_reader || RINGBUF__LOAD(&c->overrun) != ic->overrun) {
-				it->dropped++;
-				ic->lost = ic->lost ? ic->lost : 1;
-			}
-			ic->state = 0;
+			/* reused under us: pushed out by writers and rewritten, or
+			 * consumed and put back by a consumer. Count what was pushed
+			 * beyond our position (above), restart from the consumer's
+			 * position with that overrun as the new base: pages pushed
+			 * after this load are ahead of the reader page. */
+			uint64_t ov = RINGBUF__LOAD(&c->overrun);
+			ringbuf__iter_lost(it, ic, ov);
+			ic->overrun = ov;
+			ic->state = -1; /* restart, keeping the base */
 			continue;
 		}
 		if (page == rp && ic->off < c->read) { /* a consumer went past us */
@@ -3474,6 +3504,8 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			ic->off += e.len;
 			if (e.type != 0)
 				continue;
+			if (!ic->on_reader)
+				ic->passed++;
 			if (ic->restarted) {
 				if (ic->ts < ic->last_ts)
 					continue; /* handed out before the restart */
@@ -3529,16 +3561,17 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			 * was lost in between; the check at the top reports it */
 			if (ringbuf__page_gen(rb, cpu, page) != ic->gen)
 				continue;
-			if (page == rp && ov != ic->rp_overrun) {
+			if (page == rp) {
 				/* pages pushed out of the ring while we read the reader
-				 * page: events we will never see */
-				it->dropped++;
-				ic->lost += ov - ic->rp_overrun;
+				 * page (or walked a page a consumer then took): events we
+				 * will never see. The head is the new base. */
+				ringbuf__iter_lost(it, ic, ov);
+				ic->overrun = ov;
+				ic->passed = 0;
 			}
 			ic->page = next;
 			ic->off = 0;
 			ic->gen = ngen;
-			ic->overrun = ov;
 			ic->on_reader = false;
 			r = 0;
 		}

@@ -239,12 +239,100 @@ static void drop_reported_before_the_nested_page(void **state)
 	ringbuf_destroy(rb);
 }
 
+/* ---- items 7 and 8: the iterator's losses are events, and real ----------- */
+
+static void iter_dropped_counts_events(void **state)
+{
+	struct ringbuf_iter *it;
+	struct ringbuf_record rec;
+	(void)state;
+	rb = make(64, 4, RINGBUF_MODE_OVERWRITE); /* 4 ring pages of 2 events */
+	for (int i = 0; i < 8; i++) /* ids 0-7 fill the ring, nothing overwritten yet */
+		assert_int_equal(write_id(), 0);
+	assert_int_equal(ringbuf_iter_start(rb, 0, &it), 0);
+	for (uint32_t want = 0; want < 3; want++) { /* parked after id 2, on the second page */
+		assert_int_equal(ringbuf_iter_next(it, &rec), 1);
+		assert_int_equal(id_of(&rec), want);
+		assert_int_equal(rec.lost, 0);
+	}
+	for (int i = 0; i < 10; i++) /* ids 8-17: 5 pages pushed, ids 0-9 overwritten */
+		assert_int_equal(write_id(), 0);
+	assert_int_equal(stats().overrun, 10);
+	/* the iterator had handed out 0-2: it missed 3-9, seven events */
+	assert_int_equal(ringbuf_iter_next(it, &rec), 1);
+	assert_int_equal(id_of(&rec), 10);
+	if (rec.lost != 7 || ringbuf_iter_dropped(it) != 7)
+		fail_msg("ids 3-9 (7 events) were overwritten under the iterator: rec.lost %llu, "
+			 "ringbuf_iter_dropped %llu", (unsigned long long)rec.lost,
+			 (unsigned long long)ringbuf_iter_dropped(it));
+	for (uint32_t want = 11; want < 18; want++) {
+		assert_int_equal(ringbuf_iter_next(it, &rec), 1);
+		assert_int_equal(id_of(&rec), want);
+		assert_int_equal(rec.lost, 0);
+	}
+	assert_int_equal(ringbuf_iter_next(it, &rec), 0);
+	/* parked on the reader page's successor, the head: pushed while there */
+	assert_int_equal(ringbuf_consume(rb, 0, &rec), 1); /* id 10: swaps the head in */
+	ringbuf_iter_reset(it);
+	assert_int_equal(ringbuf_iter_next(it, &rec), 1); /* id 11, on the reader page */
+	assert_int_equal(id_of(&rec), 11);
+	for (int i = 0; i < 8; i++) /* ids 18-25: pushes ids 12-17, 6 events */
+		assert_int_equal(write_id(), 0);
+	assert_int_equal(stats().overrun, 16);
+	assert_int_equal(ringbuf_iter_next(it, &rec), 1);
+	assert_int_equal(id_of(&rec), 18);
+	assert_int_equal(rec.lost, 6);
+	assert_int_equal(ringbuf_iter_dropped(it), 13);
+	ringbuf_iter_finish(it);
+	ringbuf_destroy(rb);
+}
+
+static void iter_no_loss_when_consumer_reuses_pages(void **state)
+{
+	struct ringbuf_iter *it;
+	struct ringbuf_record rec;
+	uint64_t lost = 0;
+	(void)state;
+	rb = make(64, 4, RINGBUF_MODE_PRODUCER_CONSUMER);
+	for (int i = 0; i < 6; i++) /* ids 0-5 on three pages */
+		assert_int_equal(write_id(), 0);
+	assert_int_equal(ringbuf_iter_start(rb, 0, &it), 0);
+	for (uint32_t want = 0; want < 3; want++) { /* parked after id 2, on the second page */
+		assert_int_equal(ringbuf_iter_next(it, &rec), 1);
+		assert_int_equal(id_of(&rec), want);
+	}
+	/* the consumer takes everything: the pages, the iterator's too, go back
+	 * to the ring (new update counts), and writers reuse them */
+	for (uint32_t want = 0; want < 6; want++) {
+		assert_int_equal(ringbuf_consume(rb, 0, &rec), 1);
+		assert_int_equal(id_of(&rec), want);
+	}
+	for (int i = 0; i < 6; i++) /* ids 6-11 */
+		assert_int_equal(write_id(), 0);
+	assert_int_equal(stats().overrun, 0);
+	assert_int_equal(stats().dropped_events, 0);
+	for (uint32_t want = 6; want < 12; want++) {
+		assert_int_equal(ringbuf_iter_next(it, &rec), 1);
+		assert_int_equal(id_of(&rec), want);
+		lost += rec.lost;
+	}
+	assert_int_equal(ringbuf_iter_next(it, &rec), 0);
+	if (lost || ringbuf_iter_dropped(it))
+		fail_msg("nothing was overwritten (pages consumed and reused), yet the iterator reported "
+			 "%llu lost, ringbuf_iter_dropped %llu", (unsigned long long)lost,
+			 (unsigned long long)ringbuf_iter_dropped(it));
+	ringbuf_iter_finish(it);
+	ringbuf_destroy(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(no_spurious_commit_overrun_after_two_swaps),
 		cmocka_unit_test(read_page_full_page_event_after_losses),
 		cmocka_unit_test(drop_reported_before_the_nested_page),
+		cmocka_unit_test(iter_dropped_counts_events),
+		cmocka_unit_test(iter_no_loss_when_consumer_reuses_pages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
