@@ -344,9 +344,11 @@ enum ringbuf_read_flags {
  * (struct buffer_data_page: u64 time_stamp; long commit; data[]) into page
  * (size >= ringbuf_page_size(rb)): the first record is a data event with delta 0
  * at the page's time stamp, trailing padding is left out of commit, commit
- * carries RB_MISSED_EVENTS (bit 31) when events were lost before the page and
- * RB_MISSED_STORED (bit 30) with the count stored after the data when it fits,
- * the rest is zeroed -- what libtraceevent's kbuffer expects. The events are
+ * carries RB_MISSED_EVENTS (bit 31) and RB_MISSED_STORED (bit 30) with the
+ * count stored after the data when events were lost before the page (events
+ * are held back for the next page to make room; a page whose first event
+ * fills it goes out without the flags and the count goes with the next page
+ * that has room), the rest is zeroed -- what libtraceevent's kbuffer expects. The events are
  * consumed. Returns the data bytes (> 0), 0 when there is nothing (or, with
  * RINGBUF_READ_FULL, no complete page) to read, or a negative error. */
 RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, size_t size,
@@ -1298,10 +1300,24 @@ extern int clock_gettime(int, struct timespec *);
  * that finds T.write beyond the end (the claimant was interrupted before it
  * padded) helps move the tail without touching T.
  *
- * MOVING THE TAIL from T to N = T.next:
+ * MOVING THE TAIL from T to N = T.next (ringbuf__move_tail; M1 loads T.next,
+ * M2 the commit page and, N being the head, the reader page, M3 re-checks,
+ * M4 counts a drop or moves on):
  *   - N is the commit page: the ring is full of uncommitted data -> commit_overrun.
  *   - T.next carries HEADER/UPDATE (N is the head page, the ring is full):
- *       commit still on the reader page -> commit_overrun;
+ *       commit still on the reader page -> commit_overrun, but only if T.next
+ *       is unchanged when re-loaded after the reader page (M3): between M1
+ *       and M2 the reader may swap N out (the ring has room again) and then
+ *       swap T, the commit page, in; the commit is then on the reader page
+ *       but the ring is not full. C11: the reader's two swaps are, in its
+ *       program order, S3 of the first (CAS on T.next, seq_cst) then S2 of
+ *       the second (reader_page = T, seq_cst store). M2's acquire load of
+ *       reader_page reading T synchronizes with that store, so the CAS
+ *       happens before the re-load, which by coherence reads it or a later
+ *       value: never the M1 value (every CAS bumps the tag). The commit page
+ *       itself cannot move meanwhile (only the outermost writer moves it,
+ *       and it is us or a writer we interrupted). Without M3: issue 11 item
+ *       14, shown by verify/swap_writer.c -DOLD_PROTOCOL;
  *       producer/consumer mode -> dropped_events;
  *       overwrite mode -> push the head (ringbuf__push_head):
  *         H1  read N's event count (N.entries, below) and N.next, then CAS
@@ -1319,6 +1335,33 @@ extern int clock_gettime(int, struct timespec *);
  *     tail is still T CAS each from that value to its count bits only (U2:
  *     fails if a nested writer already moved in and reserved), then CAS
  *     tail_page T -> N (U3).
+ *
+ * LOSS ACCOUNTING. Every event lost is counted once and reported once, in
+ * the stream, where it happened:
+ *   - overwritten: a head push adds the head page's event count to overrun
+ *     (H1). The reader reads overrun after its link load and before its S3
+ *     CAS (both seq_cst, [L]): a push that took a page before H happened
+ *     before the CAS that found H the head, so its count is in that load;
+ *     the difference to the last swap goes to lost_pending, reported with
+ *     the first event of H (rec.lost, or read_page's stored count).
+ *   - dropped (dropped_events, commit_overrun): when the tail enters N it
+ *     stores the drop total in N.drops (monotonic max, U1..U2): drops before
+ *     N's first event. The reader adds N.drops minus the last total it
+ *     reported when it swaps N in. A drop is decided (M2) before it is
+ *     counted (M4); a nested writer cutting in between that moves the tail
+ *     (the reader made room meanwhile) took its snapshot without it, so after
+ *     counting, a writer that finds the tail moved raises the snapshot of the
+ *     page after T (ringbuf__drop). All these stores are the writer's own
+ *     thread (relaxed); the reader reads N.drops after its S3 CAS: a raise it
+ *     does not see is reported with a later page, whose snapshot is higher
+ *     (late by a page, never lost, never counted twice: last_drops only grows).
+ *   - ringbuf_read_page stores the count after the page's data (RB_MISSED_
+ *     EVENTS | RB_MISSED_STORED), holding events back for the next page to
+ *     make room; a page whose first event leaves no room goes out unflagged
+ *     and the count stays pending for the next page with room (never a flag
+ *     without its count). ringbuf_read_page_ref lends no such page (EAGAIN).
+ *   - the iterator counts in events what writers pushed out beyond its
+ *     walk (see the iterator's notes in >>reader).
  *
  * PAGE EVENT COUNT (bpage.entries, the kernel's bpage->entries): +1 with one
  * non-LOCK instruction after each successful reservation CAS (C), -1 by a
@@ -1373,6 +1416,10 @@ extern int clock_gettime(int, struct timespec *);
  *                       reader (S2, off ring)
  *   page update count   owner (U1), reader (S2) iterator     release fence after U1 / acquire fence
  *     (write >> bits)                                       after the iterator's copy (seqlock)
+ *   bpage.drops         owner (U1-U2,     reader (after S3) relaxed, monotonic max; a raise the reader
+ *                       ringbuf__drop)                      misses shows with a later page
+ *   overrun             owner (H1)        reader (S2-S3),   relaxed; ordered by the link CASes [L]
+ *                                         iterator
  *   inflight_ts,        owner             merged consumer   relaxed; stored before committing,
  *     commits                                               which is stored before commits (TSO)
  *   owner word          any writer thread other writers     CAS acquire to take / store release
