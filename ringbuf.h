@@ -452,9 +452,11 @@ enum ringbuf_read_flags {
  * (struct buffer_data_page: u64 time_stamp; long commit; data[]) into page
  * (size >= ringbuf_page_size(rb)): the first record is a data event with delta 0
  * at the page's time stamp, trailing padding is left out of commit, commit
- * carries RB_MISSED_EVENTS (bit 31) when events were lost before the page and
- * RB_MISSED_STORED (bit 30) with the count stored after the data when it fits,
- * the rest is zeroed -- what libtraceevent's kbuffer expects. The events are
+ * carries RB_MISSED_EVENTS (bit 31) and RB_MISSED_STORED (bit 30) with the
+ * count stored after the data when events were lost before the page (events
+ * are held back for the next page to make room; a page whose first event
+ * fills it goes out without the flags and the count goes with the next page
+ * that has room), the rest is zeroed -- what libtraceevent's kbuffer expects. The events are
  * consumed. Returns the data bytes (> 0), 0 when there is nothing (or, with
  * RINGBUF_READ_FULL, no complete page) to read, or a negative error. */
 RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, size_t size,
@@ -501,12 +503,15 @@ RINGBUF_API int ringbuf_iter_start(struct ringbuf *rb, unsigned cpu, struct ring
  * ringbuf_consume_merged it returns RINGBUF_EAGAIN while a writer on another
  * CPU is in an event that may be older than the next pick. When writers overwrote
  * events under the iterator it skips to the oldest event still there and sets
- * rec->lost to the events skipped (if known; else 1) and ringbuf_iter_dropped()
- * to the total. */
+ * rec->lost to the number of events skipped and adds it to
+ * ringbuf_iter_dropped(). Events a consumer took are not losses. (Exact, except
+ * with a consumer swapping pages concurrently in overwrite mode: then a lower
+ * bound.) */
 RINGBUF_API int ringbuf_iter_next(struct ringbuf_iter *it, struct ringbuf_record *rec);
 /** Back to the oldest unread event. */
 RINGBUF_API void ringbuf_iter_reset(struct ringbuf_iter *it);
-/** Events the iterator had to skip because writers overwrote them. */
+/** Events the iterator had to skip because writers overwrote them (the sum of
+ * the rec->lost it reported). */
 RINGBUF_API uint64_t ringbuf_iter_dropped(const struct ringbuf_iter *it);
 RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it);
 
@@ -814,6 +819,8 @@ enum ringbuf__tp {
 	RINGBUF__TP_COMMIT_END,     /* end_commit: before committing drops */
 	RINGBUF__TP_DISCARD_INVAL,  /* discard: before_stamp invalidated */
 	RINGBUF__TP_READER_S2,      /* reader swap: prepared, before the CAS */
+	RINGBUF__TP_MOVE_TAIL_NEXT, /* move_tail: T.next loaded, commit/reader page not yet */
+	RINGBUF__TP_DROP_DECIDED,   /* move_tail: drop decided, not yet counted */
 	RINGBUF__TP_COUNT,
 	/* outside the range the sweeps over write steps cover (a hook that
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT) */
@@ -1461,10 +1468,24 @@ extern int clock_gettime(int, struct timespec *);
  * that finds T.write beyond the end (the claimant was interrupted before it
  * padded) helps move the tail without touching T.
  *
- * MOVING THE TAIL from T to N = T.next:
+ * MOVING THE TAIL from T to N = T.next (ringbuf__move_tail; M1 loads T.next,
+ * M2 the commit page and, N being the head, the reader page, M3 re-checks,
+ * M4 counts a drop or moves on):
  *   - N is the commit page: the ring is full of uncommitted data -> commit_overrun.
  *   - T.next carries HEADER/UPDATE (N is the head page, the ring is full):
- *       commit still on the reader page -> commit_overrun;
+ *       commit still on the reader page -> commit_overrun, but only if T.next
+ *       is unchanged when re-loaded after the reader page (M3): between M1
+ *       and M2 the reader may swap N out (the ring has room again) and then
+ *       swap T, the commit page, in; the commit is then on the reader page
+ *       but the ring is not full. C11: the reader's two swaps are, in its
+ *       program order, S3 of the first (CAS on T.next, seq_cst) then S2 of
+ *       the second (reader_page = T, seq_cst store). M2's acquire load of
+ *       reader_page reading T synchronizes with that store, so the CAS
+ *       happens before the re-load, which by coherence reads it or a later
+ *       value: never the M1 value (every CAS bumps the tag). The commit page
+ *       itself cannot move meanwhile (only the outermost writer moves it,
+ *       and it is us or a writer we interrupted). Without M3: issue 11 item
+ *       14, shown by verify/swap_writer.c -DOLD_PROTOCOL;
  *       producer/consumer mode -> dropped_events;
  *       overwrite mode -> push the head (ringbuf__push_head):
  *         H1  read N's event count (N.entries, below) and N.next, then CAS
@@ -1482,6 +1503,33 @@ extern int clock_gettime(int, struct timespec *);
  *     tail is still T CAS each from that value to its count bits only (U2:
  *     fails if a nested writer already moved in and reserved), then CAS
  *     tail_page T -> N (U3).
+ *
+ * LOSS ACCOUNTING. Every event lost is counted once and reported once, in
+ * the stream, where it happened:
+ *   - overwritten: a head push adds the head page's event count to overrun
+ *     (H1). The reader reads overrun after its link load and before its S3
+ *     CAS (both seq_cst, [L]): a push that took a page before H happened
+ *     before the CAS that found H the head, so its count is in that load;
+ *     the difference to the last swap goes to lost_pending, reported with
+ *     the first event of H (rec.lost, or read_page's stored count).
+ *   - dropped (dropped_events, commit_overrun): when the tail enters N it
+ *     stores the drop total in N.drops (monotonic max, U1..U2): drops before
+ *     N's first event. The reader adds N.drops minus the last total it
+ *     reported when it swaps N in. A drop is decided (M2) before it is
+ *     counted (M4); a nested writer cutting in between that moves the tail
+ *     (the reader made room meanwhile) took its snapshot without it, so after
+ *     counting, a writer that finds the tail moved raises the snapshot of the
+ *     page after T (ringbuf__drop). All these stores are the writer's own
+ *     thread (relaxed); the reader reads N.drops after its S3 CAS: a raise it
+ *     does not see is reported with a later page, whose snapshot is higher
+ *     (late by a page, never lost, never counted twice: last_drops only grows).
+ *   - ringbuf_read_page stores the count after the page's data (RB_MISSED_
+ *     EVENTS | RB_MISSED_STORED), holding events back for the next page to
+ *     make room; a page whose first event leaves no room goes out unflagged
+ *     and the count stays pending for the next page with room (never a flag
+ *     without its count). ringbuf_read_page_ref lends no such page (EAGAIN).
+ *   - the iterator counts in events what writers pushed out beyond its
+ *     walk (see the iterator's notes in >>reader).
  *
  * PAGE EVENT COUNT (bpage.entries, the kernel's bpage->entries): +1 with one
  * non-LOCK instruction after each successful reservation CAS (C), -1 by a
@@ -1538,6 +1586,10 @@ extern int clock_gettime(int, struct timespec *);
  *                       reader (S2, off ring)
  *   page update count   owner (U1), reader (S2) iterator     release fence after U1 / acquire fence
  *     (write >> bits)                                       after the iterator's copy (seqlock)
+ *   bpage.drops         owner (U1-U2,     reader (after S3) relaxed, monotonic max; a raise the reader
+ *                       ringbuf__drop)                      misses shows with a later page
+ *   overrun             owner (H1)        reader (S2-S3),   relaxed; ordered by the link CASes [L]
+ *                                         iterator
  *   committing (entry)  owner [M2]        merged readers    relaxed, then [M2] (signal fence: the light
  *                                         [R1]/[R2]         side of the readers' membarrier) before the
  *                                                           clock read; see MERGED READERS
@@ -1829,6 +1881,19 @@ static void ringbuf__warn(struct ringbuf *rb, unsigned cpu, const char *what)
 	ringbuf__report(what, cpu);
 }
 
+/* A page's drop snapshot (bpage.drops): the CPU's drop total when the tail
+ * entered it, so the reader reports the drops counted before the page's first
+ * event with that event. Monotonic max, so a stale value written by an
+ * interrupted writer never overwrites a newer one. */
+static void ringbuf__raise_drops(struct ringbuf__bpage *bp, uint64_t drops)
+{
+	uint64_t seen = RINGBUF__LOAD(&bp->drops);
+	while (seen < drops &&
+	       !atomic_compare_exchange_weak_explicit(&bp->drops, &seen, drops, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
 /* U1-U3: move the tail from T to N (kernel rb_tail_page_update). */
 static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t t, uint32_t n)
 {
@@ -1836,7 +1901,6 @@ static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t
 	struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, n);
 	uint32_t tp = t;
 	uint64_t old, olde;
-	uint64_t drops, seen;
 
 	/* U1: make N.write and N.entries unique, so the resets below cannot undo
 	 * a nested writer's reservation on N. (A writer nesting between the two
@@ -1850,15 +1914,8 @@ static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t
 	if (RINGBUF__LOAD(&c->tail_page) != t)
 		return; /* a nested writer moved the tail already */
 
-	/* Loss position: drops counted so far happened before N's first event.
-	 * Monotonic max, so a stale value written by an interrupted writer never
-	 * overwrites a newer one. */
-	drops = ringbuf__drop_total(c);
-	seen = RINGBUF__LOAD(&nb->drops);
-	while (seen < drops &&
-	       !atomic_compare_exchange_weak_explicit(&nb->drops, &seen, drops, memory_order_relaxed,
-						      memory_order_relaxed))
-		;
+	/* Loss position: drops counted so far happened before N's first event. */
+	ringbuf__raise_drops(nb, ringbuf__drop_total(c));
 	/* Nothing is committed on N before the tail is on it; the reader does not
 	 * look at N before the commit page reaches it. */
 	atomic_store_explicit(&ringbuf__dp(rb, cpu, n)->commit, 0, memory_order_relaxed);
@@ -1958,11 +2015,38 @@ static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
 	return 0;
 }
 
+/* Count an event dropped at the full page T (counter: dropped_events or
+ * commit_overrun). The drop is decided (M2) before it is counted (M4): a
+ * nested writer cutting in between (a reader made room meanwhile) may move the
+ * tail off T and take the page's drop snapshot without this drop, which would
+ * then be reported one page late (with the page after the next tail move).
+ * After counting, if the tail left T, raise the snapshot of the page after T
+ * to the new total: the loss is reported before that page's first event, as
+ * it happened. Only nested writers (this thread) move the tail, so the relaxed
+ * loads see their stores; a reader that already took the page reports it with
+ * the next page whose snapshot is higher (late, never lost nor doubled). */
+static int ringbuf__drop(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c, uint32_t t,
+			 _Atomic(uint64_t) *counter)
+{
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_DROP_DECIDED);
+	RINGBUF__ADD(counter, 1); /* M4 */
+	RINGBUF__BARRIER();
+	if (RINGBUF__LOAD(&c->tail_page) != t)
+		ringbuf__raise_drops(ringbuf__bp(rb, cpu, ringbuf__next_idx(rb, cpu, t)),
+				     ringbuf__drop_total(c));
+	return RINGBUF_ENOSPC;
+}
+
 /* Move the tail off the full page T. Returns 0 (moved or somebody else did:
- * retry the reservation) or < 0 (the event is dropped; already counted). */
+ * retry the reservation) or < 0 (the event is dropped; already counted).
+ *   M1  load T.next (the link to N, with its flags)
+ *   M2  load the commit page (and, N being the head, the reader page), decide
+ *   M3  the commit on the reader page: re-load T.next, retry if it changed
+ *   M4  count the drop (ringbuf__drop), or push the head / move the tail */
 static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	struct ringbuf__bpage *tb = ringbuf__bp(rb, cpu, t);
 	uint64_t link;
 	uint32_t n, cp;
 	int r;
@@ -1970,14 +2054,15 @@ static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_MOVE_TAIL);
 	if (atomic_load_explicit(&c->tail_page, memory_order_acquire) != t)
 		return 0;
-	link = ringbuf__load_link(ringbuf__bp(rb, cpu, t));
+	link = ringbuf__load_link(tb); /* M1 */
 	n = ringbuf__link_idx(link);
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_MOVE_TAIL_NEXT);
+	/* M2. The commit page moves only with the outermost writer, which is
+	 * this writer or one it interrupted: it stands still while we run. */
 	cp = atomic_load_explicit(&c->commit_page, memory_order_relaxed);
-	if (n == cp) {
+	if (n == cp)
 		/* nested writers filled the whole ring before the outermost committed */
-		RINGBUF__ADD(&c->commit_overrun, 1);
-		return RINGBUF_ENOSPC;
-	}
+		return ringbuf__drop(rb, cpu, c, t, &c->commit_overrun);
 	if (link & RINGBUF__F_MASK) {
 		/* N is the head page: the ring is full. */
 		uint32_t rp = atomic_load_explicit(&c->reader_page, memory_order_acquire);
@@ -1989,13 +2074,26 @@ static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 			 * the reader page enter the head page here; in this design
 			 * the reader page's own link never carries a flag, so that
 			 * case cannot arise, and with the early publication it
-			 * would be wrong.) */
-			RINGBUF__ADD(&c->commit_overrun, 1);
-			return RINGBUF_ENOSPC;
+			 * would be wrong.)
+			 * M3: but T.next (M1) and the reader page (M2) are two
+			 * loads: between them the reader may have swapped N out
+			 * (changing T.next, the ring no longer full) and then
+			 * taken T, the commit page, itself. Then the ring has room
+			 * and the drop would be spurious. The acquire load of
+			 * reader_page read the store of that second swap (S2,
+			 * seq_cst), so the first swap's CAS on T.next happens
+			 * before the re-load below, which sees it (or later): a
+			 * T.next unchanged since M1 (the tag is bumped by every
+			 * CAS) means no swap took N in between, and the commit
+			 * was on the reader page while the ring was full. */
+#ifndef RINGBUF__VERIFY_OLD_MOVE_TAIL
+			if (ringbuf__load_link(tb) != link)
+				return 0;
+#endif
+			return ringbuf__drop(rb, cpu, c, t, &c->commit_overrun);
 		} else if (atomic_load_explicit(&rb->mode, memory_order_relaxed) !=
 			   RINGBUF_MODE_OVERWRITE) {
-			RINGBUF__ADD(&c->dropped_events, 1);
-			return RINGBUF_ENOSPC;
+			return ringbuf__drop(rb, cpu, c, t, &c->dropped_events);
 		} else {
 			r = ringbuf__push_head(rb, cpu, t, link);
 			if (r < 0)
@@ -3602,22 +3700,26 @@ again:
 	w = last.out;
 	{
 		unsigned long cm = w;
-		if (lost) {
-			cm |= RINGBUF__MISSED_EVENTS;
-			if (rb->bsize - w >= sizeof(unsigned long)) {
-				unsigned long n = (unsigned long)lost;
-				memcpy(odata + w, &n, sizeof n);
-				cm |= RINGBUF__MISSED_STORED;
-				w += (uint32_t)sizeof n;
-			}
+		if (lost && rb->bsize - w >= sizeof(unsigned long)) {
+			unsigned long n = (unsigned long)lost;
+			memcpy(odata + w, &n, sizeof n);
+			cm |= RINGBUF__MISSED_EVENTS | RINGBUF__MISSED_STORED;
+			w += (uint32_t)sizeof n;
+			lost = 0;
 		}
+		/* Else the page's first event fills it (no event can be held
+		 * back): the page goes out without RB_MISSED_EVENTS and the
+		 * count stays pending, stored with the next page that has room
+		 * (or given as rec.lost by the next consume). A flag without
+		 * its count would lose the count (kbuffer reports -1), and a
+		 * flag now plus the count later would report one loss twice. */
 		memcpy((char *)out + sizeof(uint64_t), &cm, sizeof cm);
 	}
 	memset(odata + w, 0, rb->page_size - RINGBUF__HDR_SIZE - w);
 	r = (int)last.out;
 	c->read = off; /* trailing padding is consumed with the events */
 	c->read_stamp = ts;
-	c->lost_pending = 0;
+	c->lost_pending = lost;
 	atomic_store_explicit(&c->read_events, RINGBUF__LOAD(&c->read_events) + last.events,
 			      memory_order_relaxed);
 out:
@@ -3844,17 +3946,33 @@ RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record
  * before the tail enters it and at S2 when the reader recycles it) is read
  * before and after the copy; if it moved, the page was reused meanwhile and
  * the copy is thrown away. The writer side of that pairing is the release
- * fence after U1. */
+ * fence after U1.
+ *
+ * Losses, in events. Pages leave the ring at the head, in ring order, pushed
+ * by writers (their events counted in overrun) or swapped out by a consumer
+ * (consumed: not a loss). The walk keeps a base: the overrun read when it
+ * entered the ring at the head (the head re-checked after the load, so the
+ * count covers no page of the walk), or when it (re)started on the reader
+ * page; and `passed`, the data events it walked on ring pages since. When its
+ * page was reused under it, or when it leaves the reader page for the head,
+ * the events it missed are those pushed out since the base beyond the ones it
+ * walked past: (overrun - base) - passed, counted in rec.lost and
+ * ringbuf_iter_dropped(). Exact without a consumer (every page that left the
+ * ring was pushed), 0 in producer/consumer mode (nothing is overwritten: a
+ * page consumed and reused is not a loss). With a consumer and overwrites
+ * together it is a lower bound: pages the consumer took after the iterator
+ * walked them are counted as passed but not in overrun. The iterator runs
+ * under the reader lock, so no swap happens during one call. */
 
 struct ringbuf__iter_cpu {
 	uint32_t page;      /* page being walked */
 	uint32_t off;       /* offset in its data[] */
 	uint64_t ts;        /* running time stamp at off */
-	uint64_t gen;  /* update count of page when we entered it */
-	uint64_t overrun;   /* overrun when we entered it */
+	uint64_t gen;       /* update count of page when we entered it */
+	uint64_t overrun;   /* base: overrun when the walk entered the ring (or the reader page) */
 	int state;          /* 0: (re)start at the consumer's position, 1: walking */
 	uint64_t lost;      /* to report with the next event */
-	uint64_t rp_overrun;/* overrun when we entered the reader page */
+	uint64_t passed;    /* data events walked on ring pages since the base */
 	uint64_t last_ts;   /* time stamp of the last event handed out */
 	uint64_t same_ts;   /* events handed out with that time stamp */
 	uint64_t skip_same; /* after a restart: events at last_ts still to skip */
@@ -3898,6 +4016,16 @@ static void ringbuf__copy_racy(unsigned char *dst, const unsigned char *src, siz
 		dst[i] = ((const volatile unsigned char *)src)[i];
 }
 
+/* Events pushed out since the base, beyond those the walk passed: missed. */
+static void ringbuf__iter_lost(struct ringbuf_iter *it, struct ringbuf__iter_cpu *ic, uint64_t ov)
+{
+	uint64_t pushed = ov - ic->overrun;
+	if (pushed > ic->passed) {
+		it->dropped += pushed - ic->passed;
+		ic->lost += pushed - ic->passed;
+	}
+}
+
 static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct ringbuf__iter_cpu *ic,
 				  struct ringbuf_record *rec)
 {
@@ -3914,7 +4042,7 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 		const unsigned char *data;
 		struct ringbuf__rec e;
 
-		if (ic->state == 0) {
+		if (ic->state <= 0) {
 			/* (re)start at the consumer's position; after a restart,
 			 * events already handed out are skipped by time stamp (per
 			 * CPU they never go backwards), so the walk never goes back */
@@ -3922,8 +4050,9 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			ic->off = c->read;
 			ic->ts = c->read_stamp;
 			ic->gen = ringbuf__page_gen(rb, cpu, rp);
-			ic->overrun = RINGBUF__LOAD(&c->overrun);
-			ic->rp_overrun = ic->overrun;
+			if (ic->state == 0) /* else the base was set where the loss was counted */
+				ic->overrun = RINGBUF__LOAD(&c->overrun);
+			ic->passed = 0;
 			ic->on_reader = true;
 			ic->restarted = ic->any;
 			ic->skip_same = ic->same_ts;
@@ -3931,15 +4060,15 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 		}
 		page = ic->page;
 		if (ringbuf__page_gen(rb, cpu, page) != ic->gen) {
-			/* reused under us: a ring page only by writers (the events
-			 * we had not read are lost, counted in overrun), the reader
-			 * page only by a consumer putting it back (consumed, not
-			 * lost) */
-			if (!ic->on_reader || RINGBUF__LOAD(&c->overrun) != ic->overrun) {
-				it->dropped++;
-				ic->lost = ic->lost ? ic->lost : 1;
-			}
-			ic->state = 0;
+			/* reused under us: pushed out by writers and rewritten, or
+			 * consumed and put back by a consumer. Count what was pushed
+			 * beyond our position (above), restart from the consumer's
+			 * position with that overrun as the new base: pages pushed
+			 * after this load are ahead of the reader page. */
+			uint64_t ov = RINGBUF__LOAD(&c->overrun);
+			ringbuf__iter_lost(it, ic, ov);
+			ic->overrun = ov;
+			ic->state = -1; /* restart, keeping the base */
 			continue;
 		}
 		if (page == rp && ic->off < c->read) { /* a consumer went past us */
@@ -3989,6 +4118,8 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			ic->off += e.len;
 			if (e.type != 0)
 				continue;
+			if (!ic->on_reader)
+				ic->passed++;
 			if (ic->restarted) {
 				if (ic->ts < ic->last_ts)
 					continue; /* handed out before the restart */
@@ -4044,16 +4175,17 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			 * was lost in between; the check at the top reports it */
 			if (ringbuf__page_gen(rb, cpu, page) != ic->gen)
 				continue;
-			if (page == rp && ov != ic->rp_overrun) {
+			if (page == rp) {
 				/* pages pushed out of the ring while we read the reader
-				 * page: events we will never see */
-				it->dropped++;
-				ic->lost += ov - ic->rp_overrun;
+				 * page (or walked a page a consumer then took): events we
+				 * will never see. The head is the new base. */
+				ringbuf__iter_lost(it, ic, ov);
+				ic->overrun = ov;
+				ic->passed = 0;
 			}
 			ic->page = next;
 			ic->off = 0;
 			ic->gen = ngen;
-			ic->overrun = ov;
 			ic->on_reader = false;
 			r = 0;
 		}
@@ -4406,7 +4538,7 @@ static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu)
 		struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
 		struct ringbuf__dpage *dp = ringbuf__dp(rb, cpu, i);
 		uint32_t next = i == n ? 0 : (i + 1) % n;
-		unsigned long w = RINGBUF__LOAD(&bp->write), e = RINGBUF__LOAD(&bp->entries);
+		uint64_t w = RINGBUF__LOAD(&bp->write), e = RINGBUF__LOAD(&bp->entries);
 		/* the ring 0..n-1 as created, page n-1 links to the head (page 0) */
 		RINGBUF__STORE(&bp->next, ringbuf__link_make(RINGBUF__LOAD(&bp->next), next,
 							    i == n - 1 ? RINGBUF__F_HEADER : 0));
