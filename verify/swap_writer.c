@@ -28,11 +28,12 @@
  *     writer sees the commit on the reader page (M2) and counts a
  *     commit_overrun though the ring has room.
  *
- * Runs (this 2-core machine, shared): RC11 overwrite NR=2 1229 executions
- * (20 blocked by -unroll: reader retry loops) ~30 s; IMM overwrite NR=1 (the
- * head push against one swap) 353 executions ~210 s; producer/consumer NW=2
- * NR=2 64 executions, RC11 4 s, IMM 63 s. OLD_PROTOCOL: the violation under
- * RC11 and SC in ~20 s (under IMM the NR=2 space is beyond 400 s).
+ * Runs (verify/run.sh on a shared 2-core machine): RC11 overwrite NR=2 1229
+ * executions (20 blocked by -unroll: reader retry loops while a push is
+ * half done) 35 s; IMM overwrite NR=1 (the head push against one swap) 353
+ * executions 270 s; producer/consumer NW=2 NR=2 64 executions, RC11 5 s,
+ * IMM 86 s. OLD_PROTOCOL: the violation under RC11 (66 s) and SC (56 s);
+ * under IMM the NR=2 space takes more than 400 s.
  *
  * Stubs: the clock is a counter (only the writer reads it); __linux__ is
  * undefined (no file backend, no membarrier syscall: the reset and wait paths
@@ -82,9 +83,7 @@
 #ifndef NR
 #define NR 2 /* consume calls by the reader thread */
 #endif
-#ifndef EVW
-#define EVW 10 /* payload words: 10, one event a page (5: two a page) */
-#endif
+#define EVW 10 /* payload words: 44-byte events, one a page */
 
 /* Whole 32-bit words where it can: the library moves event words (headers,
  * payloads of uint32_t here) with 4-byte memcpy; each is then written and
