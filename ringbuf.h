@@ -130,6 +130,8 @@
 #define ringbuf__reserve_refused     RINGBUF__NS(ringbuf__reserve_refused)
 #define ringbuf__reserve_slow        RINGBUF__NS(ringbuf__reserve_slow)
 #define ringbuf__set_testpoint_hook  RINGBUF__NS(ringbuf__set_testpoint_hook)
+#define ringbuf__set_reset_hook      RINGBUF__NS(ringbuf__set_reset_hook)
+#define ringbuf__set_membarrier_fail RINGBUF__NS(ringbuf__set_membarrier_fail)
 #define ringbuf__tctx                RINGBUF__NS(ringbuf__tctx)
 #define ringbuf__tctx_last           RINGBUF__NS(ringbuf__tctx_last)
 #define ringbuf__testpoint           RINGBUF__NS(ringbuf__testpoint)
