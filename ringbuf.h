@@ -676,7 +676,12 @@ enum ringbuf__tp {
 	RINGBUF__TP_COMMIT_END,     /* end_commit: before committing drops */
 	RINGBUF__TP_DISCARD_INVAL,  /* discard: before_stamp invalidated */
 	RINGBUF__TP_READER_S2,      /* reader swap: prepared, before the CAS */
-	RINGBUF__TP_COUNT
+	RINGBUF__TP_COUNT,
+	/* ringbuf_wait's steps: outside the count (sweeps over the write and
+	 * read steps above never reach them) */
+	RINGBUF__TP_WAIT_REGISTER = 64, /* before the waiter registers */
+	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
+	RINGBUF__TP_WAIT_SLEEP      /* nothing found, before it sleeps */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
@@ -3632,6 +3637,7 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 							      memory_order_relaxed, memory_order_relaxed))
 			;
 	}
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_REGISTER);
 	{
 		/* register: one more waiter */
 		uint32_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
@@ -3643,6 +3649,7 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 	for (;;) {
 		/* arm (again: a waker clears the bits), then look */
 		atomic_fetch_or_explicit(&rb->waiters, bit, memory_order_seq_cst);
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_ARMED);
 		seq = atomic_load_explicit(&rb->wait_seq, memory_order_acquire);
 		ringbuf__sys_membarrier(); /* pairs with [WAIT-W] */
 		if (ringbuf__ready(rb, cpu, pages)) {
@@ -3662,6 +3669,7 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 			if (rel.tv_sec < 0)
 				break; /* timed out */
 		}
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_SLEEP);
 #if defined(__linux__) && defined(SYS_futex)
 		(void)syscall(SYS_futex, (void *)&rb->wait_seq, rb->shared ? 0 : 0 | 128 /* FUTEX_WAIT */, seq,
 			      timeout_ms >= 0 ? &rel : NULL, NULL, 0);
