@@ -483,7 +483,7 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 
 #define RINGBUF__MAGIC 0x52425546u /* "RBUF" */
 #define RINGBUF__BYTE_ORDER 0x01020304u
-#define RINGBUF__LAYOUT_VERSION 2u
+#define RINGBUF__LAYOUT_VERSION 3u
 
 #define RINGBUF__TYPE_PADDING 29u
 #define RINGBUF__TYPE_TIME_EXTEND 30u
@@ -632,11 +632,13 @@ struct ringbuf {
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
 	_Atomic(int) mode;
 	/* waiting: read by every writer (one load at the outermost commit),
-	 * written only when a reader starts or stops waiting */
-	_Atomic(uint32_t) waiters;  /* count << 2 | RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL */
+	 * written only when a reader starts, re-arms or stops waiting, and by
+	 * the writer that wakes (see WAITING in >>design) */
+	_Atomic(uint64_t) waiters;  /* lowest watermark << 32 | count << 2 | WAIT_FULL | WAIT_DATA */
 	_Atomic(uint32_t) wait_seq; /* the futex word: bumped by each wake */
-	_Atomic(uint32_t) wait_pages; /* watermark, in dirty pages (lowest waiter's) */
 	_Atomic(uint32_t) wait_kick;  /* bumped by ringbuf_wake_waiters() */
+	_Atomic(uint32_t) wait_unreg; /* shared block: an opener could not register for
+				       * MEMBARRIER_CMD_GLOBAL_EXPEDITED */
 	_Atomic(uint64_t) unmapped;   /* mapped-mode writes dropped: no buffer */
 };
 
@@ -909,8 +911,12 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
 	return rb->clock(rb->clock_ctx);
 }
 
+/* rb->waiters: armed bits, waiter count, lowest watermark (0: none) */
 #define RINGBUF__WAIT_DATA 1u
 #define RINGBUF__WAIT_FULL 2u
+#define RINGBUF__WAIT_ONE 4u
+#define RINGBUF__WAIT_COUNT 0xfffffffcu
+#define RINGBUF__WAIT_MIN(w) ((uint32_t)((w) >> 32))
 #define RINGBUF__NO_TS UINT64_MAX
 
 /* Describe the reservation about to be tried in the slot of its depth. The
@@ -1084,7 +1090,7 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
  * reader waiting for data: yes. One waiting for a watermark of dirty pages:
  * only when this CPU's pages_touched moved since the last check (dirty pages
  * grow only then), so commits within a page pay two loads, not a walk. */
-RINGBUF__INLINE bool ringbuf__wake_due(struct ringbuf__cpu *c, uint32_t waiters)
+RINGBUF__INLINE bool ringbuf__wake_due(struct ringbuf__cpu *c, uint64_t waiters)
 {
 	if (RINGBUF__LIKELY(!(waiters & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL))))
 		return false;
@@ -1942,24 +1948,33 @@ static uint32_t ringbuf__dirty_pages(struct ringbuf__cpu *c)
 }
 
 /* FUTEX_WAKE, private (no page lookup in the kernel) unless the block is
- * shared with other processes; waiters use the same kind. */
+ * shared with other processes; waiters use the same kind. No time argument:
+ * SYS_futex where it exists, else SYS_futex_time64 (riscv32). */
 static void ringbuf__futex_wake(const struct ringbuf *rb, _Atomic(uint32_t) *word)
 {
 #if defined(__linux__) && defined(SYS_futex)
 	(void)syscall(SYS_futex, (void *)word, rb->shared ? 1 : 1 | 128, INT_MAX, NULL, NULL, 0);
+#elif defined(__linux__) && defined(SYS_futex_time64)
+	(void)syscall(SYS_futex_time64, (void *)word, rb->shared ? 1 : 1 | 128, INT_MAX, NULL, NULL, 0);
 #else
 	(void)rb;
 	(void)word;
 #endif
 }
 
-/* A reader waits: wake it if what it waits for is there. One wake per wait:
- * the waker clears the "armed" bits, so the commits that follow pay a load
- * and a test until a waiter that still finds nothing arms them again.
- * Async-signal-safe. */
+/* [WAIT-W2] A reader waits: wake every waiter if what the lowest watermark
+ * (or a data waiter) waits for is there. One wake per arming: the waker
+ * clears the armed bits (CAS acquire: it read the arming [WAIT-R2] of every
+ * waiter it wakes, so each one's [WAIT-R1] read of wait_seq happens before
+ * our bump, and its sleep returns), so the commits that follow pay a load and
+ * a test until a waiter that still finds nothing arms them again. The CAS is
+ * retried while the word changes under it (a waiter registering, re-arming or
+ * leaving): giving up there could leave an armed waiter unwoken. Lock-free;
+ * async-signal-safe. */
 static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
 {
-	uint32_t w = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
+	uint64_t w = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
+	uint32_t dirty = 0;
 	(void)cpu;
 	if (!(w & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL)))
 		return; /* nobody armed: a wake is already on its way */
@@ -1968,13 +1983,19 @@ static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf
 		 * before the count, so a page touched meanwhile is checked again */
 		RINGBUF__STORE(&c->wake_seen, RINGBUF__LOAD(&c->pages_touched));
 		RINGBUF__BARRIER();
-		if (ringbuf__dirty_pages(c) < atomic_load_explicit(&rb->wait_pages, memory_order_relaxed))
-			return;
 	}
-	if (!atomic_compare_exchange_strong_explicit(&rb->waiters, &w,
-						     w & ~(RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL),
-						     memory_order_relaxed, memory_order_relaxed))
-		return; /* another writer took the wake, or a waiter came or went */
+	dirty = ringbuf__dirty_pages(c);
+	for (;;) {
+		if (!(w & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL)))
+			return; /* another writer (or a leaving waiter) woke them */
+		/* FULL armed implies a watermark (set in the same CAS) */
+		if (!(w & RINGBUF__WAIT_DATA) && dirty < RINGBUF__WAIT_MIN(w))
+			return;
+		if (atomic_compare_exchange_strong_explicit(&rb->waiters, &w,
+							    w & ~(uint64_t)(RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL),
+							    memory_order_acquire, memory_order_relaxed))
+			break;
+	}
 	atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
 	ringbuf__futex_wake(rb, &rb->wait_seq);
 }
@@ -2646,6 +2667,7 @@ static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
  * state there (it claims anew under its own id). */
 static _Atomic(int) ringbuf__atfork_state;
 
+static void ringbuf__membarrier_register_shared(struct ringbuf *rb);
 static void ringbuf__atfork_child(void)
 {
 	unsigned i, cpu;
@@ -2657,6 +2679,9 @@ static void ringbuf__atfork_child(void)
 		if (!rb || atomic_load(&ringbuf__reg_gen[i]) != rb->gen)
 			continue;
 		if (rb->shared) {
+			/* a writer of the shared block now: ordered by waiters'
+			 * membarrier (the registration is the process's) */
+			ringbuf__membarrier_register_shared(rb);
 			for (k = 0; k < RINGBUF__TCTX; k++)
 				if (atomic_load(&ringbuf__tctx[k].gen) == rb->gen) {
 					atomic_store(&ringbuf__tctx[k].cur, 0);
@@ -3585,13 +3610,171 @@ RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it)
 }
 
 /* ---- waiting ---------------------------------------------------------------
- * The reader registers in rb->waiters, then membarrier() (the heavy side of an
- * asymmetric fence: every running thread of the process passes a full barrier)
- * and only then looks for data; a writer publishes its commit and then loads
- * rb->waiters [WAIT-W] with no fence of its own. Either the writer sees the
- * waiter and wakes it, or the waiter sees the commit: no lost wake-up. The
- * futex word is rb->wait_seq, read before the check, so a wake between the
- * check and the sleep makes the sleep return at once. */
+ * The steps [WAIT-R1..R6] and the writer's [WAIT-W] / [WAIT-W2], and why no
+ * wake-up is lost: WAITING in >>design. */
+
+/* Sleep slice when a wake may be missed (no membarrier, or a shared block
+ * whose writers are not all ordered by it): the waiter looks again this often. */
+#define RINGBUF__WAIT_SLICE_MS 10
+/* No futex at all: sleep this long between looks (there is no wake). */
+#define RINGBUF__WAIT_POLL_MS 1
+
+/* [WAIT-R2] Arm: set bit, lower the watermark to pages (if lower, or none),
+ * and count a new waiter (reg) -- one seq_cst CAS, so the count and the
+ * watermark can never be seen apart. */
+static void ringbuf__wait_arm(struct ringbuf *rb, uint32_t bit, uint32_t pages, bool reg)
+{
+	uint64_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed), nv;
+	do {
+		uint32_t min = RINGBUF__WAIT_MIN(cur);
+		nv = cur | bit;
+		if (reg)
+			nv += RINGBUF__WAIT_ONE;
+		if (pages && (min == 0 || min > pages))
+			nv = (nv & 0xffffffffu) | (uint64_t)pages << 32;
+	} while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, nv, memory_order_seq_cst,
+							memory_order_relaxed));
+}
+
+/* [WAIT-R6] Leave. The last waiter clears the word. One whose watermark is
+ * the lowest clears it (and FULL) and wakes the others, which re-arm with
+ * theirs [WAIT-R2]: the lowest watermark of those left is never lost, and
+ * never stays lower than theirs (which would wake them at every page). The
+ * CAS is acquire for the same reason as [WAIT-W2]'s. */
+static void ringbuf__wait_leave(struct ringbuf *rb, uint32_t pages)
+{
+	uint64_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed), nv;
+	bool wake;
+	do {
+		wake = false;
+		if ((cur & RINGBUF__WAIT_COUNT) <= RINGBUF__WAIT_ONE) {
+			nv = 0;
+		} else {
+			nv = cur - RINGBUF__WAIT_ONE;
+			if (pages && RINGBUF__WAIT_MIN(cur) == pages) {
+				nv &= RINGBUF__WAIT_COUNT | RINGBUF__WAIT_DATA;
+				wake = true;
+			}
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, nv, memory_order_acq_rel,
+							memory_order_relaxed));
+	if (wake) {
+		atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
+		ringbuf__futex_wake(rb, &rb->wait_seq);
+	}
+}
+
+/* [WAIT-R3] The heavy side of the asymmetric fence with [WAIT-W]: true when
+ * every thread that may be writing to rb has passed a full barrier between
+ * our call's start and its return (running ones by IPI, others by the
+ * context switch since they last ran), false when that cannot be had
+ * (membarrier missing, refused by seccomp, or a shared block with an
+ * unregistered opener): the caller then sleeps in slices. */
+static bool ringbuf__wait_fence(struct ringbuf *rb)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+#if defined(__linux__) && defined(SYS_membarrier)
+	if (rb->shared) {
+		/* MEMBARRIER_CMD_GLOBAL_EXPEDITED (2): every thread of every
+		 * process registered for it, which each opener of a shared
+		 * block does (ringbuf__membarrier_register_shared) */
+		if (!atomic_load_explicit(&rb->wait_unreg, memory_order_relaxed) &&
+		    syscall(SYS_membarrier, 2, 0, 0) == 0)
+			return true;
+	} else if (syscall(SYS_membarrier, 8 /* PRIVATE_EXPEDITED */, 0, 0) == 0) {
+		return true;
+	}
+	/* MEMBARRIER_CMD_GLOBAL (1): every thread of the system, slow (an RCU
+	 * grace period); refused with nohz_full */
+	return syscall(SYS_membarrier, 1, 0, 0) == 0;
+#else
+	(void)rb;
+	return false;
+#endif
+}
+
+/* Each process that opens a shared block registers for
+ * MEMBARRIER_CMD_GLOBAL_EXPEDITED, so that a waiter's [WAIT-R3] reaches its
+ * writers; one that cannot says so in the block (waiters then use slower
+ * commands or sleep in slices). */
+static void ringbuf__membarrier_register_shared(struct ringbuf *rb)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+	if (syscall(SYS_membarrier, 4 /* REGISTER_GLOBAL_EXPEDITED */, 0, 0) == 0)
+		return;
+#endif
+	atomic_store_explicit(&rb->wait_unreg, 1, memory_order_relaxed);
+}
+
+/* [WAIT-R5] FUTEX_WAIT on word while it holds val, at most *rel (NULL: no
+ * limit). The time argument's layout must be the kernel's: SYS_futex_time64
+ * (32-bit ABIs, Linux >= 5.1) takes 64-bit seconds and nanoseconds,
+ * SYS_futex there takes the old 32-bit (long) pair whatever time_t the
+ * program was built with; on 64-bit ABIs SYS_futex takes struct timespec.
+ * False when there is no futex call (the caller sleeps instead). */
+static bool ringbuf__futex_wait(const struct ringbuf *rb, _Atomic(uint32_t) *word, uint32_t val,
+				const struct timespec *rel)
+{
+#if defined(__linux__) && (defined(SYS_futex) || defined(SYS_futex_time64))
+	int op = rb->shared ? 0 : 0 | 128; /* FUTEX_WAIT(_PRIVATE) */
+#if defined(SYS_futex_time64)
+	{
+		struct {
+			int64_t tv_sec, tv_nsec;
+		} t64;
+		if (rel) {
+			t64.tv_sec = (int64_t)rel->tv_sec;
+			t64.tv_nsec = (int64_t)rel->tv_nsec;
+		}
+		if (syscall(SYS_futex_time64, (void *)word, op, val, rel ? &t64 : NULL, NULL, 0) == 0 ||
+		    errno != ENOSYS)
+			return true;
+		/* a kernel older than 5.1: the old call */
+	}
+#endif
+#if defined(SYS_futex)
+	{
+#if defined(SYS_futex_time64) || !(defined(__x86_64__) && defined(__ILP32__))
+		struct {
+			long tv_sec, tv_nsec;
+		} t;
+		if (rel) {
+			t.tv_sec = (long)rel->tv_sec;
+			if (sizeof(rel->tv_sec) > sizeof(long) && rel->tv_sec > (time_t)LONG_MAX)
+				t.tv_sec = LONG_MAX;
+			t.tv_nsec = (long)rel->tv_nsec;
+		}
+#else
+		struct timespec t; /* x32: the kernel's 64-bit layout */
+		if (rel)
+			t = *rel;
+#endif
+		(void)syscall(SYS_futex, (void *)word, op, val, rel ? &t : NULL, NULL, 0);
+	}
+#endif
+	return true;
+#else
+	(void)rb;
+	(void)word;
+	(void)val;
+	(void)rel;
+	return false;
+#endif
+}
+
+static void ringbuf__sleep_ms(unsigned ms)
+{
+	struct timespec ts;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)ms * 1000000L;
+#ifdef RINGBUF__HAVE_THRD_YIELD
+	(void)thrd_sleep(&ts, NULL);
+#elif defined(__linux__)
+	(void)nanosleep(&ts, NULL);
+#else
+	ringbuf__yield();
+#endif
+}
 
 static bool ringbuf__ready(struct ringbuf *rb, unsigned cpu, uint32_t pages)
 {
@@ -3611,6 +3794,7 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 {
 	uint32_t pages = 0, seq, bit, kick;
 	struct timespec deadline, now, rel = {0, 0};
+	bool reg = true, exact;
 	int ret = 0;
 	if (!rb || (cpu != RINGBUF_ALL_CPUS && cpu >= rb->ncpu) || full_pct < 0 || full_pct > 100)
 		return RINGBUF_EINVAL;
@@ -3629,30 +3813,19 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 			deadline.tv_nsec -= 1000000000L;
 		}
 	}
-	if (pages) {
-		/* the lowest watermark among waiters wins (wake early rather than late) */
-		uint32_t cur = atomic_load_explicit(&rb->wait_pages, memory_order_relaxed);
-		while ((cur == 0 || cur > pages) &&
-		       !atomic_compare_exchange_weak_explicit(&rb->wait_pages, &cur, pages,
-							      memory_order_relaxed, memory_order_relaxed))
-			;
-	}
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_REGISTER);
-	{
-		/* register: one more waiter */
-		uint32_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
-		while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, cur + 4,
-							      memory_order_seq_cst, memory_order_relaxed))
-			;
-	}
 	kick = atomic_load_explicit(&rb->wait_kick, memory_order_acquire);
 	for (;;) {
-		/* arm (again: a waker clears the bits), then look */
-		atomic_fetch_or_explicit(&rb->waiters, bit, memory_order_seq_cst);
-		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_ARMED);
+		/* [WAIT-R1] the futex word, before arming: a wake that follows
+		 * the arming bumps it after this read, so the sleep returns */
 		seq = atomic_load_explicit(&rb->wait_seq, memory_order_acquire);
-		ringbuf__sys_membarrier(); /* pairs with [WAIT-W] */
-		if (ringbuf__ready(rb, cpu, pages)) {
+		/* [WAIT-R2] register (first time) and arm (again: a waker
+		 * clears the bits, a leaving waiter the watermark) */
+		ringbuf__wait_arm(rb, bit, pages, reg);
+		reg = false;
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_ARMED);
+		exact = ringbuf__wait_fence(rb); /* [WAIT-R3] pairs with [WAIT-W] */
+		if (ringbuf__ready(rb, cpu, pages)) { /* [WAIT-R4] */
 			ret = 1;
 			break;
 		}
@@ -3669,24 +3842,18 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 			if (rel.tv_sec < 0)
 				break; /* timed out */
 		}
+		/* a wake may be missed without the fence: sleep in slices */
+		if (!exact && (timeout_ms < 0 || rel.tv_sec > 0 ||
+			       rel.tv_nsec > RINGBUF__WAIT_SLICE_MS * 1000000L)) {
+			rel.tv_sec = 0;
+			rel.tv_nsec = RINGBUF__WAIT_SLICE_MS * 1000000L;
+		}
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_SLEEP);
-#if defined(__linux__) && defined(SYS_futex)
-		(void)syscall(SYS_futex, (void *)&rb->wait_seq, rb->shared ? 0 : 0 | 128 /* FUTEX_WAIT */, seq,
-			      timeout_ms >= 0 ? &rel : NULL, NULL, 0);
-#else
-		ringbuf__yield();
-#endif
+		/* [WAIT-R5] */
+		if (!ringbuf__futex_wait(rb, &rb->wait_seq, seq, timeout_ms >= 0 || !exact ? &rel : NULL))
+			ringbuf__sleep_ms(RINGBUF__WAIT_POLL_MS);
 	}
-	{
-		/* unregister; the last one out clears the bits and the watermark */
-		uint32_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed), nv;
-		do {
-			nv = cur >= 8 ? cur - 4 : 0;
-		} while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, nv,
-								memory_order_relaxed, memory_order_relaxed));
-		if (nv == 0)
-			atomic_store_explicit(&rb->wait_pages, 0, memory_order_relaxed);
-	}
+	ringbuf__wait_leave(rb, pages); /* [WAIT-R6] */
 	return ret;
 }
 
@@ -4362,6 +4529,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	(*out)->mem = map;
 	(*out)->map_len = g.total;
 	(*out)->shared = 1;
+	ringbuf__membarrier_register_shared(*out);
 	return 0;
 }
 
@@ -4429,6 +4597,8 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
 		rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
+		if (rb->shared)
+			ringbuf__membarrier_register_shared(rb);
 		if ((flags & RINGBUF_OPEN_RECOVER) && (r = ringbuf_recover(rb)) < 0) {
 			munmap(map, (size_t)hdr.total_size);
 			return r;
