@@ -586,7 +586,7 @@ struct ringbuf__cpu {
 
 	/* -- reader state: reader (under reader_lock) -- */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) reader_page;
-	_Atomic(uintptr_t) reader_lock; /* 0 or the owning thread's token */
+	_Atomic(uint64_t) reader_lock;  /* 0 or the holder's id (ringbuf__reader_lock) */
 	uint32_t head_hint;             /* where to start looking for the head */
 	uint32_t read;                  /* consumed bytes of the reader page's data[] */
 	uint64_t read_stamp;            /* running time stamp at `read` */
@@ -596,7 +596,7 @@ struct ringbuf__cpu {
 	_Atomic(uint64_t) read_events;
 	_Atomic(uint64_t) pages_read;
 	_Atomic(uint32_t) corrupt;      /* set once by RINGBUF__WARN */
-	uint32_t pad_;
+	uint32_t index;                 /* this CPU's index: the reader lock finds rb from c */
 };
 
 struct ringbuf {
@@ -2784,29 +2784,223 @@ static void ringbuf__membarrier_register(void)
 
 
 
-/* A per-thread token (its address) identifies the reader lock's owner; initial
- * exec TLS needs no allocation, so it is safe in signal handlers. */
-#if defined(__GNUC__)
-static _Thread_local char ringbuf__thread_token __attribute__((tls_model("initial-exec")));
-#else
-static _Thread_local char ringbuf__thread_token;
+/* ---- the reader lock -------------------------------------------------------
+ * One word per CPU: 0, or the holder's id. A holder that died (a killed
+ * process sharing the block, a thread gone mid-call, a file whose lock word
+ * was left set, opened without RINGBUF_OPEN_RECOVER) is found out and its
+ * lock taken over; a live holder is waited for a bounded time.
+ *
+ * The id (Linux): tid (22 bits: Linux's PID_MAX_LIMIT) | pid namespace tag
+ * << 22 (10 bits of the namespace's inode, 0: unknown) | start time << 32
+ * (the thread's start time in clock ticks from /proc, low 32 bits, 0:
+ * unknown). (tid, start time) names one thread for good: a tid is reused
+ * only by a thread that started later. Read once per thread (initial-exec
+ * TLS, async-signal-safe calls: open/read/close).
+ *
+ * Taking it: CAS 0 -> id (acquire; the unlock's store is release). The same
+ * id already there: this thread holds it (a reader call in a signal handler
+ * that interrupted one): RINGBUF_EBUSY at once. Else RINGBUF__RL_YIELDS
+ * sched_yield()s, then RINGBUF__RL_SLEEPS sleeps of 1 ms, then RINGBUF_EBUSY
+ * (about half a second). After the yields, and every RINGBUF__RL_CHECK
+ * sleeps, the holder is judged: gone when its tid is not there (/proc, same
+ * pid namespace: /proc/<tid>/stat for a shared block, /proc/self/task/<tid>
+ * for a private one, whose holder can only be a thread of this process), is
+ * a zombie, or started at another time than the id says. A gone holder's id
+ * is replaced by ours with a CAS from that very id (so two judges cannot
+ * both take it), then ringbuf__repair_reader puts back a page swap it was
+ * cut in. Limits: a holder in another pid namespace (tag differs, or
+ * unknown on a shared block) is never judged (RINGBUF_EBUSY after the
+ * bound); without /proc a private block's holder is judged by tgkill(pid,
+ * tid, 0) alone (a reused tid looks alive) and a shared block's not at all;
+ * without Linux the id is a TLS address and nobody is judged. */
+#define RINGBUF__RL_YIELDS 64
+#define RINGBUF__RL_SLEEPS 500
+#define RINGBUF__RL_CHECK 16
+#define RINGBUF__RL_TID 0x3fffffu
+#define RINGBUF__RL_NS(w) ((uint32_t)((w) >> 22) & 0x3ffu)
+#ifdef RINGBUF_TESTING
+static _Atomic(uint64_t) ringbuf__rl_waits;     /* yields and sleeps waiting for the lock */
+static _Atomic(uint64_t) ringbuf__rl_takeovers; /* locks taken from a holder found gone */
 #endif
 
-/* Take cpu's reader lock. RINGBUF_EBUSY if this thread already holds it (a
- * signal handler interrupted a reader) or if the holder does not let go. */
+#if defined(__linux__) && defined(SYS_gettid)
+static RINGBUF__TLS uint64_t ringbuf__rl_me;
+static RINGBUF__TLS uint32_t ringbuf__rl_ns;
+
+/* "/proc/<a>/<b>/<c>/stat" with numbers, without snprintf (signal-safe). */
+static char *ringbuf__put_num(char *p, uint32_t v)
+{
+	char t[12];
+	int n = 0;
+	do
+		t[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		*p++ = t[--n];
+	return p;
+}
+
+/* Read a thread's state letter and start time from a /proc stat file.
+ * 0, or -1 with errno. */
+static int ringbuf__proc_stat(const char *path, char *state, uint64_t *start)
+{
+	char buf[1024];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), f;
+	const char *p, *end;
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0) {
+		errno = ESRCH; /* a thread exiting as we read */
+		return -1;
+	}
+	buf[n] = 0;
+	end = buf + n;
+	/* "tid (comm) S ppid ..." : comm may hold spaces and ')' */
+	for (p = end; p > buf && p[-1] != ')'; p--)
+		;
+	if (p == buf || p + 2 >= end)
+		return errno = EINVAL, -1;
+	*state = p[1];
+	/* field 3 is the state; the start time is field 22 */
+	for (p += 2, f = 3; f < 22 && p < end; p++)
+		if (*p == ' ')
+			f++;
+	if (f != 22 || *p < '0' || *p > '9')
+		return errno = EINVAL, -1;
+	for (*start = 0; *p >= '0' && *p <= '9'; p++)
+		*start = *start * 10 + (uint64_t)(*p - '0');
+	return 0;
+}
+
+/* The stat path of thread tid: of this process (private) or any (shared). */
+static void ringbuf__tid_path(char *buf, uint32_t tid, bool shared)
+{
+	static const char self[] = "/proc/self/task/";
+	char *p = buf;
+	memcpy(p, "/proc/", 6);
+	p += 6;
+	if (!shared) {
+		memcpy(buf, self, sizeof self - 1);
+		p = buf + sizeof self - 1;
+	}
+	p = ringbuf__put_num(p, tid);
+	memcpy(p, "/stat", 6);
+}
+
+static uint64_t ringbuf__rl_self(void)
+{
+	uint32_t tid = ringbuf__gettid();
+	if (RINGBUF__UNLIKELY((uint32_t)(ringbuf__rl_me & RINGBUF__RL_TID) != tid || !ringbuf__rl_me)) {
+		char path[48], st;
+		uint64_t start = 0;
+		struct stat ns;
+		uint32_t tag = 0, stamp = 0;
+		if (stat("/proc/self/ns/pid", &ns) == 0) {
+			uint64_t ino = (uint64_t)ns.st_ino;
+			tag = (uint32_t)(ino ^ (ino >> 10) ^ (ino >> 20) ^ (ino >> 30)) & 0x3ffu;
+			if (!tag)
+				tag = 1;
+		}
+		ringbuf__tid_path(path, tid, false);
+		if (ringbuf__proc_stat(path, &st, &start) == 0)
+			stamp = (uint32_t)start ? (uint32_t)start : 1;
+		ringbuf__rl_ns = tag;
+		ringbuf__rl_me = (uint64_t)stamp << 32 | (uint64_t)tag << 22 | (tid & RINGBUF__RL_TID);
+	}
+	return ringbuf__rl_me;
+}
+
+/* Is the holder named by id w gone for sure? (false: alive, or unknown) */
+static bool ringbuf__rl_gone(uint64_t w, bool shared)
+{
+	uint32_t tid = (uint32_t)w & RINGBUF__RL_TID, stamp = (uint32_t)(w >> 32);
+	char path[48], st;
+	uint64_t start;
+	int e = errno;
+	bool gone = false;
+	if (tid == 0)
+		return true; /* no thread has tid 0: not an id */
+	if (shared && (RINGBUF__RL_NS(w) != ringbuf__rl_ns || ringbuf__rl_ns == 0))
+		return false; /* another pid namespace: its tids are not ours */
+	ringbuf__tid_path(path, tid, shared);
+	if (ringbuf__proc_stat(path, &st, &start) == 0) {
+		gone = st == 'Z' || st == 'X' || (stamp && ((uint32_t)start ? (uint32_t)start : 1) != stamp);
+	} else if (errno == ENOENT || errno == ESRCH) {
+		struct stat self;
+		if (stat("/proc/self/stat", &self) == 0)
+			gone = true; /* /proc works: no such thread */
+		else if (!shared)
+			gone = syscall(SYS_tgkill, (long)syscall(SYS_getpid), (long)tid, 0) == -1 && errno == ESRCH;
+	}
+	errno = e;
+	return gone;
+}
+#else
+static _Thread_local char ringbuf__thread_token;
+static uint64_t ringbuf__rl_self(void)
+{
+	return (uint64_t)(uintptr_t)&ringbuf__thread_token;
+}
+static bool ringbuf__rl_gone(uint64_t w, bool shared)
+{
+	(void)w;
+	(void)shared;
+	return false;
+}
+#endif
+
+/* The buffer a CPU buffer belongs to (c->index, checked when a file is
+ * opened), or NULL if the block does not check out. */
+static struct ringbuf *ringbuf__cpu_rb(struct ringbuf__cpu *c)
+{
+	uint64_t off = (sizeof(struct ringbuf) + RINGBUF__CACHELINE - 1) & ~(uint64_t)(RINGBUF__CACHELINE - 1);
+	struct ringbuf *rb = (struct ringbuf *)(void *)((char *)(c - c->index) - off);
+	if (rb->magic != RINGBUF__MAGIC || rb->cpu_off != off || c->index >= rb->ncpu ||
+	    ringbuf__cpu(rb, c->index) != c)
+		return NULL;
+	return rb;
+}
+
+static void ringbuf__sleep_ms(unsigned ms);
+static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
+
+/* Take cpu's reader lock: 0, or RINGBUF_EBUSY if this thread already holds it
+ * (a signal handler interrupted a reader) or a live holder keeps it past the
+ * bound (see above). */
 static int ringbuf__reader_lock(struct ringbuf__cpu *c)
 {
-	uintptr_t me = (uintptr_t)&ringbuf__thread_token, cur = 0;
-	long spins = 0;
-	while (!atomic_compare_exchange_weak_explicit(&c->reader_lock, &cur, me, memory_order_acquire,
-						      memory_order_relaxed)) {
+	uint64_t me = ringbuf__rl_self(), cur = 0;
+	struct ringbuf *rb = NULL;
+	unsigned n = 0;
+	while (!atomic_compare_exchange_strong_explicit(&c->reader_lock, &cur, me, memory_order_acquire,
+							memory_order_relaxed)) {
 		if (cur == me)
 			return RINGBUF_EBUSY;
-		if (cur != 0) {
-			if (++spins > 2000000)
-				return RINGBUF_EBUSY;
-			ringbuf__yield();
+		if (n >= RINGBUF__RL_YIELDS && (n - RINGBUF__RL_YIELDS) % RINGBUF__RL_CHECK == 0 &&
+		    (rb || (rb = ringbuf__cpu_rb(c)) != NULL) && ringbuf__rl_gone(cur, rb->shared)) {
+			/* from that very id: a judge that came first, or the
+			 * holder's unlock, makes it fail */
+			if (atomic_compare_exchange_strong_explicit(&c->reader_lock, &cur, me,
+								    memory_order_acquire, memory_order_relaxed)) {
+#ifdef RINGBUF_TESTING
+				atomic_fetch_add_explicit(&ringbuf__rl_takeovers, 1, memory_order_relaxed);
+#endif
+				ringbuf__repair_reader(rb, c->index);
+				return 0;
+			}
 		}
+		if (++n > RINGBUF__RL_YIELDS + RINGBUF__RL_SLEEPS)
+			return RINGBUF_EBUSY;
+#ifdef RINGBUF_TESTING
+		atomic_fetch_add_explicit(&ringbuf__rl_waits, 1, memory_order_relaxed);
+#endif
+		if (n <= RINGBUF__RL_YIELDS)
+			ringbuf__yield();
+		else
+			ringbuf__sleep_ms(1);
 		cur = 0;
 	}
 	return 0;
@@ -3962,6 +4156,7 @@ static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu)
 	atomic_init(&c->tail_page, 0);
 	atomic_init(&c->commit_page, 0);
 	c->head_hint = 0;
+	c->index = cpu;
 	c->bp_off = (uint64_t)((char *)ringbuf__bp(rb, cpu, 0) - (char *)rb);
 	c->dp_off = (uint64_t)((char *)ringbuf__dp(rb, cpu, 0) - (char *)rb);
 }
@@ -4446,7 +4641,7 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 		unsigned char seen[1];
 		(void)seen;
 		rp = RINGBUF__LOAD(&c->reader_page);
-		if (c->bp_off != (uint64_t)((char *)ringbuf__bp(rb, cpu, 0) - (char *)rb) ||
+		if (c->index != cpu || c->bp_off != (uint64_t)((char *)ringbuf__bp(rb, cpu, 0) - (char *)rb) ||
 		    c->dp_off != (uint64_t)((char *)ringbuf__dp(rb, cpu, 0) - (char *)rb))
 			return RINGBUF_ECORRUPT;
 		if (rp > n || RINGBUF__LOAD(&c->tail_page) > n || RINGBUF__LOAD(&c->commit_page) > n ||
