@@ -1362,6 +1362,77 @@ extern int clock_gettime(int, struct timespec *);
  * The reader never reads past a page's commit, so it never sees a half-written
  * event or half-written padding (kernel bug a0fcaaed0c46 cannot happen).
  *
+ * READER LOCK (ringbuf__reader_lock): one word per CPU, 0 or the holder's id
+ * (tid, pid namespace tag, thread start time); bounded (64 yields, then 500
+ * sleeps of 1 ms: RINGBUF_EBUSY); a holder found gone (no such thread in
+ * /proc, a zombie, another start time) is replaced by a CAS from its very id
+ * and the swap it may have been cut in is repaired. Details and limits where
+ * it lives.
+ *
+ * WAITING (ringbuf_wait; the writer's side costs one relaxed load of
+ * rb->waiters per outermost commit while nobody waits). rb->waiters is one
+ * 64-bit word: lowest watermark (pages, 0: none) << 32 | waiter count << 2 |
+ * FULL | DATA (the armed bits: a data waiter, a watermark waiter). The futex
+ * word is rb->wait_seq, bumped (release) before each FUTEX_WAKE.
+ *
+ *   waiter, each pass                      writer, each outermost commit
+ *   R1 seq = wait_seq (acquire)            (page touched, event committed:
+ *   R2 CAS waiters: set bit, lower the      [W-commit] release)
+ *      watermark to ours, count +1 the     [WAIT-W] w = waiters (relaxed), no fence;
+ *      first time (seq_cst)                 armed and (DATA, or FULL and a new
+ *   R3 membarrier (ringbuf__wait_fence)     page touched): W2
+ *   R4 ready? -> leave (R6), return 1      W2 ringbuf__wake_check: dirty pages of
+ *   R5 FUTEX_WAIT(wait_seq, seq)              its CPU >= watermark (or DATA): CAS
+ *   R6 leave: CAS count -1; the last one      waiters clearing the armed bits
+ *      clears the word; one holding the       (acquire; retried while the word
+ *      lowest watermark clears it and FULL    changes), wait_seq++ (release),
+ *      (acq_rel) and, others left, bumps      FUTEX_WAKE
+ *      wait_seq and wakes them
+ *
+ * Why no wake-up is lost (C11; membarrier is the heavy side of an asymmetric
+ * fence: every thread that runs our process's code passes a full barrier
+ * while it runs -- an IPI, or the context switch of one not running -- so
+ * each writer behaves as if it had a seq_cst fence F somewhere, ordered
+ * between R3's entry and exit; the writers' code with F in any place, GenMC
+ * verify/wait_wake.c):
+ *   1. F between the writer's commit and its load of waiters: a plain
+ *      store-buffering pair of seq_cst fences. Either R4 reads the commit
+ *      (and the dirty-page count stored before it), or [WAIT-W] reads R2's
+ *      value or a later one. F elsewhere only gives more (R4 reads the commit,
+ *      or [WAIT-W] reads R2).
+ *   2. [WAIT-W] read R2 or later, armed: W2's CAS succeeds on a value that
+ *      follows R2 in waiters' modification order (every write to it is an
+ *      RMW, so it reads R2's release sequence: R2 synchronizes with it), so
+ *      R1 happens before W2's bump: R1 did not read it, and R5 returns (the
+ *      kernel compares wait_seq under the futex bucket lock; a wake that
+ *      follows the bump finds a queued waiter). The CAS fails only when the
+ *      word changed: it retries on the new value.
+ *   3. Not armed any more in what [WAIT-W] read (later than R2): someone
+ *      cleared the bits after R2 -- a writer (2. applies to it) or a leaving
+ *      waiter R6 (the same argument: its CAS is acquire, its bump follows).
+ *   4. The watermark read is never above ours while we are counted: R2
+ *      lowers it in the same CAS that arms; only R6 of a waiter holding the
+ *      lowest raises it (to none, clearing FULL), and that waiter then bumps
+ *      wait_seq, so we re-arm with ours (3.). Early wake-ups are allowed: the
+ *      waiter only returns after R4, else it goes round again.
+ *   5. wake_seen: a writer skips W2 while only FULL is armed and its CPU
+ *      touched no new page since its last W2; dirty pages only grow with a
+ *      touched page, and a waiter arming later sees the count itself (1.).
+ * Without a usable membarrier (ENOSYS, EPERM under seccomp, nohz_full for
+ * MEMBARRIER_CMD_GLOBAL) or on a shared block with an opener that could not
+ * register for MEMBARRIER_CMD_GLOBAL_EXPEDITED, 1. does not hold: the waiter
+ * sleeps at most RINGBUF__WAIT_SLICE_MS (10 ms) at a time and looks again,
+ * so a missed wake costs latency, never a hang. Shared blocks (file-backed,
+ * MAP_SHARED: writers in other processes) use MEMBARRIER_CMD_GLOBAL_EXPEDITED
+ * (every opener, and a fork child, registers); private ones
+ * MEMBARRIER_CMD_PRIVATE_EXPEDITED; MEMBARRIER_CMD_GLOBAL (slow) if those
+ * fail. A waiter killed while counted leaves its count (and watermark) in the
+ * word: later waiters get early wake-ups, never late ones. Futex: the
+ * waiting call takes a kernel timespec; where SYS_futex_time64 exists (32-bit
+ * ABIs, whatever time_t the program uses) it is used with a 64-bit pair, then
+ * SYS_futex with the old (long, long) pair on kernels before 5.1; without any
+ * futex call the waiter sleeps 1 ms at a time.
+ *
  * MEMORY ORDERS (the kernel's local_t becomes relaxed atomics, its barrier()
  * atomic_signal_fence; `owner` = the writing thread and its signal handlers):
  *
@@ -1384,6 +1455,10 @@ extern int clock_gettime(int, struct timespec *);
  *   owner word          any writer thread other writers     CAS acquire to take / store release
  *     (mapped modes)                                        to give back (G2 / G5)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
+ *   rb->waiters         waiters (R2, R6)  writers [WAIT-W]  CAS seq_cst / acq_rel; writer load relaxed +
+ *                       writers (W2)                        membarrier, CAS acquire (see WAITING)
+ *   rb->wait_seq        W2, R6, wake_waiters  waiters (R1)  fetch_add release / load acquire; futex word
+ *   reader_lock         readers           readers           CAS acquire to take / store release to drop
  *
  * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
  * the slot of its depth before the CAS that makes it (ringbuf__slot_publish:
