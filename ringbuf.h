@@ -2973,6 +2973,7 @@ static uint64_t ringbuf__rl_self(void)
 		uint64_t start = 0;
 		struct stat ns;
 		uint32_t tag = 0, stamp = 0;
+		int e = errno;
 		if (stat("/proc/self/ns/pid", &ns) == 0) {
 			uint64_t ino = (uint64_t)ns.st_ino;
 			tag = (uint32_t)(ino ^ (ino >> 10) ^ (ino >> 20) ^ (ino >> 30)) & 0x3ffu;
@@ -2984,6 +2985,7 @@ static uint64_t ringbuf__rl_self(void)
 			stamp = (uint32_t)start ? (uint32_t)start : 1;
 		ringbuf__rl_ns = tag;
 		ringbuf__rl_me = (uint64_t)stamp << 32 | (uint64_t)tag << 22 | (tid & RINGBUF__RL_TID);
+		errno = e;
 	}
 	return ringbuf__rl_me;
 }
