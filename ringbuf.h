@@ -402,8 +402,9 @@ RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it);
  * or, when full_pct > 0, until that many percent of its ring pages hold unread
  * data; at most timeout_ms milliseconds (< 0: no limit). Writers wake the
  * reader from any context, signal handlers included (a futex wake); when
- * nobody waits a writer pays one load. Returns 1 (ready), 0 (timed out) or
- * < 0. */
+ * nobody waits a writer pays one load. Where membarrier() is not available
+ * the reader looks again every 10 ms (a wake may be missed then). Returns 1
+ * (ready), 0 (timed out, or ringbuf_wake_waiters) or < 0. */
 RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int timeout_ms);
 /** Wake every waiter now (for example to make a reader thread quit). */
 RINGBUF_API void ringbuf_wake_waiters(struct ringbuf *rb);
