@@ -3017,7 +3017,7 @@ static bool ringbuf__rl_gone(uint64_t w, bool shared)
 	return gone;
 }
 #else
-static _Thread_local char ringbuf__thread_token;
+static RINGBUF__TLS char ringbuf__thread_token; /* its address: the id */
 static uint64_t ringbuf__rl_self(void)
 {
 	return (uint64_t)(uintptr_t)&ringbuf__thread_token;
@@ -3969,14 +3969,16 @@ static bool ringbuf__wait_fence(struct ringbuf *rb)
  * MEMBARRIER_CMD_GLOBAL_EXPEDITED, so that a waiter's [WAIT-R3] reaches its
  * writers; one that cannot says so in the block (waiters then use slower
  * commands or sleep in slices). */
+#if defined(__linux__) /* shared blocks are Linux-only */
 static void ringbuf__membarrier_register_shared(struct ringbuf *rb)
 {
-#if defined(__linux__) && defined(SYS_membarrier)
+#if defined(SYS_membarrier)
 	if (syscall(SYS_membarrier, 4 /* REGISTER_GLOBAL_EXPEDITED */, 0, 0) == 0)
 		return;
 #endif
 	atomic_store_explicit(&rb->wait_unreg, 1, memory_order_relaxed);
 }
+#endif
 
 /* [WAIT-R5] FUTEX_WAIT on word while it holds val, at most *rel (NULL: no
  * limit). The time argument's layout must be the kernel's: SYS_futex_time64
