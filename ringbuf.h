@@ -523,8 +523,9 @@ RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it);
  * or, when full_pct > 0, until that many percent of its ring pages hold unread
  * data; at most timeout_ms milliseconds (< 0: no limit). Writers wake the
  * reader from any context, signal handlers included (a futex wake); when
- * nobody waits a writer pays one load. Returns 1 (ready), 0 (timed out) or
- * < 0. */
+ * nobody waits a writer pays one load. Where membarrier() is not available
+ * the reader looks again every 10 ms (a wake may be missed then). Returns 1
+ * (ready), 0 (timed out, or ringbuf_wake_waiters) or < 0. */
 RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int timeout_ms);
 /** Wake every waiter now (for example to make a reader thread quit). */
 RINGBUF_API void ringbuf_wake_waiters(struct ringbuf *rb);
@@ -728,7 +729,7 @@ struct ringbuf__cpu {
 
 	/* -- reader state: reader (under reader_lock) -- */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) reader_page;
-	_Atomic(uintptr_t) reader_lock; /* 0 or the owning thread's token */
+	_Atomic(uint64_t) reader_lock;  /* 0 or the holder's id (ringbuf__reader_lock) */
 	uint32_t head_hint;             /* where to start looking for the head */
 	uint32_t read;                  /* consumed bytes of the reader page's data[] */
 	uint64_t read_stamp;            /* running time stamp at `read` */
@@ -738,7 +739,7 @@ struct ringbuf__cpu {
 	_Atomic(uint64_t) read_events;
 	_Atomic(uint64_t) pages_read;
 	_Atomic(uint32_t) corrupt;      /* set once by RINGBUF__WARN */
-	uint32_t pad_;
+	uint32_t index;                 /* this CPU's index: the reader lock finds rb from c */
 };
 
 struct ringbuf {
@@ -774,11 +775,13 @@ struct ringbuf {
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
 	_Atomic(int) mode;
 	/* waiting: read by every writer (one load at the outermost commit),
-	 * written only when a reader starts or stops waiting */
-	_Atomic(uint32_t) waiters;  /* count << 2 | RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL */
+	 * written only when a reader starts, re-arms or stops waiting, and by
+	 * the writer that wakes (see WAITING in >>design) */
+	_Atomic(uint64_t) waiters;  /* lowest watermark << 32 | count << 2 | WAIT_FULL | WAIT_DATA */
 	_Atomic(uint32_t) wait_seq; /* the futex word: bumped by each wake */
-	_Atomic(uint32_t) wait_pages; /* watermark, in dirty pages (lowest waiter's) */
 	_Atomic(uint32_t) wait_kick;  /* bumped by ringbuf_wake_waiters() */
+	_Atomic(uint32_t) wait_unreg; /* shared block: an opener could not register for
+				       * MEMBARRIER_CMD_GLOBAL_EXPEDITED */
 	_Atomic(uint64_t) unmapped;   /* mapped-mode writes dropped: no buffer */
 	_Atomic(uint32_t) owner_seq;  /* mapped modes: the last owner token drawn */
 	_Atomic(uint32_t) owner_flags;/* RINGBUF__OWNF_*: sticky */
@@ -826,8 +829,12 @@ enum ringbuf__tp {
 	RINGBUF__TP_COUNT,
 	/* outside the range the sweeps over write steps cover (a hook that
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT) */
-	RINGBUF__TP_MERGED_PEEKED = 100 /* merged readers: every CPU peeked, the
-					 * oldest head picked (cpu = the pick) */
+	RINGBUF__TP_MERGED_PEEKED = 100, /* merged readers: every CPU peeked, the
+					  * oldest head picked (cpu = the pick) */
+	/* ringbuf_wait's steps (outside the count as well) */
+	RINGBUF__TP_WAIT_REGISTER = 64, /* before the waiter registers */
+	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
+	RINGBUF__TP_WAIT_SLEEP      /* nothing found, before it sleeps */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
@@ -1055,8 +1062,12 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
 	return rb->clock(rb->clock_ctx);
 }
 
+/* rb->waiters: armed bits, waiter count, lowest watermark (0: none) */
 #define RINGBUF__WAIT_DATA 1u
 #define RINGBUF__WAIT_FULL 2u
+#define RINGBUF__WAIT_ONE 4u
+#define RINGBUF__WAIT_COUNT 0xfffffffcu
+#define RINGBUF__WAIT_MIN(w) ((uint32_t)((w) >> 32))
 #define RINGBUF__NO_TS UINT64_MAX
 
 /* Describe the reservation about to be tried in the slot of its depth. The
@@ -1249,7 +1260,7 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
  * reader waiting for data: yes. One waiting for a watermark of dirty pages:
  * only when this CPU's pages_touched moved since the last check (dirty pages
  * grow only then), so commits within a page pay two loads, not a walk. */
-RINGBUF__INLINE bool ringbuf__wake_due(struct ringbuf__cpu *c, uint32_t waiters)
+RINGBUF__INLINE bool ringbuf__wake_due(struct ringbuf__cpu *c, uint64_t waiters)
 {
 	if (RINGBUF__LIKELY(!(waiters & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL))))
 		return false;
@@ -1569,6 +1580,77 @@ extern int clock_gettime(int, struct timespec *);
  * The reader never reads past a page's commit, so it never sees a half-written
  * event or half-written padding (kernel bug a0fcaaed0c46 cannot happen).
  *
+ * READER LOCK (ringbuf__reader_lock): one word per CPU, 0 or the holder's id
+ * (tid, pid namespace tag, thread start time); bounded (64 yields, then 500
+ * sleeps of 1 ms: RINGBUF_EBUSY); a holder found gone (no such thread in
+ * /proc, a zombie, another start time) is replaced by a CAS from its very id
+ * and the swap it may have been cut in is repaired. Details and limits where
+ * it lives.
+ *
+ * WAITING (ringbuf_wait; the writer's side costs one relaxed load of
+ * rb->waiters per outermost commit while nobody waits). rb->waiters is one
+ * 64-bit word: lowest watermark (pages, 0: none) << 32 | waiter count << 2 |
+ * FULL | DATA (the armed bits: a data waiter, a watermark waiter). The futex
+ * word is rb->wait_seq, bumped (release) before each FUTEX_WAKE.
+ *
+ *   waiter, each pass                      writer, each outermost commit
+ *   R1 seq = wait_seq (acquire)            (page touched, event committed:
+ *   R2 CAS waiters: set bit, lower the      [W-commit] release)
+ *      watermark to ours, count +1 the     [WAIT-W] w = waiters (relaxed), no fence;
+ *      first time (seq_cst)                 armed and (DATA, or FULL and a new
+ *   R3 membarrier (ringbuf__wait_fence)     page touched): W2
+ *   R4 ready? -> leave (R6), return 1      W2 ringbuf__wake_check: dirty pages of
+ *   R5 FUTEX_WAIT(wait_seq, seq)              its CPU >= watermark (or DATA): CAS
+ *   R6 leave: CAS count -1; the last one      waiters clearing the armed bits
+ *      clears the word; one holding the       (acquire; retried while the word
+ *      lowest watermark clears it and FULL    changes), wait_seq++ (release),
+ *      (acq_rel) and, others left, bumps      FUTEX_WAKE
+ *      wait_seq and wakes them
+ *
+ * Why no wake-up is lost (C11; membarrier is the heavy side of an asymmetric
+ * fence: every thread that runs our process's code passes a full barrier
+ * while it runs -- an IPI, or the context switch of one not running -- so
+ * each writer behaves as if it had a seq_cst fence F somewhere, ordered
+ * between R3's entry and exit; the writers' code with F in any place, GenMC
+ * verify/wait_wake.c):
+ *   1. F between the writer's commit and its load of waiters: a plain
+ *      store-buffering pair of seq_cst fences. Either R4 reads the commit
+ *      (and the dirty-page count stored before it), or [WAIT-W] reads R2's
+ *      value or a later one. F elsewhere only gives more (R4 reads the commit,
+ *      or [WAIT-W] reads R2).
+ *   2. [WAIT-W] read R2 or later, armed: W2's CAS succeeds on a value that
+ *      follows R2 in waiters' modification order (every write to it is an
+ *      RMW, so it reads R2's release sequence: R2 synchronizes with it), so
+ *      R1 happens before W2's bump: R1 did not read it, and R5 returns (the
+ *      kernel compares wait_seq under the futex bucket lock; a wake that
+ *      follows the bump finds a queued waiter). The CAS fails only when the
+ *      word changed: it retries on the new value.
+ *   3. Not armed any more in what [WAIT-W] read (later than R2): someone
+ *      cleared the bits after R2 -- a writer (2. applies to it) or a leaving
+ *      waiter R6 (the same argument: its CAS is acquire, its bump follows).
+ *   4. The watermark read is never above ours while we are counted: R2
+ *      lowers it in the same CAS that arms; only R6 of a waiter holding the
+ *      lowest raises it (to none, clearing FULL), and that waiter then bumps
+ *      wait_seq, so we re-arm with ours (3.). Early wake-ups are allowed: the
+ *      waiter only returns after R4, else it goes round again.
+ *   5. wake_seen: a writer skips W2 while only FULL is armed and its CPU
+ *      touched no new page since its last W2; dirty pages only grow with a
+ *      touched page, and a waiter arming later sees the count itself (1.).
+ * Without a usable membarrier (ENOSYS, EPERM under seccomp, nohz_full for
+ * MEMBARRIER_CMD_GLOBAL) or on a shared block with an opener that could not
+ * register for MEMBARRIER_CMD_GLOBAL_EXPEDITED, 1. does not hold: the waiter
+ * sleeps at most RINGBUF__WAIT_SLICE_MS (10 ms) at a time and looks again,
+ * so a missed wake costs latency, never a hang. Shared blocks (file-backed,
+ * MAP_SHARED: writers in other processes) use MEMBARRIER_CMD_GLOBAL_EXPEDITED
+ * (every opener, and a fork child, registers); private ones
+ * MEMBARRIER_CMD_PRIVATE_EXPEDITED; MEMBARRIER_CMD_GLOBAL (slow) if those
+ * fail. A waiter killed while counted leaves its count (and watermark) in the
+ * word: later waiters get early wake-ups, never late ones. Futex: the
+ * waiting call takes a kernel timespec; where SYS_futex_time64 exists (32-bit
+ * ABIs, whatever time_t the program uses) it is used with a 64-bit pair, then
+ * SYS_futex with the old (long, long) pair on kernels before 5.1; without any
+ * futex call the waiter sleeps 1 ms at a time.
+ *
  * MEMORY ORDERS (the kernel's local_t becomes relaxed atomics, its barrier()
  * atomic_signal_fence; `owner` = the writing thread and its signal handlers):
  *
@@ -1603,6 +1685,10 @@ extern int clock_gettime(int, struct timespec *);
  *     (mapped modes)                                        to give back (G2 / G5); acquire load
  *                                                           to judge a dead owner (>>contexts)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
+ *   rb->waiters         waiters (R2, R6)  writers [WAIT-W]  CAS seq_cst / acq_rel; writer load relaxed +
+ *                       writers (W2)                        membarrier, CAS acquire (see WAITING)
+ *   rb->wait_seq        W2, R6, wake_waiters  waiters (R1)  fetch_add release / load acquire; futex word
+ *   reader_lock         readers           readers           CAS acquire to take / store release to drop
  *
  * MERGED READERS (ringbuf_consume_merged, the RINGBUF_ALL_CPUS iterator). Each
  * peeks every CPU and picks the oldest head, time stamp B. A CPU whose head was
@@ -2308,24 +2394,33 @@ static uint32_t ringbuf__dirty_pages(struct ringbuf__cpu *c)
 }
 
 /* FUTEX_WAKE, private (no page lookup in the kernel) unless the block is
- * shared with other processes; waiters use the same kind. */
+ * shared with other processes; waiters use the same kind. No time argument:
+ * SYS_futex where it exists, else SYS_futex_time64 (riscv32). */
 static void ringbuf__futex_wake(const struct ringbuf *rb, _Atomic(uint32_t) *word)
 {
 #if defined(__linux__) && defined(SYS_futex)
 	(void)syscall(SYS_futex, (void *)word, rb->shared ? 1 : 1 | 128, INT_MAX, NULL, NULL, 0);
+#elif defined(__linux__) && defined(SYS_futex_time64)
+	(void)syscall(SYS_futex_time64, (void *)word, rb->shared ? 1 : 1 | 128, INT_MAX, NULL, NULL, 0);
 #else
 	(void)rb;
 	(void)word;
 #endif
 }
 
-/* A reader waits: wake it if what it waits for is there. One wake per wait:
- * the waker clears the "armed" bits, so the commits that follow pay a load
- * and a test until a waiter that still finds nothing arms them again.
- * Async-signal-safe. */
+/* [WAIT-W2] A reader waits: wake every waiter if what the lowest watermark
+ * (or a data waiter) waits for is there. One wake per arming: the waker
+ * clears the armed bits (CAS acquire: it read the arming [WAIT-R2] of every
+ * waiter it wakes, so each one's [WAIT-R1] read of wait_seq happens before
+ * our bump, and its sleep returns), so the commits that follow pay a load and
+ * a test until a waiter that still finds nothing arms them again. The CAS is
+ * retried while the word changes under it (a waiter registering, re-arming or
+ * leaving): giving up there could leave an armed waiter unwoken. Lock-free;
+ * async-signal-safe. */
 static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
 {
-	uint32_t w = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
+	uint64_t w = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
+	uint32_t dirty = 0;
 	(void)cpu;
 	if (!(w & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL)))
 		return; /* nobody armed: a wake is already on its way */
@@ -2334,13 +2429,19 @@ static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf
 		 * before the count, so a page touched meanwhile is checked again */
 		RINGBUF__STORE(&c->wake_seen, RINGBUF__LOAD(&c->pages_touched));
 		RINGBUF__BARRIER();
-		if (ringbuf__dirty_pages(c) < atomic_load_explicit(&rb->wait_pages, memory_order_relaxed))
-			return;
 	}
-	if (!atomic_compare_exchange_strong_explicit(&rb->waiters, &w,
-						     w & ~(RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL),
-						     memory_order_relaxed, memory_order_relaxed))
-		return; /* another writer took the wake, or a waiter came or went */
+	dirty = ringbuf__dirty_pages(c);
+	for (;;) {
+		if (!(w & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL)))
+			return; /* another writer (or a leaving waiter) woke them */
+		/* FULL armed implies a watermark (set in the same CAS) */
+		if (!(w & RINGBUF__WAIT_DATA) && dirty < RINGBUF__WAIT_MIN(w))
+			return;
+		if (atomic_compare_exchange_strong_explicit(&rb->waiters, &w,
+							    w & ~(uint64_t)(RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL),
+							    memory_order_acquire, memory_order_relaxed))
+			break;
+	}
 	atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
 	ringbuf__futex_wake(rb, &rb->wait_seq);
 }
@@ -3145,6 +3246,7 @@ static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu);
  * state there (it claims anew under its own id). */
 static _Atomic(int) ringbuf__atfork_state;
 
+static void ringbuf__membarrier_register_shared(struct ringbuf *rb);
 static void ringbuf__atfork_child(void)
 {
 	unsigned i, cpu;
@@ -3158,6 +3260,9 @@ static void ringbuf__atfork_child(void)
 		if (!rb || atomic_load(&r->gen[i]) != rb->gen)
 			continue;
 		if (rb->shared) {
+			/* a writer of the shared block now: ordered by waiters'
+			 * membarrier (the registration is the process's) */
+			ringbuf__membarrier_register_shared(rb);
 			for (k = 0; k < RINGBUF__TCTX; k++)
 				if (atomic_load(&ringbuf__tctx[k].gen) == rb->gen) {
 					atomic_store(&ringbuf__tctx[k].cur, 0);
@@ -3262,21 +3367,6 @@ RINGBUF_API uint64_t ringbuf_time_stamp(const struct ringbuf *rb)
 
 /* ==== >>reader ========================================================== */
 
-/* A store->load barrier on every thread of the process (membarrier), so a
- * writer that entered before our disable store is seen in `committing`. */
-static void ringbuf__sys_membarrier(void)
-{
-#if defined(__linux__) && defined(SYS_membarrier)
-	/* MEMBARRIER_CMD_PRIVATE_EXPEDITED (8) needs the registration done at
-	 * init; MEMBARRIER_CMD_GLOBAL (1) is the slower fallback. */
-	if (syscall(SYS_membarrier, 8, 0, 0) == 0)
-		return;
-	if (syscall(SYS_membarrier, 1, 0, 0) == 0)
-		return;
-#endif
-	atomic_thread_fence(memory_order_seq_cst);
-}
-
 static void ringbuf__membarrier_register(void)
 {
 #if defined(__linux__) && defined(SYS_membarrier)
@@ -3293,65 +3383,278 @@ RINGBUF_API void ringbuf__set_membarrier_fail(int fail)
 }
 #endif
 
-/* [RESET-MB] The barrier ringbuf_reset_cpu relies on (see >>control): a full
- * fence executed, during the call, by every thread that may write to rb. A
- * private block: the process's threads (PRIVATE_EXPEDITED, registered on
- * first use; else GLOBAL). A shared file block (rb->shared): writers may run
- * in other processes, which only MEMBARRIER_CMD_GLOBAL reaches. No fallback:
- * a fence on this side alone orders nothing for the writers, so without the
- * system call the reset refuses (RINGBUF_ESYS, errno from the call). */
-static int ringbuf__reset_barrier(const struct ringbuf *rb)
+/* [BARRIER] The heavy side of every asymmetric fence in this file (the
+ * merged readers' [R1], the waiters' [WAIT-R3], reset's R3/R6; the writers'
+ * side is a compiler barrier): true when every thread that may write to rb
+ * executed a full barrier between the call's start and its return (running
+ * threads by IPI, the others by the context switch since they last ran), false
+ * when that cannot be had (no membarrier, refused by seccomp, nohz_full CPUs
+ * for GLOBAL, a shared block that an opener could not register for), errno
+ * from the last call.
+ *   private block: MEMBARRIER_CMD_PRIVATE_EXPEDITED, this process's threads
+ *     (registered at init; here for a block opened, not created)
+ *   shared file block: MEMBARRIER_CMD_GLOBAL_EXPEDITED, every process
+ *     registered for it: each one that creates or opens a shared block
+ *     registers (a fork child again), one that cannot sets rb->wait_unreg
+ *   else MEMBARRIER_CMD_GLOBAL: every thread of the system (an RCU grace
+ *     period: slow) */
+static bool ringbuf__writers_barrier(struct ringbuf *rb)
 {
 #ifdef RINGBUF_TESTING
 	if (atomic_load(&ringbuf__test_no_membarrier)) {
 		errno = ENOSYS;
-		return RINGBUF_ESYS;
+		return false;
 	}
 #endif
 #if defined(__linux__) && defined(SYS_membarrier)
-	if (!rb->shared) {
+	if (rb->shared) {
+		if (!atomic_load_explicit(&rb->wait_unreg, memory_order_relaxed) &&
+		    syscall(SYS_membarrier, 2 /* GLOBAL_EXPEDITED */, 0, 0) == 0)
+			return true;
+	} else {
 		if (syscall(SYS_membarrier, 8 /* PRIVATE_EXPEDITED */, 0, 0) == 0)
-			return 0;
-		if (errno == EPERM) { /* not registered yet (a block opened, not created) */
-			ringbuf__membarrier_register();
-			if (syscall(SYS_membarrier, 8, 0, 0) == 0)
-				return 0;
-		}
+			return true;
+		if (errno == EPERM && /* not registered yet (a block opened, not created) */
+		    syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0) == 0 &&
+		    syscall(SYS_membarrier, 8, 0, 0) == 0)
+			return true;
 	}
-	if (syscall(SYS_membarrier, 1 /* GLOBAL */, 0, 0) == 0)
-		return 0;
-	return RINGBUF_ESYS;
+	return syscall(SYS_membarrier, 1 /* GLOBAL */, 0, 0) == 0;
 #else
 	(void)rb;
-	return RINGBUF_ESYS; /* no asymmetric barrier on this system */
+	return false;
 #endif
+}
+
+/* [RESET-MB] ringbuf_reset_cpu's barrier: no fallback, a fence on this side
+ * alone orders nothing for the writers, so without [BARRIER] the reset
+ * refuses (RINGBUF_ESYS, errno from the call). */
+static int ringbuf__reset_barrier(struct ringbuf *rb)
+{
+	return ringbuf__writers_barrier(rb) ? 0 : RINGBUF_ESYS;
 }
 
 
 
-/* A per-thread token (its address) identifies the reader lock's owner; initial
- * exec TLS needs no allocation, so it is safe in signal handlers. */
-#if defined(__GNUC__)
-static _Thread_local char ringbuf__thread_token __attribute__((tls_model("initial-exec")));
-#else
-static _Thread_local char ringbuf__thread_token;
+/* ---- the reader lock -------------------------------------------------------
+ * One word per CPU: 0, or the holder's id. A holder that died (a killed
+ * process sharing the block, a thread gone mid-call, a file whose lock word
+ * was left set, opened without RINGBUF_OPEN_RECOVER) is found out and its
+ * lock taken over; a live holder is waited for a bounded time.
+ *
+ * The id (Linux): tid (22 bits: Linux's PID_MAX_LIMIT) | pid namespace tag
+ * << 22 (10 bits of the namespace's inode, 0: unknown) | start time << 32
+ * (the thread's start time in clock ticks from /proc, low 32 bits, 0:
+ * unknown). (tid, start time) names one thread for good: a tid is reused
+ * only by a thread that started later. Read once per thread (initial-exec
+ * TLS, async-signal-safe calls: open/read/close).
+ *
+ * Taking it: CAS 0 -> id (acquire; the unlock's store is release). The same
+ * id already there: this thread holds it (a reader call in a signal handler
+ * that interrupted one): RINGBUF_EBUSY at once. Else RINGBUF__RL_YIELDS
+ * sched_yield()s, then RINGBUF__RL_SLEEPS sleeps of 1 ms, then RINGBUF_EBUSY
+ * (about half a second). After the yields, and every RINGBUF__RL_CHECK
+ * sleeps, the holder is judged: gone when its tid is not there (/proc, same
+ * pid namespace: /proc/<tid>/stat for a shared block, /proc/self/task/<tid>
+ * for a private one, whose holder can only be a thread of this process), is
+ * a zombie, or started at another time than the id says. A gone holder's id
+ * is replaced by ours with a CAS from that very id (so two judges cannot
+ * both take it), then ringbuf__repair_reader puts back a page swap it was
+ * cut in. Limits: a holder in another pid namespace (tag differs, or
+ * unknown on a shared block) is never judged (RINGBUF_EBUSY after the
+ * bound); without /proc a private block's holder is judged by tgkill(pid,
+ * tid, 0) alone (a reused tid looks alive) and a shared block's not at all;
+ * without Linux the id is a TLS address and nobody is judged. */
+#define RINGBUF__RL_YIELDS 64
+#define RINGBUF__RL_SLEEPS 500
+#define RINGBUF__RL_CHECK 16
+#define RINGBUF__RL_TID 0x3fffffu
+#define RINGBUF__RL_NS(w) ((uint32_t)((w) >> 22) & 0x3ffu)
+#ifdef RINGBUF_TESTING
+static _Atomic(uint64_t) ringbuf__rl_waits;     /* yields and sleeps waiting for the lock */
+static _Atomic(uint64_t) ringbuf__rl_takeovers; /* locks taken from a holder found gone */
 #endif
 
-/* Take cpu's reader lock. RINGBUF_EBUSY if this thread already holds it (a
- * signal handler interrupted a reader) or if the holder does not let go. */
+#if defined(__linux__) && defined(SYS_gettid)
+static RINGBUF__TLS uint64_t ringbuf__rl_me;
+static RINGBUF__TLS uint32_t ringbuf__rl_ns;
+
+/* "/proc/<a>/<b>/<c>/stat" with numbers, without snprintf (signal-safe). */
+static char *ringbuf__put_num(char *p, uint32_t v)
+{
+	char t[12];
+	int n = 0;
+	do
+		t[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n)
+		*p++ = t[--n];
+	return p;
+}
+
+/* Read a thread's state letter and start time from a /proc stat file.
+ * 0, or -1 with errno. */
+static int ringbuf__proc_stat(const char *path, char *state, uint64_t *start)
+{
+	char buf[1024];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), f;
+	const char *p, *end;
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0) {
+		errno = ESRCH; /* a thread exiting as we read */
+		return -1;
+	}
+	buf[n] = 0;
+	end = buf + n;
+	/* "tid (comm) S ppid ..." : comm may hold spaces and ')' */
+	for (p = end; p > buf && p[-1] != ')'; p--)
+		;
+	if (p == buf || p + 2 >= end)
+		return errno = EINVAL, -1;
+	*state = p[1];
+	/* field 3 is the state; the start time is field 22 */
+	for (p += 2, f = 3; f < 22 && p < end; p++)
+		if (*p == ' ')
+			f++;
+	if (f != 22 || *p < '0' || *p > '9')
+		return errno = EINVAL, -1;
+	for (*start = 0; *p >= '0' && *p <= '9'; p++)
+		*start = *start * 10 + (uint64_t)(*p - '0');
+	return 0;
+}
+
+/* The stat path of thread tid: of this process (private) or any (shared). */
+static void ringbuf__tid_path(char *buf, uint32_t tid, bool shared)
+{
+	static const char self[] = "/proc/self/task/";
+	char *p = buf;
+	memcpy(p, "/proc/", 6);
+	p += 6;
+	if (!shared) {
+		memcpy(buf, self, sizeof self - 1);
+		p = buf + sizeof self - 1;
+	}
+	p = ringbuf__put_num(p, tid);
+	memcpy(p, "/stat", 6);
+}
+
+static uint64_t ringbuf__rl_self(void)
+{
+	uint32_t tid = ringbuf__gettid();
+	if (RINGBUF__UNLIKELY((uint32_t)(ringbuf__rl_me & RINGBUF__RL_TID) != tid || !ringbuf__rl_me)) {
+		char path[48], st;
+		uint64_t start = 0;
+		struct stat ns;
+		uint32_t tag = 0, stamp = 0;
+		int e = errno;
+		if (stat("/proc/self/ns/pid", &ns) == 0) {
+			uint64_t ino = (uint64_t)ns.st_ino;
+			tag = (uint32_t)(ino ^ (ino >> 10) ^ (ino >> 20) ^ (ino >> 30)) & 0x3ffu;
+			if (!tag)
+				tag = 1;
+		}
+		ringbuf__tid_path(path, tid, false);
+		if (ringbuf__proc_stat(path, &st, &start) == 0)
+			stamp = (uint32_t)start ? (uint32_t)start : 1;
+		ringbuf__rl_ns = tag;
+		ringbuf__rl_me = (uint64_t)stamp << 32 | (uint64_t)tag << 22 | (tid & RINGBUF__RL_TID);
+		errno = e;
+	}
+	return ringbuf__rl_me;
+}
+
+/* Is the holder named by id w gone for sure? (false: alive, or unknown) */
+static bool ringbuf__rl_gone(uint64_t w, bool shared)
+{
+	uint32_t tid = (uint32_t)w & RINGBUF__RL_TID, stamp = (uint32_t)(w >> 32);
+	char path[48], st;
+	uint64_t start;
+	int e = errno;
+	bool gone = false;
+	if (tid == 0)
+		return true; /* no thread has tid 0: not an id */
+	if (shared && (RINGBUF__RL_NS(w) != ringbuf__rl_ns || ringbuf__rl_ns == 0))
+		return false; /* another pid namespace: its tids are not ours */
+	ringbuf__tid_path(path, tid, shared);
+	if (ringbuf__proc_stat(path, &st, &start) == 0) {
+		gone = st == 'Z' || st == 'X' || (stamp && ((uint32_t)start ? (uint32_t)start : 1) != stamp);
+	} else if (errno == ENOENT || errno == ESRCH) {
+		struct stat self;
+		if (stat("/proc/self/stat", &self) == 0)
+			gone = true; /* /proc works: no such thread */
+		else if (!shared)
+			gone = syscall(SYS_tgkill, (long)syscall(SYS_getpid), (long)tid, 0) == -1 && errno == ESRCH;
+	}
+	errno = e;
+	return gone;
+}
+#else
+static RINGBUF__TLS char ringbuf__thread_token; /* its address: the id */
+static uint64_t ringbuf__rl_self(void)
+{
+	return (uint64_t)(uintptr_t)&ringbuf__thread_token;
+}
+static bool ringbuf__rl_gone(uint64_t w, bool shared)
+{
+	(void)w;
+	(void)shared;
+	return false;
+}
+#endif
+
+/* The buffer a CPU buffer belongs to (c->index, checked when a file is
+ * opened), or NULL if the block does not check out. */
+static struct ringbuf *ringbuf__cpu_rb(struct ringbuf__cpu *c)
+{
+	uint64_t off = (sizeof(struct ringbuf) + RINGBUF__CACHELINE - 1) & ~(uint64_t)(RINGBUF__CACHELINE - 1);
+	struct ringbuf *rb = (struct ringbuf *)(void *)((char *)(c - c->index) - off);
+	if (rb->magic != RINGBUF__MAGIC || rb->cpu_off != off || c->index >= rb->ncpu ||
+	    ringbuf__cpu(rb, c->index) != c)
+		return NULL;
+	return rb;
+}
+
+static void ringbuf__sleep_ms(unsigned ms);
+static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
+
+/* Take cpu's reader lock: 0, or RINGBUF_EBUSY if this thread already holds it
+ * (a signal handler interrupted a reader) or a live holder keeps it past the
+ * bound (see above). */
 static int ringbuf__reader_lock(struct ringbuf__cpu *c)
 {
-	uintptr_t me = (uintptr_t)&ringbuf__thread_token, cur = 0;
-	long spins = 0;
-	while (!atomic_compare_exchange_weak_explicit(&c->reader_lock, &cur, me, memory_order_acquire,
-						      memory_order_relaxed)) {
+	uint64_t me = ringbuf__rl_self(), cur = 0;
+	struct ringbuf *rb = NULL;
+	unsigned n = 0;
+	while (!atomic_compare_exchange_strong_explicit(&c->reader_lock, &cur, me, memory_order_acquire,
+							memory_order_relaxed)) {
 		if (cur == me)
 			return RINGBUF_EBUSY;
-		if (cur != 0) {
-			if (++spins > 2000000)
-				return RINGBUF_EBUSY;
-			ringbuf__yield();
+		if (n >= RINGBUF__RL_YIELDS && (n - RINGBUF__RL_YIELDS) % RINGBUF__RL_CHECK == 0 &&
+		    (rb || (rb = ringbuf__cpu_rb(c)) != NULL) && ringbuf__rl_gone(cur, rb->shared)) {
+			/* from that very id: a judge that came first, or the
+			 * holder's unlock, makes it fail */
+			if (atomic_compare_exchange_strong_explicit(&c->reader_lock, &cur, me,
+								    memory_order_acquire, memory_order_relaxed)) {
+#ifdef RINGBUF_TESTING
+				atomic_fetch_add_explicit(&ringbuf__rl_takeovers, 1, memory_order_relaxed);
+#endif
+				ringbuf__repair_reader(rb, c->index);
+				return 0;
+			}
 		}
+		if (++n > RINGBUF__RL_YIELDS + RINGBUF__RL_SLEEPS)
+			return RINGBUF_EBUSY;
+#ifdef RINGBUF_TESTING
+		atomic_fetch_add_explicit(&ringbuf__rl_waits, 1, memory_order_relaxed);
+#endif
+		if (n <= RINGBUF__RL_YIELDS)
+			ringbuf__yield();
+		else
+			ringbuf__sleep_ms(1);
 		cur = 0;
 	}
 	return 0;
@@ -3818,38 +4121,14 @@ RINGBUF_API bool ringbuf_empty_cpu(struct ringbuf *rb, unsigned cpu)
  * older event (RINGBUF_EAGAIN); else the entries before it are visible;
  * [R3] look at the CPU again: an older head now is the new pick. */
 
-/* [R1] The heavy side of an asymmetric fence: every thread that writes the
- * block passes a full barrier. A private block: this process's threads
- * (PRIVATE_EXPEDITED, registered at init). A block shared with other
- * processes: every process that registered GLOBAL_EXPEDITED (each one that
- * creates or opens a block for writing does). Else the slow MEMBARRIER_CMD_GLOBAL.
- * False when none is available (then only this thread's fence). */
-static bool ringbuf__merged_membarrier(const struct ringbuf *rb)
+/* [R1] The heavy side of the fence with [M2] ([BARRIER]); false when none
+ * is available: then only this thread's fence. */
+static bool ringbuf__merged_membarrier(struct ringbuf *rb)
 {
-#if defined(__linux__) && defined(SYS_membarrier)
-	if (syscall(SYS_membarrier, rb->shared ? 2 /* GLOBAL_EXPEDITED */ : 8 /* PRIVATE_EXPEDITED */,
-		    0, 0) == 0)
+	if (ringbuf__writers_barrier(rb))
 		return true;
-	/* a block opened read-only: this process may not have registered */
-	if (!rb->shared && syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0) == 0 &&
-	    syscall(SYS_membarrier, 8, 0, 0) == 0)
-		return true;
-	if (syscall(SYS_membarrier, 1 /* GLOBAL */, 0, 0) == 0)
-		return true;
-#else
-	(void)rb;
-#endif
 	atomic_thread_fence(memory_order_seq_cst);
 	return false;
-}
-
-/* A process that writes a block other processes read: their merged readers'
- * GLOBAL_EXPEDITED membarrier must reach its threads. */
-static inline void ringbuf__membarrier_register_shared(void)
-{
-#if defined(__linux__) && defined(SYS_membarrier)
-	(void)syscall(SYS_membarrier, 4 /* REGISTER_GLOBAL_EXPEDITED */, 0, 0);
-#endif
 }
 
 /* [R1] After this, every writer whose clock read returned less than b shows
@@ -4303,13 +4582,152 @@ RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it)
 }
 
 /* ---- waiting ---------------------------------------------------------------
- * The reader registers in rb->waiters, then membarrier() (the heavy side of an
- * asymmetric fence: every running thread of the process passes a full barrier)
- * and only then looks for data; a writer publishes its commit and then loads
- * rb->waiters [WAIT-W] with no fence of its own. Either the writer sees the
- * waiter and wakes it, or the waiter sees the commit: no lost wake-up. The
- * futex word is rb->wait_seq, read before the check, so a wake between the
- * check and the sleep makes the sleep return at once. */
+ * The steps [WAIT-R1..R6] and the writer's [WAIT-W] / [WAIT-W2], and why no
+ * wake-up is lost: WAITING in >>design. */
+
+/* Sleep slice when a wake may be missed (no membarrier, or a shared block
+ * whose writers are not all ordered by it): the waiter looks again this often. */
+#define RINGBUF__WAIT_SLICE_MS 10
+/* No futex at all: sleep this long between looks (there is no wake). */
+#define RINGBUF__WAIT_POLL_MS 1
+
+/* [WAIT-R2] Arm: set bit, lower the watermark to pages (if lower, or none),
+ * and count a new waiter (reg) -- one seq_cst CAS, so the count and the
+ * watermark can never be seen apart. */
+static void ringbuf__wait_arm(struct ringbuf *rb, uint32_t bit, uint32_t pages, bool reg)
+{
+	uint64_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed), nv;
+	do {
+		uint32_t min = RINGBUF__WAIT_MIN(cur);
+		nv = cur | bit;
+		if (reg)
+			nv += RINGBUF__WAIT_ONE;
+		if (pages && (min == 0 || min > pages))
+			nv = (nv & 0xffffffffu) | (uint64_t)pages << 32;
+	} while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, nv, memory_order_seq_cst,
+							memory_order_relaxed));
+}
+
+/* [WAIT-R6] Leave. The last waiter clears the word. One whose watermark is
+ * the lowest clears it (and FULL) and wakes the others, which re-arm with
+ * theirs [WAIT-R2]: the lowest watermark of those left is never lost, and
+ * never stays lower than theirs (which would wake them at every page). The
+ * CAS is acquire for the same reason as [WAIT-W2]'s. */
+static void ringbuf__wait_leave(struct ringbuf *rb, uint32_t pages)
+{
+	uint64_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed), nv;
+	bool wake;
+	do {
+		wake = false;
+		if ((cur & RINGBUF__WAIT_COUNT) <= RINGBUF__WAIT_ONE) {
+			nv = 0;
+		} else {
+			nv = cur - RINGBUF__WAIT_ONE;
+			if (pages && RINGBUF__WAIT_MIN(cur) == pages) {
+				nv &= RINGBUF__WAIT_COUNT | RINGBUF__WAIT_DATA;
+				wake = true;
+			}
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, nv, memory_order_acq_rel,
+							memory_order_relaxed));
+	if (wake) {
+		atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
+		ringbuf__futex_wake(rb, &rb->wait_seq);
+	}
+}
+
+/* [WAIT-R3] The heavy side of the asymmetric fence with [WAIT-W]
+ * ([BARRIER]): false when it cannot be had; the caller then sleeps in slices. */
+static bool ringbuf__wait_fence(struct ringbuf *rb)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	return ringbuf__writers_barrier(rb);
+}
+
+/* Each process that opens a shared block registers for
+ * MEMBARRIER_CMD_GLOBAL_EXPEDITED, so that a waiter's [WAIT-R3] reaches its
+ * writers; one that cannot says so in the block (waiters then use slower
+ * commands or sleep in slices). */
+#if defined(__linux__) /* shared blocks are Linux-only */
+static void ringbuf__membarrier_register_shared(struct ringbuf *rb)
+{
+#if defined(SYS_membarrier)
+	if (syscall(SYS_membarrier, 4 /* REGISTER_GLOBAL_EXPEDITED */, 0, 0) == 0)
+		return;
+#endif
+	atomic_store_explicit(&rb->wait_unreg, 1, memory_order_relaxed);
+}
+#endif
+
+/* [WAIT-R5] FUTEX_WAIT on word while it holds val, at most *rel (NULL: no
+ * limit). The time argument's layout must be the kernel's: SYS_futex_time64
+ * (32-bit ABIs, Linux >= 5.1) takes 64-bit seconds and nanoseconds,
+ * SYS_futex there takes the old 32-bit (long) pair whatever time_t the
+ * program was built with; on 64-bit ABIs SYS_futex takes struct timespec.
+ * False when there is no futex call (the caller sleeps instead). */
+static bool ringbuf__futex_wait(const struct ringbuf *rb, _Atomic(uint32_t) *word, uint32_t val,
+				const struct timespec *rel)
+{
+#if defined(__linux__) && (defined(SYS_futex) || defined(SYS_futex_time64))
+	int op = rb->shared ? 0 : 0 | 128; /* FUTEX_WAIT(_PRIVATE) */
+#if defined(SYS_futex_time64)
+	{
+		struct {
+			int64_t tv_sec, tv_nsec;
+		} t64;
+		if (rel) {
+			t64.tv_sec = (int64_t)rel->tv_sec;
+			t64.tv_nsec = (int64_t)rel->tv_nsec;
+		}
+		if (syscall(SYS_futex_time64, (void *)word, op, val, rel ? &t64 : NULL, NULL, 0) == 0 ||
+		    errno != ENOSYS)
+			return true;
+		/* a kernel older than 5.1: the old call */
+	}
+#endif
+#if defined(SYS_futex)
+	{
+#if defined(SYS_futex_time64) || !(defined(__x86_64__) && defined(__ILP32__))
+		struct {
+			long tv_sec, tv_nsec;
+		} t;
+		if (rel) {
+			t.tv_sec = (long)rel->tv_sec;
+			if (sizeof(rel->tv_sec) > sizeof(long) && rel->tv_sec > (time_t)LONG_MAX)
+				t.tv_sec = LONG_MAX;
+			t.tv_nsec = (long)rel->tv_nsec;
+		}
+#else
+		struct timespec t; /* x32: the kernel's 64-bit layout */
+		if (rel)
+			t = *rel;
+#endif
+		(void)syscall(SYS_futex, (void *)word, op, val, rel ? &t : NULL, NULL, 0);
+	}
+#endif
+	return true;
+#else
+	(void)rb;
+	(void)word;
+	(void)val;
+	(void)rel;
+	return false;
+#endif
+}
+
+static void ringbuf__sleep_ms(unsigned ms)
+{
+	struct timespec ts;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)ms * 1000000L;
+#ifdef RINGBUF__HAVE_THRD_YIELD
+	(void)thrd_sleep(&ts, NULL);
+#elif defined(__linux__)
+	(void)nanosleep(&ts, NULL);
+#else
+	ringbuf__yield();
+#endif
+}
 
 static bool ringbuf__ready(struct ringbuf *rb, unsigned cpu, uint32_t pages)
 {
@@ -4329,6 +4747,7 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 {
 	uint32_t pages = 0, seq, bit, kick;
 	struct timespec deadline, now, rel = {0, 0};
+	bool reg = true, exact;
 	int ret = 0;
 	if (!rb || (cpu != RINGBUF_ALL_CPUS && cpu >= rb->ncpu) || full_pct < 0 || full_pct > 100)
 		return RINGBUF_EINVAL;
@@ -4347,28 +4766,19 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 			deadline.tv_nsec -= 1000000000L;
 		}
 	}
-	if (pages) {
-		/* the lowest watermark among waiters wins (wake early rather than late) */
-		uint32_t cur = atomic_load_explicit(&rb->wait_pages, memory_order_relaxed);
-		while ((cur == 0 || cur > pages) &&
-		       !atomic_compare_exchange_weak_explicit(&rb->wait_pages, &cur, pages,
-							      memory_order_relaxed, memory_order_relaxed))
-			;
-	}
-	{
-		/* register: one more waiter */
-		uint32_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
-		while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, cur + 4,
-							      memory_order_seq_cst, memory_order_relaxed))
-			;
-	}
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_REGISTER);
 	kick = atomic_load_explicit(&rb->wait_kick, memory_order_acquire);
 	for (;;) {
-		/* arm (again: a waker clears the bits), then look */
-		atomic_fetch_or_explicit(&rb->waiters, bit, memory_order_seq_cst);
+		/* [WAIT-R1] the futex word, before arming: a wake that follows
+		 * the arming bumps it after this read, so the sleep returns */
 		seq = atomic_load_explicit(&rb->wait_seq, memory_order_acquire);
-		ringbuf__sys_membarrier(); /* pairs with [WAIT-W] */
-		if (ringbuf__ready(rb, cpu, pages)) {
+		/* [WAIT-R2] register (first time) and arm (again: a waker
+		 * clears the bits, a leaving waiter the watermark) */
+		ringbuf__wait_arm(rb, bit, pages, reg);
+		reg = false;
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_ARMED);
+		exact = ringbuf__wait_fence(rb); /* [WAIT-R3] pairs with [WAIT-W] */
+		if (ringbuf__ready(rb, cpu, pages)) { /* [WAIT-R4] */
 			ret = 1;
 			break;
 		}
@@ -4385,23 +4795,18 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 			if (rel.tv_sec < 0)
 				break; /* timed out */
 		}
-#if defined(__linux__) && defined(SYS_futex)
-		(void)syscall(SYS_futex, (void *)&rb->wait_seq, rb->shared ? 0 : 0 | 128 /* FUTEX_WAIT */, seq,
-			      timeout_ms >= 0 ? &rel : NULL, NULL, 0);
-#else
-		ringbuf__yield();
-#endif
+		/* a wake may be missed without the fence: sleep in slices */
+		if (!exact && (timeout_ms < 0 || rel.tv_sec > 0 ||
+			       rel.tv_nsec > RINGBUF__WAIT_SLICE_MS * 1000000L)) {
+			rel.tv_sec = 0;
+			rel.tv_nsec = RINGBUF__WAIT_SLICE_MS * 1000000L;
+		}
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_SLEEP);
+		/* [WAIT-R5] */
+		if (!ringbuf__futex_wait(rb, &rb->wait_seq, seq, timeout_ms >= 0 || !exact ? &rel : NULL))
+			ringbuf__sleep_ms(RINGBUF__WAIT_POLL_MS);
 	}
-	{
-		/* unregister; the last one out clears the bits and the watermark */
-		uint32_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed), nv;
-		do {
-			nv = cur >= 8 ? cur - 4 : 0;
-		} while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, nv,
-								memory_order_relaxed, memory_order_relaxed));
-		if (nv == 0)
-			atomic_store_explicit(&rb->wait_pages, 0, memory_order_relaxed);
-	}
+	ringbuf__wait_leave(rb, pages); /* [WAIT-R6] */
 	return ret;
 }
 
@@ -4510,6 +4915,7 @@ static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu)
 	atomic_init(&c->tail_page, 0);
 	atomic_init(&c->commit_page, 0);
 	c->head_hint = 0;
+	c->index = cpu;
 	c->bp_off = (uint64_t)((char *)ringbuf__bp(rb, cpu, 0) - (char *)rb);
 	c->dp_off = (uint64_t)((char *)ringbuf__dp(rb, cpu, 0) - (char *)rb);
 }
@@ -5123,7 +5529,7 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 		unsigned char seen[1];
 		(void)seen;
 		rp = RINGBUF__LOAD(&c->reader_page);
-		if (c->bp_off != (uint64_t)((char *)ringbuf__bp(rb, cpu, 0) - (char *)rb) ||
+		if (c->index != cpu || c->bp_off != (uint64_t)((char *)ringbuf__bp(rb, cpu, 0) - (char *)rb) ||
 		    c->dp_off != (uint64_t)((char *)ringbuf__dp(rb, cpu, 0) - (char *)rb))
 			return RINGBUF_ECORRUPT;
 		if (rp > n || RINGBUF__LOAD(&c->tail_page) > n || RINGBUF__LOAD(&c->commit_page) > n ||
@@ -5235,7 +5641,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 		errno = e;
 		goto fail_sys;
 	}
-	ringbuf__membarrier_register_shared(); /* [R1] reaches our writers */
+	ringbuf__membarrier_register_shared(rb); /* merged readers' [R1], waiters' [WAIT-R3] */
 	close(fd);
 	RINGBUF_FREE(tmp, NULL);
 	*out = rb;
@@ -5322,7 +5728,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		if (rb->shared && (rb->pidns == 0 || rb->pidns != ringbuf__pidns()))
 			atomic_fetch_or_explicit(&rb->owner_flags, RINGBUF__OWNF_MIXED_NS, memory_order_relaxed);
 		if (rb->shared)
-			ringbuf__membarrier_register_shared(); /* [R1] reaches our writers */
+			ringbuf__membarrier_register_shared(rb); /* merged readers' [R1], waiters' [WAIT-R3] */
 		if ((flags & RINGBUF_OPEN_RECOVER) && (r = ringbuf_recover(rb)) < 0) {
 			munmap(map, (size_t)hdr.total_size);
 			return r;

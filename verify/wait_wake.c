@@ -1,0 +1,297 @@
+/* verify/wait_wake.c - GenMC: ringbuf_wait vs a writer: no lost wake-up
+ * SPDX-License-Identifier: MIT
+ *
+ * A faithful model (ringbuf_wait sleeps in the kernel and its fence is a
+ * system call: neither runs under GenMC). Each step names the function and
+ * label in ringbuf.h it stands for (WAITING in >>design).
+ *
+ * Threads: WAITERS waiters of different watermarks on one CPU buffer -- two
+ * waiting for 1 and 2 dirty pages (RINGBUF__WAIT_FULL), or with -DWAITERS=3
+ * also one waiting for data (RINGBUF__WAIT_DATA: any dirty page here) -- and the CPU's writer, which commits PAGES pages,
+ * one at a time, each followed by the commit's [WAIT-W] check (and
+ * ringbuf__wake_check [WAIT-W2] when due). The watermark of every waiter is
+ * reached in the end, so every waiter must return 1: a waiter that sleeps
+ * for good is a lost wake-up.
+ *
+ * The futex: FUTEX_WAIT(wait_seq, seq) [WAIT-R5] returns when the word no
+ * longer holds seq (at once if it already does not: the kernel compares under
+ * the bucket lock; a wake that follows a bump finds it queued). Modelled as
+ * the spin `while (load(wait_seq) == seq);` (GenMC turns it into an
+ * assumption); FUTEX_WAKE needs no model (every bump is followed by one).
+ * With -check-liveness GenMC reports a spin that can never end, with the
+ * writer done and nothing left to bump wait_seq: that is the lost wake-up.
+ *
+ * membarrier [WAIT-R3]: the kernel makes every thread running the process's
+ * code pass a full barrier (an IPI, or the context switch of a thread not
+ * running) while the call runs: each writer behaves as if it had a seq_cst
+ * fence F at the point of its program where the IPI landed, with the
+ * waiter's part before the call ordered before F and the writer's part
+ * before F ordered before the waiter's part after the call. Modelled as a
+ * seq_cst fence in the waiter and one in the writer BETWEEN its commit and
+ * its load of rb->waiters ([WAIT-W]), at no other point. That is an
+ * over-approximation (every real execution is one of the model's): F there
+ * forbids only the store-buffering outcome "the load misses the arming AND
+ * the waiter's check misses the commit"; F before the commit gives "the load
+ * sees the arming", F after the load "the check sees the commit", each a
+ * subset of what the model allows. (A message-passing model with a poll at
+ * every point, as verify/reset_writer.c, ran over 10 minutes here.)
+ * -DNO_MEMBARRIER drops the writer's fence (the waiter's own seq_cst fence
+ * only, as without the system call): a wake-up is lost, which is why
+ * ringbuf_wait then sleeps in bounded slices instead.
+ *
+ * -DWAITERS=3 (data, 1 and 2 pages) is not in the lines below: it runs
+ * for many minutes (run it by hand).
+ *
+ * The waiter loop is bounded by the number of wait_seq bumps (each pass that
+ * sleeps needs a new value); running out is asserted against.
+ *
+ * GENMC-FAIL lines: -DOLD_PROTOCOL (the old two-word registration: watermark
+ * lowered in wait_pages before the count in waiters, the last one out zeroes
+ * wait_pages, the futex word read after arming, a writer that gives the wake
+ * up when its CAS fails), -DNO_LEAVE_WAKE (the new word, but a waiter leaving
+ * with the lowest watermark clears it without waking the others),
+ * -DNO_MEMBARRIER, and two mutants of the new code showing each of the other
+ * fixes matters: -DSEQ_AFTER_ARM (wait_seq read after arming, as before) and
+ * -DGIVE_UP (the writer does not retry its CAS).
+ */
+/* GENMC-PASS: -rc11 -check-liveness */
+/* GENMC-PASS: -imm -check-liveness */
+/* GENMC-FAIL: -rc11 -check-liveness -- -DOLD_PROTOCOL */
+/* GENMC-FAIL: -imm -check-liveness -- -DOLD_PROTOCOL */
+/* GENMC-FAIL: -rc11 -check-liveness -- -DNO_LEAVE_WAKE */
+/* GENMC-FAIL: -imm -check-liveness -- -DNO_LEAVE_WAKE */
+/* GENMC-FAIL: -rc11 -check-liveness -- -DNO_MEMBARRIER */
+/* GENMC-FAIL: -rc11 -check-liveness -- -DSEQ_AFTER_ARM */
+/* GENMC-FAIL: -rc11 -check-liveness -- -DGIVE_UP */
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#ifndef WAITERS
+#define WAITERS 2
+#endif
+#define PAGES 2
+#define RLX memory_order_relaxed
+#define ACQ memory_order_acquire
+#define REL memory_order_release
+#define SC memory_order_seq_cst
+
+/* rb->waiters (RINGBUF__WAIT_*), rb->wait_seq, and the CPU's dirty pages
+ * (ringbuf__dirty_pages: pages_touched, owner-written, read relaxed by
+ * waiters and by the writer's own check) */
+#define WAIT_DATA 1u
+#define WAIT_FULL 2u
+#define WAIT_ONE 4u
+#define WAIT_COUNT 0xfffffffcu
+#define WAIT_MIN(w) ((uint32_t)((w) >> 32))
+static _Atomic(uint64_t) waiters;
+static _Atomic(uint32_t) wait_seq;
+static _Atomic(uint32_t) dirty;
+#ifdef OLD_PROTOCOL
+static _Atomic(uint32_t) wait_pages;
+#endif
+static uint32_t wake_seen; /* c->wake_seen: the writer's own */
+
+/* ---- membarrier model (see above) ------------------------------------------ */
+
+/* [WAIT-R3] ringbuf__wait_fence: the waiter's side */
+static void membarrier(void)
+{
+	atomic_thread_fence(SC);
+}
+
+/* where the barrier lands in the writer: between its commit and [WAIT-W] */
+static void writer_barrier(void)
+{
+#ifndef NO_MEMBARRIER
+	atomic_thread_fence(SC);
+#endif
+}
+
+/* ---- the writer (ringbuf__end_commit / commit_fast and wake_check) ---------- */
+
+/* ringbuf__wake_due */
+static bool wake_due(uint64_t w)
+{
+	if (!(w & (WAIT_DATA | WAIT_FULL)))
+		return false;
+	return (w & WAIT_DATA) || atomic_load_explicit(&dirty, RLX) != wake_seen;
+}
+
+/* [WAIT-W2] ringbuf__wake_check */
+static void wake_check(void)
+{
+	uint64_t w = atomic_load_explicit(&waiters, RLX);
+	uint32_t d;
+	if (!(w & (WAIT_DATA | WAIT_FULL)))
+		return;
+	if (!(w & WAIT_DATA))
+		wake_seen = atomic_load_explicit(&dirty, RLX);
+	d = atomic_load_explicit(&dirty, RLX);
+#ifdef OLD_PROTOCOL
+	if (!(w & WAIT_DATA) && d < atomic_load_explicit(&wait_pages, RLX))
+		return;
+	if (!atomic_compare_exchange_strong_explicit(&waiters, &w, w & ~(uint64_t)(WAIT_DATA | WAIT_FULL), RLX,
+						     RLX))
+		return; /* the old code gave up here */
+#else
+	for (;;) {
+		if (!(w & (WAIT_DATA | WAIT_FULL)))
+			return;
+		if (!(w & WAIT_DATA) && d < WAIT_MIN(w))
+			return;
+		if (atomic_compare_exchange_strong_explicit(&waiters, &w,
+							    w & ~(uint64_t)(WAIT_DATA | WAIT_FULL), ACQ, RLX))
+			break;
+#ifdef GIVE_UP
+		return; /* mutant: the old writer gave the wake up here */
+#endif
+	}
+#endif
+	atomic_fetch_add_explicit(&wait_seq, 1, REL); /* + FUTEX_WAKE */
+}
+
+static void *writer(void *arg)
+{
+	(void)arg;
+	for (uint32_t p = 1; p <= PAGES; p++) {
+		/* the tail moved onto a new page (pages_touched), the event is
+		 * committed ([W-commit], release) */
+		atomic_store_explicit(&dirty, p, REL);
+		writer_barrier();
+		/* [WAIT-W]: one relaxed load, no fence of its own */
+		if (wake_due(atomic_load_explicit(&waiters, RLX)))
+			wake_check();
+	}
+	return NULL;
+}
+
+/* ---- the waiters (ringbuf_wait) ------------------------------------------- */
+
+#ifdef OLD_PROTOCOL
+static void old_register(uint32_t pages)
+{
+	if (pages) {
+		uint32_t cur = atomic_load_explicit(&wait_pages, RLX);
+		while ((cur == 0 || cur > pages) &&
+		       !atomic_compare_exchange_weak_explicit(&wait_pages, &cur, pages, RLX, RLX))
+			;
+	}
+	atomic_fetch_add_explicit(&waiters, WAIT_ONE, SC);
+}
+
+static void old_leave(void)
+{
+	uint64_t cur = atomic_load_explicit(&waiters, RLX), nv;
+	do
+		nv = cur >= 8 ? cur - 4 : 0;
+	while (!atomic_compare_exchange_weak_explicit(&waiters, &cur, nv, RLX, RLX));
+	if (nv == 0)
+		atomic_store_explicit(&wait_pages, 0, RLX);
+}
+#else
+/* [WAIT-R2] ringbuf__wait_arm */
+static void wait_arm(uint32_t bit, uint32_t pages, bool reg)
+{
+	uint64_t cur = atomic_load_explicit(&waiters, RLX), nv;
+	do {
+		uint32_t min = WAIT_MIN(cur);
+		nv = cur | bit;
+		if (reg)
+			nv += WAIT_ONE;
+		if (pages && (min == 0 || min > pages))
+			nv = (nv & 0xffffffffu) | (uint64_t)pages << 32;
+	} while (!atomic_compare_exchange_weak_explicit(&waiters, &cur, nv, SC, RLX));
+}
+
+/* [WAIT-R6] ringbuf__wait_leave */
+static void wait_leave(uint32_t pages)
+{
+	uint64_t cur = atomic_load_explicit(&waiters, RLX), nv;
+	bool wake;
+	do {
+		wake = false;
+		if ((cur & WAIT_COUNT) <= WAIT_ONE) {
+			nv = 0;
+		} else {
+			nv = cur - WAIT_ONE;
+			if (pages && WAIT_MIN(cur) == pages) {
+				nv &= WAIT_COUNT | WAIT_DATA;
+				wake = true;
+			}
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&waiters, &cur, nv, memory_order_acq_rel, RLX));
+#ifndef NO_LEAVE_WAKE
+	if (wake)
+		atomic_fetch_add_explicit(&wait_seq, 1, REL); /* + FUTEX_WAKE */
+#endif
+}
+#endif
+
+/* ringbuf__ready: this CPU has the data / the pages */
+static bool ready(uint32_t pages)
+{
+	return atomic_load_explicit(&dirty, ACQ) >= (pages ? pages : 1);
+}
+
+/* each pass but the last sleeps until wait_seq moves: at most one pass more
+ * than the bumps, PAGES by the writer (one wake check per page) and
+ * WAITERS - 1 by leaving waiters (the last one out wakes nobody) */
+#define MAX_PASSES (PAGES + WAITERS)
+
+static void *waiter(void *arg)
+{
+	uint32_t pages = (uint32_t)(uintptr_t)arg, bit = pages ? WAIT_FULL : WAIT_DATA, seq;
+	bool reg = true;
+	int ret = 0, pass;
+#ifdef OLD_PROTOCOL
+	old_register(pages);
+	reg = false;
+#endif
+	for (pass = 0; pass < MAX_PASSES; pass++) {
+#ifdef OLD_PROTOCOL
+		atomic_fetch_or_explicit(&waiters, bit, SC);
+		seq = atomic_load_explicit(&wait_seq, ACQ); /* after arming */
+#else
+#ifndef SEQ_AFTER_ARM
+		seq = atomic_load_explicit(&wait_seq, ACQ); /* [WAIT-R1] */
+#endif
+		wait_arm(bit, pages, reg);                   /* [WAIT-R2] */
+		reg = false;
+#ifdef SEQ_AFTER_ARM
+		seq = atomic_load_explicit(&wait_seq, ACQ); /* mutant: the old order */
+#endif
+#endif
+		membarrier();                                /* [WAIT-R3] */
+		if (ready(pages)) {                          /* [WAIT-R4] */
+			ret = 1;
+			break;
+		}
+		while (atomic_load_explicit(&wait_seq, RLX) == seq) /* [WAIT-R5] */
+			;
+	}
+	assert(ret == 1); /* the passes cannot run out */
+#ifdef OLD_PROTOCOL
+	old_leave();
+#else
+	wait_leave(pages); /* [WAIT-R6] */
+#endif
+	return NULL;
+}
+
+int main(void)
+{
+	pthread_t w[WAITERS], wr;
+	for (uintptr_t i = 0; i < WAITERS; i++)
+		/* 2 waiters: 1 and 2 pages; 3: data, 1 and 2 pages */
+		pthread_create(&w[i], NULL, waiter, (void *)(WAITERS == 3 ? i : i + 1));
+	pthread_create(&wr, NULL, writer, NULL);
+	for (int i = 0; i < WAITERS; i++)
+		pthread_join(w[i], NULL);
+	pthread_join(wr, NULL);
+	assert(atomic_load_explicit(&waiters, RLX) == 0); /* every waiter unregistered */
+	return 0;
+}
