@@ -147,7 +147,10 @@ enum ringbuf_ts_mode {
 
 /** Flags for ringbuf_config.flags. */
 enum ringbuf_flags {
-	RINGBUF_F_ALIGN8 = 1u << 0, /* 8-byte aligned payloads (kernel RB_FORCE_8BYTE_ALIGNMENT) */
+	/* 8-byte records (kernel RB_FORCE_8BYTE_ALIGNMENT): payloads 8-aligned
+	 * with a 64-bit long; with a 32-bit long the page header is 12 bytes
+	 * and payloads are 4 mod 8 (the kernel's 32-bit page layout) */
+	RINGBUF_F_ALIGN8 = 1u << 0,
 };
 
 /** Clock: returns nanoseconds (or any monotonic unit); must be async-signal-safe. */
@@ -306,7 +309,8 @@ RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb);
  *    lock-free, async-signal-safe, no allocation) -- */
 
 /** Reserve len payload bytes on CPU buffer cpu. Returns a pointer to the payload
- * (4-byte aligned, 8 with RINGBUF_F_ALIGN8) or NULL when the event is dropped;
+ * (4-byte aligned; with RINGBUF_F_ALIGN8, 8-byte aligned when long is 64 bits
+ * and 4 mod 8 when it is 32 bits) or NULL when the event is dropped;
  * every NULL is counted in the statistics. Must be paired with ringbuf_commit()
  * or ringbuf_discard() by the same writer, before its interrupted writer resumes. */
 RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len);
@@ -321,7 +325,9 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data);
  * when dropped. Every failure on a valid cpu is counted (rejected_events, or
  * the drop's own counter). */
 RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data, size_t len);
-/** Largest payload one event can carry (page size - 24 with 4 KiB pages: 4072). */
+/** Largest payload one event can carry: page size - 24 with a 64-bit long (4072
+ * with 4 KiB pages); with a 32-bit long page size - 20, or - 24 with
+ * RINGBUF_F_ALIGN8 (the page header is 12 bytes there). */
 RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb);
 /** Time stamp the buffer would give an event now (reads the clock), in the
  * unit readers report (ns for the TSC clock). */
@@ -494,6 +500,24 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 #define RINGBUF__TS_BITS 59
 #define RINGBUF__TS_VALUE_MASK ((1ull << RINGBUF__TS_BITS) - 1)
 #define RINGBUF__MAX_SMALL_DATA 112u /* 28 * 4 */
+
+/* The event header word, the kernel's `u32 type_len:5, time_delta:27` stored
+ * in the CPU's byte order. Compilers allocate bitfields from the least
+ * significant bit on little-endian targets and from the most significant one
+ * on big-endian targets, so type_len is the low 5 bits of the word on x86 or
+ * arm64 and the top 5 bits on s390x (libtraceevent reads `w >> 27` there). */
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define RINGBUF__BIG_ENDIAN 1
+#define RINGBUF__HDR_WORD(type, delta) (((uint32_t)(type) << 27) | ((uint32_t)(delta) & 0x7ffffffu))
+#define RINGBUF__HDR_TYPE(w) ((uint32_t)(w) >> 27)
+#define RINGBUF__HDR_DELTA(w) ((uint32_t)(w) & 0x7ffffffu)
+#elif defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define RINGBUF__HDR_WORD(type, delta) ((uint32_t)(type) | ((uint32_t)(delta) << 5))
+#define RINGBUF__HDR_TYPE(w) ((uint32_t)(w) & 31u)
+#define RINGBUF__HDR_DELTA(w) ((uint32_t)(w) >> 5)
+#else
+#error "ringbuf.h: unknown byte order (__BYTE_ORDER__ is not defined or is mixed)"
+#endif
 #define RINGBUF__STAMP_LEN 8u
 
 #define RINGBUF__COMMIT_MASK ((1ul << 27) - 1)
@@ -530,6 +554,20 @@ struct ringbuf__dpage {
 	unsigned char data[];
 };
 #define RINGBUF__HDR_SIZE (offsetof(struct ringbuf__dpage, data))
+
+/* Bytes of data[] that records may use (bsize). The header is 16 bytes with a
+ * 64-bit long and 12 with a 32-bit one (the kernel's layout, which kbuffer
+ * assumes), so on 32-bit data[] starts at 4 mod 8. RINGBUF_F_ALIGN8 keeps
+ * every record a multiple of 8 bytes from data[0]: the area is rounded down
+ * to a multiple of 8 (the last 4 bytes of a page stay unused on 32-bit), or
+ * the padding at a page end would be 4 mod 8 and the largest event would not
+ * fit. Payloads are then 8-aligned relative to data[]: 8-aligned in memory
+ * with a 64-bit long, 4 mod 8 with a 32-bit one (see RINGBUF_F_ALIGN8). */
+static inline uint32_t ringbuf__data_size(uint32_t page_size, uint32_t flags)
+{
+	uint32_t n = page_size - (uint32_t)RINGBUF__HDR_SIZE;
+	return (flags & 1u /* RINGBUF_F_ALIGN8 */) ? n & ~7u : n;
+}
 
 /* The kernel's struct buffer_page, reduced to what this design needs. */
 struct ringbuf__bpage {
@@ -847,11 +885,11 @@ RINGBUF__INLINE unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsi
 {
 	uint32_t body = evlen - 4;
 	if (!(rb->flags & RINGBUF_F_ALIGN8) && body <= RINGBUF__MAX_SMALL_DATA) {
-		uint32_t w = (body / 4) | (delta << 5);
+		uint32_t w = RINGBUF__HDR_WORD(body / 4, delta);
 		memcpy(p, &w, 4);
 		return p + 4;
 	}
-	uint32_t w = delta << 5; /* type_len 0 */
+	uint32_t w = RINGBUF__HDR_WORD(0, delta); /* type_len 0 */
 	memcpy(p, &w, 4);
 	memcpy(p + 4, &body, 4); /* array[0] = length after the header, itself included */
 	return p + 8;
@@ -859,7 +897,7 @@ RINGBUF__INLINE unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsi
 
 static inline void ringbuf__put_stamp(unsigned char *p, uint32_t type, uint64_t v)
 {
-	uint32_t w0 = type | (uint32_t)((v & RINGBUF__TS_MASK) << 5);
+	uint32_t w0 = RINGBUF__HDR_WORD(type, (uint32_t)(v & RINGBUF__TS_MASK));
 	uint32_t w1 = (uint32_t)(v >> RINGBUF__TS_SHIFT);
 	memcpy(p, &w0, 4);
 	memcpy(p + 4, &w1, 4);
@@ -867,7 +905,7 @@ static inline void ringbuf__put_stamp(unsigned char *p, uint32_t type, uint64_t 
 
 static inline void ringbuf__put_padding(unsigned char *p, uint32_t len, uint32_t delta)
 {
-	uint32_t w = RINGBUF__TYPE_PADDING | (delta << 5);
+	uint32_t w = RINGBUF__HDR_WORD(RINGBUF__TYPE_PADDING, delta);
 	memcpy(p, &w, 4);
 	if (len >= 8) {
 		uint32_t body = len - 4;
@@ -1444,10 +1482,10 @@ struct ringbuf__rec {
 static int ringbuf__parse_words(uint32_t w0, uint32_t a0, uint32_t avail, bool align8,
 				struct ringbuf__rec *r)
 {
-	uint32_t t = w0 & 31u;
+	uint32_t t = RINGBUF__HDR_TYPE(w0);
 	if (avail < 4)
 		return RINGBUF_ECORRUPT;
-	r->delta = w0 >> 5;
+	r->delta = RINGBUF__HDR_DELTA(w0);
 	r->null_pad = false;
 	r->type = t;
 	switch (t) {
@@ -2034,7 +2072,7 @@ static bool ringbuf__check_current(struct ringbuf *rb, unsigned cpu, struct ring
 	{
 		uint32_t w0;
 		memcpy(&w0, ev, 4);
-		if ((const unsigned char *)data == ev + ((w0 & 31u) == 0 ? 8 : 4))
+		if ((const unsigned char *)data == ev + (RINGBUF__HDR_TYPE(w0) == 0 ? 8 : 4))
 			return true;
 	}
 	ringbuf__report(op, cpu);
@@ -2193,7 +2231,7 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	 * the kernel would bump it to 1 and shift later events by 1 ns). A stamp or
 	 * extend in front of it stays, carrying the time. */
 	memcpy(&w0, base + s.event, 4);
-	delta = w0 >> 5;
+	delta = RINGBUF__HDR_DELTA(w0);
 	ringbuf__put_padding(base + s.event, s.off + s.len - s.event, delta);
 	/* the page cannot have been recycled: the commit has not passed it */
 	ringbuf__local_dec(&tb->entries);
@@ -3076,7 +3114,8 @@ again:
 			memcpy(out, &ts, sizeof ts); /* the caller's page: any alignment */
 			memcpy(odata, dp->data + off, e.len);
 			memcpy(&hw, odata, 4);
-			hw &= 31u; /* delta 0: the page time stamp is this event's */
+			/* delta 0: the page time stamp is this event's */
+			hw = RINGBUF__HDR_WORD(RINGBUF__HDR_TYPE(hw), 0);
 			memcpy(odata, &hw, 4);
 			first = false;
 			first_src = off;
@@ -4169,7 +4208,7 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	rb->page_size = g.page_size;
 	for (rb->page_shift = 0; (1u << rb->page_shift) < g.page_size; rb->page_shift++)
 		;
-	rb->bsize = g.page_size - (uint32_t)RINGBUF__HDR_SIZE;
+	rb->bsize = ringbuf__data_size(g.page_size, cfg->flags);
 	rb->flags = cfg->flags;
 	rb->ts_mode = (uint32_t)cfg->ts_mode;
 	/* the largest event must fit an empty page with its header and array[0] */
@@ -4251,7 +4290,7 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 	if (ringbuf__layout(rb->ncpu, rb->nr_pages, rb->page_size, rb->user_size, &g) < 0 ||
 	    g.cpu_off != rb->cpu_off || g.bpage_off != rb->bpage_off || g.data_off != rb->data_off ||
 	    g.user_off != rb->user_off || g.total != rb->total_size ||
-	    rb->bsize != rb->page_size - RINGBUF__HDR_SIZE || rb->max_event != rb->bsize - 8 ||
+	    rb->bsize != ringbuf__data_size(rb->page_size, rb->flags) || rb->max_event != rb->bsize - 8 ||
 	    rb->page_shift >= 32 || (1u << rb->page_shift) != rb->page_size ||
 	    (rb->flags & ~(uint32_t)RINGBUF_F_ALIGN8) || rb->ts_mode > RINGBUF_TS_ABSOLUTE ||
 	    memchr(rb->clock_name, 0, sizeof rb->clock_name) == NULL ||

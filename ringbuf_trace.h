@@ -1348,8 +1348,8 @@ static int ringbuf_trace__page_next(const struct ringbuf_trace_capture *cap, uns
 		memcpy(&w, d, 4);
 		if (c->end - c->off >= 8)
 			memcpy(&a0, d + 4, 4);
-		t = w & 31u;
-		delta = w >> 5;
+		t = RINGBUF__HDR_TYPE(w);
+		delta = RINGBUF__HDR_DELTA(w);
 		switch (t) {
 		case 29: /* padding */
 			if (a0 == 0 && delta == 0) {
