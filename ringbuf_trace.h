@@ -2840,6 +2840,14 @@ static void ringbuf_trace__app_i(char *buf, size_t size, size_t *len, const char
 	if (n > 0)
 		*len += (size_t)n;
 }
+/* %c takes an int: a long long passed for it is undefined (armhf read the
+ * other register of the pair and printed NUL, which ended the line) */
+static void ringbuf_trace__app_c(char *buf, size_t size, size_t *len, const char *spec, int v)
+{
+	int n = snprintf(*len < size ? buf + *len : NULL, *len < size ? size - *len : 0, spec, v);
+	if (n > 0)
+		*len += (size_t)n;
+}
 static void ringbuf_trace__app_u(char *buf, size_t size, size_t *len, const char *spec,
 				 unsigned long long v)
 {
@@ -3092,7 +3100,7 @@ static void ringbuf_trace__interp(const struct ringbuf_trace_event *ev, const vo
 			bool sgn = conv == 'd' || conv == 'i';
 			if (conv == 'c') {
 				snprintf(spec + sl, sizeof spec - sl, "c");
-				ringbuf_trace__app_i(buf, size, len, spec, (long long)(unsigned char)v);
+				ringbuf_trace__app_c(buf, size, len, spec, (int)(unsigned char)v);
 				continue;
 			}
 			if (lmod == 1)
