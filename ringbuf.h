@@ -74,12 +74,10 @@
 #ifndef RINGBUF_H
 #define RINGBUF_H
 
-/* The implementation needs POSIX/Linux declarations (clock_gettime, syscall)
- * even under -std=c11; this only takes effect when ringbuf.h is the first
- * header of the implementation file. Otherwise the fallbacks in >>impl apply. */
-#if defined(RINGBUF_IMPLEMENTATION) && !defined(_GNU_SOURCE) && !defined(RINGBUF_NO_GNU_SOURCE)
-#define _GNU_SOURCE 1
-#endif
+/* No feature-test macro is defined here: one defined by ringbuf.h would stay
+ * in force for the rest of the user's file (glibc's <features.h> is read once;
+ * strerror_r, basename... change meaning). The implementation declares what
+ * strict -std=c11 hides (syscall, clock_gettime, close-on-exec) in >>impl. */
 
 #define RINGBUF_VERSION_MAJOR 0
 #define RINGBUF_VERSION_MINOR 1
@@ -1227,8 +1225,14 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 /* declared by <unistd.h> only with _GNU_SOURCE/_DEFAULT_SOURCE; the same
  * prototype as glibc's and musl's, so a repeat is harmless */
 extern long syscall(long number, ...);
-#ifndef O_CLOEXEC /* hidden by strict -std=c11 when ringbuf.h is not the first header */
-#define O_CLOEXEC 0
+/* O_CLOEXEC is POSIX 2008: strict -std=c11 hides it in glibc, which still
+ * defines its internal name; never open without it */
+#if defined(O_CLOEXEC)
+#define RINGBUF__O_CLOEXEC O_CLOEXEC
+#elif defined(__O_CLOEXEC)
+#define RINGBUF__O_CLOEXEC __O_CLOEXEC
+#else
+#error "ringbuf.h: O_CLOEXEC not declared: define _POSIX_C_SOURCE 200809L (or _GNU_SOURCE) before the first #include"
 #endif
 #endif
 #if !defined(__STDC_NO_THREADS__) && defined(__has_include)
@@ -4368,7 +4372,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 		return RINGBUF_EINVAL;
 	if ((r = ringbuf__geometry(cfg, &g)) < 0)
 		return r;
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | RINGBUF__O_CLOEXEC, 0644);
 	if (fd < 0)
 		return RINGBUF_ESYS;
 	/* extend the file without ftruncate (hidden under strict -std=c11) */
@@ -4405,7 +4409,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	ssize_t got;
 	if (!path || !out || (flags & ~(unsigned)(RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)))
 		return RINGBUF_EINVAL;
-	fd = open(path, ((flags & RINGBUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	fd = open(path, ((flags & RINGBUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) | RINGBUF__O_CLOEXEC);
 	if (fd < 0)
 		return RINGBUF_ESYS;
 	if (fstat(fd, &st) < 0) {
@@ -4470,7 +4474,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		 * need to write their own state (reader page, position), so map a
 		 * private writable copy-on-write view instead */
 		munmap(map, (size_t)hdr.total_size);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = open(path, O_RDONLY | RINGBUF__O_CLOEXEC);
 		if (fd < 0)
 			return RINGBUF_ESYS;
 		map = mmap(NULL, (size_t)hdr.total_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);

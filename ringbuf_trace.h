@@ -697,7 +697,11 @@ RINGBUF_API int32_t ringbuf_trace_writer_pid(struct ringbuf *rb);
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 #include <unistd.h>
+/* POSIX, hidden by strict -std=c11 (ringbuf.h defines no feature-test macro);
+ * the same prototype as glibc's and musl's, so a repeat is harmless */
+extern int kill(pid_t pid, int sig);
 
 #ifndef RINGBUF_TRACE_MAX_THREADS
 #define RINGBUF_TRACE_MAX_THREADS 4096
@@ -2178,7 +2182,7 @@ RINGBUF_API int ringbuf_trace_save_tracedat(struct ringbuf *rb, const struct rin
 	int fd, r;
 	if (!path)
 		return RINGBUF_EINVAL;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | RINGBUF__O_CLOEXEC, 0644);
 	if (fd < 0)
 		return RINGBUF_EINVAL;
 	r = ringbuf_trace_write_tracedat(rb, reg, fd, opts);
@@ -2263,7 +2267,7 @@ static uint64_t ringbuf_trace__proc_start(int32_t pid)
 	ssize_t n;
 	int fd, i;
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | RINGBUF__O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	n = read(fd, buf, sizeof buf - 1);
