@@ -86,7 +86,13 @@
 /* ==== >>config ========================================================== */
 
 #ifdef RINGBUF_STATIC
+/* a single-file user calls a few of the functions: the others are not
+ * "defined but not used" (-Wunused-function) */
+#if defined(__GNUC__) || defined(__clang__)
+#define RINGBUF_API static __attribute__((unused))
+#else
 #define RINGBUF_API static
+#endif
 #elif !defined(RINGBUF_API)
 #define RINGBUF_API extern
 #endif
@@ -797,19 +803,19 @@ static inline void ringbuf__local_dec(_Atomic(unsigned long) *p)
 
 RINGBUF__INLINE struct ringbuf__cpu *ringbuf__cpu(const struct ringbuf *rb, unsigned cpu)
 {
-	return (struct ringbuf__cpu *)((char *)rb + rb->cpu_off) + cpu;
+	return (struct ringbuf__cpu *)(void *)((char *)rb + rb->cpu_off) + cpu;
 }
 
 /* The same, for the writer's fast path: two loads from its own cache line. */
 RINGBUF__INLINE struct ringbuf__bpage *ringbuf__cbp(const struct ringbuf *rb, const struct ringbuf__cpu *c,
 						 uint32_t idx)
 {
-	return (struct ringbuf__bpage *)((char *)rb + c->bp_off) + idx;
+	return (struct ringbuf__bpage *)(void *)((char *)rb + c->bp_off) + idx;
 }
 RINGBUF__INLINE struct ringbuf__dpage *ringbuf__cdp(const struct ringbuf *rb, const struct ringbuf__cpu *c,
 						 uint32_t idx)
 {
-	return (struct ringbuf__dpage *)((char *)rb + c->dp_off + ((size_t)idx << rb->page_shift));
+	return (struct ringbuf__dpage *)(void *)((char *)rb + c->dp_off + ((size_t)idx << rb->page_shift));
 }
 
 /* Page descriptors per CPU: nr_pages + 1, rounded up to a multiple of 8 (8
@@ -821,13 +827,13 @@ _Static_assert(8 * sizeof(struct ringbuf__bpage) % RINGBUF__CACHELINE == 0,
 
 static inline struct ringbuf__bpage *ringbuf__bp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
 {
-	return (struct ringbuf__bpage *)((char *)rb + rb->bpage_off) +
+	return (struct ringbuf__bpage *)(void *)((char *)rb + rb->bpage_off) +
 	       (size_t)cpu * (size_t)RINGBUF__BP_STRIDE(rb->nr_pages) + idx;
 }
 
 static inline struct ringbuf__dpage *ringbuf__dp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
 {
-	return (struct ringbuf__dpage *)((char *)rb + rb->data_off +
+	return (struct ringbuf__dpage *)(void *)((char *)rb + rb->data_off +
 					 ((size_t)cpu * (rb->nr_pages + 1) + idx) * rb->page_size);
 }
 
@@ -2373,7 +2379,7 @@ static inline unsigned ringbuf__current_cpu(void)
 {
 #ifdef RINGBUF__HAVE_RSEQ
 	if (&__rseq_size && __rseq_size >= 8) {
-		int32_t id = *(volatile int32_t *)((char *)__builtin_thread_pointer() + __rseq_offset + 4);
+		int32_t id = *(volatile int32_t *)(void *)((char *)__builtin_thread_pointer() + __rseq_offset + 4);
 		if (id >= 0)
 			return (unsigned)id;
 	}
@@ -3007,7 +3013,7 @@ static int ringbuf__next_event(struct ringbuf *rb, unsigned cpu, struct ringbuf_
 static int ringbuf__read_one(struct ringbuf *rb, unsigned cpu, struct ringbuf_record *rec, bool consume)
 {
 	struct ringbuf__cpu *c;
-	uint32_t len;
+	uint32_t len = 0; /* set when r == 1 (gcc -Os cannot tell) */
 	int r;
 	if (!rb || cpu >= rb->ncpu || !rec)
 		return RINGBUF_EINVAL;

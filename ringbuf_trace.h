@@ -439,14 +439,27 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
 #define RINGBUF__DESC_RINGBUF__KSTR(S, type, name, ts, n) \
 	{ ts, #name, (uint32_t)offsetof(struct S, name), 4, 0, 0, RINGBUF_TRACE_FIELD_STRING },
 
-/* Declarations: every file. */
+/* Declarations: every file. With RINGBUF_STATIC the descriptor has internal
+ * linkage like the functions (two static copies of the library in one program
+ * may define the same event name); its declaration is then a tentative
+ * definition, completed by RINGBUF_TRACE_DEFINE_EVENTS in the same file. */
+#ifdef RINGBUF_STATIC
+#define RINGBUF__TEV_LINKAGE static
+#else
+#define RINGBUF__TEV_LINKAGE extern
+#endif
+#ifdef RINGBUF_STATIC
+#define RINGBUF__TEV_DEF_LINKAGE static
+#else
+#define RINGBUF__TEV_DEF_LINKAGE
+#endif
 #define RINGBUF__TEV_DECL(name, S, fields)                                                       \
 	RINGBUF__FOREACH(RINGBUF__P_TYPE, S, fields)                                             \
 	struct S {                                                                               \
 		struct ringbuf_trace_entry ent;                                                  \
 		RINGBUF__FOREACH(RINGBUF__P_MEMBER, S, fields)                                   \
 	};                                                                                       \
-	extern struct ringbuf_trace_event ringbuf_event_##name;                                  \
+	RINGBUF__TEV_LINKAGE struct ringbuf_trace_event ringbuf_event_##name;                    \
 	static inline __attribute__((unused)) int RINGBUF__CAT(RINGBUF_TRACE_EMIT_PREFIX, name)( \
 		struct ringbuf *ringbuf__b, unsigned ringbuf__c RINGBUF__FOREACH(RINGBUF__P_PARAM, S, fields)) \
 	{                                                                                        \
@@ -481,7 +494,7 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
 		(void)ringbuf__len;                                                             \
 		return snprintf(ringbuf__buf, ringbuf__size, RINGBUF__UNPAREN print);           \
 	}                                                                                       \
-	struct ringbuf_trace_event ringbuf_event_##name = {                                     \
+	RINGBUF__TEV_DEF_LINKAGE struct ringbuf_trace_event ringbuf_event_##name = {            \
 		0, 0, (uint16_t)RINGBUF__NFIELDS(fields), namestr, ringbuf__fields_##name,      \
 		sizeof(struct S), printstr, ringbuf__print_##name, NULL, NULL};
 
@@ -2371,7 +2384,7 @@ static void ringbuf_trace__uappend(struct ringbuf *rb, int32_t pid, const char *
 	i = atomic_fetch_add_explicit(&h->comm_next, 1, memory_order_relaxed);
 	if (i >= h->comm_cap)
 		return;
-	t = (struct ringbuf_trace__ucomm *)((char *)h + h->comm_off) + i;
+	t = (struct ringbuf_trace__ucomm *)(void *)((char *)h + h->comm_off) + i;
 	for (k = 0; k < 15 && comm[k]; k++)
 		t->comm[k] = comm[k];
 	for (; k < 16; k++)
