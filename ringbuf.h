@@ -55,6 +55,14 @@
  *                                  non-LOCK read-modify-writes for owner-only counters)
  *   RINGBUF_NO_INLINE  [per file]  ringbuf_reserve / ringbuf_commit as plain calls instead of
  *                                  the inline fast path (C++ files always get plain calls)
+ *   RINGBUF_TLS_MODEL  [global]    TLS model of the per-thread writer state, a string:
+ *                                  "initial-exec" (default; in a shared object built
+ *                                  against a libc other than glibc: "global-dynamic").
+ *                                  A plugin or LD_PRELOAD object that is dlopen'ed on musl
+ *                                  needs "global-dynamic" (or "local-dynamic"); its first
+ *                                  access in a thread may then allocate (glibc's
+ *                                  __tls_get_addr), so call ringbuf_thread_init() in each
+ *                                  thread before its signal handlers write
  *
  * CONCURRENCY CONTRACT (see README for the full table)
  *   Writers of one per-CPU buffer must nest like a stack: one thread at a time,
@@ -992,8 +1000,22 @@ struct ringbuf__tctx {
 	_Atomic(uint64_t) cur;
 	_Atomic(uint32_t) claimed; /* RINGBUF_CPU_THREAD: buffer index + 1, 0 = none */
 };
+/* RINGBUF_TLS_MODEL (>>config): initial-exec is one load from the thread
+ * pointer and never allocates, so it is async-signal-safe from a thread's very
+ * first event. A shared object using it can be dlopen'ed only where the C
+ * library reserves static TLS for late modules (glibc does, a little; musl
+ * refuses: "initial-exec TLS resolves to dynamic definition"). So the default
+ * is initial-exec except in position-independent non-PIE code (a shared
+ * object) built against a C library other than glibc. */
+#ifndef RINGBUF_TLS_MODEL
+#if defined(__PIC__) && !defined(__PIE__) && !defined(__GLIBC__)
+#define RINGBUF_TLS_MODEL "global-dynamic"
+#else
+#define RINGBUF_TLS_MODEL "initial-exec"
+#endif
+#endif
 #if defined(__GNUC__) || defined(__clang__)
-#define RINGBUF__TLS _Thread_local __attribute__((tls_model("initial-exec")))
+#define RINGBUF__TLS _Thread_local __attribute__((tls_model(RINGBUF_TLS_MODEL)))
 #else
 #define RINGBUF__TLS _Thread_local
 #endif
@@ -2803,12 +2825,9 @@ static void ringbuf__membarrier_register(void)
 
 
 /* A per-thread token (its address) identifies the reader lock's owner; initial
- * exec TLS needs no allocation, so it is safe in signal handlers. */
-#if defined(__GNUC__)
-static _Thread_local char ringbuf__thread_token __attribute__((tls_model("initial-exec")));
-#else
-static _Thread_local char ringbuf__thread_token;
-#endif
+ * exec TLS needs no allocation, so it is safe in signal handlers (the model is
+ * RINGBUF_TLS_MODEL's, see there). */
+static RINGBUF__TLS char ringbuf__thread_token;
 
 /* Take cpu's reader lock. RINGBUF_EBUSY if this thread already holds it (a
  * signal handler interrupted a reader) or if the holder does not let go. */
