@@ -49,7 +49,7 @@ extra_ldflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]
 VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
 
 .DELETE_ON_ERROR:
-.PHONY: verify all test tests compile-checks examples tools demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
+.PHONY: test-cross verify all test tests compile-checks examples tools demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
 	install uninstall clean help
 
 all: examples tools tests ## build the examples, the tools and the tests (without running them)
@@ -201,6 +201,12 @@ $(BUILD)/tests/soak: tests/soak.c ringbuf.h $(TEST_HDRS) | $(BUILD)/tests
 
 verify: ## model-check verify/*.c with GenMC under RC11 and IMM (skipped, and says so, without GenMC)
 	@VERIFY_LOG=$(BUILD)/verify verify/run.sh
+
+# ---- other architectures ----------------------------------------------------
+
+##   CROSS_ARCHES    make test-cross: which (i686 aarch64 s390x armhf)
+test-cross: ## the tests on i686, aarch64, s390x, armhf (cross compilers + qemu-user; installs them when root)
+	@BUILD=$(BUILD) tools/test-cross.sh $(CROSS_ARCHES)
 
 # ---- install ----------------------------------------------------------------
 
