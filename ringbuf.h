@@ -1311,6 +1311,14 @@ extern int clock_gettime(int, struct timespec *);
  * reader swaps pages. A data page is a kernel buffer_data_page:
  *
  *   u64 time_stamp | long commit | data[page_size - 16]    (LP64)
+ *   u64 time_stamp | long commit | data[page_size - 12]    (ILP32: i686, armhf)
+ *
+ * in the CPU's byte order, with the records' u32 header word laid out as the
+ * kernel's bitfield `type_len:5, time_delta:27` is by the compiler: type_len
+ * in the low 5 bits on little-endian CPUs, in the top 5 on big-endian ones
+ * (RINGBUF__HDR_WORD). With RINGBUF_F_ALIGN8 records stay multiples of 8 from
+ * data[0] and the data area is rounded down to a multiple of 8
+ * (ringbuf__data_size: ILP32 leaves the last 4 bytes of each page unused).
  *
  * RING. Links are `next` words in the page descriptors:
  *
