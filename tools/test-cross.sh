@@ -159,7 +159,7 @@ run_arch() {
 		st=$?
 		secs=$(($(date +%s) - s))
 		if [ $st -eq 0 ]; then
-			echo "PASS     $n (${secs}s, $(grep '^\[  SKIPPED \]' "$t.log" | sort -u | wc -l) cases skipped)"
+			echo "PASS     $n (${secs}s, $(grep '^\[  SKIPPED \] ' "$t.log" | grep -v ' test(s)' | sort -u | wc -l) cases skipped)"
 		else
 			echo "FAIL     $n (exit $st, ${secs}s; $t.log):"
 			grep -E '^\[  (ERROR|FAILED) |^ERROR|LINE' "$t.log" | head -n 8 | sed 's/^/           /'
