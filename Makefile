@@ -56,7 +56,7 @@ extra_ldflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]
 VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
 
 .DELETE_ON_ERROR:
-.PHONY: verify all test tests compile-checks examples tools demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
+.PHONY: test-cross verify all test tests compile-checks examples tools demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
 	install uninstall clean help
 
 all: examples tools tests ## build the examples, the tools and the tests (without running them)
@@ -235,6 +235,12 @@ test32: ## build and run TESTS32 with CC32 (gcc -m32 class: 64-bit words on a 32
 
 verify: ## model-check verify/*.c with GenMC under RC11 and IMM (skipped, and says so, without GenMC)
 	@VERIFY_LOG=$(BUILD)/verify verify/run.sh
+
+# ---- other architectures ----------------------------------------------------
+
+##   CROSS_ARCHES    make test-cross: which (i686 aarch64 s390x armhf)
+test-cross: ## the tests on i686, aarch64, s390x, armhf (cross compilers + qemu-user; installs them when root)
+	@BUILD=$(BUILD) tools/test-cross.sh $(CROSS_ARCHES)
 
 # ---- install ----------------------------------------------------------------
 

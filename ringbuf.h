@@ -57,6 +57,14 @@
  *                                  non-LOCK read-modify-writes for owner-only counters)
  *   RINGBUF_NO_INLINE  [per file]  ringbuf_reserve / ringbuf_commit as plain calls instead of
  *                                  the inline fast path (C++ files always get plain calls)
+ *   RINGBUF_TLS_MODEL  [global]    TLS model of the per-thread writer state, a string:
+ *                                  "initial-exec" (default; in a shared object built
+ *                                  against a libc other than glibc: "global-dynamic").
+ *                                  A plugin or LD_PRELOAD object that is dlopen'ed on musl
+ *                                  needs "global-dynamic" (or "local-dynamic"); its first
+ *                                  access in a thread may then allocate (glibc's
+ *                                  __tls_get_addr), so call ringbuf_thread_init() in each
+ *                                  thread before its signal handlers write
  *
  * CONCURRENCY CONTRACT (see README for the full table)
  *   Writers of one per-CPU buffer must nest like a stack: one thread at a time,
@@ -76,12 +84,10 @@
 #ifndef RINGBUF_H
 #define RINGBUF_H
 
-/* The implementation needs POSIX/Linux declarations (clock_gettime, syscall)
- * even under -std=c11; this only takes effect when ringbuf.h is the first
- * header of the implementation file. Otherwise the fallbacks in >>impl apply. */
-#if defined(RINGBUF_IMPLEMENTATION) && !defined(_GNU_SOURCE) && !defined(RINGBUF_NO_GNU_SOURCE)
-#define _GNU_SOURCE 1
-#endif
+/* No feature-test macro is defined here: one defined by ringbuf.h would stay
+ * in force for the rest of the user's file (glibc's <features.h> is read once;
+ * strerror_r, basename... change meaning). The implementation declares what
+ * strict -std=c11 hides (syscall, clock_gettime, close-on-exec) in >>impl. */
 
 #define RINGBUF_VERSION_MAJOR 0
 #define RINGBUF_VERSION_MINOR 1
@@ -90,7 +96,13 @@
 /* ==== >>config ========================================================== */
 
 #ifdef RINGBUF_STATIC
+/* a single-file user calls a few of the functions: the others are not
+ * "defined but not used" (-Wunused-function) */
+#if defined(__GNUC__) || defined(__clang__)
+#define RINGBUF_API static __attribute__((unused))
+#else
 #define RINGBUF_API static
+#endif
 #elif !defined(RINGBUF_API)
 #define RINGBUF_API extern
 #endif
@@ -244,7 +256,10 @@ enum ringbuf_ts_mode {
 
 /** Flags for ringbuf_config.flags. */
 enum ringbuf_flags {
-	RINGBUF_F_ALIGN8 = 1u << 0, /* 8-byte aligned payloads (kernel RB_FORCE_8BYTE_ALIGNMENT) */
+	/* 8-byte records (kernel RB_FORCE_8BYTE_ALIGNMENT): payloads 8-aligned
+	 * with a 64-bit long; with a 32-bit long the page header is 12 bytes
+	 * and payloads are 4 mod 8 (the kernel's 32-bit page layout) */
+	RINGBUF_F_ALIGN8 = 1u << 0,
 };
 
 /** Clock: returns nanoseconds (or any monotonic unit); must be async-signal-safe. */
@@ -414,7 +429,8 @@ RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb);
  *    lock-free, async-signal-safe, no allocation) -- */
 
 /** Reserve len payload bytes on CPU buffer cpu. Returns a pointer to the payload
- * (4-byte aligned, 8 with RINGBUF_F_ALIGN8) or NULL when the event is dropped;
+ * (4-byte aligned; with RINGBUF_F_ALIGN8, 8-byte aligned when long is 64 bits
+ * and 4 mod 8 when it is 32 bits) or NULL when the event is dropped;
  * every NULL is counted in the statistics. Must be paired with ringbuf_commit()
  * or ringbuf_discard() by the same writer, before its interrupted writer resumes. */
 RINGBUF_API void *ringbuf_reserve(struct ringbuf *rb, unsigned cpu, size_t len)
@@ -431,7 +447,9 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data);
  * when dropped. Every failure on a valid cpu is counted (rejected_events, or
  * the drop's own counter). */
 RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data, size_t len);
-/** Largest payload one event can carry (page size - 24 with 4 KiB pages: 4072). */
+/** Largest payload one event can carry: page size - 24 with a 64-bit long (4072
+ * with 4 KiB pages); with a 32-bit long page size - 20, or - 24 with
+ * RINGBUF_F_ALIGN8 (the page header is 12 bytes there). */
 RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb);
 /** Time stamp the buffer would give an event now (reads the clock), in the
  * unit readers report (ns for the TSC clock). */
@@ -625,6 +643,24 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 #define RINGBUF__TS_BITS 59
 #define RINGBUF__TS_VALUE_MASK ((1ull << RINGBUF__TS_BITS) - 1)
 #define RINGBUF__MAX_SMALL_DATA 112u /* 28 * 4 */
+
+/* The event header word, the kernel's `u32 type_len:5, time_delta:27` stored
+ * in the CPU's byte order. Compilers allocate bitfields from the least
+ * significant bit on little-endian targets and from the most significant one
+ * on big-endian targets, so type_len is the low 5 bits of the word on x86 or
+ * arm64 and the top 5 bits on s390x (libtraceevent reads `w >> 27` there). */
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define RINGBUF__BIG_ENDIAN 1
+#define RINGBUF__HDR_WORD(type, delta) (((uint32_t)(type) << 27) | ((uint32_t)(delta) & 0x7ffffffu))
+#define RINGBUF__HDR_TYPE(w) ((uint32_t)(w) >> 27)
+#define RINGBUF__HDR_DELTA(w) ((uint32_t)(w) & 0x7ffffffu)
+#elif defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define RINGBUF__HDR_WORD(type, delta) ((uint32_t)(type) | ((uint32_t)(delta) << 5))
+#define RINGBUF__HDR_TYPE(w) ((uint32_t)(w) & 31u)
+#define RINGBUF__HDR_DELTA(w) ((uint32_t)(w) >> 5)
+#else
+#error "ringbuf.h: unknown byte order (__BYTE_ORDER__ is not defined or is mixed)"
+#endif
 #define RINGBUF__STAMP_LEN 8u
 
 #define RINGBUF__COMMIT_MASK ((1ul << 27) - 1)
@@ -672,6 +708,20 @@ struct ringbuf__dpage {
 	unsigned char data[];
 };
 #define RINGBUF__HDR_SIZE (offsetof(struct ringbuf__dpage, data))
+
+/* Bytes of data[] that records may use (bsize). The header is 16 bytes with a
+ * 64-bit long and 12 with a 32-bit one (the kernel's layout, which kbuffer
+ * assumes), so on 32-bit data[] starts at 4 mod 8. RINGBUF_F_ALIGN8 keeps
+ * every record a multiple of 8 bytes from data[0]: the area is rounded down
+ * to a multiple of 8 (the last 4 bytes of a page stay unused on 32-bit), or
+ * the padding at a page end would be 4 mod 8 and the largest event would not
+ * fit. Payloads are then 8-aligned relative to data[]: 8-aligned in memory
+ * with a 64-bit long, 4 mod 8 with a 32-bit one (see RINGBUF_F_ALIGN8). */
+static inline uint32_t ringbuf__data_size(uint32_t page_size, uint32_t flags)
+{
+	uint32_t n = page_size - (uint32_t)RINGBUF__HDR_SIZE;
+	return (flags & 1u /* RINGBUF_F_ALIGN8 */) ? n & ~7u : n;
+}
 
 /* The kernel's struct buffer_page, reduced to what this design needs. */
 struct ringbuf__bpage {
@@ -919,19 +969,19 @@ static inline void ringbuf__local_dec(_Atomic(uint64_t) *p)
 
 RINGBUF__INLINE struct ringbuf__cpu *ringbuf__cpu(const struct ringbuf *rb, unsigned cpu)
 {
-	return (struct ringbuf__cpu *)((char *)rb + rb->cpu_off) + cpu;
+	return (struct ringbuf__cpu *)(void *)((char *)rb + rb->cpu_off) + cpu;
 }
 
 /* The same, for the writer's fast path: two loads from its own cache line. */
 RINGBUF__INLINE struct ringbuf__bpage *ringbuf__cbp(const struct ringbuf *rb, const struct ringbuf__cpu *c,
 						 uint32_t idx)
 {
-	return (struct ringbuf__bpage *)((char *)rb + c->bp_off) + idx;
+	return (struct ringbuf__bpage *)(void *)((char *)rb + c->bp_off) + idx;
 }
 RINGBUF__INLINE struct ringbuf__dpage *ringbuf__cdp(const struct ringbuf *rb, const struct ringbuf__cpu *c,
 						 uint32_t idx)
 {
-	return (struct ringbuf__dpage *)((char *)rb + c->dp_off + ((size_t)idx << rb->page_shift));
+	return (struct ringbuf__dpage *)(void *)((char *)rb + c->dp_off + ((size_t)idx << rb->page_shift));
 }
 
 /* Page descriptors per CPU: nr_pages + 1, rounded up to a multiple of 8 (8
@@ -943,13 +993,13 @@ _Static_assert(8 * sizeof(struct ringbuf__bpage) % RINGBUF__CACHELINE == 0,
 
 static inline struct ringbuf__bpage *ringbuf__bp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
 {
-	return (struct ringbuf__bpage *)((char *)rb + rb->bpage_off) +
+	return (struct ringbuf__bpage *)(void *)((char *)rb + rb->bpage_off) +
 	       (size_t)cpu * (size_t)RINGBUF__BP_STRIDE(rb->nr_pages) + idx;
 }
 
 static inline struct ringbuf__dpage *ringbuf__dp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
 {
-	return (struct ringbuf__dpage *)((char *)rb + rb->data_off +
+	return (struct ringbuf__dpage *)(void *)((char *)rb + rb->data_off +
 					 ((size_t)cpu * (rb->nr_pages + 1) + idx) * rb->page_size);
 }
 
@@ -1005,11 +1055,11 @@ RINGBUF__INLINE unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsi
 {
 	uint32_t body = evlen - 4;
 	if (!(rb->flags & RINGBUF_F_ALIGN8) && body <= RINGBUF__MAX_SMALL_DATA) {
-		uint32_t w = (body / 4) | (delta << 5);
+		uint32_t w = RINGBUF__HDR_WORD(body / 4, delta);
 		memcpy(p, &w, 4);
 		return p + 4;
 	}
-	uint32_t w = delta << 5; /* type_len 0 */
+	uint32_t w = RINGBUF__HDR_WORD(0, delta); /* type_len 0 */
 	memcpy(p, &w, 4);
 	memcpy(p + 4, &body, 4); /* array[0] = length after the header, itself included */
 	return p + 8;
@@ -1017,7 +1067,7 @@ RINGBUF__INLINE unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsi
 
 static inline void ringbuf__put_stamp(unsigned char *p, uint32_t type, uint64_t v)
 {
-	uint32_t w0 = type | (uint32_t)((v & RINGBUF__TS_MASK) << 5);
+	uint32_t w0 = RINGBUF__HDR_WORD(type, (uint32_t)(v & RINGBUF__TS_MASK));
 	uint32_t w1 = (uint32_t)(v >> RINGBUF__TS_SHIFT);
 	memcpy(p, &w0, 4);
 	memcpy(p + 4, &w1, 4);
@@ -1025,7 +1075,7 @@ static inline void ringbuf__put_stamp(unsigned char *p, uint32_t type, uint64_t 
 
 static inline void ringbuf__put_padding(unsigned char *p, uint32_t len, uint32_t delta)
 {
-	uint32_t w = RINGBUF__TYPE_PADDING | (delta << 5);
+	uint32_t w = RINGBUF__HDR_WORD(RINGBUF__TYPE_PADDING, delta);
 	memcpy(p, &w, 4);
 	if (len >= 8) {
 		uint32_t body = len - 4;
@@ -1128,8 +1178,22 @@ struct ringbuf__tctx {
 	_Atomic(uint32_t) claimed; /* RINGBUF_CPU_THREAD: buffer index + 1, 0 = none */
 	_Atomic(uint32_t) token;   /* this thread's owner token in the buffer, 0 = none yet */
 };
+/* RINGBUF_TLS_MODEL (>>config): initial-exec is one load from the thread
+ * pointer and never allocates, so it is async-signal-safe from a thread's very
+ * first event. A shared object using it can be dlopen'ed only where the C
+ * library reserves static TLS for late modules (glibc does, a little; musl
+ * refuses: "initial-exec TLS resolves to dynamic definition"). So the default
+ * is initial-exec except in position-independent non-PIE code (a shared
+ * object) built against a C library other than glibc. */
+#ifndef RINGBUF_TLS_MODEL
+#if defined(__PIC__) && !defined(__PIE__) && !defined(__GLIBC__)
+#define RINGBUF_TLS_MODEL "global-dynamic"
+#else
+#define RINGBUF_TLS_MODEL "initial-exec"
+#endif
+#endif
 #if defined(__GNUC__) || defined(__clang__)
-#define RINGBUF__TLS _Thread_local __attribute__((tls_model("initial-exec")))
+#define RINGBUF__TLS _Thread_local __attribute__((tls_model(RINGBUF_TLS_MODEL)))
 #else
 #define RINGBUF__TLS _Thread_local
 #endif
@@ -1373,8 +1437,14 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
  * prototype as glibc's and musl's, so a repeat is harmless */
 extern long syscall(long number, ...);
 extern int fchmod(int fd, mode_t mode); /* likewise hidden by strict -std=c11 */
-#ifndef O_CLOEXEC /* hidden by strict -std=c11 when ringbuf.h is not the first header */
-#define O_CLOEXEC 0
+/* O_CLOEXEC is POSIX 2008: strict -std=c11 hides it in glibc, which still
+ * defines its internal name; never open without it */
+#if defined(O_CLOEXEC)
+#define RINGBUF__O_CLOEXEC O_CLOEXEC
+#elif defined(__O_CLOEXEC)
+#define RINGBUF__O_CLOEXEC __O_CLOEXEC
+#else
+#error "ringbuf.h: O_CLOEXEC not declared: define _POSIX_C_SOURCE 200809L (or _GNU_SOURCE) before the first #include"
 #endif
 #endif
 #if !defined(__STDC_NO_THREADS__) && defined(__has_include)
@@ -1425,6 +1495,14 @@ extern int clock_gettime(int, struct timespec *);
  * reader swaps pages. A data page is a kernel buffer_data_page:
  *
  *   u64 time_stamp | long commit | data[page_size - 16]    (LP64)
+ *   u64 time_stamp | long commit | data[page_size - 12]    (ILP32: i686, armhf)
+ *
+ * in the CPU's byte order, with the records' u32 header word laid out as the
+ * kernel's bitfield `type_len:5, time_delta:27` is by the compiler: type_len
+ * in the low 5 bits on little-endian CPUs, in the top 5 on big-endian ones
+ * (RINGBUF__HDR_WORD). With RINGBUF_F_ALIGN8 records stay multiples of 8 from
+ * data[0] and the data area is rounded down to a multiple of 8
+ * (ringbuf__data_size: ILP32 leaves the last 4 bytes of each page unused).
  *
  * RING. Links are `next` words in the page descriptors:
  *
@@ -1842,10 +1920,10 @@ struct ringbuf__rec {
 static int ringbuf__parse_words(uint32_t w0, uint32_t a0, uint32_t avail, bool align8,
 				struct ringbuf__rec *r)
 {
-	uint32_t t = w0 & 31u;
+	uint32_t t = RINGBUF__HDR_TYPE(w0);
 	if (avail < 4)
 		return RINGBUF_ECORRUPT;
-	r->delta = w0 >> 5;
+	r->delta = RINGBUF__HDR_DELTA(w0);
 	r->null_pad = false;
 	r->type = t;
 	switch (t) {
@@ -2510,7 +2588,7 @@ static bool ringbuf__check_current(struct ringbuf *rb, unsigned cpu, struct ring
 	{
 		uint32_t w0;
 		memcpy(&w0, ev, 4);
-		if ((const unsigned char *)data == ev + ((w0 & 31u) == 0 ? 8 : 4))
+		if ((const unsigned char *)data == ev + (RINGBUF__HDR_TYPE(w0) == 0 ? 8 : 4))
 			return true;
 	}
 	ringbuf__report(op, cpu);
@@ -2670,7 +2748,7 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	 * the kernel would bump it to 1 and shift later events by 1 ns). A stamp or
 	 * extend in front of it stays, carrying the time. */
 	memcpy(&w0, base + s.event, 4);
-	delta = w0 >> 5;
+	delta = RINGBUF__HDR_DELTA(w0);
 	ringbuf__put_padding(base + s.event, s.off + s.len - s.event, delta);
 	/* the page cannot have been recycled: the commit has not passed it */
 	ringbuf__local_dec(&tb->entries);
@@ -2869,7 +2947,7 @@ static inline unsigned ringbuf__current_cpu(void)
 {
 #ifdef RINGBUF__HAVE_RSEQ
 	if (&__rseq_size && __rseq_size >= 8) {
-		int32_t id = *(volatile int32_t *)((char *)__builtin_thread_pointer() + __rseq_offset + 4);
+		int32_t id = *(volatile int32_t *)(void *)((char *)__builtin_thread_pointer() + __rseq_offset + 4);
 		if (id >= 0)
 			return (unsigned)id;
 	}
@@ -3498,7 +3576,7 @@ static int ringbuf__proc_stat(const char *path, char *state, uint64_t *start)
 {
 	char buf[1024];
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), f;
+	int fd = open(path, O_RDONLY | RINGBUF__O_CLOEXEC), f;
 	const char *p, *end;
 	if (fd < 0)
 		return -1;
@@ -3847,7 +3925,7 @@ static int ringbuf__read_one_ts(struct ringbuf *rb, unsigned cpu, struct ringbuf
 				uint64_t expect_ts)
 {
 	struct ringbuf__cpu *c;
-	uint32_t len;
+	uint32_t len = 0; /* set when r == 1 (gcc -Os cannot tell) */
 	int r;
 	if (!rb || cpu >= rb->ncpu || !rec)
 		return RINGBUF_EINVAL;
@@ -3967,7 +4045,8 @@ again:
 			memcpy(out, &ts, sizeof ts); /* the caller's page: any alignment */
 			memcpy(odata, dp->data + off, e.len);
 			memcpy(&hw, odata, 4);
-			hw &= 31u; /* delta 0: the page time stamp is this event's */
+			/* delta 0: the page time stamp is this event's */
+			hw = RINGBUF__HDR_WORD(RINGBUF__HDR_TYPE(hw), 0);
 			memcpy(odata, &hw, 4);
 			first = false;
 			first_src = off;
@@ -5423,7 +5502,7 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	rb->page_size = g.page_size;
 	for (rb->page_shift = 0; (1u << rb->page_shift) < g.page_size; rb->page_shift++)
 		;
-	rb->bsize = g.page_size - (uint32_t)RINGBUF__HDR_SIZE;
+	rb->bsize = ringbuf__data_size(g.page_size, cfg->flags);
 	rb->flags = cfg->flags;
 	rb->ts_mode = (uint32_t)cfg->ts_mode;
 	/* the largest event must fit an empty page with its header and array[0] */
@@ -5509,7 +5588,7 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 	if (ringbuf__layout(rb->ncpu, rb->nr_pages, rb->page_size, rb->user_size, &g) < 0 ||
 	    g.cpu_off != rb->cpu_off || g.bpage_off != rb->bpage_off || g.data_off != rb->data_off ||
 	    g.user_off != rb->user_off || g.total != rb->total_size ||
-	    rb->bsize != rb->page_size - RINGBUF__HDR_SIZE || rb->max_event != rb->bsize - 8 ||
+	    rb->bsize != ringbuf__data_size(rb->page_size, rb->flags) || rb->max_event != rb->bsize - 8 ||
 	    rb->page_shift >= 32 || (1u << rb->page_shift) != rb->page_size ||
 	    (rb->flags & ~(uint32_t)RINGBUF_F_ALIGN8) || rb->ts_mode > RINGBUF_TS_ABSOLUTE ||
 	    memchr(rb->clock_name, 0, sizeof rb->clock_name) == NULL ||
@@ -5608,7 +5687,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 		for (i = 0; i < 8; i++)
 			tmp[n + 6 + i] = "0123456789abcdef"[(x >> (4 * i)) & 15];
 		tmp[n + 14] = '\0';
-		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | RINGBUF__O_CLOEXEC, 0600);
 		if (fd >= 0 || errno != EEXIST)
 			break;
 	}
@@ -5668,7 +5747,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	ssize_t got;
 	if (!path || !out || (flags & ~(unsigned)(RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)))
 		return RINGBUF_EINVAL;
-	fd = open(path, ((flags & RINGBUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	fd = open(path, ((flags & RINGBUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) | RINGBUF__O_CLOEXEC);
 	if (fd < 0)
 		return RINGBUF_ESYS;
 	if (fstat(fd, &st) < 0) {
@@ -5742,7 +5821,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		 * need to write their own state (reader page, position), so map a
 		 * private writable copy-on-write view instead */
 		munmap(map, (size_t)hdr.total_size);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = open(path, O_RDONLY | RINGBUF__O_CLOEXEC);
 		if (fd < 0)
 			return RINGBUF_ESYS;
 		map = mmap(NULL, (size_t)hdr.total_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);

@@ -499,14 +499,27 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
 #define RINGBUF__DESC_RINGBUF__KSTR(S, type, name, ts, n) \
 	{ ts, #name, (uint32_t)offsetof(struct S, name), 4, 0, 0, RINGBUF_TRACE_FIELD_STRING },
 
-/* Declarations: every file. */
+/* Declarations: every file. With RINGBUF_STATIC the descriptor has internal
+ * linkage like the functions (two static copies of the library in one program
+ * may define the same event name); its declaration is then a tentative
+ * definition, completed by RINGBUF_TRACE_DEFINE_EVENTS in the same file. */
+#ifdef RINGBUF_STATIC
+#define RINGBUF__TEV_LINKAGE static
+#else
+#define RINGBUF__TEV_LINKAGE extern
+#endif
+#ifdef RINGBUF_STATIC
+#define RINGBUF__TEV_DEF_LINKAGE static
+#else
+#define RINGBUF__TEV_DEF_LINKAGE
+#endif
 #define RINGBUF__TEV_DECL(name, S, fields)                                                       \
 	RINGBUF__FOREACH(RINGBUF__P_TYPE, S, fields)                                             \
 	struct S {                                                                               \
 		struct ringbuf_trace_entry ent;                                                  \
 		RINGBUF__FOREACH(RINGBUF__P_MEMBER, S, fields)                                   \
 	};                                                                                       \
-	extern struct ringbuf_trace_event ringbuf_event_##name;                                  \
+	RINGBUF__TEV_LINKAGE struct ringbuf_trace_event ringbuf_event_##name;                    \
 	static inline __attribute__((unused)) int RINGBUF__CAT(RINGBUF_TRACE_EMIT_PREFIX, name)( \
 		struct ringbuf *ringbuf__b, unsigned ringbuf__c RINGBUF__FOREACH(RINGBUF__P_PARAM, S, fields)) \
 	{                                                                                        \
@@ -541,7 +554,7 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
 		(void)ringbuf__len;                                                             \
 		return snprintf(ringbuf__buf, ringbuf__size, RINGBUF__UNPAREN print);           \
 	}                                                                                       \
-	struct ringbuf_trace_event ringbuf_event_##name = {                                     \
+	RINGBUF__TEV_DEF_LINKAGE struct ringbuf_trace_event ringbuf_event_##name = {            \
 		0, 0, (uint16_t)RINGBUF__NFIELDS(fields), namestr, ringbuf__fields_##name,      \
 		sizeof(struct S), printstr, ringbuf__print_##name, NULL, NULL};
 
@@ -758,7 +771,11 @@ RINGBUF_API int32_t ringbuf_trace_writer_pid(struct ringbuf *rb);
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 #include <unistd.h>
+/* POSIX, hidden by strict -std=c11 (ringbuf.h defines no feature-test macro);
+ * the same prototype as glibc's and musl's, so a repeat is harmless */
+extern int kill(pid_t pid, int sig);
 
 #ifndef RINGBUF_TRACE_MAX_THREADS
 #define RINGBUF_TRACE_MAX_THREADS 4096
@@ -1433,8 +1450,8 @@ static int ringbuf_trace__page_next(const struct ringbuf_trace_capture *cap, uns
 		memcpy(&w, d, 4);
 		if (c->end - c->off >= 8)
 			memcpy(&a0, d + 4, 4);
-		t = w & 31u;
-		delta = w >> 5;
+		t = RINGBUF__HDR_TYPE(w);
+		delta = RINGBUF__HDR_DELTA(w);
 		switch (t) {
 		case 29: /* padding */
 			if (a0 == 0 && delta == 0) {
@@ -2286,7 +2303,7 @@ RINGBUF_API int ringbuf_trace_save_tracedat(struct ringbuf *rb, const struct rin
 	int fd, r;
 	if (!path)
 		return RINGBUF_EINVAL;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | RINGBUF__O_CLOEXEC, 0644);
 	if (fd < 0)
 		return RINGBUF_EINVAL;
 	r = ringbuf_trace_write_tracedat(rb, reg, fd, opts);
@@ -2371,7 +2388,7 @@ static uint64_t ringbuf_trace__proc_start(int32_t pid)
 	ssize_t n;
 	int fd, i;
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | RINGBUF__O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	n = read(fd, buf, sizeof buf - 1);
@@ -2475,7 +2492,7 @@ static void ringbuf_trace__uappend(struct ringbuf *rb, int32_t pid, const char *
 	i = atomic_fetch_add_explicit(&h->comm_next, 1, memory_order_relaxed);
 	if (i >= h->comm_cap)
 		return;
-	t = (struct ringbuf_trace__ucomm *)((char *)h + h->comm_off) + i;
+	t = (struct ringbuf_trace__ucomm *)(void *)((char *)h + h->comm_off) + i;
 	for (k = 0; k < 15 && comm[k]; k++)
 		t->comm[k] = comm[k];
 	for (; k < 16; k++)
@@ -2948,6 +2965,14 @@ static void ringbuf_trace__app_i(char *buf, size_t size, size_t *len, const char
 	if (n > 0)
 		*len += (size_t)n;
 }
+/* %c takes an int: a long long passed for it is undefined (armhf read the
+ * other register of the pair and printed NUL, which ended the line) */
+static void ringbuf_trace__app_c(char *buf, size_t size, size_t *len, const char *spec, int v)
+{
+	int n = snprintf(*len < size ? buf + *len : NULL, *len < size ? size - *len : 0, spec, v);
+	if (n > 0)
+		*len += (size_t)n;
+}
 static void ringbuf_trace__app_u(char *buf, size_t size, size_t *len, const char *spec,
 				 unsigned long long v)
 {
@@ -3200,7 +3225,7 @@ static void ringbuf_trace__interp(const struct ringbuf_trace_event *ev, const vo
 			bool sgn = conv == 'd' || conv == 'i';
 			if (conv == 'c') {
 				snprintf(spec + sl, sizeof spec - sl, "c");
-				ringbuf_trace__app_i(buf, size, len, spec, (long long)(unsigned char)v);
+				ringbuf_trace__app_c(buf, size, len, spec, (int)(unsigned char)v);
 				continue;
 			}
 			if (lmod == 1)

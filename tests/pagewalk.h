@@ -6,15 +6,18 @@
  *
  * A test oracle: it re-parses, from the byte layout alone, every page the
  * library writes. It deliberately shares no code with ringbuf.h. Header-only,
- * C11, libc only. Supports 64-bit `long` and host byte order only.
+ * C11, libc only. Pages are in host byte order with the host's `long`, as the
+ * kernel writes them (H = 8 + sizeof(long): 16 on 64-bit, 12 on 32-bit).
  *
  * PAGE FORMAT (the kernel's struct buffer_data_page)
  *   +0   u64 time_stamp   absolute time of the page's first event
- *   +8   u64 commit       bits 0..26: bytes of data[] in use
+ *   +8   long commit      bits 0..26: bytes of data[] in use
  *                         bit 31: events were lost before this page
- *                         bit 30: the lost count (u64) is stored at data[commit]
- *   +16  data[]           records, each starting with a 4-byte aligned u32
- *                         header w: type_len = w & 31, time_delta = w >> 5
+ *                         bit 30: the lost count (a long) is stored at data[commit]
+ *   +H   data[]           records, each starting with a 4-byte aligned u32
+ *                         header w, the bitfield `u32 type_len:5, time_delta:27`:
+ *                         little-endian: type_len = w & 31, time_delta = w >> 5;
+ *                         big-endian: type_len = w >> 27, time_delta = w & (2^27-1)
  * RECORDS (len = total bytes, a0 = the u32 right after the header)
  *   type_len 1..28  data, payload type_len*4 bytes at +4, len 4 + type_len*4
  *   type_len 0      data, len 4 + a0, payload a0 - 4 bytes at +8 (a0 >= 4)
@@ -43,7 +46,24 @@
 #include <stdio.h>
 #include <string.h>
 
-#define PW_PAGE_HDR 16u                     /* time_stamp + commit */
+#define PW_LONG ((uint32_t)sizeof(long))    /* the commit field and the lost count */
+#define PW_PAGE_HDR (8u + PW_LONG)          /* time_stamp + commit */
+/* the header word (see PAGE FORMAT), PW_WORD builds one (for tests) */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define PW_BIG_ENDIAN 1
+#define PW_TYPE(w) ((uint32_t)(w) >> 27)
+#define PW_DELTA(w) ((uint32_t)(w) & ((1u << 27) - 1))
+#define PW_WORD(type, delta) (((uint32_t)(type) << 27) | ((uint32_t)(delta) & ((1u << 27) - 1)))
+#else
+#define PW_BIG_ENDIAN 0
+#define PW_TYPE(w) ((uint32_t)(w) & 31u)
+#define PW_DELTA(w) ((uint32_t)(w) >> 5)
+#define PW_WORD(type, delta) ((uint32_t)(type) | (uint32_t)(delta) << 5)
+#endif
+/* Bytes of data[] records may use, and the largest payload (ringbuf.h's
+ * bsize and max_event): with 8-byte records the area is a multiple of 8. */
+#define PW_DATA_SIZE(page_size, align8) (((uint32_t)(page_size) - PW_PAGE_HDR) & ((align8) ? ~7u : ~0u))
+#define PW_MAX_EVENT(page_size, align8) (PW_DATA_SIZE(page_size, align8) - 8u)
 #define PW_COMMIT_MASK ((1u << 27) - 1)     /* bytes-used field of commit */
 #define PW_MISSED_EVENTS (1ull << 31)
 #define PW_MISSED_STORED (1ull << 30)
@@ -60,7 +80,7 @@ enum pw_kind { PW_DATA = 1, PW_PADDING = 2, PW_EXTEND = 3, PW_STAMP = 4 };
 
 enum pw_error {
 	PW_OK = 0,
-	PW_E_ARG = -1,      /* NULL page, or page_size < 16 */
+	PW_E_ARG = -1,      /* NULL page, or page_size < the page header */
 	PW_E_COMMIT = -2,   /* commit beyond the data area, or not a multiple of 4 */
 	PW_E_FLAGS = -3,    /* reserved commit bits (27..29, 32..63) set */
 	PW_E_MISSED = -4,   /* STORED without MISSED, or stored count beyond the page */
@@ -76,7 +96,7 @@ enum pw_error {
 
 struct pw_record {
 	int kind;             /* enum pw_kind */
-	uint32_t offset;      /* from the start of data[] (page offset - 16) */
+	uint32_t offset;      /* from the start of data[] (page offset - PW_PAGE_HDR) */
 	uint32_t len;         /* total record bytes, header included */
 	const uint8_t *payload; /* data records only, else NULL */
 	uint32_t payload_len; /* data: type_len*4 or array[0]-4; else 0 */
@@ -160,6 +180,14 @@ static inline uint64_t pw__rd64(const uint8_t *p)
 	return v;
 }
 
+/* A long-sized field (commit, lost count), zero-extended. */
+static inline uint64_t pw__rdlong(const uint8_t *p)
+{
+	unsigned long v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
 /* Format the error message (per thread, valid until the next failing call). */
 static inline int pw__fail(const char **err, struct pw_page *info, int code, uint32_t off,
 			   const char *fmt, ...)
@@ -200,7 +228,7 @@ static inline int pw__walk(const uint8_t *pg, size_t page_size, bool align8,
 
 	memset(in, 0, sizeof *in);
 	in->time_stamp = ts = pw__rd64(pg);
-	in->commit_raw = pw__rd64(pg + 8);
+	in->commit_raw = pw__rdlong(pg + 8);
 	in->commit = commit = (uint32_t)(in->commit_raw & PW_COMMIT_MASK);
 	in->missed = (in->commit_raw & PW_MISSED_EVENTS) != 0;
 	in->missed_stored = (in->commit_raw & PW_MISSED_STORED) != 0;
@@ -218,11 +246,11 @@ static inline int pw__walk(const uint8_t *pg, size_t page_size, bool align8,
 	if (in->missed_stored) {
 		if (!in->missed)
 			return pw__fail(err, in, PW_E_MISSED, commit, "MISSED_STORED without MISSED_EVENTS");
-		if ((uint64_t)commit + 8 > size)
+		if ((uint64_t)commit + PW_LONG > size)
 			return pw__fail(err, in, PW_E_MISSED, commit,
 					"stored missed count does not fit (data size %llu)",
 					(unsigned long long)size);
-		in->missed_count = pw__rd64(data + commit);
+		in->missed_count = pw__rdlong(data + commit);
 	}
 
 	while (off < commit) {
@@ -235,8 +263,8 @@ static inline int pw__walk(const uint8_t *pg, size_t page_size, bool align8,
 			return pw__fail(err, in, PW_E_CROSS, off, "header crosses commit %u", commit);
 		w = pw__rd32(data + off);
 		r.offset = off;
-		r.type_len = w & 31u;
-		r.value = r.delta = w >> 5;
+		r.type_len = PW_TYPE(w);
+		r.value = r.delta = PW_DELTA(w);
 		if (r.type_len == PW_TYPE_PADDING && rem < 8) {
 			/* null padding: rest of page; the delta is not applied */
 			if (tpending != UINT32_MAX)
@@ -379,8 +407,8 @@ static inline int pw_walk_page(const void *page, size_t page_size, bool align8,
 		*err = NULL;
 	if (!page || page_size < PW_PAGE_HDR) {
 		memset(info, 0, sizeof *info);
-		return pw__fail(err, info, PW_E_ARG, 0, "page %s, page_size %zu (need >= 16)",
-				page ? "given" : "NULL", page_size);
+		return pw__fail(err, info, PW_E_ARG, 0, "page %s, page_size %zu (need >= %u)",
+				page ? "given" : "NULL", page_size, (unsigned)PW_PAGE_HDR);
 	}
 	rc = pw__walk(page, page_size, align8, NULL, NULL, info, err);
 	if (rc == 0 && cb)

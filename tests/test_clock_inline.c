@@ -1243,7 +1243,7 @@ static int snap_page(const void *page, size_t ps, int role, void *ctx)
 	size_t used;
 	(void)ps;
 	memcpy(&commit, (const char *)page + 8, sizeof commit);
-	used = 16 + ((unsigned long)commit & ((1ul << 27) - 1));
+	used = PW_PAGE_HDR + ((unsigned long)commit & ((1ul << 27) - 1));
 	log_put(&role, sizeof role);
 	log_put(page, used); /* time stamp, commit, the bytes in use */
 	(void)ctx;

@@ -217,12 +217,12 @@ static int count_page(const void *page, size_t size, int role, void *vctx)
 	}
 	/* count data records at or after `from` */
 	{
-		const unsigned char *d = (const unsigned char *)page + 16;
+		const unsigned char *d = (const unsigned char *)page + PW_PAGE_HDR;
 		uint32_t off = 0;
 		while (off < info.commit) {
 			uint32_t hw, t, len;
 			memcpy(&hw, d + off, 4);
-			t = hw & 31;
+			t = PW_TYPE(hw);
 			if (t == 29) {
 				uint32_t a0;
 				if (info.commit - off < 8)

@@ -71,6 +71,9 @@
 #include <cmocka.h>
 
 #include "pagewalk.h"
+/* Payload address mod 8 (align8) or mod 4: ALIGN8 payloads are 8-aligned from
+ * data[], which starts 12 bytes into the page with a 32-bit long. */
+#define PAYLOAD_MOD(align8) ((align8) ? PW_PAGE_HDR % 8 : 0)
 
 #define MAXEV 8192
 #define MAXD (RINGBUF_MAX_NEST + 2)
@@ -223,7 +226,7 @@ static void do_write(bool discard)
 	e->len = len;
 	e->depth = (uint8_t)d;
 	e->state = EV_RESERVED;
-	if ((uintptr_t)p % (H.sc->align8 ? 8 : 4))
+	if ((uintptr_t)p % (H.sc->align8 ? 8 : 4) != PAYLOAD_MOD(H.sc->align8))
 		failf("reserve returned a payload at %p, not %d-byte aligned", (void *)p, H.sc->align8 ? 8 : 4);
 	{
 		struct pl h = {id, len, e->ts};
@@ -345,7 +348,7 @@ static void do_consume(int max)
 			if (p < d || p + rec.len > d + commit)
 				failf("consume: event at data offset %td + %zu beyond the page commit %u",
 				      p - d, rec.len, commit);
-			if ((uintptr_t)p % (H.sc->align8 ? 8 : 4))
+			if ((uintptr_t)p % (H.sc->align8 ? 8 : 4) != PAYLOAD_MOD(H.sc->align8))
 				failf("consume: payload misaligned");
 		}
 		check_consumed(rec.data, rec.len, rec.ts, rec.lost, "consume");
@@ -1510,7 +1513,8 @@ static void bug_iterator_never_returns_an_event_twice_after_an_overwrite(void **
 
 /* ==== 11. adab66b71abf Revert "Remove HAVE_64BIT_ALIGNED_ACCESS" ====
  * sparc64 trapped on 8-byte fields of 4-byte aligned events. With
- * RINGBUF_F_ALIGN8 every payload (reserve and read side) is 8-byte aligned and
+ * RINGBUF_F_ALIGN8 every payload (reserve and read side) is 8-byte aligned (from
+ * data[], which is 4 mod 8 with a 32-bit long: PAYLOAD_MOD) and
  * every record a multiple of 8, also after time records, padding, discards
  * and nesting at every step. (do_write and do_consume check the pointers;
  * pagewalk checks the records.) */

@@ -469,6 +469,15 @@ static void test_live_read_while_writer_runs(void **state)
 	struct stat a, b;
 	pid_t pid;
 	(void)state;
+	if (getenv("RINGBUF_TEST_QEMU")) {
+		/* qemu-user answers /proc/self/stat itself: the writer's start time
+		 * it records never matches /proc/<pid>/stat, so the tool takes the
+		 * writer for a recycled pid (gone) */
+		print_message("under qemu-user (RINGBUF_TEST_QEMU): live read not checked\n");
+		free(s);
+		free(before);
+		skip();
+	}
 	pid = start_writer(file, 200000, 1000); /* slow: still writing during the read */
 	wait_for_committed(1);
 	assert_int_equal(stat(file, &a), 0);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "pagewalk.h"
+#define HS (16u - PW_PAGE_HDR) /* 4 more data bytes per page with a 32-bit long */
 
 /* ---- fixtures ----------------------------------------------------------- */
 
@@ -426,17 +427,18 @@ static void test_bytes_equal_written_record_sizes_when_nothing_read(void **state
 	struct ringbuf *rb = mk(1, 128, 8, RINGBUF_MODE_OVERWRITE);
 	/* payload sizes: page 1 ends at 108 (4 bytes left), page 2 at 104 (8
 	 * left: a padding record), page 3 holds one 100-byte event (8 left,
-	 * padding again), page 4 is partly used */
-	static const uint32_t lens[] = { 16, 16, 16, 16, 16, 4, /* 5 * 20 + 8 = 108 */
+	 * padding again), page 4 is partly used; with a 32-bit long the data
+	 * area is HS = 4 bytes longer and some payloads grow by HS */
+	static const uint32_t lens[] = { 16, 16, 16, 16 + HS, 16, 4, /* 5 * 20 + 8 = 108 */
 					 60,                    /* new page: 64 */
-					 36,                    /* 64 + 40 = 104 */
-					 100,                   /* 104 + 104 > 112: new page */
+					 36 + HS,               /* 64 + 40 = 104 */
+					 100 + HS,              /* 104 + 104 > 112: new page */
 					 12,                    /* 104 + 16 > 112: new page */
 					 4, 20 };               /* 16 + 8 + 24 = 48 */
-	static const uint32_t commits[] = { 108, 112, 112, 48 };
+	static const uint32_t commits[] = { 108 + HS, 112 + HS, 112 + HS, 48 };
 	uint64_t expect = 0;
 	uint32_t seq, w = 0, npage = 0;
-	const uint32_t bsize = 128 - 16;
+	const uint32_t bsize = 128 - PW_PAGE_HDR;
 	struct scan s;
 	(void)state;
 	for (seq = 0; seq < sizeof lens / sizeof lens[0]; seq++) {
@@ -453,7 +455,7 @@ static void test_bytes_equal_written_record_sizes_when_nothing_read(void **state
 		assert_int_equal(put(rb, 0, seq, lens[seq], 1), 1);
 	}
 	assert_int_equal(commits[npage], w);
-	assert_int_equal(expect, 108 + 112 + 112 + 48);
+	assert_int_equal(expect, 108 + 112 + 112 + 48 + 3 * HS);
 	s = scan_unread(rb, 0);
 	assert_int_equal(s.commit_sum, expect);
 	assert_int_equal(s.events, sizeof lens / sizeof lens[0]);
@@ -475,7 +477,7 @@ static void test_bytes_equal_written_record_sizes_random(void **state)
 	struct ringbuf *rb = mk(1, 256, 32, RINGBUF_MODE_OVERWRITE);
 	uint64_t expect = 0;
 	uint32_t w = 0, seq;
-	const uint32_t bsize = 256 - 16;
+	const uint32_t bsize = 256 - PW_PAGE_HDR;
 	(void)state;
 	rng_state = 77;
 	for (seq = 0; seq < 60; seq++) {
