@@ -2071,6 +2071,9 @@ static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t
 	/* U1: make N.write and N.entries unique, so the resets below cannot undo
 	 * a nested writer's reservation on N. (A writer nesting between the two
 	 * adds moves the tail itself: we stop at the tail check.) */
+	/* release: an iterator that reads N's new count (acquire) sees the head
+	 * pushes before it in pages_lost ([I-LAG]) */
+	atomic_thread_fence(memory_order_release);
 	old = ringbuf__local_add_return(&nb->write, RINGBUF__WRITE_INTCNT);
 	olde = ringbuf__local_add_return(&nb->entries, RINGBUF__WRITE_INTCNT);
 	/* release: the new count is visible before any byte we write on N;
@@ -4330,6 +4333,8 @@ struct ringbuf__iter_cpu {
 	uint64_t ts;        /* running time stamp at off */
 	uint64_t gen;       /* update count of page when we entered it */
 	uint64_t overrun;   /* base: overrun when the walk entered the ring (or the reader page) */
+	uint64_t plost;     /* pages_lost at the base (the head the walk entered the ring at) */
+	uint64_t pages;     /* pages left behind since that head */
 	int state;          /* 0: (re)start at the consumer's position, 1: walking */
 	uint64_t lost;      /* to report with the next event */
 	uint64_t passed;    /* data events walked on ring pages since the base */
@@ -4513,7 +4518,7 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 		{
 			uint32_t next;
 			uint64_t ngen;
-			uint64_t ov;
+			uint64_t ov, pl;
 			uint64_t link = 0;
 			if (page == rp) {
 				r = ringbuf__find_head(rb, cpu, c, &next, &link);
@@ -4524,6 +4529,7 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			}
 			ngen = ringbuf__page_gen(rb, cpu, next);
 			ov = RINGBUF__LOAD(&c->overrun);
+			pl = atomic_load_explicit(&c->pages_lost, memory_order_acquire);
 			/* the head we found must still be the head after we read its
 			 * update count: else it may be pushed out and rewritten under
 			 * that very count (loop: the loss shows in overrun) */
@@ -4535,6 +4541,22 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			 * was lost in between; the check at the top reports it */
 			if (ringbuf__page_gen(rb, cpu, page) != ic->gen)
 				continue;
+			if (page != rp && pl - ic->plost > ic->pages) {
+				/* [I-LAG] the page we leave was pushed out of the ring
+				 * (more pages pushed since the base head than we left
+				 * behind): `next` may be a page the tail is entering
+				 * again, whose update count is new but whose commit and
+				 * bytes are not yet (U1 comes before they are reset), so
+				 * its new events could be skipped unseen. Count what was
+				 * pushed beyond our walk and start over from the
+				 * consumer's position. (ngen was loaded before pl: a
+				 * count bumped by a U1 on `next` comes after the push of
+				 * `page`, which pl shows.) */
+				ringbuf__iter_lost(it, ic, ov);
+				ic->overrun = ov;
+				ic->state = -1;
+				continue;
+			}
 			if (page == rp) {
 				/* pages pushed out of the ring while we read the reader
 				 * page (or walked a page a consumer then took): events we
@@ -4542,6 +4564,10 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 				ringbuf__iter_lost(it, ic, ov);
 				ic->overrun = ov;
 				ic->passed = 0;
+				ic->plost = pl;
+				ic->pages = 0;
+			} else {
+				ic->pages++;
 			}
 			ic->page = next;
 			ic->off = 0;
