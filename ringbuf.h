@@ -526,7 +526,8 @@ RINGBUF_API int ringbuf_iter_start(struct ringbuf *rb, unsigned cpu, struct ring
  * rec->lost to the number of events skipped and adds it to
  * ringbuf_iter_dropped(). Events a consumer took are not losses. (Exact, except
  * with a consumer swapping pages concurrently in overwrite mode: then a lower
- * bound.) */
+ * bound.) RINGBUF_EAGAIN (one CPU; merged: that CPU has nothing now) while a
+ * writer interrupted mid head push has not counted its loss yet: call again. */
 RINGBUF_API int ringbuf_iter_next(struct ringbuf_iter *it, struct ringbuf_record *rec);
 /** Back to the oldest unread event. */
 RINGBUF_API void ringbuf_iter_reset(struct ringbuf_iter *it);
@@ -876,6 +877,7 @@ enum ringbuf__tp {
 	RINGBUF__TP_READER_S2,      /* reader swap: prepared, before the CAS */
 	RINGBUF__TP_MOVE_TAIL_NEXT, /* move_tail: T.next loaded, commit/reader page not yet */
 	RINGBUF__TP_DROP_DECIDED,   /* move_tail: drop decided, not yet counted */
+	RINGBUF__TP_H1_CLAIMED,     /* push head: HEADER -> UPDATE done, overrun not yet added */
 	RINGBUF__TP_COUNT,
 	/* outside the range the sweeps over write steps cover (a hook that
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT) */
@@ -1620,7 +1622,8 @@ extern int clock_gettime(int, struct timespec *);
  *     and the count stays pending for the next page with room (never a flag
  *     without its count). ringbuf_read_page_ref lends no such page (EAGAIN).
  *   - the iterator counts in events what writers pushed out beyond its
- *     walk (see the iterator's notes in >>reader).
+ *     walk, loading overrun only while no push is between its claim and its
+ *     count (see the iterator's notes in >>reader).
  *
  * PAGE EVENT COUNT (bpage.entries, the kernel's bpage->entries): +1 with one
  * non-LOCK instruction after each successful reservation CAS (C), -1 by a
@@ -2159,6 +2162,7 @@ static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
 		if (!ringbuf__cas_link(tb, link, upd))
 			return 1; /* the reader swapped N out, or a nested writer pushed */
 		owner = true;
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_CLAIMED);
 		RINGBUF__ADD(&c->overrun, lost);
 		RINGBUF__ADD(&c->pages_lost, 1);
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_UPDATE);
@@ -4325,7 +4329,16 @@ RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record
  * page consumed and reused is not a loss). With a consumer and overwrites
  * together it is a lower bound: pages the consumer took after the iterator
  * walked them are counted as passed but not in overrun. The iterator runs
- * under the reader lock, so no swap happens during one call. */
+ * under the reader lock, so no swap happens during one call.
+ * A head push claims the page (H1 CAS) before it adds the page's count to
+ * overrun; a nested writer interrupting its owner there helps the push, moves
+ * the tail into the page (new update count) and may set HEADER further on, all
+ * before the count exists. Both loss points (a page reused, the head found)
+ * therefore load overrun only after finding no link with UPDATE (no push
+ * between claim and H3), else they retry, and return RINGBUF_EAGAIN at the
+ * loop limit while the owner stays interrupted (a count taken then missed the
+ * claimed page: the skipped events came out late, on a later loss, or never;
+ * test_accounting iter_counts_a_push_its_owner_has_not_counted_yet). */
 
 struct ringbuf__iter_cpu {
 	uint32_t page;      /* page being walked */
@@ -4391,6 +4404,22 @@ static void ringbuf__iter_lost(struct ringbuf_iter *it, struct ringbuf__iter_cpu
 	}
 }
 
+/* A head push between its claim (H1 CAS, HEADER -> UPDATE) and H3 (UPDATE
+ * cleared): its owner may not have added the page's count to overrun yet, while
+ * a nested writer that helped it already moved the tail into the page (new
+ * update count) and set HEADER further on. Call after the observation the count
+ * must cover (an update count that moved, a head found) and load overrun after:
+ * a link read without UPDATE was read from H3 or later (release, by the acquire
+ * link load), so the owner's add happened before the overrun load. */
+static bool ringbuf__iter_push_in_flight(const struct ringbuf *rb, unsigned cpu)
+{
+	uint32_t i;
+	for (i = 0; i <= rb->nr_pages; i++)
+		if (ringbuf__load_link(ringbuf__bp(rb, cpu, i)) & RINGBUF__F_UPDATE)
+			return true;
+	return false;
+}
+
 static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct ringbuf__iter_cpu *ic,
 				  struct ringbuf_record *rec)
 {
@@ -4429,8 +4458,13 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			 * consumed and put back by a consumer. Count what was pushed
 			 * beyond our position (above), restart from the consumer's
 			 * position with that overrun as the new base: pages pushed
-			 * after this load are ahead of the reader page. */
-			uint64_t ov = RINGBUF__LOAD(&c->overrun);
+			 * after this load are ahead of the reader page. The push
+			 * that took the page must be counted first (retry; EAGAIN
+			 * at the loop limit while its owner is interrupted). */
+			uint64_t ov;
+			if (ringbuf__iter_push_in_flight(rb, cpu))
+				continue;
+			ov = RINGBUF__LOAD(&c->overrun);
 			ringbuf__iter_lost(it, ic, ov);
 			ic->overrun = ov;
 			ic->state = -1; /* restart, keeping the base */
@@ -4528,6 +4562,10 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 				next = ringbuf__next_idx(rb, cpu, page);
 			}
 			ngen = ringbuf__page_gen(rb, cpu, next);
+			/* every push before this head counted (the HEADER we found
+			 * may be a nested helper's, set before its owner counted) */
+			if (page == rp && ringbuf__iter_push_in_flight(rb, cpu))
+				continue;
 			ov = RINGBUF__LOAD(&c->overrun);
 			pl = atomic_load_explicit(&c->pages_lost, memory_order_acquire);
 			/* the head we found must still be the head after we read its

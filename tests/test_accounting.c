@@ -16,6 +16,10 @@
  *   no_spurious_commit_overrun_after_two_swaps   move_tail loaded T.next, the
  *       reader swapped twice (taking T, the commit page), move_tail saw the
  *       commit on the reader page and dropped the event (commit_overrun)
+ *   iter_counts_a_push_its_owner_has_not_counted_yet   a head push claimed
+ *       (H1 CAS) but not yet counted in overrun, a nested writer helping it
+ *       and reusing the iterator's page: the iterator skipped the event it
+ *       had not read with rec.lost 0 (the count came late, on a later loss)
  */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
@@ -325,6 +329,84 @@ static void iter_no_loss_when_consumer_reuses_pages(void **state)
 	ringbuf_destroy(rb);
 }
 
+/* ---- the iterator vs a head push whose owner has not counted yet --------- */
+
+static int write_val(uint32_t id)
+{
+	uint32_t v[5] = {id, 0, 0, 0, 0};
+	return ringbuf_write(rb, 0, v, sizeof v);
+}
+
+static struct ringbuf_iter *g_it;
+static int in_hook_r;
+static uint32_t in_hook_id;
+static uint64_t in_hook_lost;
+
+/* Between the claim of a head push (H1 CAS) and its count (overrun += the
+ * page's events): a signal handler writes three events, helping the push and
+ * moving the tail into the claimed page A, then pushing B (the iterator's
+ * page) itself; then the iterator, another thread, runs. */
+static void nested_push_then_iterate_at_h1_claimed(struct ringbuf *r, unsigned cpu, int point, void *ctx)
+{
+	struct ringbuf_record rec;
+	(void)r;
+	(void)cpu;
+	(void)ctx;
+	if (point != RINGBUF__TP_H1_CLAIMED || !armed)
+		return;
+	armed = 0;
+	fired = 1;
+	for (uint32_t id = 100; id < 103; id++)
+		if (write_val(id) != 0)
+			fired = -1;
+	in_hook_r = ringbuf_iter_next(g_it, &rec);
+	if (in_hook_r == 1) {
+		in_hook_id = id_of(&rec);
+		in_hook_lost = rec.lost;
+	}
+}
+
+static void iter_counts_a_push_its_owner_has_not_counted_yet(void **state)
+{
+	struct ringbuf_record rec;
+	static const uint32_t rest[] = {5, 6, 7, 100, 101, 102, 8};
+	(void)state;
+	rb = make(64, 4, RINGBUF_MODE_OVERWRITE); /* ring pages A B C D, 2 events each */
+	for (uint32_t id = 0; id < 8; id++)
+		assert_int_equal(write_val(id), 0);
+	assert_int_equal(ringbuf_iter_start(rb, 0, &g_it), 0);
+	for (uint32_t want = 0; want < 3; want++) { /* parked after id 2, on B */
+		assert_int_equal(ringbuf_iter_next(g_it, &rec), 1);
+		assert_int_equal(id_of(&rec), want);
+	}
+	ringbuf__set_testpoint_hook(nested_push_then_iterate_at_h1_claimed, NULL);
+	armed = 1;
+	fired = 0;
+	assert_int_equal(write_val(8), 0); /* pushes A (0, 1): the hook cuts in */
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	assert_int_equal(fired, 1);
+	assert_int_equal(stats().overrun, 4); /* A (0, 1) and B (2, 3) */
+	/* B was reused under the iterator while A's push was not counted yet:
+	 * it must not hand out id 4 without counting id 3 */
+	if (in_hook_r == 1 && (in_hook_id != 4 || in_hook_lost != 1))
+		fail_msg("while the push of A was claimed but not counted, the iterator handed out id %u "
+			 "with rec.lost %llu (id 3 was overwritten: 1 lost)",
+			 in_hook_id, (unsigned long long)in_hook_lost);
+	assert_int_equal(in_hook_r, RINGBUF_EAGAIN);
+	assert_int_equal(ringbuf_iter_next(g_it, &rec), 1);
+	assert_int_equal(id_of(&rec), 4);
+	assert_int_equal(rec.lost, 1);
+	for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) {
+		assert_int_equal(ringbuf_iter_next(g_it, &rec), 1);
+		assert_int_equal(id_of(&rec), rest[i]);
+		assert_int_equal(rec.lost, 0);
+	}
+	assert_int_equal(ringbuf_iter_next(g_it, &rec), 0);
+	assert_int_equal(ringbuf_iter_dropped(g_it), 1);
+	ringbuf_iter_finish(g_it);
+	ringbuf_destroy(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +415,7 @@ int main(void)
 		cmocka_unit_test(drop_reported_before_the_nested_page),
 		cmocka_unit_test(iter_dropped_counts_events),
 		cmocka_unit_test(iter_no_loss_when_consumer_reuses_pages),
+		cmocka_unit_test(iter_counts_a_push_its_owner_has_not_counted_yet),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
