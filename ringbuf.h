@@ -3992,7 +3992,7 @@ RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, 
 {
 	const uint64_t msb = ~RINGBUF__TS_VALUE_MASK;
 	/* the caller's page: any alignment, reached through bytes only */
-	unsigned char *out = page, *odata = (unsigned char *)page + RINGBUF__HDR_SIZE;
+	unsigned char *out = page, *odata;
 	struct ringbuf__cpu *c;
 	const struct ringbuf__dpage *dp;
 	struct ringbuf__cut last = {0, 0, 0, 0}, fit = {0, 0, 0, 0};
@@ -4005,6 +4005,7 @@ RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, 
 	if (!rb || cpu >= rb->ncpu || !page || size < rb->page_size ||
 	    (flags & ~(unsigned)RINGBUF_READ_FULL))
 		return RINGBUF_EINVAL;
+	odata = out + RINGBUF__HDR_SIZE; /* not before the NULL check (UBSan) */
 	align8 = (rb->flags & RINGBUF_F_ALIGN8) != 0;
 	c = ringbuf__cpu(rb, cpu);
 	if ((r = ringbuf__reader_lock(c)) < 0)
