@@ -229,7 +229,8 @@ extern "C" {
 enum ringbuf_error {
 	RINGBUF_OK = 0,
 	RINGBUF_EINVAL = -1,   /* an argument is out of range or NULL */
-	RINGBUF_ENOMEM = -2,   /* allocation failed, or the caller's block is too small */
+	RINGBUF_ENOMEM = -2,   /* allocation failed, the caller's block is too small, or the block
+				  would exceed the address space (size_per_cpu near SIZE_MAX on 32-bit) */
 	RINGBUF_EBUSY = -3,    /* reader re-entered from a signal handler, or writers did not drain */
 	RINGBUF_EAGAIN = -4,   /* a concurrent writer kept a page link in transition; retry */
 	RINGBUF_ECORRUPT = -5, /* page memory failed validation; recording was disabled */
@@ -5805,7 +5806,7 @@ fail:
 
 RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringbuf **out)
 {
-	struct stat st;
+	off_t fsize;
 	struct ringbuf hdr, *rb;
 	void *map;
 	int fd, r, e, mflags;
@@ -5815,7 +5816,10 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	fd = open(path, ((flags & RINGBUF_OPEN_RDWR) ? O_RDWR : O_RDONLY) | RINGBUF__O_CLOEXEC);
 	if (fd < 0)
 		return RINGBUF_ESYS;
-	if (fstat(fd, &st) < 0) {
+	/* the size by lseek, not fstat: a 32-bit build without
+	 * _FILE_OFFSET_BITS=64 gets EOVERFLOW from fstat for an inode number
+	 * above 2^32 (XFS, btrfs, qemu-user on a 64-bit host) */
+	if ((fsize = lseek(fd, 0, SEEK_END)) < 0 || lseek(fd, 0, SEEK_SET) != 0) {
 		e = errno;
 		close(fd);
 		errno = e;
@@ -5835,7 +5839,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		close(fd);
 		return RINGBUF_EVERSION;
 	}
-	if (hdr.total_size > (uint64_t)st.st_size) {
+	if (hdr.total_size > (uint64_t)fsize) {
 		close(fd);
 		return RINGBUF_ETRUNC;
 	}

@@ -152,7 +152,7 @@ static int read_page_counting(uint64_t *stored, int *unstored)
 	if (cm & RINGBUF__MISSED_EVENTS) {
 		if (cm & RINGBUF__MISSED_STORED) {
 			unsigned long n;
-			memcpy(&n, page + 16 + (cm & RINGBUF__COMMIT_MASK), sizeof n);
+			memcpy(&n, page + 8 + sizeof(long) + (cm & RINGBUF__COMMIT_MASK), sizeof n);
 			*stored += n;
 		} else {
 			(*unstored)++;

@@ -404,7 +404,9 @@ static const struct row rows[] = {
 	ROW(cfg_flags_2, RINGBUF_EINVAL),
 	ROW(cfg_flags_high, RINGBUF_EINVAL),
 	ROW(cfg_flags_all, RINGBUF_EINVAL),
-	ROW(cfg_size_per_cpu_max, RINGBUF_EINVAL),
+	/* 64-bit: more pages than a descriptor can index; 32-bit: fits the index,
+	 * but the block would not fit the address space */
+	ROW(cfg_size_per_cpu_max, sizeof(size_t) < 8 ? RINGBUF_ENOMEM : RINGBUF_EINVAL),
 	/* writer: refused input is counted where there is a CPU buffer to count it */
 	ROWR(reserve_len0_cpu0, RC_NULL, 1, 0),
 	ROWR(reserve_len0_cpu1, RC_NULL, 0, 1),

@@ -11,6 +11,9 @@
  * nobody; skipped otherwise).
  */
 #define _GNU_SOURCE 1
+/* 64-bit d_off/ino on 32-bit builds: without it readdir() fails with
+ * EOVERFLOW under qemu-user (host hashes), and the directory looks empty */
+#define _FILE_OFFSET_BITS 64
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
 

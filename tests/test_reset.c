@@ -297,7 +297,7 @@ static int count_page(const void *page, size_t size, int role, void *vctx)
 	struct walk_ctx *w = vctx;
 	struct pw_page info;
 	const char *err = NULL;
-	const unsigned char *d = (const unsigned char *)page + 16;
+	const unsigned char *d = (const unsigned char *)page + PW_PAGE_HDR;
 	uint32_t off = 0, from = role == RINGBUF__PAGE_READER ? w->read_off : 0;
 	int r = pw_walk_page(page, size, false, NULL, NULL, &info, &err);
 	if (r < 0) {
@@ -308,7 +308,7 @@ static int count_page(const void *page, size_t size, int role, void *vctx)
 	while (off < info.commit) {
 		uint32_t hw, t, len, a0;
 		memcpy(&hw, d + off, 4);
-		t = hw & 31;
+		t = PW_TYPE(hw);
 		if (t == 29) {
 			if (info.commit - off < 8)
 				break;
