@@ -65,6 +65,10 @@
  *                                  access in a thread may then allocate (glibc's
  *                                  __tls_get_addr), so call ringbuf_thread_init() in each
  *                                  thread before its signal handlers write
+ *   RINGBUF_THREAD_RESCAN
+ *                      [impl-only] RINGBUF_CPU_THREAD, a thread without a buffer: the
+ *                                  most events between two liveness scans of the
+ *                                  owners (kill(tid, 0) each; default 65536, >= 16)
  *
  * CONCURRENCY CONTRACT (see README for the full table)
  *   Writers of one per-CPU buffer must nest like a stack: one thread at a time,
@@ -192,6 +196,7 @@
 #define ringbuf_thread_cpu           RINGBUF__NS(ringbuf_thread_cpu)
 #define ringbuf_thread_init          RINGBUF__NS(ringbuf_thread_init)
 #define ringbuf_thread_release       RINGBUF__NS(ringbuf_thread_release)
+#define ringbuf_thread_shared        RINGBUF__NS(ringbuf_thread_shared)
 #define ringbuf_time_stamp           RINGBUF__NS(ringbuf_time_stamp)
 #define ringbuf_ts_to_ns             RINGBUF__NS(ringbuf_ts_to_ns)
 #define ringbuf_user_area            RINGBUF__NS(ringbuf_user_area)
@@ -402,7 +407,13 @@ RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts);
  *   RINGBUF_CPU_THREAD  per thread: the thread's first event claims a free
  *                       buffer (lock-free, no allocation, fine inside a signal
  *                       handler) and keeps it until the thread exits (see
- *                       ringbuf_thread_init) or ringbuf_thread_release();
+ *                       ringbuf_thread_init) or ringbuf_thread_release(). A
+ *                       thread that finds none claims one as soon as one is
+ *                       free; meanwhile it shares the buffers kept out of
+ *                       claims (ringbuf_thread_shared), one event at a time,
+ *                       or drops the event (counted). No system call per
+ *                       event: owners that died are looked for at most once
+ *                       per RINGBUF_THREAD_RESCAN events of such a thread;
  *   RINGBUF_CPU_CURRENT per CPU, guarded: the buffer of the CPU the thread runs
  *                       on (rseq cpu id, else sched_getcpu), owned for the
  *                       event by an owner word; a thread that finds it owned
@@ -423,8 +434,20 @@ RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb);
  * mid-event) it does nothing: the claim stays (release it after the event). */
 RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb);
 /** Which buffer the calling thread's mapped writes go to: its claimed index
- * (RINGBUF_CPU_THREAD) or -1. */
+ * (RINGBUF_CPU_THREAD), else the buffer of its event in flight (shared or
+ * RINGBUF_CPU_CURRENT), else -1. */
 RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb);
+/** Keep the last n buffers (indices ncpu-n .. ncpu-1) out of RINGBUF_CPU_THREAD
+ * claims, for threads beyond the buffer count: such a thread, finding every
+ * other buffer claimed, writes each event to one of these, taken for that
+ * event only (a lock-free compare-and-swap and a release store per event, as
+ * RINGBUF_CPU_CURRENT; its signal handlers nest in it), and drops an event
+ * (counted in `unmapped`) only when all n are in use at that instant. 0 (the
+ * default): every buffer can be claimed, and threads beyond the count drop
+ * until one is released. n == ncpu: no claims, every event shared. Claims
+ * already held in that range stay until released. Stored in the block (a
+ * shared file's writers all see it). Returns 0 or RINGBUF_EINVAL (n > ncpu). */
+RINGBUF_API int ringbuf_thread_shared(struct ringbuf *rb, unsigned n);
 
 /* -- writer (owning thread of the CPU buffer or its signal handlers;
  *    lock-free, async-signal-safe, no allocation) -- */
@@ -838,6 +861,10 @@ struct ringbuf {
 	_Atomic(uint32_t) owner_seq;  /* mapped modes: the last owner token drawn */
 	_Atomic(uint32_t) owner_flags;/* RINGBUF__OWNF_*: sticky */
 	uint64_t pidns;               /* PID namespace of the creator (0: unknown) */
+	/* RINGBUF_CPU_THREAD (>>contexts, THREAD FALLBACK): bumped (release)
+	 * after a claim is given back; a hint for threads without a buffer */
+	_Atomic(uint32_t) release_gen;
+	_Atomic(uint32_t) thread_shared; /* ringbuf_thread_shared(): buffers kept out of claims */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -880,6 +907,9 @@ enum ringbuf__tp {
 	RINGBUF__TP_DROP_DECIDED,   /* move_tail: drop decided, not yet counted */
 	RINGBUF__TP_H1_CLAIMED,     /* push head: HEADER -> UPDATE done, overrun not yet added */
 	RINGBUF__TP_COUNT,
+	/* RINGBUF_CPU_THREAD fallback: a shared buffer taken for one event,
+	 * reserved (cpu = that buffer); outside the write-step sweeps */
+	RINGBUF__TP_SHARED_HELD = 101,
 	/* outside the range the sweeps over write steps cover (a hook that
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT) */
 	RINGBUF__TP_MERGED_PEEKED = 100, /* merged readers: every CPU peeked, the
@@ -1180,6 +1210,13 @@ struct ringbuf__tctx {
 	_Atomic(uint64_t) cur;
 	_Atomic(uint32_t) claimed; /* RINGBUF_CPU_THREAD: buffer index + 1, 0 = none */
 	_Atomic(uint32_t) token;   /* this thread's owner token in the buffer, 0 = none yet */
+	/* RINGBUF_CPU_THREAD without a claim (>>contexts, THREAD FALLBACK): the
+	 * release_gen read before the last scan that found nothing, events left
+	 * before the next full scan, and the current wait (0: no scan missed) */
+	_Atomic(uint32_t) miss_gen;
+	_Atomic(uint32_t) miss_left;
+	_Atomic(uint32_t) miss_wait;
+	uint32_t pad_;
 };
 /* RINGBUF_TLS_MODEL (>>config): initial-exec is one load from the thread
  * pointer and never allocates, so it is async-signal-safe from a thread's very
@@ -2879,6 +2916,9 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  *   bits 0..23 owned buffer + 1 (0: none), 24..31 nesting depth, 32 acquired */
 #define RINGBUF__CUR(owned, depth, acq) \
 	((uint64_t)(owned) | ((uint64_t)(depth) << 24) | ((uint64_t)(acq) << 32))
+/* bit 33: a shared take (THREAD FALLBACK, F4) is between F4a and F5: no claim
+ * now; kept by a handler's event through its end (G4 restores it) */
+#define RINGBUF__CUR_PENDING ((uint64_t)1 << 33)
 #define RINGBUF__CUR_OWNED(v) ((uint32_t)((v) & 0xffffffu))
 #define RINGBUF__CUR_DEPTH(v) ((uint32_t)(((v) >> 24) & 0xffu))
 #define RINGBUF__CUR_ACQ(v) ((uint32_t)(((v) >> 32) & 1u))
@@ -2996,7 +3036,8 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 		/* free (never used, or its buffer is gone): clear, then take */
 		if (atomic_load_explicit(&e->cur, memory_order_relaxed) ||
 		    atomic_load_explicit(&e->claimed, memory_order_relaxed) ||
-		    atomic_load_explicit(&e->token, memory_order_relaxed)) {
+		    atomic_load_explicit(&e->token, memory_order_relaxed) ||
+		    atomic_load_explicit(&e->miss_wait, memory_order_relaxed)) {
 			if (old == 0)
 				continue; /* a handler is setting it up right now */
 		}
@@ -3005,6 +3046,9 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 			atomic_store_explicit(&e->cur, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->claimed, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->token, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->miss_gen, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->miss_left, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
 			old = 0;
 			if (atomic_compare_exchange_strong_explicit(&e->gen, &old, gen, memory_order_relaxed,
 								    memory_order_relaxed))
@@ -3037,10 +3081,16 @@ static uint64_t ringbuf__owner_id(struct ringbuf *rb, struct ringbuf__tctx *e)
 
 /* Is the thread with this id alive (anywhere: a buffer in a shared file is
  * claimed by threads of several processes)? */
+#ifdef RINGBUF_TESTING
+static _Atomic(uint64_t) ringbuf__kill_calls; /* liveness system calls made */
+#endif
 static bool ringbuf__thread_alive(uint32_t tid)
 {
 #if defined(__linux__) && defined(SYS_kill)
 	int e = errno;
+#ifdef RINGBUF_TESTING
+	atomic_fetch_add_explicit(&ringbuf__kill_calls, 1, memory_order_relaxed);
+#endif
 	long r = syscall(SYS_kill, (long)tid, 0L);
 	bool alive = r == 0 || errno != ESRCH;
 	errno = e;
@@ -3084,24 +3134,27 @@ static uint64_t ringbuf__pidns(void)
 
 static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live);
 
-/* Take a buffer for `own` (our owner id, | PERSIST for a thread claim),
- * starting at `from`. Returns index + 1 (*took: we set the owner word; false:
- * it was ours already, we interrupted our own taking of it), or 0. */
-static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint64_t own, bool *took)
+/* Take a buffer for `own` (our owner id, | PERSIST for a thread claim) among
+ * buffers base .. base+cnt-1, starting at base + from. Returns index + 1
+ * (*took: we set the owner word; false: it was ours already, we interrupted
+ * our own taking of it), or 0. `judge`: when every word is taken, look for an
+ * owner that died (a system call per owner: only where the caller allows). */
+static uint32_t ringbuf__take(struct ringbuf *rb, unsigned base, unsigned cnt, unsigned from, uint64_t own,
+			      bool *took, bool judge)
 {
-	unsigned i, n = rb->ncpu, x;
-	for (i = 0, x = from; i < n; i++, x = x + 1 < n ? x + 1 : 0) {
-		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
+	unsigned i, x;
+	for (i = 0, x = from; i < cnt; i++, x = x + 1 < cnt ? x + 1 : 0) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, base + x);
 		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
 		if (cur == 0 && atomic_compare_exchange_strong_explicit(&c->owner, &cur, own,
 									 memory_order_acq_rel,
 									 memory_order_relaxed)) {
 			*took = true;
-			return x + 1;
+			return base + x + 1;
 		}
 		if (cur == own) {
 			*took = false;
-			return x + 1;
+			return base + x + 1;
 		}
 		if (cur == (own | RINGBUF__OWN_RELEASING) &&
 		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
@@ -3109,50 +3162,142 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint64_t own, b
 			/* our own claim, being given back by the code we interrupted:
 			 * take it again (its last step is a CAS that then fails) */
 			*took = true;
-			return x + 1;
+			return base + x + 1;
 		}
 	}
+	if (!judge)
+		return 0;
 	/* Everything is taken: an owner that no longer exists (exited with a
 	 * claim, or died mid-event) gives its buffer up, repaired. The CAS fails
 	 * if the word changed since we judged it (the same word cannot come
 	 * back: the token is the dead thread's). */
-	for (i = 0, x = from; i < n; i++, x = x + 1 < n ? x + 1 : 0) {
-		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
+	for (i = 0, x = from; i < cnt; i++, x = x + 1 < cnt ? x + 1 : 0) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, base + x);
 		/* acquire: pairs with the owner's CAS (acq_rel), see >>contexts */
 		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_acquire);
 		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(own) && ringbuf__owner_dead(rb, cur, own) &&
 		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
 							    memory_order_relaxed)) {
 			if (RINGBUF__LOAD(&c->committing))
-				ringbuf__recover_cpu(rb, x, true);
+				ringbuf__recover_cpu(rb, base + x, true);
 			*took = true;
-			return x + 1;
+			return base + x + 1;
 		}
 	}
 	return 0;
 }
 
-static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
+/* G3 .. reserve, for buffer x - 1 taken at G2 (or F4b): `keep` is the
+ * PENDING bit of the state we interrupted, restored at G4. */
+static void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t x, bool took,
+				   uint64_t keep, size_t len)
 {
-	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, true);
-	uint32_t x;
-	uint64_t cur, me;
+	void *p;
+	/* G3: one store; a handler before it finds the owner word ours and
+	 * nests without taking it (took == false), and leaves cur as it was */
+	atomic_store_explicit(&e->cur, RINGBUF__CUR(x, 1, took) | keep, memory_order_relaxed);
+	RINGBUF__BARRIER();
+	p = ringbuf_reserve(rb, x - 1, len);
+	if (!p) {
+		atomic_store_explicit(&e->cur, keep, memory_order_relaxed); /* G4 */
+		RINGBUF__BARRIER();
+		if (took) /* G5 */
+			atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
+	}
+	return p;
+}
+
+/* Nested in our own event in flight (cur's depth > 0): the same buffer. */
+static void *ringbuf__nested_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t cur, size_t len)
+{
+	void *p;
+	if (RINGBUF__CUR_DEPTH(cur) >= 255)
+		return NULL;
+	p = ringbuf_reserve(rb, RINGBUF__CUR_OWNED(cur) - 1, len);
+	if (p)
+		atomic_store_explicit(&e->cur, cur + ((uint64_t)1 << 24), memory_order_relaxed);
+	return p;
+}
+
+#ifndef RINGBUF_THREAD_RESCAN
+#define RINGBUF_THREAD_RESCAN 65536u
+#endif
+#define RINGBUF__RESCAN_FIRST 16u
+
+/* F1: is a full scan (dead owners judged) due for this thread without a
+ * claim? *gen: the release generation, read first (acquire: pairs with the
+ * release bump of F6; a scan after it sees the word that was freed, or a
+ * later value). */
+static bool ringbuf__rescan_due(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t *gen)
+{
+	uint32_t left, wait = atomic_load_explicit(&e->miss_wait, memory_order_relaxed);
+	*gen = atomic_load_explicit(&rb->release_gen, memory_order_acquire);
+	if (!wait || *gen != atomic_load_explicit(&e->miss_gen, memory_order_relaxed))
+		return true;
+	left = atomic_load_explicit(&e->miss_left, memory_order_relaxed);
+	if (!left)
+		return true;
+	/* a handler may race this store: a hint, either value will do */
+	atomic_store_explicit(&e->miss_left, left - 1, memory_order_relaxed);
+	return false;
+}
+
+/* F3: a full scan found nothing: wait twice as long for the next one. */
+static void ringbuf__rescan_missed(struct ringbuf__tctx *e, uint32_t gen)
+{
+	uint32_t wait = atomic_load_explicit(&e->miss_wait, memory_order_relaxed);
+	wait = !wait ? RINGBUF__RESCAN_FIRST
+	       : wait >= RINGBUF_THREAD_RESCAN / 2 ? RINGBUF_THREAD_RESCAN
+						   : 2 * wait;
+	atomic_store_explicit(&e->miss_gen, gen, memory_order_relaxed);
+	atomic_store_explicit(&e->miss_left, wait, memory_order_relaxed);
+	atomic_store_explicit(&e->miss_wait, wait, memory_order_relaxed);
+}
+
+/* F2 for the shared buffers: a dead owner's word there (a thread that died
+ * inside a shared event, or a claim made before they were kept out) is
+ * taken over, the buffer repaired, and given back (release). */
+static void ringbuf__free_dead(struct ringbuf *rb, unsigned base, unsigned n, uint64_t me)
+{
+	unsigned x;
+	for (x = base; x < n; x++) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
+		/* acquire: as in ringbuf__take's judge */
+		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_acquire);
+		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(me) && ringbuf__owner_dead(rb, cur, me) &&
+		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, me, memory_order_acq_rel,
+							    memory_order_relaxed)) {
+			if (RINGBUF__LOAD(&c->committing))
+				ringbuf__recover_cpu(rb, x, true);
+			atomic_store_explicit(&c->owner, 0, memory_order_release);
+		}
+	}
+}
+
+/* RINGBUF_CPU_THREAD for a thread without a claim (THREAD FALLBACK). */
+static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t me, size_t len)
+{
+	uint64_t cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
+	unsigned n = rb->ncpu, sh = atomic_load_explicit(&rb->thread_shared, memory_order_relaxed), lim;
+	uint32_t x, gen;
 	bool took = false;
 	void *p;
-	if (!e) {
-		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
-		return NULL;
-	}
-	me = ringbuf__owner_id(rb, e);
-	if (mode == RINGBUF_CPU_THREAD) {
-		x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
-		if (!x) {
-			uint32_t zero = 0;
-			x = ringbuf__take(rb, ringbuf__cpu_buffer(rb), me | RINGBUF__OWN_PERSIST, &took);
-			if (!x) {
-				atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
-				return NULL;
-			}
+	if (RINGBUF__CUR_DEPTH(cur))
+		return ringbuf__nested_reserve(rb, e, cur, len); /* a handler in our shared event */
+	sh = sh < n ? sh : n;
+	lim = n - sh;
+	if (!(cur & RINGBUF__CUR_PENDING)) {
+		/* F1-F3: claim a free buffer (loads and one CAS); judge the
+		 * owners (kill) only when a full scan is due */
+		bool due = ringbuf__rescan_due(rb, e, &gen);
+		uint32_t zero = 0;
+		x = lim ? ringbuf__take(rb, 0, lim, ringbuf__cpu_buffer(rb) % lim, me | RINGBUF__OWN_PERSIST,
+					&took, due)
+			: 0;
+		if (due && sh)
+			ringbuf__free_dead(rb, lim, n, me);
+		if (x) {
+			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
 			/* a handler may have claimed one meanwhile: keep the first */
 			if (!atomic_compare_exchange_strong_explicit(&e->claimed, &zero, x, memory_order_relaxed,
 								     memory_order_relaxed)) {
@@ -3161,62 +3306,69 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 							      memory_order_release);
 				x = zero;
 			}
+			return ringbuf_reserve(rb, x - 1, len);
 		}
+		if (due)
+			ringbuf__rescan_missed(e, gen);
+	}
+	if (!sh) {
+		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	/* F4a: no claim from here to G4 (a handler's event would claim, and
+	 * our commit would go to its buffer) */
+	if (!(cur & RINGBUF__CUR_PENDING)) {
+		atomic_store_explicit(&e->cur, RINGBUF__CUR_PENDING, memory_order_relaxed);
+		RINGBUF__BARRIER();
+	}
+	/* F4b = G2 on the shared buffers, from one picked by our tid */
+	x = ringbuf__take(rb, lim, sh, ringbuf__gettid() % sh, me, &took, false);
+	if (!x) {
+		atomic_store_explicit(&e->cur, cur, memory_order_relaxed); /* F4a undone */
+		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	p = ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len); /* F5 = G3 .. */
+	if (p)
+		RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_HELD);
+	return p;
+}
+
+static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
+{
+	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, true);
+	uint32_t x;
+	uint64_t cur, me;
+	bool took = false;
+	if (!e) {
+		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	me = ringbuf__owner_id(rb, e);
+	if (mode == RINGBUF_CPU_THREAD) {
+		x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
+		if (!x)
+			return ringbuf__thread_fallback(rb, e, me, len);
 		return ringbuf_reserve(rb, x - 1, len);
 	}
 	/* RINGBUF_CPU_CURRENT */
 	cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
-	if (RINGBUF__CUR_DEPTH(cur)) {
-		/* nested in our own event: the same buffer */
-		if (RINGBUF__CUR_DEPTH(cur) >= 255)
-			return NULL;
-		p = ringbuf_reserve(rb, RINGBUF__CUR_OWNED(cur) - 1, len);
-		if (p)
-			atomic_store_explicit(&e->cur, cur + ((uint64_t)1 << 24), memory_order_relaxed);
-		return p;
-	}
-	x = ringbuf__take(rb, ringbuf__cpu_buffer(rb), me, &took); /* G1, G2 */
+	if (RINGBUF__CUR_DEPTH(cur))
+		return ringbuf__nested_reserve(rb, e, cur, len); /* nested in our own event */
+	x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, true); /* G1, G2 */
 	if (!x) {
 		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
-	/* G3: one store; a handler before it finds the owner word ours and
-	 * nests without taking it (took == false), and leaves cur at 0 */
-	atomic_store_explicit(&e->cur, RINGBUF__CUR(x, 1, took), memory_order_relaxed);
-	RINGBUF__BARRIER();
-	p = ringbuf_reserve(rb, x - 1, len);
-	if (!p) {
-		atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
-		RINGBUF__BARRIER();
-		if (took) /* G5 */
-			atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
-	}
-	return p;
+	return ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len);
 }
 
-static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit)
+/* commit/discard of an event of ours in flight (cur's depth > 0): G4, G5 at
+ * the outermost. */
+static void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t cur, void *data,
+			      bool commit)
 {
-	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, false);
-	uint32_t x;
-	uint64_t cur;
-	if (mode == RINGBUF_CPU_THREAD) {
-		x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
-		if (!x) {
-			ringbuf__report("commit/discard without a RINGBUF_CPU_THREAD reservation", 0);
-			return;
-		}
-		if (commit)
-			ringbuf_commit(rb, x - 1, data);
-		else
-			ringbuf_discard(rb, x - 1, data);
-		return;
-	}
-	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
-	if (!RINGBUF__CUR_DEPTH(cur)) {
-		ringbuf__report("commit/discard without a RINGBUF_CPU_CURRENT reservation", 0);
-		return;
-	}
-	x = RINGBUF__CUR_OWNED(cur);
+	uint32_t x = RINGBUF__CUR_OWNED(cur);
 #ifdef RINGBUF_DEBUG
 	if (!ringbuf__check_current(rb, x - 1, ringbuf__cpu(rb, x - 1), data,
 				    commit ? "commit: not the current event of this CPU"
@@ -3231,17 +3383,63 @@ static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool
 		atomic_store_explicit(&e->cur, cur - ((uint64_t)1 << 24), memory_order_relaxed);
 		return;
 	}
-	atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
+	/* G4: back to the state we interrupted (its PENDING bit kept) */
+	atomic_store_explicit(&e->cur, cur & RINGBUF__CUR_PENDING, memory_order_relaxed);
 	RINGBUF__BARRIER();
 	if (RINGBUF__CUR_ACQ(cur)) /* G5 */
 		atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
+}
+
+static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit)
+{
+	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, false);
+	uint32_t x;
+	uint64_t cur;
+	if (mode == RINGBUF_CPU_THREAD) {
+		x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
+		if (!x) {
+			/* a shared event (THREAD FALLBACK) */
+			cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
+			if (RINGBUF__CUR_DEPTH(cur)) {
+				ringbuf__held_end(rb, e, cur, data, commit);
+				return;
+			}
+			ringbuf__report("commit/discard without a RINGBUF_CPU_THREAD reservation", 0);
+			return;
+		}
+		if (commit)
+			ringbuf_commit(rb, x - 1, data);
+		else
+			ringbuf_discard(rb, x - 1, data);
+		return;
+	}
+	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
+	if (!RINGBUF__CUR_DEPTH(cur)) {
+		ringbuf__report("commit/discard without a RINGBUF_CPU_CURRENT reservation", 0);
+		return;
+	}
+	ringbuf__held_end(rb, e, cur, data, commit);
 }
 
 RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb)
 {
 	struct ringbuf__tctx *e = rb ? ringbuf__tctx_get(rb, false) : NULL;
 	uint32_t x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
-	return x ? (int)x - 1 : -1;
+	uint64_t cur;
+	if (x)
+		return (int)x - 1;
+	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
+	return RINGBUF__CUR_DEPTH(cur) ? (int)RINGBUF__CUR_OWNED(cur) - 1 : -1;
+}
+
+RINGBUF_API int ringbuf_thread_shared(struct ringbuf *rb, unsigned n)
+{
+	if (!rb || n > rb->ncpu)
+		return RINGBUF_EINVAL;
+	atomic_store_explicit(&rb->thread_shared, n, memory_order_relaxed);
+	/* F6: threads without a claim look again (buffers may be claimable now) */
+	atomic_fetch_add_explicit(&rb->release_gen, 1, memory_order_release);
+	return 0;
 }
 
 RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
@@ -3271,8 +3469,11 @@ RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
 						memory_order_relaxed);
 	RINGBUF__BARRIER();
 	/* fails if a handler of ours took it back between 2 and 3: it stays ours */
-	atomic_compare_exchange_strong_explicit(&c->owner, &marked, 0, memory_order_release,
-						memory_order_relaxed);
+	if (atomic_compare_exchange_strong_explicit(&c->owner, &marked, 0, memory_order_release,
+						    memory_order_relaxed))
+		/* F6: threads without a claim scan again at their next event
+		 * (release: the word's 0 before the new generation) */
+		atomic_fetch_add_explicit(&rb->release_gen, 1, memory_order_release);
 }
 
 #if defined(__linux__)
@@ -3354,6 +3555,7 @@ static void ringbuf__atfork_child(void)
 					atomic_store(&ringbuf__tctx[k].cur, 0);
 					atomic_store(&ringbuf__tctx[k].claimed, 0);
 					atomic_store(&ringbuf__tctx[k].token, 0);
+					atomic_store(&ringbuf__tctx[k].miss_wait, 0);
 				}
 			continue;
 		}
@@ -3378,6 +3580,7 @@ static void ringbuf__atfork_child(void)
 			}
 			atomic_store(&c->reader_lock, 0); /* nor its reader */
 		}
+		atomic_fetch_add(&rb->release_gen, 1); /* F6: claims of gone threads released */
 	}
 	for (k = 0; k < RINGBUF__TCTX; k++)
 		atomic_store(&ringbuf__tctx[k].cur, 0);
