@@ -907,13 +907,13 @@ enum ringbuf__tp {
 	RINGBUF__TP_DROP_DECIDED,   /* move_tail: drop decided, not yet counted */
 	RINGBUF__TP_H1_CLAIMED,     /* push head: HEADER -> UPDATE done, overrun not yet added */
 	RINGBUF__TP_COUNT,
-	/* RINGBUF_CPU_THREAD fallback: a shared buffer taken for one event,
-	 * reserved (cpu = that buffer); outside the write-step sweeps */
-	RINGBUF__TP_SHARED_HELD = 101,
 	/* outside the range the sweeps over write steps cover (a hook that
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT) */
 	RINGBUF__TP_MERGED_PEEKED = 100, /* merged readers: every CPU peeked, the
 					  * oldest head picked (cpu = the pick) */
+	/* RINGBUF_CPU_THREAD fallback (>>contexts), cpu = the shared buffer */
+	RINGBUF__TP_SHARED_TAKEN = 101, /* owner word taken (F4b), before G3 */
+	RINGBUF__TP_SHARED_HELD,        /* G3 done and the event reserved */
 	/* ringbuf_wait's steps (outside the count as well) */
 	RINGBUF__TP_WAIT_REGISTER = 64, /* before the waiter registers */
 	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
@@ -1803,6 +1803,9 @@ extern int clock_gettime(int, struct timespec *);
  *   owner word          any writer thread other writers     CAS acq_rel to take / store release
  *     (mapped modes)                                        to give back (G2 / G5); acquire load
  *                                                           to judge a dead owner (>>contexts)
+ *   rb->release_gen     thread_release,   threads without   fetch_add release / load acquire (F6 / F1);
+ *                       thread_shared     a claim (F1)      a hint: ownership is the owner word's CAS
+ *   rb->thread_shared   thread_shared     F1-F4             relaxed (which buffers F2 / F4b scan)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
  *   rb->waiters         waiters (R2, R6)  writers [WAIT-W]  CAS seq_cst / acq_rel; writer load relaxed +
  *                       writers (W2)                        membarrier, CAS acquire (see WAITING)
@@ -2856,11 +2859,61 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  * A thread that finds owner[x] held by another thread tries the other
  * buffers, then drops the event (counted in `unmapped`); an owner that no
  * longer exists (it died mid-event) is taken over after recovering the buffer.
+ * (G4 stores back the PENDING bit of the state it interrupted, see F4a.)
  * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
  * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
  * progress, so that a handler of ours can take it back). A claim whose buffer
  * is inside an event is never given back (a thread exiting mid-event leaves a
  * dead owner's word: taken over and repaired, not handed out as free).
+ *
+ * THREAD FALLBACK: RINGBUF_CPU_THREAD for a thread that holds no claim (more
+ * threads than buffers). The buffers are split: claims take 0 .. lim-1, the
+ * last `thread_shared` (ringbuf_thread_shared) are never claimed and are
+ * taken for one event at a time. Per event, out of line:
+ *   F1  full scan due? load release_gen (acquire, pairs with F6) and compare
+ *       with the value saved at the last miss; else count the thread's
+ *       backoff down (TLS, relaxed: a handler racing it only moves the next
+ *       scan by an event). Due: first event, the generation moved, or the
+ *       backoff ran out.
+ *   F2  claim: ringbuf__take over 0 .. lim-1 with our id | PERSIST: a free
+ *       word by CAS 0 -> id (acq_rel, as G2); only when due, the owners are
+ *       judged (ringbuf__owner_dead: kill(tid, 0) per owner) and a dead one
+ *       taken over, and a dead owner in the shared buffers is taken over,
+ *       repaired and given back (store 0, release). Found: the thread's claim
+ *       from then on (the inline fast path), backoff cleared.
+ *   F3  a due scan that found nothing: save the generation read at F1 (read
+ *       before the scan: a release during it moves the generation again)
+ *       and double the backoff (16 .. RINGBUF_THREAD_RESCAN events). So
+ *       kill() runs at most once per owner per scan, and scans are at most
+ *       log2(events) + events / RINGBUF_THREAD_RESCAN + releases: never per
+ *       event.
+ *   F4a no shared buffer: the event is dropped (counted in `unmapped`).
+ *       Else cur := PENDING (TLS, one store + signal fence): from here to G4
+ *       no claim is made on this thread; a handler that interrupts F4-F5
+ *       goes straight to F4b (its G4 restores PENDING), because a claim made
+ *       by a handler would send our commit (which looks at the claim first)
+ *       to its buffer.
+ *   F4b = G2 on the shared buffers, from one picked by our tid: CAS 0 -> id
+ *       (no PERSIST; acq_rel: its acquire reads the previous holder's G5
+ *       release, so that holder's events happen-before ours). A word that
+ *       is already our id: a handler that interrupted our own F4b..F5
+ *       nests (took = false). Every shared word held at that instant: undo
+ *       F4a, drop the event (counted in `unmapped`). No system call.
+ *   F5  = G3 .. G5 of RINGBUF_CPU_CURRENT: cur := (buffer, depth 1, took);
+ *       the event; handlers nest on the buffer through cur's depth; at the
+ *       outermost commit/discard G4 restores cur's PENDING bit (0 for the
+ *       thread itself) and G5 stores the word 0 (release).
+ *   F6  ringbuf_thread_release (also at thread exit), ringbuf_thread_shared
+ *       and the fork child bump release_gen (fetch_add, release) after the
+ *       word is 0: a thread whose F1 reads the new value (acquire) sees that
+ *       0 (or a later value) at F2. release_gen is a hint only: a missed or
+ *       early bump costs a scan or delays a claim, never ownership, which
+ *       is decided by the CAS on the owner word alone. Dead owners that
+ *       never released (no ringbuf_thread_init) are found at the next due
+ *       scan (at most RINGBUF_THREAD_RESCAN events of each such thread).
+ * The owner word protocol is unchanged: a shared take is exactly a
+ * RINGBUF_CPU_CURRENT hold (verify/owner_claim.c: -DSHARED adds a claimer
+ * that gives its claim back, F6, and a shared writer that takes the word).
  *
  * THE OWNER WORD (64 bits): token << 32 | PERSIST | RELEASING | tid. The tid
  * alone is not an identity: the kernel reuses tids, and a thread given a dead
@@ -3328,6 +3381,7 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
+	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_TAKEN);
 	p = ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len); /* F5 = G3 .. */
 	if (p)
 		RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_HELD);
