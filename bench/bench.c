@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -329,7 +330,11 @@ enum { MAP_THREAD = 1, MAP_CURRENT = 2 };
 #define BENCH_HAVE_MAPPED 1
 static unsigned mapped_cpu(const struct variant *v)
 {
-	return v->extra_cfg == MAP_THREAD ? RINGBUF_CPU_THREAD : RINGBUF_CPU_CURRENT;
+	return v->extra_cfg == MAP_CURRENT ? RINGBUF_CPU_CURRENT : RINGBUF_CPU_THREAD;
+}
+static unsigned mapped_cpu_thread(void)
+{
+	return RINGBUF_CPU_THREAD;
 }
 #else
 #define BENCH_HAVE_MAPPED 0
@@ -338,12 +343,61 @@ static unsigned mapped_cpu(const struct variant *v)
 	(void)v;
 	return 0;
 }
+static unsigned mapped_cpu_thread(void)
+{
+	return 0;
+}
 #endif
 
 static void setup_mapped(struct variant *v)
 {
 	long conf = sysconf(_SC_NPROCESSORS_CONF);
 	v->rb = make_rb(conf > 0 ? (unsigned)conf : 1, (size_t)1 << 20, RINGBUF_MODE_OVERWRITE, NULL);
+}
+
+/* RINGBUF_CPU_THREAD for a thread beyond the buffer count (>>contexts,
+ * THREAD FALLBACK). MAP_THREAD_SHARED: every buffer kept for sharing
+ * (ringbuf_thread_shared(rb, ncpu)), so each event takes one for itself (the
+ * cost a thread beyond the count pays instead of dropping). MAP_THREAD_DROP: the
+ * only buffer claimed by a parked thread, every event dropped (counted): what
+ * such a thread pays per event without shared buffers (it used to be a
+ * kill(tid, 0) per owner, 450-925 ns). */
+enum { MAP_THREAD_SHARED = 3, MAP_THREAD_DROP = 4 };
+static sem_t drop_holder_ready;
+
+static void *drop_holder(void *arg)
+{
+	struct ringbuf *rb = (struct ringbuf *)arg;
+	void *p = ringbuf_reserve(rb, mapped_cpu_thread(), 16);
+	if (p) {
+		memset(p, 0, 16);
+		ringbuf_commit(rb, mapped_cpu_thread(), p);
+	}
+	sem_post(&drop_holder_ready);
+	for (;;)
+		pause(); /* keeps the claim while the process runs */
+	return NULL;
+}
+
+static void setup_mapped_beyond(struct variant *v)
+{
+	pthread_t th;
+	v->rb = make_rb(v->extra_cfg == MAP_THREAD_DROP ? 1 : 2, (size_t)1 << 20, RINGBUF_MODE_OVERWRITE, NULL);
+#if BENCH_HAVE_MAPPED && defined(RINGBUF__RESCAN_FIRST)
+	if (v->extra_cfg == MAP_THREAD_SHARED) {
+		if (ringbuf_thread_shared(v->rb, 2) != 0)
+			die("ringbuf_thread_shared failed");
+		return;
+	}
+	sem_init(&drop_holder_ready, 0, 0);
+	if (pthread_create(&th, NULL, drop_holder, v->rb) != 0)
+		die("pthread_create failed");
+	pthread_detach(th);
+	sem_wait(&drop_holder_ready);
+#else
+	(void)th;
+	v->skip = "no shared fallback in this ringbuf.h";
+#endif
 }
 
 static double run_mapped(struct variant *v, size_t n)
@@ -740,6 +794,13 @@ static struct variant variants[] = {
 	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_THREAD },
 	{ .id = "rb_current_16", .what = "rb guarded per-CPU mapping, 16 B", .unit = NS_EVENT,
 	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_CURRENT },
+	/* RINGBUF_CPU_THREAD, a thread beyond the buffer count, against an owner's */
+	{ .id = "rb_thread_shared_16", .what = "rb per-thread, beyond count: shared, 16 B",
+	  .unit = NS_EVENT, .vs = "rb_thread_16", .setup = setup_mapped_beyond, .run = run_mapped,
+	  .extra_cfg = MAP_THREAD_SHARED },
+	{ .id = "rb_thread_drop_16", .what = "rb per-thread, beyond count: dropped, 16 B",
+	  .unit = NS_EVENT, .vs = "rb_thread_16", .setup = setup_mapped_beyond, .run = run_mapped,
+	  .extra_cfg = MAP_THREAD_DROP },
 	{ .id = "rb_signal_nested_16", .what = "rb nested in a signal handler, 16 B",
 	  .unit = NS_EVENT, .vs = "rb_clock_16", .setup = setup_signal, .run = run_signal,
 	  .extra_cfg = 1 },
