@@ -18,7 +18,8 @@
  *   - a signal handler's event inside a shared event nests on that buffer
  *     (depth 2, and 3 inside that), and a handler that interrupts the take
  *     itself (owner word ours, state not yet stored) nests without taking the
- *     word and without claiming a buffer, even when one has just been freed.
+ *     word and without claiming a buffer, even when one has just been freed
+ *     (test points), and real signals raised inside shared events nest there.
  * Counts, never time: every wait is a barrier or a join.
  */
 #define _GNU_SOURCE 1
@@ -28,6 +29,7 @@
 
 #include <pthread.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -653,6 +655,117 @@ static void handlers_nest_in_a_shared_event_and_never_claim_during_the_take(void
 	ringbuf_destroy(rb);
 }
 
+/* The same with real signals: a thread beyond the count raises a signal to
+ * itself inside each of its shared events (delivered before pthread_kill
+ * returns) and the handler writes RINGBUF_CPU_THREAD events (one nested in
+ * the other by a second signal raised inside the handler's event). */
+#define SIG_EVENTS 2000u
+static struct ringbuf *g_sig_rb;
+static _Atomic(int) g_sig_depth_bad, g_sig_ok, g_sig_fail;
+
+static void sig_inner(int signo)
+{
+	(void)signo;
+	if (write_ev(g_sig_rb, 401, 0) == 0)
+		atomic_fetch_add(&g_sig_ok, 1);
+	else
+		atomic_fetch_add(&g_sig_fail, 1);
+}
+
+static void sig_outer(int signo)
+{
+	struct ev *p;
+	(void)signo;
+	p = (struct ev *)ringbuf_reserve(g_sig_rb, RINGBUF_CPU_THREAD, sizeof *p);
+	if (!p) {
+		atomic_fetch_add(&g_sig_fail, 1);
+		return;
+	}
+	if (ringbuf_thread_cpu(g_sig_rb) != 1 ||
+	    RINGBUF__LOAD(&ringbuf__cpu(g_sig_rb, 1)->committing) != 2)
+		atomic_fetch_add(&g_sig_depth_bad, 1);
+	p->thread = 400;
+	p->seq = 0;
+	pthread_kill(pthread_self(), SIGUSR2); /* "NMI": depth 3 */
+	ringbuf_commit(g_sig_rb, RINGBUF_CPU_THREAD, p);
+	atomic_fetch_add(&g_sig_ok, 1);
+}
+
+static void *sig_writer_main(void *arg)
+{
+	uint32_t i, *ok = (uint32_t *)arg;
+	for (i = 0; i < SIG_EVENTS; i++) {
+		struct ev *p = (struct ev *)ringbuf_reserve(g_sig_rb, RINGBUF_CPU_THREAD, sizeof *p);
+		if (!p)
+			continue;
+		p->thread = 300;
+		p->seq = i;
+		pthread_kill(pthread_self(), SIGUSR1); /* "IRQ" inside the shared event */
+		ringbuf_commit(g_sig_rb, RINGBUF_CPU_THREAD, p);
+		(*ok)++;
+	}
+	return NULL;
+}
+
+static void signal_handlers_nest_in_shared_events(void **state)
+{
+	struct ringbuf *rb = make_rb(2, 1 << 20, RINGBUF_MODE_PRODUCER_CONSUMER);
+	struct sigaction sa;
+	struct holder a;
+	struct ringbuf_record rec;
+	struct ringbuf_stats st;
+	pthread_t th;
+	uint32_t ok = 0, outer = 0, irq = 0, nmi = 0, next = 0, expect = 300;
+	(void)state;
+	assert_int_equal(ringbuf_thread_shared(rb, 1), 0);
+	holder_start(&a, rb, 100); /* buffer 0 claimed: the writer is beyond the count */
+	g_sig_rb = rb;
+	memset(&sa, 0, sizeof sa);
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = sig_outer;
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	sa.sa_handler = sig_inner;
+	assert_int_equal(sigaction(SIGUSR2, &sa, NULL), 0);
+	assert_int_equal(pthread_create(&th, NULL, sig_writer_main, &ok), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	signal(SIGUSR1, SIG_DFL);
+	signal(SIGUSR2, SIG_DFL);
+	/* buffer 1: per outer event, the outer, the IRQ's, the NMI's (reserve order) */
+	while (ringbuf_consume(rb, 1, &rec) == 1) {
+		const struct ev *e = (const struct ev *)rec.data;
+		assert_int_equal(e->thread, expect);
+		if (e->thread == 300) {
+			assert_int_equal(e->seq, next);
+			next++;
+			outer++;
+			expect = 400;
+		} else if (e->thread == 400) {
+			irq++;
+			expect = 401;
+		} else {
+			nmi++;
+			expect = 300;
+		}
+	}
+	assert_int_equal(ringbuf_stats(rb, &st), 0);
+	print_message("  %u shared events, each with a signal inside (and one inside that): read back %u "
+		      "outer, %u IRQ, %u NMI events; %d handler writes failed, %d at a wrong depth; unmapped %llu\n",
+		      ok, outer, irq, nmi, atomic_load(&g_sig_fail), atomic_load(&g_sig_depth_bad),
+		      (unsigned long long)st.unmapped);
+	assert_int_equal(ok, SIG_EVENTS); /* alone on the shared buffer: nothing dropped */
+	assert_int_equal(outer, SIG_EVENTS);
+	assert_int_equal(irq, SIG_EVENTS);
+	assert_int_equal(nmi, SIG_EVENTS);
+	assert_int_equal(atomic_load(&g_sig_fail), 0);
+	assert_int_equal(atomic_load(&g_sig_depth_bad), 0);
+	assert_int_equal(st.unmapped, 0);
+	assert_int_equal(owner_word(rb, 1), 0);
+	assert_int_equal(RINGBUF__LOAD(&ringbuf__cpu(rb, 1)->committing), 0);
+	holder_step(&a);
+	holder_end(&a);
+	ringbuf_destroy(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -663,6 +776,7 @@ int main(void)
 		cmocka_unit_test(beyond_count_threads_write_to_the_shared_buffer_instead_of_dropping),
 		cmocka_unit_test(concurrent_shared_writers_balance_exactly),
 		cmocka_unit_test(handlers_nest_in_a_shared_event_and_never_claim_during_the_take),
+		cmocka_unit_test(signal_handlers_nest_in_shared_events),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
