@@ -2858,7 +2858,9 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  *   G5  store owner[x] = 0 (release: our events before the next owner's)
  * A thread that finds owner[x] held by another thread tries the other
  * buffers, then drops the event (counted in `unmapped`); an owner that no
- * longer exists (it died mid-event) is taken over after recovering the buffer.
+ * longer exists (it died mid-event) is taken over after recovering the buffer
+ * (judged only when a full scan is due: F1, F3 below; a drop does not pay a
+ * system call).
  * (G4 stores back the PENDING bit of the state it interrupted, see F4a.)
  * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
  * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
@@ -3409,10 +3411,22 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 	cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
 	if (RINGBUF__CUR_DEPTH(cur))
 		return ringbuf__nested_reserve(rb, e, cur, len); /* nested in our own event */
-	x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, true); /* G1, G2 */
-	if (!x) {
-		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
-		return NULL;
+	x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, false); /* G1, G2 */
+	if (RINGBUF__UNLIKELY(!x)) {
+		/* every word held: the owners are judged (kill) only on a due
+		 * full scan, as for RINGBUF_CPU_THREAD (F1, F3), never per drop */
+		uint32_t gen;
+		if (ringbuf__rescan_due(rb, e, &gen)) {
+			x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, true);
+			if (x)
+				atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
+			else
+				ringbuf__rescan_missed(e, gen);
+		}
+		if (!x) {
+			atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+			return NULL;
+		}
 	}
 	return ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len);
 }

@@ -5,6 +5,7 @@
  *     events (counted) without a system call per event: kill(tid, 0), the
  *     owners' liveness check, runs only on the throttled full scans
  *     (counted through the RINGBUF_TESTING counter ringbuf__kill_calls);
+ *     the same for RINGBUF_CPU_CURRENT when every buffer is held;
  *   - a claim given back (ringbuf_thread_release) is claimed at the waiting
  *     thread's next event; a claim left by a thread that exited without
  *     ringbuf_thread_init is taken over at the next due scan, within
@@ -216,6 +217,64 @@ static void drops_beyond_the_buffer_count_pay_kill_per_scan_not_per_event(void *
 	assert_int_equal(st.unmapped, 2 * DROP_EVENTS);
 	assert_int_equal(st.committed, 2); /* the holders' */
 	assert_int_equal(k, bound); /* no tid reuse here: every owner judged alive */
+	holder_step(&a);
+	holder_step(&b);
+	holder_end(&a);
+	holder_end(&b);
+	ringbuf_destroy(rb);
+}
+
+/* RINGBUF_CPU_CURRENT with every buffer held by a live thread: the drops do
+ * not pay a kill(tid, 0) each either. */
+struct cur_dropper {
+	struct ringbuf *rb;
+	uint32_t n, failed;
+};
+
+static void *cur_dropper_main(void *arg)
+{
+	struct cur_dropper *d = (struct cur_dropper *)arg;
+	uint32_t i;
+	for (i = 0; i < d->n; i++) {
+		uint32_t *p = (uint32_t *)ringbuf_reserve(d->rb, RINGBUF_CPU_CURRENT, 4);
+		if (!p) {
+			d->failed++;
+			continue;
+		}
+		*p = i;
+		ringbuf_commit(d->rb, RINGBUF_CPU_CURRENT, p);
+	}
+	return NULL;
+}
+
+static void current_mode_drops_pay_kill_per_scan_not_per_event(void **state)
+{
+	struct ringbuf *rb = make_rb(2, 64 << 10, RINGBUF_MODE_OVERWRITE);
+	struct holder a, b;
+	struct cur_dropper d = {rb, DROP_EVENTS, 0};
+	struct ringbuf_stats st;
+	pthread_t th;
+	uint64_t k0, k, scans = 0, next = 0, wait = RINGBUF__RESCAN_FIRST;
+	(void)state;
+	holder_start(&a, rb, 100);
+	holder_start(&b, rb, 101);
+	k0 = kills();
+	assert_int_equal(pthread_create(&th, NULL, cur_dropper_main, &d), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	k = kills() - k0;
+	while (next < DROP_EVENTS) {
+		scans++;
+		next += wait + 1;
+		wait = wait >= RINGBUF_THREAD_RESCAN / 2 ? RINGBUF_THREAD_RESCAN : 2 * wait;
+	}
+	assert_int_equal(ringbuf_stats(rb, &st), 0);
+	print_message("  RINGBUF_CPU_CURRENT, 2 buffers claimed by live threads: %u of %u dropped, %llu kill "
+		      "calls (%llu full scans x 2 owners; one per owner per drop would be %llu)\n",
+		      d.failed, DROP_EVENTS, (unsigned long long)k, (unsigned long long)scans,
+		      2ull * DROP_EVENTS);
+	assert_int_equal(d.failed, DROP_EVENTS);
+	assert_int_equal(st.unmapped, DROP_EVENTS);
+	assert_int_equal(k, 2 * scans);
 	holder_step(&a);
 	holder_step(&b);
 	holder_end(&a);
@@ -770,6 +829,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(drops_beyond_the_buffer_count_pay_kill_per_scan_not_per_event),
+		cmocka_unit_test(current_mode_drops_pay_kill_per_scan_not_per_event),
 		cmocka_unit_test(a_released_claim_is_claimed_at_the_next_event),
 		cmocka_unit_test(a_dead_holders_claim_is_taken_over_within_the_rescan_bound),
 		cmocka_unit_test(thread_shared_rejects_more_than_ncpu),
