@@ -914,6 +914,7 @@ enum ringbuf__tp {
 	/* RINGBUF_CPU_THREAD fallback (>>contexts), cpu = the shared buffer */
 	RINGBUF__TP_SHARED_TAKEN = 101, /* owner word taken (F4b), before G3 */
 	RINGBUF__TP_SHARED_HELD,        /* G3 done and the event reserved */
+	RINGBUF__TP_TAKEOVER,           /* a dead owner's word taken over, buffer not yet repaired */
 	/* ringbuf_wait's steps (outside the count as well) */
 	RINGBUF__TP_WAIT_REGISTER = 64, /* before the waiter registers */
 	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
@@ -2882,7 +2883,13 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  *       judged (ringbuf__owner_dead: kill(tid, 0) per owner) and a dead one
  *       taken over, and a dead owner in the shared buffers is taken over,
  *       repaired and given back (store 0, release). Found: the thread's claim
- *       from then on (the inline fast path), backoff cleared.
+ *       from then on (the inline fast path), backoff cleared. The judging
+ *       pass (after a pass without it found nothing) runs with cur's
+ *       SCANNING bit set (TLS store + signal fence before, cleared after):
+ *       a handler's mapped event meanwhile is dropped (counted), since it
+ *       would find a word we just took over ours and write into the buffer
+ *       being repaired. RINGBUF_CPU_CURRENT judges only on the same due
+ *       scans, with the same bit (after a pass without judging failed).
  *   F3  a due scan that found nothing: save the generation read at F1 (read
  *       before the scan: a release during it moves the generation again)
  *       and double the backoff (16 .. RINGBUF_THREAD_RESCAN events). So
@@ -2974,6 +2981,11 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
 /* bit 33: a shared take (THREAD FALLBACK, F4) is between F4a and F5: no claim
  * now; kept by a handler's event through its end (G4 restores it) */
 #define RINGBUF__CUR_PENDING ((uint64_t)1 << 33)
+/* bit 34: a full scan that may take a dead owner's word over and repair its
+ * buffer is running (F2): a handler's mapped event is dropped (counted), as
+ * it would otherwise find the word ours and write into the buffer under
+ * repair */
+#define RINGBUF__CUR_SCANNING ((uint64_t)1 << 34)
 #define RINGBUF__CUR_OWNED(v) ((uint32_t)((v) & 0xffffffu))
 #define RINGBUF__CUR_DEPTH(v) ((uint32_t)(((v) >> 24) & 0xffu))
 #define RINGBUF__CUR_ACQ(v) ((uint32_t)(((v) >> 32) & 1u))
@@ -3233,6 +3245,7 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned base, unsigned cnt, u
 		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(own) && ringbuf__owner_dead(rb, cur, own) &&
 		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
 							    memory_order_relaxed)) {
+			RINGBUF__TESTPOINT(rb, base + x, RINGBUF__TP_TAKEOVER);
 			if (RINGBUF__LOAD(&c->committing))
 				ringbuf__recover_cpu(rb, base + x, true);
 			*took = true;
@@ -3337,6 +3350,11 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 	uint32_t x, gen;
 	bool took = false;
 	void *p;
+	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
+		/* a handler inside our full scan (F2) */
+		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
 	if (RINGBUF__CUR_DEPTH(cur))
 		return ringbuf__nested_reserve(rb, e, cur, len); /* a handler in our shared event */
 	sh = sh < n ? sh : n;
@@ -3345,12 +3363,18 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 		/* F1-F3: claim a free buffer (loads and one CAS); judge the
 		 * owners (kill) only when a full scan is due */
 		bool due = ringbuf__rescan_due(rb, e, &gen);
-		uint32_t zero = 0;
-		x = lim ? ringbuf__take(rb, 0, lim, ringbuf__cpu_buffer(rb) % lim, me | RINGBUF__OWN_PERSIST,
-					&took, due)
-			: 0;
-		if (due && sh)
-			ringbuf__free_dead(rb, lim, n, me);
+		uint32_t zero = 0, from = lim ? ringbuf__cpu_buffer(rb) % lim : 0;
+		x = lim ? ringbuf__take(rb, 0, lim, from, me | RINGBUF__OWN_PERSIST, &took, false) : 0;
+		if (!x && due) {
+			/* takeovers possible: handlers' events dropped meanwhile */
+			atomic_store_explicit(&e->cur, cur | RINGBUF__CUR_SCANNING, memory_order_relaxed);
+			RINGBUF__BARRIER();
+			x = lim ? ringbuf__take(rb, 0, lim, from, me | RINGBUF__OWN_PERSIST, &took, true) : 0;
+			if (sh)
+				ringbuf__free_dead(rb, lim, n, me);
+			RINGBUF__BARRIER();
+			atomic_store_explicit(&e->cur, cur, memory_order_relaxed);
+		}
 		if (x) {
 			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
 			/* a handler may have claimed one meanwhile: keep the first */
@@ -3409,6 +3433,11 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 	}
 	/* RINGBUF_CPU_CURRENT */
 	cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
+	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
+		/* a handler inside our full scan (F2) */
+		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
 	if (RINGBUF__CUR_DEPTH(cur))
 		return ringbuf__nested_reserve(rb, e, cur, len); /* nested in our own event */
 	x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, false); /* G1, G2 */
@@ -3417,7 +3446,11 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 		 * full scan, as for RINGBUF_CPU_THREAD (F1, F3), never per drop */
 		uint32_t gen;
 		if (ringbuf__rescan_due(rb, e, &gen)) {
+			atomic_store_explicit(&e->cur, cur | RINGBUF__CUR_SCANNING, memory_order_relaxed);
+			RINGBUF__BARRIER();
 			x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, true);
+			RINGBUF__BARRIER();
+			atomic_store_explicit(&e->cur, cur, memory_order_relaxed);
 			if (x)
 				atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
 			else

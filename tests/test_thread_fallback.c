@@ -20,7 +20,10 @@
  *     (depth 2, and 3 inside that), and a handler that interrupts the take
  *     itself (owner word ours, state not yet stored) nests without taking the
  *     word and without claiming a buffer, even when one has just been freed
- *     (test points), and real signals raised inside shared events nest there.
+ *     (test points), and real signals raised inside shared events nest there;
+ *   - a handler that interrupts the takeover of a dead owner's buffer (word
+ *     taken, buffer being repaired) is dropped (counted), never writes into
+ *     the buffer under repair.
  * Counts, never time: every wait is a barrier or a join.
  */
 #define _GNU_SOURCE 1
@@ -825,6 +828,137 @@ static void signal_handlers_nest_in_shared_events(void **state)
 	ringbuf_destroy(rb);
 }
 
+/* A handler that interrupts a takeover (the dead owner's word just taken,
+ * its buffer about to be repaired) must not write there: the word is ours
+ * now, so without the SCANNING bit its event would nest in the buffer while
+ * ringbuf__recover_cpu, which assumes no writer of the buffer runs, rewrites
+ * the dead event's slots and links. The test point sits at the start of that
+ * window. The event is dropped (counted); the interrupted write goes on and
+ * commits. Both mapped modes. (Before, the handler's event went in at this
+ * point: the recovery that followed happened to commit it; in the middle of
+ * the recovery nothing did.) */
+struct tk_ctx {
+	struct ringbuf *rb;
+	unsigned mode;
+	int hits, nested_ok;
+	uint64_t unmapped_before, unmapped_after;
+};
+static __thread int tk_thread;
+
+static void takeover_hook(struct ringbuf *rb, unsigned cpu, int point, void *vctx)
+{
+	struct tk_ctx *t = (struct tk_ctx *)vctx;
+	struct ringbuf_stats st;
+	(void)cpu;
+	if (!tk_thread || rb != t->rb || point != RINGBUF__TP_TAKEOVER || t->hits++)
+		return;
+	ringbuf_stats(rb, &st);
+	t->unmapped_before = st.unmapped;
+	if (t->mode == RINGBUF_CPU_THREAD) {
+		t->nested_ok = write_ev(rb, 500, 0) == 0;
+	} else {
+		struct ev *p = (struct ev *)ringbuf_reserve(rb, RINGBUF_CPU_CURRENT, sizeof *p);
+		t->nested_ok = p != NULL;
+		if (p) {
+			p->thread = 500;
+			p->seq = 0;
+			ringbuf_commit(rb, RINGBUF_CPU_CURRENT, p);
+		}
+	}
+	ringbuf_stats(rb, &st);
+	t->unmapped_after = st.unmapped;
+}
+
+struct tk_dier {
+	struct ringbuf *rb;
+	unsigned mode;
+};
+
+static void *tk_dier_main(void *arg)
+{
+	struct tk_dier *d = (struct tk_dier *)arg;
+	struct ev *p = (struct ev *)ringbuf_reserve(d->rb, d->mode, sizeof *p);
+	if (p) {
+		p->thread = 666;
+		p->seq = 0;
+	}
+	return p; /* dies mid-event */
+}
+
+struct tk_writer {
+	struct ringbuf *rb;
+	unsigned mode;
+	int ok;
+};
+
+static void *tk_writer_main(void *arg)
+{
+	struct tk_writer *w = (struct tk_writer *)arg;
+	struct ev *p;
+	tk_thread = 1;
+	p = (struct ev *)ringbuf_reserve(w->rb, w->mode, sizeof *p);
+	tk_thread = 0;
+	if (!p)
+		return NULL;
+	p->thread = 600;
+	p->seq = 0;
+	ringbuf_commit(w->rb, w->mode, p);
+	w->ok = 1;
+	return NULL;
+}
+
+static void handler_during_a_takeover(unsigned mode)
+{
+	struct ringbuf *rb = make_rb(1, 64 << 10, RINGBUF_MODE_OVERWRITE);
+	struct tk_dier d = {rb, mode};
+	struct tk_writer w = {rb, mode, 0};
+	struct tk_ctx t;
+	struct ringbuf_record rec;
+	pthread_t th;
+	void *res;
+	int n = 0, mine = 0;
+	memset(&t, 0, sizeof t);
+	t.rb = rb;
+	t.mode = mode;
+	assert_int_equal(pthread_create(&th, NULL, tk_dier_main, &d), 0);
+	assert_int_equal(pthread_join(th, &res), 0);
+	assert_non_null(res);
+	assert_int_equal(RINGBUF__LOAD(&ringbuf__cpu(rb, 0)->committing), 1);
+	ringbuf__set_testpoint_hook(takeover_hook, &t);
+	assert_int_equal(pthread_create(&th, NULL, tk_writer_main, &w), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	while (ringbuf_consume(rb, 0, &rec) == 1) {
+		n++;
+		mine += ((const struct ev *)rec.data)->thread == 600;
+	}
+	print_message("  %s: handler inside the takeover: its write %s (unmapped %llu -> %llu); the "
+		      "interrupted write %s; read back %d event(s), %d of them its\n",
+		      mode == RINGBUF_CPU_THREAD ? "RINGBUF_CPU_THREAD" : "RINGBUF_CPU_CURRENT",
+		      t.nested_ok ? "went in" : "dropped", (unsigned long long)t.unmapped_before,
+		      (unsigned long long)t.unmapped_after, w.ok ? "committed" : "failed", n, mine);
+	assert_int_equal(t.hits, 1);
+	assert_int_equal(t.nested_ok, 0);
+	assert_int_equal(t.unmapped_after, t.unmapped_before + 1);
+	assert_true(w.ok);
+	assert_int_equal(n, 1);
+	assert_int_equal(mine, 1);
+	assert_int_equal(RINGBUF__LOAD(&ringbuf__cpu(rb, 0)->committing), 0);
+	ringbuf_destroy(rb);
+}
+
+static void thread_mode_handler_during_a_takeover_is_dropped_not_nested(void **state)
+{
+	(void)state;
+	handler_during_a_takeover(RINGBUF_CPU_THREAD);
+}
+
+static void current_mode_handler_during_a_takeover_is_dropped_not_nested(void **state)
+{
+	(void)state;
+	handler_during_a_takeover(RINGBUF_CPU_CURRENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -837,6 +971,8 @@ int main(void)
 		cmocka_unit_test(concurrent_shared_writers_balance_exactly),
 		cmocka_unit_test(handlers_nest_in_a_shared_event_and_never_claim_during_the_take),
 		cmocka_unit_test(signal_handlers_nest_in_shared_events),
+		cmocka_unit_test(thread_mode_handler_during_a_takeover_is_dropped_not_nested),
+		cmocka_unit_test(current_mode_handler_during_a_takeover_is_dropped_not_nested),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
