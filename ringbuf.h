@@ -1123,6 +1123,20 @@ RINGBUF__INLINE struct ringbuf__dpage *ringbuf__cdp(const struct ringbuf *rb, co
 #define RINGBUF__BP_STRIDE(nr_pages) ((((uint64_t)(nr_pages)) + 1 + 7) & ~(uint64_t)7)
 _Static_assert(8 * sizeof(struct ringbuf__bpage) % RINGBUF__CACHELINE == 0,
 	       "8 page descriptors must fill whole cache lines");
+/* The block is the same bytes whichever language built it (>>cxx): the
+ * kernel's page header, 40-byte descriptors, and the
+ * 64-bit atomics 8-aligned in the per-CPU struct (i386 aligns a plain
+ * uint64_t to 4, _Atomic(uint64_t) to 8 since GCC 11: C++ gets the latter).
+ * tests/test_cxx.cpp compares every field's offset between C and C++. */
+_Static_assert(offsetof(struct ringbuf__dpage, data) == 8 + sizeof(long) &&
+		       sizeof(struct ringbuf__bpage) == 40,
+	       "block layout");
+#ifdef __cplusplus
+static_assert(alignof(_Atomic(uint64_t)) == 8 && offsetof(struct ringbuf__cpu, owner) % 8 == 0 &&
+		      offsetof(struct ringbuf__cpu, reader_lock) % 8 == 0 &&
+		      offsetof(struct ringbuf, waiters) % 8 == 0,
+	      "C++: 64-bit atomics must be 8-aligned, as C's _Atomic(uint64_t)");
+#endif
 
 static inline struct ringbuf__bpage *ringbuf__bp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
 {
