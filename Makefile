@@ -198,9 +198,18 @@ else
 endif
 
 # The build command is compiled in, so the report names the flags it ran with.
-$(BUILD)/bench/%: bench/%.c ringbuf.h $(wildcard bench/*.h) | $(BUILD)/bench
+# bench/bench_cxx.cpp (the write loop compiled as C++) is linked into bench.c
+# when there is a C++ compiler (no C++ runtime needed: no exceptions, no RTTI).
+BENCH_CXX_OBJ := $(if $(HAVE_CXX),$(if $(wildcard bench/bench_cxx.cpp),$(BUILD)/bench/bench_cxx.o))
+BENCH_CXX_FLAGS = $(ALL_CXXFLAGS) -fno-exceptions -fno-rtti
+
+$(BUILD)/bench/bench_cxx.o: bench/bench_cxx.cpp ringbuf.h bench/bench_common.h | $(BUILD)/bench
+	$(CXX) $(BENCH_CXX_FLAGS) -c -o $@ $<
+
+$(BUILD)/bench/%: bench/%.c ringbuf.h $(wildcard bench/*.h) $(BENCH_CXX_OBJ) | $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DBENCH_BUILD='"$(CC) $(ALL_CFLAGS) $(LDFLAGS)"' \
-		-o $@ $< $(call extra_ldflags,$<)
+		$(if $(BENCH_CXX_OBJ),-DBENCH_HAVE_CXX=1 -DBENCH_CXX_BUILD='"$(CXX) $(BENCH_CXX_FLAGS)"') \
+		-o $@ $< $(BENCH_CXX_OBJ) $(call extra_ldflags,$<)
 
 bench-peers: ## LTTng-UST side by side with ringbuf.h (bench/peers/; skipped if not installed)
 	@$(MAKE) --no-print-directory -f bench/peers/peers.mk BUILD=$(BUILD) CC="$(CC)" CFLAGS="$(CFLAGS)"
