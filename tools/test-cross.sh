@@ -87,6 +87,7 @@ command -v trace-cmd >/dev/null || missing+=(trace-cmd)
 optional=()
 for a in "${arches[@]}"; do
 	command -v "${TRIPLET[$a]}-g++" >/dev/null || optional+=("g++-${TRIPLET[$a]}")
+	[ -e "/usr/lib/${TRIPLET[$a]/i686/i386}/libstdc++.so.6" ] || optional+=("libstdc++6:${DEBARCH[$a]}")
 done
 if [ ${#optional[@]} -gt 0 ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
 	if [ ${#missing[@]} -gt 0 ]; then
