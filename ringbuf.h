@@ -13,8 +13,8 @@
  *
  * USAGE
  *   In exactly one C or C++ file:  #define RINGBUF_IMPLEMENTATION
- *                               #include "ringbuf.h"
- *   Everywhere else:            #include "ringbuf.h"
+ *                                  #include "ringbuf.h"
+ *   Everywhere else:               #include "ringbuf.h"
  *
  * TABLE OF CONTENTS (grep for the anchors)
  *   >>cxx        C++: the C11-atomics shim (C++11 and later, GCC and Clang)

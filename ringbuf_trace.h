@@ -10,8 +10,8 @@
  *
  * USAGE
  *   In exactly one C or C++ file:  #define RINGBUF_IMPLEMENTATION
- *                               #include "ringbuf_trace.h"    (includes ringbuf.h)
- *   Everywhere else:            #include "ringbuf_trace.h"
+ *                                  #include "ringbuf_trace.h"    (includes ringbuf.h)
+ *   Everywhere else:               #include "ringbuf_trace.h"
  *   Events are defined in a header with RINGBUF_TRACE_EVENT(); the one C file
  *   that instantiates their descriptors defines RINGBUF_TRACE_DEFINE_EVENTS
  *   before including that header (the kernel's CREATE_TRACE_POINTS).
