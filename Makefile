@@ -180,6 +180,7 @@ endif
 
 lint: ## cppcheck the implementation; compile tests/compile/*.c and *.cpp with -Werror
 	cppcheck --error-exitcode=1 --enable=warning,portability --std=c11 --language=c -q \
+		-D__ORDER_LITTLE_ENDIAN__=1234 -D__ORDER_BIG_ENDIAN__=4321 -D__BYTE_ORDER__=1234 \
 		-DRINGBUF_IMPLEMENTATION ringbuf.h
 	@set -e; for f in $(COMPILE_TESTS); do \
 		echo "$(CC) $(WARN) -Werror -I. -c $$f"; \
