@@ -12,11 +12,12 @@
  * no kernel code.
  *
  * USAGE
- *   In exactly one C file:      #define RINGBUF_IMPLEMENTATION
- *                               #include "ringbuf.h"
- *   Everywhere else:            #include "ringbuf.h"
+ *   In exactly one C or C++ file:  #define RINGBUF_IMPLEMENTATION
+ *                                  #include "ringbuf.h"
+ *   Everywhere else:               #include "ringbuf.h"
  *
  * TABLE OF CONTENTS (grep for the anchors)
+ *   >>cxx        C++: the C11-atomics shim (C++11 and later, GCC and Clang)
  *   >>config     compile-time options
  *   >>api        public types and functions
  *   >>internal   page walk and warning hooks for tests and tools
@@ -56,7 +57,7 @@
  *   RINGBUF_PORTABLE   [global]    use only C11 atomics (default on x86-64: single-instruction
  *                                  non-LOCK read-modify-writes for owner-only counters)
  *   RINGBUF_NO_INLINE  [per file]  ringbuf_reserve / ringbuf_commit as plain calls instead of
- *                                  the inline fast path (C++ files always get plain calls)
+ *                                  the inline fast path (C and C++ files alike)
  *   RINGBUF_TLS_MODEL  [global]    TLS model of the per-thread writer state, a string:
  *                                  "initial-exec" (default; in a shared object built
  *                                  against a libc other than glibc: "global-dynamic").
@@ -85,6 +86,104 @@
  *   (ringbuf_reserve) returns NULL on failure and counts the failure in the
  *   per-CPU statistics under the kernel's names.
  */
+/* ---- C++ (>>cxx) ---------------------------------------------------------
+ * The layouts and the implementation are C11 with _Atomic fields. A C++
+ * translation unit compiles the same code through this shim: _Atomic(T) is
+ * plain T aligned to its size (what GCC and Clang give _Atomic(T) in C, so
+ * the block layout is byte-identical; see the static assertions after the
+ * layouts) and the C11 operations are the GCC/Clang __atomic builtins with
+ * the same memory orders (C11's memory_order values are the __ATOMIC_*
+ * constants). Every atomic field is only ever accessed through these
+ * operations (a plain access would be an implicit seq_cst access in C and a
+ * plain one in C++: clang -Watomic-implicit-seq-cst finds none in C).
+ * The names are macros only while ringbuf.h (and ringbuf_trace.h) are read:
+ * push_macro here, pop_macro at the end of the header, so that a user's
+ * std::atomic_load_explicit or <stdatomic.h> after it are untouched. */
+#if defined(__cplusplus) && !defined(RINGBUF__CXX_SHIM)
+#if !defined(__GNUC__) && !defined(__clang__)
+#error "ringbuf.h from C++ needs GCC or Clang (__atomic builtins)"
+#endif
+#define RINGBUF__CXX_SHIM 1
+#pragma push_macro("_Atomic")
+#pragma push_macro("_Alignas")
+#pragma push_macro("_Static_assert")
+#pragma push_macro("_Thread_local")
+#pragma push_macro("atomic_load_explicit")
+#pragma push_macro("atomic_store_explicit")
+#pragma push_macro("atomic_load")
+#pragma push_macro("atomic_store")
+#pragma push_macro("atomic_init")
+#pragma push_macro("atomic_compare_exchange_strong_explicit")
+#pragma push_macro("atomic_compare_exchange_weak_explicit")
+#pragma push_macro("atomic_compare_exchange_strong")
+#pragma push_macro("atomic_fetch_add_explicit")
+#pragma push_macro("atomic_fetch_sub_explicit")
+#pragma push_macro("atomic_fetch_or_explicit")
+#pragma push_macro("atomic_fetch_and_explicit")
+#pragma push_macro("atomic_fetch_add")
+#pragma push_macro("atomic_fetch_and")
+#pragma push_macro("atomic_thread_fence")
+#pragma push_macro("atomic_signal_fence")
+#pragma push_macro("memory_order_relaxed")
+#pragma push_macro("memory_order_acquire")
+#pragma push_macro("memory_order_release")
+#pragma push_macro("memory_order_acq_rel")
+#pragma push_macro("memory_order_seq_cst")
+#undef _Atomic
+#undef _Alignas
+#undef _Static_assert
+#undef _Thread_local
+#undef atomic_load_explicit
+#undef atomic_store_explicit
+#undef atomic_load
+#undef atomic_store
+#undef atomic_init
+#undef atomic_compare_exchange_strong_explicit
+#undef atomic_compare_exchange_weak_explicit
+#undef atomic_compare_exchange_strong
+#undef atomic_fetch_add_explicit
+#undef atomic_fetch_sub_explicit
+#undef atomic_fetch_or_explicit
+#undef atomic_fetch_and_explicit
+#undef atomic_fetch_add
+#undef atomic_fetch_and
+#undef atomic_thread_fence
+#undef atomic_signal_fence
+#undef memory_order_relaxed
+#undef memory_order_acquire
+#undef memory_order_release
+#undef memory_order_acq_rel
+#undef memory_order_seq_cst
+#define _Atomic(T) ringbuf__cxx_atomic<T>::type
+#define _Alignas(n) alignas(n)
+#define _Static_assert static_assert
+#define _Thread_local __thread
+#define memory_order_relaxed __ATOMIC_RELAXED
+#define memory_order_acquire __ATOMIC_ACQUIRE
+#define memory_order_release __ATOMIC_RELEASE
+#define memory_order_acq_rel __ATOMIC_ACQ_REL
+#define memory_order_seq_cst __ATOMIC_SEQ_CST
+#define atomic_load_explicit(p, mo) __atomic_load_n((p), (mo))
+#define atomic_store_explicit(p, v, mo) __atomic_store_n((p), (v), (mo))
+#define atomic_load(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define atomic_store(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define atomic_init(p, v) ((void)(*(p) = (v)))
+#define atomic_compare_exchange_strong_explicit(p, e, v, s, f) \
+	__atomic_compare_exchange_n((p), (e), (v), false, (s), (f))
+#define atomic_compare_exchange_weak_explicit(p, e, v, s, f) \
+	__atomic_compare_exchange_n((p), (e), (v), true, (s), (f))
+#define atomic_compare_exchange_strong(p, e, v) \
+	__atomic_compare_exchange_n((p), (e), (v), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
+#define atomic_fetch_add_explicit(p, v, mo) __atomic_fetch_add((p), (v), (mo))
+#define atomic_fetch_sub_explicit(p, v, mo) __atomic_fetch_sub((p), (v), (mo))
+#define atomic_fetch_or_explicit(p, v, mo) __atomic_fetch_or((p), (v), (mo))
+#define atomic_fetch_and_explicit(p, v, mo) __atomic_fetch_and((p), (v), (mo))
+#define atomic_fetch_add(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define atomic_fetch_and(p, v) __atomic_fetch_and((p), (v), __ATOMIC_SEQ_CST)
+#define atomic_thread_fence(mo) __atomic_thread_fence(mo)
+#define atomic_signal_fence(mo) __atomic_signal_fence(mo)
+#endif
+
 #ifndef RINGBUF_H
 #define RINGBUF_H
 
@@ -219,13 +318,33 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
-/* The public API is plain C; the internal layouts below use C11 _Atomic and are
- * hidden from C++ translation units, which only see an opaque struct. */
-extern "C" {
+/* >>cxx: _Atomic(T) in C++ is T with the alignment C gives _Atomic(T) (its
+ * size: 8 for 64-bit types also where uint64_t alone is 4-aligned, i386) */
+extern "C++" {
+template <typename T> struct ringbuf__cxx_atomic {
+	typedef T type;
+};
+typedef uint64_t ringbuf__cxx_u64 __attribute__((aligned(8)));
+typedef int64_t ringbuf__cxx_i64 __attribute__((aligned(8)));
+template <> struct ringbuf__cxx_atomic<uint64_t> {
+	typedef ringbuf__cxx_u64 type;
+};
+template <> struct ringbuf__cxx_atomic<int64_t> {
+	typedef ringbuf__cxx_i64 type;
+};
+}
+#if __GCC_ATOMIC_LLONG_LOCK_FREE != 2 || __GCC_ATOMIC_LONG_LOCK_FREE != 2 || __GCC_ATOMIC_INT_LOCK_FREE != 2
+#error "ringbuf.h needs lock-free atomic int, long and long long (async-signal safety)"
+#endif
+/* the public structs' atomic fields (32-bit and pointers): plain in C++ */
 #define RINGBUF__ATOMIC(t) t
+#define RINGBUF__LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+extern "C" {
 #else
 #include <stdatomic.h>
 #define RINGBUF__ATOMIC(t) _Atomic(t)
+/* for macros that expand in the user's code (after the C++ shim is gone) */
+#define RINGBUF__LOAD_RELAXED(p) atomic_load_explicit((p), memory_order_relaxed)
 #endif
 
 /* ==== >>api ============================================================= */
@@ -638,9 +757,9 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
  * that needs an extend, mapped writer contexts, bad arguments) calls the
  * out-of-line path in >>writer, which runs this same code for depth 1, so the
  * tests exercise it either way. Internal: names with a double underscore may
- * change; use >>api. C only: C++ sees the opaque struct and plain calls.
+ * change; use >>api. C++ compiles the same code through the >>cxx shim.
  * RINGBUF_NO_INLINE makes ringbuf_reserve / ringbuf_commit plain calls. */
-#if !defined(__cplusplus) && !defined(RINGBUF__INLINE_INCLUDED)
+#if !defined(RINGBUF__INLINE_INCLUDED)
 #define RINGBUF__INLINE_INCLUDED 1
 #include <string.h>
 
@@ -727,11 +846,23 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 /* ---- layouts ------------------------------------------------------------ */
 
 /* The kernel's struct buffer_data_page. */
+/* C++ has no flexible array members: GCC and Clang accept them as an
+ * extension, with the pedantic warning silenced here */
+#ifdef __cplusplus
+#define RINGBUF__FLEX_BEGIN _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wpedantic\"")
+#define RINGBUF__FLEX_END _Pragma("GCC diagnostic pop")
+#else
+#define RINGBUF__FLEX_BEGIN
+#define RINGBUF__FLEX_END
+#endif
+
+RINGBUF__FLEX_BEGIN
 struct ringbuf__dpage {
 	_Atomic(uint64_t) time_stamp;
 	_Atomic(long) commit;
 	unsigned char data[];
 };
+RINGBUF__FLEX_END
 #define RINGBUF__HDR_SIZE (offsetof(struct ringbuf__dpage, data))
 
 /* Bytes of data[] that records may use (bsize). The header is 16 bytes with a
@@ -1024,6 +1155,20 @@ RINGBUF__INLINE struct ringbuf__dpage *ringbuf__cdp(const struct ringbuf *rb, co
 #define RINGBUF__BP_STRIDE(nr_pages) ((((uint64_t)(nr_pages)) + 1 + 7) & ~(uint64_t)7)
 _Static_assert(8 * sizeof(struct ringbuf__bpage) % RINGBUF__CACHELINE == 0,
 	       "8 page descriptors must fill whole cache lines");
+/* The block is the same bytes whichever language built it (>>cxx): the
+ * kernel's page header, 40-byte descriptors, and the
+ * 64-bit atomics 8-aligned in the per-CPU struct (i386 aligns a plain
+ * uint64_t to 4, _Atomic(uint64_t) to 8 since GCC 11: C++ gets the latter).
+ * tests/test_cxx.cpp compares every field's offset between C and C++. */
+_Static_assert(offsetof(struct ringbuf__dpage, data) == 8 + sizeof(long) &&
+		       sizeof(struct ringbuf__bpage) == 40,
+	       "block layout");
+#ifdef __cplusplus
+static_assert(alignof(_Atomic(uint64_t)) == 8 && offsetof(struct ringbuf__cpu, owner) % 8 == 0 &&
+		      offsetof(struct ringbuf__cpu, reader_lock) % 8 == 0 &&
+		      offsetof(struct ringbuf, waiters) % 8 == 0,
+	      "C++: 64-bit atomics must be 8-aligned, as C's _Atomic(uint64_t)");
+#endif
 
 static inline struct ringbuf__bpage *ringbuf__bp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
 {
@@ -1238,7 +1383,11 @@ struct ringbuf__tctx {
 #else
 #define RINGBUF__TLS _Thread_local
 #endif
-#ifdef RINGBUF_STATIC
+#if defined(RINGBUF_STATIC) && defined(__cplusplus)
+/* C++ has no tentative definitions: the declaration is the definition */
+#define RINGBUF__TLS_DECL static RINGBUF__TLS __attribute__((unused))
+#define RINGBUF__TLS_DEFINED_HERE 1
+#elif defined(RINGBUF_STATIC)
 #define RINGBUF__TLS_DEF static RINGBUF__TLS
 #define RINGBUF__TLS_DECL static RINGBUF__TLS
 #else
@@ -1458,9 +1607,6 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 /* ======================================================================== */
 #if defined(RINGBUF_IMPLEMENTATION) && !defined(RINGBUF_IMPLEMENTATION_INCLUDED)
 #define RINGBUF_IMPLEMENTATION_INCLUDED 1
-#ifdef __cplusplus
-#error "compile the ringbuf.h implementation as C11 (the API itself is usable from C++)"
-#endif
 
 #include <limits.h>
 #include <stdlib.h>
@@ -2990,7 +3136,9 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
 #define RINGBUF__CUR_DEPTH(v) ((uint32_t)(((v) >> 24) & 0xffu))
 #define RINGBUF__CUR_ACQ(v) ((uint32_t)(((v) >> 32) & 1u))
 
+#ifndef RINGBUF__TLS_DEFINED_HERE
 RINGBUF__TLS_DEF struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
+#endif
 static RINGBUF__TLS uint32_t ringbuf__tid;
 
 /* Live buffers, by creation generation (never dereferenced: a thread may hold
@@ -3045,7 +3193,9 @@ extern const ptrdiff_t __rseq_offset __attribute__((weak));
 extern const unsigned int __rseq_size __attribute__((weak));
 #define RINGBUF__HAVE_RSEQ 1
 #endif
-#if defined(__linux__)
+#if defined(__linux__) && defined(_GNU_SOURCE)
+#include <sched.h> /* sched_getcpu (g++ and clang++ always define _GNU_SOURCE) */
+#elif defined(__linux__)
 extern int sched_getcpu(void);
 #endif
 
@@ -3079,7 +3229,9 @@ static inline unsigned ringbuf__current_cpu(void)
 
 /* The calling thread's entry for rb; with `make`, one is taken (a CAS on the
  * thread's own word: a handler on this thread may take one meanwhile). */
+#ifndef RINGBUF__TLS_DEFINED_HERE
 RINGBUF__TLS_DEF unsigned ringbuf__tctx_last; /* entry of the last lookup: a hint */
+#endif
 
 static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 {
@@ -4297,7 +4449,7 @@ RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, 
 {
 	const uint64_t msb = ~RINGBUF__TS_VALUE_MASK;
 	/* the caller's page: any alignment, reached through bytes only */
-	unsigned char *out = page, *odata;
+	unsigned char *out = (unsigned char *)page, *odata;
 	struct ringbuf__cpu *c;
 	const struct ringbuf__dpage *dp;
 	struct ringbuf__cut last = {0, 0, 0, 0}, fit = {0, 0, 0, 0};
@@ -4668,6 +4820,7 @@ struct ringbuf__iter_cpu {
 	unsigned char *buf; /* page-sized copy of the current record */
 };
 
+RINGBUF__FLEX_BEGIN
 struct ringbuf_iter {
 	struct ringbuf *rb;
 	unsigned cpu; /* or RINGBUF_ALL_CPUS */
@@ -4676,6 +4829,7 @@ struct ringbuf_iter {
 	uint64_t fenced; /* merged: the [R1] mark (ringbuf__merged_fence) */
 	struct ringbuf__iter_cpu ic[];
 };
+RINGBUF__FLEX_END
 
 static inline uint64_t ringbuf__page_gen(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
 {
@@ -6425,6 +6579,62 @@ RINGBUF_API int ringbuf__walk_pages(struct ringbuf *rb, unsigned cpu, ringbuf__p
 }
 
 #endif /* RINGBUF_IMPLEMENTATION */
+
+/* >>cxx: the shim's names are the user's again (unless ringbuf_trace.h,
+ * which includes ringbuf.h again at its end, still needs them) */
+#if defined(__cplusplus) && defined(RINGBUF__CXX_SHIM) && !defined(RINGBUF__CXX_SHIM_KEEP)
+#undef RINGBUF__CXX_SHIM
+#undef _Atomic
+#undef _Alignas
+#undef _Static_assert
+#undef _Thread_local
+#undef atomic_load_explicit
+#undef atomic_store_explicit
+#undef atomic_load
+#undef atomic_store
+#undef atomic_init
+#undef atomic_compare_exchange_strong_explicit
+#undef atomic_compare_exchange_weak_explicit
+#undef atomic_compare_exchange_strong
+#undef atomic_fetch_add_explicit
+#undef atomic_fetch_sub_explicit
+#undef atomic_fetch_or_explicit
+#undef atomic_fetch_and_explicit
+#undef atomic_fetch_add
+#undef atomic_fetch_and
+#undef atomic_thread_fence
+#undef atomic_signal_fence
+#undef memory_order_relaxed
+#undef memory_order_acquire
+#undef memory_order_release
+#undef memory_order_acq_rel
+#undef memory_order_seq_cst
+#pragma pop_macro("_Atomic")
+#pragma pop_macro("_Alignas")
+#pragma pop_macro("_Static_assert")
+#pragma pop_macro("_Thread_local")
+#pragma pop_macro("atomic_load_explicit")
+#pragma pop_macro("atomic_store_explicit")
+#pragma pop_macro("atomic_load")
+#pragma pop_macro("atomic_store")
+#pragma pop_macro("atomic_init")
+#pragma pop_macro("atomic_compare_exchange_strong_explicit")
+#pragma pop_macro("atomic_compare_exchange_weak_explicit")
+#pragma pop_macro("atomic_compare_exchange_strong")
+#pragma pop_macro("atomic_fetch_add_explicit")
+#pragma pop_macro("atomic_fetch_sub_explicit")
+#pragma pop_macro("atomic_fetch_or_explicit")
+#pragma pop_macro("atomic_fetch_and_explicit")
+#pragma pop_macro("atomic_fetch_add")
+#pragma pop_macro("atomic_fetch_and")
+#pragma pop_macro("atomic_thread_fence")
+#pragma pop_macro("atomic_signal_fence")
+#pragma pop_macro("memory_order_relaxed")
+#pragma pop_macro("memory_order_acquire")
+#pragma pop_macro("memory_order_release")
+#pragma pop_macro("memory_order_acq_rel")
+#pragma pop_macro("memory_order_seq_cst")
+#endif
 
 /*
  * ------------------------------------------------------------------------------

@@ -9,9 +9,9 @@
  * It is laid out so that it can be appended to ringbuf.h as extra sections.
  *
  * USAGE
- *   In exactly one C file:      #define RINGBUF_IMPLEMENTATION
- *                               #include "ringbuf_trace.h"    (includes ringbuf.h)
- *   Everywhere else:            #include "ringbuf_trace.h"
+ *   In exactly one C or C++ file:  #define RINGBUF_IMPLEMENTATION
+ *                                  #include "ringbuf_trace.h"    (includes ringbuf.h)
+ *   Everywhere else:               #include "ringbuf_trace.h"
  *   Events are defined in a header with RINGBUF_TRACE_EVENT(); the one C file
  *   that instantiates their descriptors defines RINGBUF_TRACE_DEFINE_EVENTS
  *   before including that header (the kernel's CREATE_TRACE_POINTS).
@@ -53,17 +53,23 @@
  *   run while writers emit.
  *
  * LIMITS
- *   Event definitions use C11 atomics and are C only (the function API is
- *   usable from C++). The thread id is cached per thread; a pthread_atfork()
+ *   C++ (11 and later, g++ and clang++) compiles the implementation and the
+ *   event macros (ringbuf.h's >>cxx shim), except RINGBUF_TRACE_EVENT() with
+ *   RINGBUF_STATIC (C++ has no tentative definitions). The thread id is cached per thread; a pthread_atfork()
  *   child handler (installed when the implementation is loaded, or at the
  *   first registration) forgets it in the child of fork(), so children report
  *   their own pid. A child made with a raw clone()/vfork() syscall that runs
  *   no atfork handlers must call ringbuf_trace_thread_reset() before it emits.
  */
+/* C++: ringbuf.h's C11-atomics shim (>>cxx in ringbuf.h) stays in force until
+ * the end of this file, which includes ringbuf.h again to end it. */
+#ifdef __cplusplus
+#define RINGBUF__CXX_SHIM_KEEP 1
+#endif
+#include "ringbuf.h"
+
 #ifndef RINGBUF_TRACE_H
 #define RINGBUF_TRACE_H
-
-#include "ringbuf.h"
 
 /* Symbol prefix: with RINGBUF_NAMESPACE (see ringbuf.h's >>config) the
  * functions of this header are renamed too. The event descriptors that
@@ -267,7 +273,12 @@ RINGBUF_API int ringbuf_trace_register_events(struct ringbuf_trace_registry *reg
 /** ringbuf_trace_register_events() over a whole array of event pointers, its
  * length taken from the array's type: the count cannot be wrong. With gcc and
  * clang, passing a pointer instead of an array is a compile-time error. */
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__cplusplus)
+} /* extern "C" */
+extern "C++" template <typename T, size_t N> char (&ringbuf_trace__array_of(T (&)[N]))[1];
+extern "C" {
+#define RINGBUF_TRACE__IS_ARRAY(a) (sizeof(ringbuf_trace__array_of(a)) * 0)
+#elif defined(__GNUC__) || defined(__clang__)
 #define RINGBUF_TRACE__IS_ARRAY(a) \
 	(sizeof(struct { int not_an_array : 1 - 2 * __builtin_types_compatible_p(__typeof__(a), __typeof__(&(a)[0])); }) * 0)
 #else
@@ -503,7 +514,13 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
  * linkage like the functions (two static copies of the library in one program
  * may define the same event name); its declaration is then a tentative
  * definition, completed by RINGBUF_TRACE_DEFINE_EVENTS in the same file. */
-#ifdef RINGBUF_STATIC
+#if defined(RINGBUF_STATIC) && defined(__cplusplus)
+/* C++ has no tentative definitions (the declaration would be the definition) */
+#define RINGBUF__TEV_LINKAGE                                                                   \
+	static_assert(sizeof(int) == 0, "RINGBUF_TRACE_EVENT with RINGBUF_STATIC is C only: " \
+		      "in C++ define the events without RINGBUF_STATIC");                    \
+	static
+#elif defined(RINGBUF_STATIC)
 #define RINGBUF__TEV_LINKAGE static
 #else
 #define RINGBUF__TEV_LINKAGE extern
@@ -524,7 +541,7 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
 		struct ringbuf *ringbuf__b, unsigned ringbuf__c RINGBUF__FOREACH(RINGBUF__P_PARAM, S, fields)) \
 	{                                                                                        \
 		const uint32_t ringbuf__id =                                                     \
-			atomic_load_explicit(&ringbuf_event_##name.state, memory_order_relaxed); \
+			RINGBUF__LOAD_RELAXED(&ringbuf_event_##name.state);                      \
 		size_t ringbuf__dyn = 0;                                                         \
 		uint32_t ringbuf__off = (uint32_t)sizeof(struct S);                              \
 		struct S *REC;                                                                   \
@@ -1393,15 +1410,16 @@ struct ringbuf_trace__src {
 	struct ringbuf_trace__cur *cur;
 };
 
+struct ringbuf_trace__cpages { /* declared outside: C++ would nest its name */
+	unsigned char *pages;
+	size_t n, cap;
+};
 struct ringbuf_trace_capture {
 	unsigned ncpu;
 	size_t page_size;
 	bool tsc;                    /* the pages hold TSC cycles: records get ns */
 	struct ringbuf__tscconv conv;
-	struct ringbuf_trace__cpages {
-		unsigned char *pages;
-		size_t n, cap;
-	} *cpu;
+	struct ringbuf_trace__cpages *cpu;
 };
 
 #define RINGBUF_TRACE__TS_BITS 59
@@ -1876,7 +1894,7 @@ static int ringbuf_trace__write_all(int fd, const void *buf, size_t n)
 
 static int ringbuf_trace__write_zeros(int fd, size_t n)
 {
-	static const unsigned char z[4096];
+	static const unsigned char z[4096] = {0};
 	while (n) {
 		size_t k = n < sizeof z ? n : sizeof z;
 		if (ringbuf_trace__write_all(fd, z, k) < 0)
@@ -3249,6 +3267,12 @@ static void ringbuf_trace__interp(const struct ringbuf_trace_event *ev, const vo
 }
 
 #endif /* RINGBUF_IMPLEMENTATION (ringbuf_trace) */
+
+/* C++: end ringbuf.h's shim (its names are the user's again) */
+#ifdef __cplusplus
+#undef RINGBUF__CXX_SHIM_KEEP
+#include "ringbuf.h"
+#endif
 
 /*
  * ------------------------------------------------------------------------------
