@@ -73,6 +73,7 @@
 #ifdef RINGBUF_NAMESPACE
 #define ringbuf_trace__reserve           RINGBUF__NS(ringbuf_trace__reserve)
 #define ringbuf_trace__filter_commit     RINGBUF__NS(ringbuf_trace__filter_commit)
+#define ringbuf_trace__filter_testing    RINGBUF__NS(ringbuf_trace__filter_testing)
 #define ringbuf_trace_filter_eval        RINGBUF__NS(ringbuf_trace_filter_eval)
 #define ringbuf_trace_get_filter         RINGBUF__NS(ringbuf_trace_get_filter)
 #define ringbuf_trace_set_filter         RINGBUF__NS(ringbuf_trace_set_filter)
@@ -685,6 +686,11 @@ RINGBUF_API int ringbuf_trace_get_filter(const struct ringbuf_trace_event *ev, c
 RINGBUF_API int ringbuf_trace_filter_eval(const struct ringbuf_trace_event *ev, const char *filter,
 					  const void *rec, size_t len,
 					  struct ringbuf_trace_filter_error *err);
+#ifdef RINGBUF_TESTING
+/** Tests: behave as without membarrier (no_membarrier != 0); *kept (if not
+ * NULL) gets the number of replaced programs kept unfreed so far. */
+RINGBUF_API void ringbuf_trace__filter_testing(int no_membarrier, unsigned *kept);
+#endif
 
 /* ==== >>text ============================================================ *
  *
@@ -4118,6 +4124,15 @@ static void ringbuf_trace__fretire(struct ringbuf_trace__prog *old)
 		old = p;
 	}
 }
+
+#ifdef RINGBUF_TESTING
+RINGBUF_API void ringbuf_trace__filter_testing(int no_membarrier, unsigned *kept)
+{
+	atomic_store(&ringbuf_trace__fno_mb, no_membarrier);
+	if (kept)
+		*kept = atomic_load(&ringbuf_trace__fkept_count);
+}
+#endif
 
 /* ---- >>filter: setting ------------------------------------------------------ */
 
