@@ -162,7 +162,8 @@ static void random_int(int f, int64_t *s, uint64_t *u)
 		else if (k < 5)
 			x = (int64_t)rn(7) - 3;
 		else
-			x = (int64_t)(rnd() & umax(bits)) << (64 - bits) >> (64 - bits);
+			x = (int64_t)(((rnd() & umax(bits)) ^ ((uint64_t)1 << (bits - 1))) -
+				      ((uint64_t)1 << (bits - 1)));
 		*s = x;
 	} else {
 		uint64_t x;
