@@ -169,7 +169,7 @@ else
 endif
 
 # The build command is compiled in, so the report names the flags it ran with.
-$(BUILD)/bench/%: bench/%.c ringbuf.h $(wildcard bench/*.h) | $(BUILD)/bench
+$(BUILD)/bench/%: bench/%.c ringbuf.h ringbuf_trace.h $(wildcard bench/*.h) | $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DBENCH_BUILD='"$(CC) $(ALL_CFLAGS) $(LDFLAGS)"' \
 		-o $@ $< $(call extra_ldflags,$<)
 

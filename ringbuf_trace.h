@@ -72,7 +72,7 @@
  * (RINGBUF_TRACE_EMIT_PREFIX) belong to the program and keep their names. */
 #ifdef RINGBUF_NAMESPACE
 #define ringbuf_trace__reserve           RINGBUF__NS(ringbuf_trace__reserve)
-#define ringbuf_trace__filter_commit     RINGBUF__NS(ringbuf_trace__filter_commit)
+#define ringbuf_trace__filter_keep       RINGBUF__NS(ringbuf_trace__filter_keep)
 #define ringbuf_trace__filter_testing    RINGBUF__NS(ringbuf_trace__filter_testing)
 #define ringbuf_trace_filter_eval        RINGBUF__NS(ringbuf_trace_filter_eval)
 #define ringbuf_trace_get_filter         RINGBUF__NS(ringbuf_trace_get_filter)
@@ -330,10 +330,10 @@ RINGBUF_API void ringbuf_trace_signal_exit(void);
 /** The bit of ringbuf_trace_event.state saying that a filter is attached
  * (the id is the low 16 bits). */
 #define RINGBUF_TRACE__FILTERED 0x10000u
-/** Evaluate ev's filter on the filled record rec (len bytes) and commit it or
- * ringbuf_discard() it: 1 committed, 0 discarded. Async-signal-safe (>>filter). */
-RINGBUF_API int ringbuf_trace__filter_commit(struct ringbuf *rb, unsigned cpu,
-					     struct ringbuf_trace_event *ev, void *rec, size_t len);
+/** Evaluate ev's filter on the filled record rec (len bytes): true to commit
+ * it, false to ringbuf_discard() it. Async-signal-safe (>>filter). */
+RINGBUF_API bool ringbuf_trace__filter_keep(struct ringbuf_trace_event *ev, const void *rec,
+					    size_t len);
 /** Reserve len bytes on cpu and fill the common fields with type id. Returns
  * the record or NULL (dropped, counted by the buffer). Async-signal-safe. */
 RINGBUF_API void *ringbuf_trace__reserve(struct ringbuf *rb, unsigned cpu, uint32_t id, size_t len);
@@ -554,10 +554,12 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
 			return RINGBUF_ENOSPC;                                                   \
 		RINGBUF__FOREACH(RINGBUF__P_FILL, S, fields)                                     \
 		(void)ringbuf__off;                                                              \
-		if (__builtin_expect(ringbuf__id >= RINGBUF_TRACE__FILTERED, 0))                 \
-			return ringbuf_trace__filter_commit(ringbuf__b, ringbuf__c,              \
-							    &ringbuf_event_##name, REC,          \
-							    sizeof(struct S) + ringbuf__dyn);    \
+		if (__builtin_expect(ringbuf__id >= RINGBUF_TRACE__FILTERED, 0) &&               \
+		    !ringbuf_trace__filter_keep(&ringbuf_event_##name, REC,                      \
+						sizeof(struct S) + ringbuf__dyn)) {              \
+			ringbuf_discard(ringbuf__b, ringbuf__c, REC);                            \
+			return 0;                                                                \
+		}                                                                                \
 		ringbuf_commit(ringbuf__b, ringbuf__c, REC);                                     \
 		return 1;                                                                        \
 	}
@@ -610,9 +612,13 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
  * message ("pos 7: unknown field 'pdi'").
  *
  * COST. No filter: the emitter tests one bit of the state word it already
- * loaded (one predictable branch). With a filter: one out-of-line call, two
- * thread-local stores around the evaluation and a compiler barrier; no atomic
- * read-modify-write, no lock, no allocation (see >>bench for the numbers).
+ * loaded (one predictable branch). With a filter: one out-of-line call
+ * (ringbuf_trace__filter_keep: a leaf for a one-predicate integer filter, the
+ * interpreter otherwise), two stores to the thread's slot word around the
+ * evaluation and a compiler barrier; no atomic read-modify-write, no lock, no
+ * allocation. A false filter costs a ringbuf_discard() instead of the commit.
+ * `make bench` (bench/bench_filter.c) measures all of these against the
+ * emitter without a filter.
  *
  * >>design: filter programs and the writers (grace period)
  *   Each event has one pointer to its program (ev->filter, NULL: none) and one
@@ -630,7 +636,8 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
  *     F4  keep = !p || run(p, record)
  *     F5  store(slot, depth(w) ? w : w - depth + one generation, release)
  *         leave; pairs with S3's acquire: the reads of *p happen before it
- *     F6  commit or ringbuf_discard (after the section: p is not used)
+ *     F6  the emitter commits or ringbuf_discard()s the record (after the
+ *         section: p is not used any more)
  *   A setter (serialized by the registry lock; ordinary threads only):
  *     S0  compile every new program first (nothing published on an error)
  *     S1  old = exchange(ev->filter, new, acq_rel); then state = id |
@@ -3426,6 +3433,7 @@ struct ringbuf_trace__finsn {
 	uint32_t size; /* chars: the array's size */
 	uint64_t val;  /* integers: the value (biased for signed fields) */
 	uint64_t bias; /* 2^63 for signed fields' comparisons, else 0 */
+	uint64_t sext; /* signed fields: the sign bit of the width (sign extension), else 0 */
 };
 
 struct ringbuf_trace__prog {
@@ -3433,6 +3441,7 @@ struct ringbuf_trace__prog {
 	char *text;                       /* the text as set, trimmed */
 	char *pool;                       /* string constants, NUL-terminated */
 	uint32_t n;
+	uint32_t one_int;                 /* the program is one integer predicate */
 	struct ringbuf_trace__finsn insn[];
 };
 
@@ -3679,6 +3688,7 @@ static bool ringbuf_trace__fpred(struct ringbuf_trace__fparse *p)
 		 * the & test takes the value cut to the field's width (as the
 		 * kernel, which tests in the field's type) */
 		in.bias = in.sgn && op != RINGBUF_TRACE__FC_AND ? (uint64_t)1 << 63 : 0;
+		in.sext = in.sgn && in.width < 8 ? (uint64_t)1 << (8 * in.width - 1) : 0;
 		in.val = v ^ in.bias;
 		if (op == RINGBUF_TRACE__FC_AND && in.width < 8)
 			in.val &= ((uint64_t)1 << (8 * in.width)) - 1;
@@ -3833,6 +3843,7 @@ static struct ringbuf_trace__prog *ringbuf_trace__fcompile(const struct ringbuf_
 	}
 	prog->next = NULL;
 	prog->n = p->n;
+	prog->one_int = p->n == 1 && p->insn[0].op == RINGBUF_TRACE__FI_INT;
 	memcpy(prog->insn, p->insn, p->n * sizeof(struct ringbuf_trace__finsn));
 	prog->text = (char *)prog + sz;
 	memcpy(prog->text, text + b, e - b);
@@ -3846,25 +3857,38 @@ static struct ringbuf_trace__prog *ringbuf_trace__fcompile(const struct ringbuf_
 
 /* ---- >>filter: evaluation (async-signal-safe) ------------------------------ */
 
-static inline uint64_t ringbuf_trace__fload(const unsigned char *q, unsigned width, bool sgn)
+/* The field zero-extended; sign extension is (v ^ sext) - sext. */
+static inline uint64_t ringbuf_trace__fload(const unsigned char *q, unsigned width)
 {
-	uint8_t u8;
 	uint16_t u16;
 	uint32_t u32;
 	uint64_t v;
 	switch (width) {
 	case 1:
-		u8 = *q;
-		return sgn ? (uint64_t)(int64_t)(int8_t)u8 : u8;
+		return *q;
 	case 2:
 		memcpy(&u16, q, 2);
-		return sgn ? (uint64_t)(int64_t)(int16_t)u16 : u16;
+		return u16;
 	case 4:
 		memcpy(&u32, q, 4);
-		return sgn ? (uint64_t)(int64_t)(int32_t)u32 : u32;
+		return u32;
 	default:
 		memcpy(&v, q, 8);
 		return v;
+	}
+}
+
+static inline bool ringbuf_trace__fint(const struct ringbuf_trace__finsn *in, const unsigned char *r)
+{
+	uint64_t v = ((ringbuf_trace__fload(r + in->off, in->width) ^ in->sext) - in->sext) ^ in->bias;
+	switch (in->cmp) {
+	case RINGBUF_TRACE__FC_EQ: return v == in->val;
+	case RINGBUF_TRACE__FC_NE: return v != in->val;
+	case RINGBUF_TRACE__FC_LT: return v < in->val;
+	case RINGBUF_TRACE__FC_LE: return v <= in->val;
+	case RINGBUF_TRACE__FC_GT: return v > in->val;
+	case RINGBUF_TRACE__FC_GE: return v >= in->val;
+	default: return (v & in->val) != 0;
 	}
 }
 
@@ -3875,27 +3899,18 @@ static bool ringbuf_trace__fstr_match(uint8_t cmp, const char *s, const char *k)
 	return (strcmp(s, k) == 0) == (cmp == RINGBUF_TRACE__FC_EQ);
 }
 
-static bool ringbuf_trace__frun(const struct ringbuf_trace__prog *prog, const void *rec, size_t len)
+static __attribute__((noinline)) bool ringbuf_trace__frun(const struct ringbuf_trace__prog *prog,
+							  const void *rec, size_t len)
 {
 	const unsigned char *r = (const unsigned char *)rec;
 	const struct ringbuf_trace__finsn *in = prog->insn, *end = prog->insn + prog->n;
 	bool acc = false;
 	while (in < end) {
 		switch (in->op) {
-		case RINGBUF_TRACE__FI_INT: {
-			uint64_t v = ringbuf_trace__fload(r + in->off, in->width, in->sgn) ^ in->bias;
-			switch (in->cmp) {
-			case RINGBUF_TRACE__FC_EQ: acc = v == in->val; break;
-			case RINGBUF_TRACE__FC_NE: acc = v != in->val; break;
-			case RINGBUF_TRACE__FC_LT: acc = v < in->val; break;
-			case RINGBUF_TRACE__FC_LE: acc = v <= in->val; break;
-			case RINGBUF_TRACE__FC_GT: acc = v > in->val; break;
-			case RINGBUF_TRACE__FC_GE: acc = v >= in->val; break;
-			default: acc = (v & in->val) != 0; break;
-			}
+		case RINGBUF_TRACE__FI_INT:
+			acc = ringbuf_trace__fint(in, r);
 			in++;
 			break;
-		}
 		case RINGBUF_TRACE__FI_CHARS: {
 			/* the emitter zero-fills: the array holds a NUL unless it is
 			 * 0 bytes long; copy to be safe with any record */
@@ -3972,7 +3987,7 @@ static bool ringbuf_trace__fslot_take(uint32_t i, int32_t tid)
 }
 
 /* The calling thread's slot (claimed on first use), NULL: table full. */
-static struct ringbuf_trace__fslot *ringbuf_trace__fslot_claim(void)
+static __attribute__((noinline)) struct ringbuf_trace__fslot *ringbuf_trace__fslot_claim(void)
 {
 	struct ringbuf_trace__self *s = &ringbuf_trace__self;
 	int32_t tid = ringbuf_trace_thread_id();
@@ -4011,44 +4026,76 @@ static struct ringbuf_trace__fslot *ringbuf_trace__fslot_claim(void)
 	return &ringbuf_trace__fslots[got];
 }
 
-RINGBUF_API int ringbuf_trace__filter_commit(struct ringbuf *rb, unsigned cpu,
-					     struct ringbuf_trace_event *ev, void *rec, size_t len)
+/* [F5] leave: the outermost section moves the generation on; release pairs
+ * with S3's acquire. */
+static inline __attribute__((always_inline)) void ringbuf_trace__fleave(struct ringbuf_trace__fslot *s,
+									 uint32_t w)
 {
-	struct ringbuf_trace__fslot *s;
+	atomic_store_explicit(&s->word,
+			      (w & RINGBUF_TRACE__FDEPTH) ? w
+							  : (w & ~RINGBUF_TRACE__FDEPTH) + RINGBUF_TRACE__FGEN,
+			      memory_order_release);
+}
+
+/* [F4]-[F5] for a program that needs the interpreter (kept out of the fast
+ * path's frame: a tail call). */
+static __attribute__((noinline)) bool ringbuf_trace__fsection_run(struct ringbuf_trace__fslot *s,
+								  uint32_t w,
+								  const struct ringbuf_trace__prog *p,
+								  const void *rec, size_t len)
+{
+	bool keep = !p || ringbuf_trace__frun(p, rec, len);
+	ringbuf_trace__fleave(s, w);
+	return keep;
+}
+
+/* [F1]-[F5] on slot s (the per-thread one, or claimed just now). */
+static inline __attribute__((always_inline)) bool
+ringbuf_trace__fsection(struct ringbuf_trace__fslot *s, struct ringbuf_trace_event *ev,
+			const void *rec, size_t len)
+{
 	struct ringbuf_trace__prog *p;
-	int32_t k = ringbuf_trace__self.fslot;
 	bool keep;
-	s = RINGBUF__LIKELY(k > 0) ? &ringbuf_trace__fslots[k - 1] : ringbuf_trace__fslot_claim();
-	if (RINGBUF__LIKELY(s != NULL)) {
-		/* [F1] enter */
-		uint32_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
-		atomic_store_explicit(&s->word, w + 1, memory_order_relaxed);
-		/* [F2] the light side of S2's membarrier */
-		atomic_signal_fence(memory_order_seq_cst);
-		/* [F3] pairs with S1's exchange (release) */
-		p = atomic_load_explicit(&ev->filter, memory_order_acquire);
-		/* [F4] */
-		keep = !p || ringbuf_trace__frun(p, rec, len);
-		/* [F5] leave: the outermost section moves the generation on;
-		 * release pairs with S3's acquire */
-		atomic_store_explicit(&s->word,
-				      (w & RINGBUF_TRACE__FDEPTH) ? w
-								  : (w & ~RINGBUF_TRACE__FDEPTH) + RINGBUF_TRACE__FGEN,
-				      memory_order_release);
-	} else {
-		/* table full: a shared counter, RMWs (full barriers themselves) */
-		atomic_fetch_add_explicit(&ringbuf_trace__fshared, 1, memory_order_seq_cst);
-		p = atomic_load_explicit(&ev->filter, memory_order_seq_cst);
-		keep = !p || ringbuf_trace__frun(p, rec, len);
-		atomic_fetch_sub_explicit(&ringbuf_trace__fshared, 1, memory_order_release);
-	}
-	/* [F6] */
-	if (keep) {
-		ringbuf_commit(rb, cpu, rec);
-		return 1;
-	}
-	ringbuf_discard(rb, cpu, rec);
-	return 0;
+	/* [F1] enter */
+	uint32_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+	atomic_store_explicit(&s->word, w + 1, memory_order_relaxed);
+	/* [F2] the light side of S2's membarrier */
+	atomic_signal_fence(memory_order_seq_cst);
+	/* [F3] pairs with S1's exchange (release) */
+	p = atomic_load_explicit(&ev->filter, memory_order_acquire);
+	/* [F4] */
+	if (RINGBUF__UNLIKELY(!p || !p->one_int))
+		return ringbuf_trace__fsection_run(s, w, p, rec, len);
+	keep = ringbuf_trace__fint(&p->insn[0], (const unsigned char *)rec); /* `field > N` */
+	ringbuf_trace__fleave(s, w); /* [F5] */
+	return keep;
+}
+
+/* The thread has no slot yet: claim one, or use the shared word. */
+static __attribute__((noinline)) bool ringbuf_trace__fkeep_slow(struct ringbuf_trace_event *ev,
+								const void *rec, size_t len)
+{
+	struct ringbuf_trace__fslot *s = ringbuf_trace__fslot_claim();
+	struct ringbuf_trace__prog *p;
+	bool keep;
+	if (s)
+		return ringbuf_trace__fsection(s, ev, rec, len);
+	/* table full: a shared counter, RMWs (full barriers themselves) */
+	atomic_fetch_add_explicit(&ringbuf_trace__fshared, 1, memory_order_seq_cst);
+	p = atomic_load_explicit(&ev->filter, memory_order_seq_cst);
+	keep = !p || ringbuf_trace__frun(p, rec, len);
+	atomic_fetch_sub_explicit(&ringbuf_trace__fshared, 1, memory_order_release);
+	return keep;
+}
+
+RINGBUF_API bool ringbuf_trace__filter_keep(struct ringbuf_trace_event *ev, const void *rec,
+					    size_t len)
+{
+	int32_t k = ringbuf_trace__self.fslot;
+	if (RINGBUF__UNLIKELY(k <= 0))
+		return ringbuf_trace__fkeep_slow(ev, rec, len);
+	return ringbuf_trace__fsection(&ringbuf_trace__fslots[k - 1], ev, rec, len);
+	/* [F6] the emitter commits or discards */
 }
 
 /* [S2] false when membarrier cannot be had. */
