@@ -21,7 +21,7 @@
  *   >>text       text output like the kernel's trace file, merged over CPUs
  *   >>tracedat   capture of pages while writers run; trace.dat v6/v7 export
  *   >>flight     event formats and thread names kept in a file-backed buffer's user area
- *   >>filter     per-event filters (the kernel's filter syntax) set at run time
+ *   >>filter     per-event filters and triggers (the kernel's syntax) set at run time
  *   >>trace_impl the implementation (RINGBUF_IMPLEMENTATION only)
  *
  * QUICK START
@@ -77,6 +77,8 @@
 #define ringbuf_trace_filter_eval        RINGBUF__NS(ringbuf_trace_filter_eval)
 #define ringbuf_trace_get_filter         RINGBUF__NS(ringbuf_trace_get_filter)
 #define ringbuf_trace_set_filter         RINGBUF__NS(ringbuf_trace_set_filter)
+#define ringbuf_trace_get_triggers       RINGBUF__NS(ringbuf_trace_get_triggers)
+#define ringbuf_trace_set_trigger        RINGBUF__NS(ringbuf_trace_set_trigger)
 #define ringbuf_trace_capture_create     RINGBUF__NS(ringbuf_trace_capture_create)
 #define ringbuf_trace_capture_destroy    RINGBUF__NS(ringbuf_trace_capture_destroy)
 #define ringbuf_trace_capture_foreach    RINGBUF__NS(ringbuf_trace_capture_foreach)
@@ -330,10 +332,11 @@ RINGBUF_API void ringbuf_trace_signal_exit(void);
 /** The bit of ringbuf_trace_event.state saying that a filter is attached
  * (the id is the low 16 bits). */
 #define RINGBUF_TRACE__FILTERED 0x10000u
-/** Evaluate ev's filter on the filled record rec (len bytes): true to commit
- * it, false to ringbuf_discard() it. Async-signal-safe (>>filter). */
-RINGBUF_API bool ringbuf_trace__filter_keep(struct ringbuf_trace_event *ev, const void *rec,
-					    size_t len);
+/** Evaluate ev's filter on the filled record rec (len bytes) and fire its
+ * triggers: true to commit it, false to ringbuf_discard() it.
+ * Async-signal-safe (>>filter). */
+RINGBUF_API bool ringbuf_trace__filter_keep(struct ringbuf *rb, struct ringbuf_trace_event *ev,
+					    const void *rec, size_t len);
 /** Reserve len bytes on cpu and fill the common fields with type id. Returns
  * the record or NULL (dropped, counted by the buffer). Async-signal-safe. */
 RINGBUF_API void *ringbuf_trace__reserve(struct ringbuf *rb, unsigned cpu, uint32_t id, size_t len);
@@ -555,7 +558,7 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
 		RINGBUF__FOREACH(RINGBUF__P_FILL, S, fields)                                     \
 		(void)ringbuf__off;                                                              \
 		if (__builtin_expect(ringbuf__id >= RINGBUF_TRACE__FILTERED, 0) &&               \
-		    !ringbuf_trace__filter_keep(&ringbuf_event_##name, REC,                      \
+		    !ringbuf_trace__filter_keep(ringbuf__b, &ringbuf_event_##name, REC,          \
 						sizeof(struct S) + ringbuf__dyn)) {              \
 			ringbuf_discard(ringbuf__b, ringbuf__c, REC);                            \
 			return 0;                                                                \
@@ -583,8 +586,9 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
 
 /* ==== >>filter ========================================================== *
  *
- * Per-event filters in the kernel's syntax (tracefs events/<sys>/<event>/filter),
- * set, replaced and cleared at run time while writers emit. The emitter fills
+ * Per-event filters and triggers in the kernel's syntax (tracefs
+ * events/<sys>/<event>/filter and trigger), set, replaced and cleared at run
+ * time while writers emit. The emitter fills
  * the reserved record, then (only when a filter is attached) evaluates the
  * compiled program on it and commits it or ringbuf_discard()s it: the kernel's
  * sequence, so a discarded event leaves no trace but the buffer's `discarded`
@@ -621,7 +625,8 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
  * emitter without a filter.
  *
  * >>design: filter programs and the writers (grace period)
- *   Each event has one pointer to its program (ev->filter, NULL: none) and one
+ *   Each event has one pointer to its program (ev->filter, NULL: none; the
+ *   compiled filter and the triggers with their own filters) and one
  *   state bit (RINGBUF_TRACE__FILTERED, in the word the emitter loads anyway).
  *   A writer's evaluation is a read-side section on a per-thread slot word
  *   (depth in the low 8 bits, a generation above, written only by the thread
@@ -693,6 +698,29 @@ RINGBUF_API int ringbuf_trace_get_filter(const struct ringbuf_trace_event *ev, c
 RINGBUF_API int ringbuf_trace_filter_eval(const struct ringbuf_trace_event *ev, const char *filter,
 					  const void *rec, size_t len,
 					  struct ringbuf_trace_filter_error *err);
+/** Add a trigger to every event of reg matching glob, in the kernel's syntax
+ * (tracefs events/<sys>/<event>/trigger):
+ *     traceoff[:count] [if filter]        ringbuf_record_off() on the buffer written
+ *     traceon[:count] [if filter]         ringbuf_record_on()
+ *     enable_event:[system:]event[:count] [if filter]    enable another event
+ *     disable_event:[system:]event[:count] [if filter]   disable it
+ * A trigger fires when an event it is on is written (after the fields are
+ * filled, before the commit; whether or not the event's own filter keeps
+ * it) and its filter (same syntax as the event filter) holds on the record;
+ * with a count it fires that many times (exactly, whatever the nesting), then
+ * stays. traceoff fires before the triggering event is committed, so that
+ * event is the last one of its CPU buffer: nested writers after it are
+ * refused (events reserved before it on other CPUs may still commit). The same
+ * action (and target) set again replaces the old trigger; "!action..." removes
+ * it (count and filter ignored). At most 8 triggers per event. Returns the
+ * number of events changed; errors as ringbuf_trace_set_filter (positions in
+ * the trigger text), nothing changed. Same contexts as ringbuf_trace_set_filter;
+ * the triggers fire in the emitters (async-signal-safe). */
+RINGBUF_API int ringbuf_trace_set_trigger(struct ringbuf_trace_registry *reg, const char *glob,
+					  const char *trigger, struct ringbuf_trace_filter_error *err);
+/** The triggers of ev, one a line ("traceoff:2 if v > 5", the count left or
+ * "unlimited"; "" when none). snprintf-style: returns the full length. */
+RINGBUF_API int ringbuf_trace_get_triggers(const struct ringbuf_trace_event *ev, char *buf, size_t size);
 #ifdef RINGBUF_TESTING
 /** Tests: behave as without membarrier (no_membarrier != 0); *kept (if not
  * NULL) gets the number of replaced programs kept unfreed so far. */
@@ -1322,6 +1350,44 @@ static bool ringbuf_trace__matches(const struct ringbuf_trace_registry *reg,
 	return ringbuf_trace_glob_match(glob, full);
 }
 
+/* >>filter: the state word is id | FILTERED (a program is attached) while
+ * enabled, 0 while disabled. Written by enable/disable (under the registry
+ * lock), by the filter setters and by enable_event/disable_event triggers
+ * (writers, no lock); all seq_cst. Enabling computes the bit from ev->filter,
+ * stores it with a CAS, and reads ev->filter again: a setter that exchanged
+ * ev->filter and then found the state 0 (so left it) is seen by that second
+ * read (seq_cst total order: the exchange precedes the setter's state load,
+ * which precedes our CAS), and the bit is put right. */
+static void ringbuf_trace__set_state(struct ringbuf_trace_event *e, bool on)
+{
+	if (!on) {
+		atomic_store(&e->state, 0u);
+		return;
+	}
+	for (;;) {
+		uint32_t bit = atomic_load(&e->filter) ? RINGBUF_TRACE__FILTERED : 0u;
+		uint32_t st = atomic_load(&e->state), want = e->id | bit;
+		if (st == want)
+			return;
+		if (atomic_compare_exchange_strong(&e->state, &st, want) &&
+		    (atomic_load(&e->filter) ? RINGBUF_TRACE__FILTERED : 0u) == bit)
+			return;
+	}
+}
+
+/* After ev->filter changed: the bit follows, if the event is enabled. */
+static void ringbuf_trace__refresh_state(struct ringbuf_trace_event *e)
+{
+	for (;;) {
+		uint32_t st = atomic_load(&e->state), want;
+		if (st == 0)
+			return;
+		want = e->id | (atomic_load(&e->filter) ? RINGBUF_TRACE__FILTERED : 0u);
+		if (st == want || atomic_compare_exchange_strong(&e->state, &st, want))
+			return;
+	}
+}
+
 static int ringbuf_trace__set_enabled(struct ringbuf_trace_registry *reg, const char *glob, bool on)
 {
 	struct ringbuf_trace_event *e;
@@ -1332,12 +1398,7 @@ static int ringbuf_trace__set_enabled(struct ringbuf_trace_registry *reg, const 
 	for (e = ringbuf_trace__first(reg); e; e = e->next) {
 		if (!ringbuf_trace__matches(reg, e, glob))
 			continue;
-		/* the filter bit goes with the id (>>filter: set under this lock) */
-		atomic_store_explicit(&e->state,
-				      on ? e->id | (atomic_load_explicit(&e->filter, memory_order_relaxed)
-							    ? RINGBUF_TRACE__FILTERED : 0u)
-					 : 0u,
-				      memory_order_release);
+		ringbuf_trace__set_state(e, on); /* the filter bit goes with the id (>>filter) */
 		n++;
 	}
 	ringbuf_trace__unlock(reg);
@@ -3441,8 +3502,26 @@ struct ringbuf_trace__prog {
 	char *text;                       /* the text as set, trimmed */
 	char *pool;                       /* string constants, NUL-terminated */
 	uint32_t n;
-	uint32_t one_int;                 /* the program is one integer predicate */
+	uint32_t one_int;                 /* one integer predicate and no trigger: the leaf path */
+	uint32_t has_filter;              /* 0: triggers only, every record kept */
+	uint32_t ntrig;
+	struct ringbuf_trace__trig *trig; /* owned; with their conditions */
 	struct ringbuf_trace__finsn insn[];
+};
+
+/* >>filter: triggers */
+enum {
+	RINGBUF_TRACE__T_TRACEOFF = 0,
+	RINGBUF_TRACE__T_TRACEON,
+	RINGBUF_TRACE__T_ENABLE,
+	RINGBUF_TRACE__T_DISABLE,
+};
+#define RINGBUF_TRACE__TRIG_MAX 8
+struct ringbuf_trace__trig {
+	uint32_t action;                    /* RINGBUF_TRACE__T_* */
+	_Atomic(int64_t) count;             /* firings left, -1: unlimited */
+	struct ringbuf_trace_event *target; /* enable_event / disable_event */
+	struct ringbuf_trace__prog *cond;   /* its `if` filter, NULL: always */
 };
 
 struct ringbuf_trace__fparse {
@@ -3844,6 +3923,9 @@ static struct ringbuf_trace__prog *ringbuf_trace__fcompile(const struct ringbuf_
 	prog->next = NULL;
 	prog->n = p->n;
 	prog->one_int = p->n == 1 && p->insn[0].op == RINGBUF_TRACE__FI_INT;
+	prog->has_filter = 1;
+	prog->ntrig = 0;
+	prog->trig = NULL;
 	memcpy(prog->insn, p->insn, p->n * sizeof(struct ringbuf_trace__finsn));
 	prog->text = (char *)prog + sz;
 	memcpy(prog->text, text + b, e - b);
@@ -4039,20 +4121,51 @@ static inline __attribute__((always_inline)) void ringbuf_trace__fleave(struct r
 
 /* [F4]-[F5] for a program that needs the interpreter (kept out of the fast
  * path's frame: a tail call). */
+static void ringbuf_trace__set_state(struct ringbuf_trace_event *e, bool on);
+
+/* The triggers of p whose condition holds on the record (all of them, kept or
+ * not, as in the kernel); a count is taken with a CAS, so a trigger with count
+ * N fires exactly N times whatever the nesting. */
+static void ringbuf_trace__ffire(struct ringbuf *rb, const struct ringbuf_trace__prog *p, const void *rec,
+				 size_t len)
+{
+	uint32_t i;
+	for (i = 0; i < p->ntrig; i++) {
+		struct ringbuf_trace__trig *t = &p->trig[i];
+		int64_t c = atomic_load_explicit(&t->count, memory_order_relaxed);
+		if (c == 0 || (t->cond && !ringbuf_trace__frun(t->cond, rec, len)))
+			continue;
+		while (c > 0 && !atomic_compare_exchange_weak_explicit(&t->count, &c, c - 1,
+								       memory_order_relaxed,
+								       memory_order_relaxed))
+			;
+		if (c == 0)
+			continue;
+		switch (t->action) {
+		case RINGBUF_TRACE__T_TRACEOFF: ringbuf_record_off(rb); break;
+		case RINGBUF_TRACE__T_TRACEON: ringbuf_record_on(rb); break;
+		case RINGBUF_TRACE__T_ENABLE: ringbuf_trace__set_state(t->target, true); break;
+		default: ringbuf_trace__set_state(t->target, false); break;
+		}
+	}
+}
+
 static __attribute__((noinline)) bool ringbuf_trace__fsection_run(struct ringbuf_trace__fslot *s,
-								  uint32_t w,
+								  uint32_t w, struct ringbuf *rb,
 								  const struct ringbuf_trace__prog *p,
 								  const void *rec, size_t len)
 {
-	bool keep = !p || ringbuf_trace__frun(p, rec, len);
+	bool keep = !p || !p->has_filter || ringbuf_trace__frun(p, rec, len);
+	if (p && p->ntrig)
+		ringbuf_trace__ffire(rb, p, rec, len);
 	ringbuf_trace__fleave(s, w);
 	return keep;
 }
 
 /* [F1]-[F5] on slot s (the per-thread one, or claimed just now). */
 static inline __attribute__((always_inline)) bool
-ringbuf_trace__fsection(struct ringbuf_trace__fslot *s, struct ringbuf_trace_event *ev,
-			const void *rec, size_t len)
+ringbuf_trace__fsection(struct ringbuf_trace__fslot *s, struct ringbuf *rb,
+			struct ringbuf_trace_event *ev, const void *rec, size_t len)
 {
 	struct ringbuf_trace__prog *p;
 	bool keep;
@@ -4065,36 +4178,39 @@ ringbuf_trace__fsection(struct ringbuf_trace__fslot *s, struct ringbuf_trace_eve
 	p = atomic_load_explicit(&ev->filter, memory_order_acquire);
 	/* [F4] */
 	if (RINGBUF__UNLIKELY(!p || !p->one_int))
-		return ringbuf_trace__fsection_run(s, w, p, rec, len);
+		return ringbuf_trace__fsection_run(s, w, rb, p, rec, len);
 	keep = ringbuf_trace__fint(&p->insn[0], (const unsigned char *)rec); /* `field > N` */
 	ringbuf_trace__fleave(s, w); /* [F5] */
 	return keep;
 }
 
 /* The thread has no slot yet: claim one, or use the shared word. */
-static __attribute__((noinline)) bool ringbuf_trace__fkeep_slow(struct ringbuf_trace_event *ev,
+static __attribute__((noinline)) bool ringbuf_trace__fkeep_slow(struct ringbuf *rb,
+								struct ringbuf_trace_event *ev,
 								const void *rec, size_t len)
 {
 	struct ringbuf_trace__fslot *s = ringbuf_trace__fslot_claim();
 	struct ringbuf_trace__prog *p;
 	bool keep;
 	if (s)
-		return ringbuf_trace__fsection(s, ev, rec, len);
+		return ringbuf_trace__fsection(s, rb, ev, rec, len);
 	/* table full: a shared counter, RMWs (full barriers themselves) */
 	atomic_fetch_add_explicit(&ringbuf_trace__fshared, 1, memory_order_seq_cst);
 	p = atomic_load_explicit(&ev->filter, memory_order_seq_cst);
-	keep = !p || ringbuf_trace__frun(p, rec, len);
+	keep = !p || !p->has_filter || ringbuf_trace__frun(p, rec, len);
+	if (p && p->ntrig)
+		ringbuf_trace__ffire(rb, p, rec, len);
 	atomic_fetch_sub_explicit(&ringbuf_trace__fshared, 1, memory_order_release);
 	return keep;
 }
 
-RINGBUF_API bool ringbuf_trace__filter_keep(struct ringbuf_trace_event *ev, const void *rec,
-					    size_t len)
+RINGBUF_API bool ringbuf_trace__filter_keep(struct ringbuf *rb, struct ringbuf_trace_event *ev,
+					    const void *rec, size_t len)
 {
 	int32_t k = ringbuf_trace__self.fslot;
 	if (RINGBUF__UNLIKELY(k <= 0))
-		return ringbuf_trace__fkeep_slow(ev, rec, len);
-	return ringbuf_trace__fsection(&ringbuf_trace__fslots[k - 1], ev, rec, len);
+		return ringbuf_trace__fkeep_slow(rb, ev, rec, len);
+	return ringbuf_trace__fsection(&ringbuf_trace__fslots[k - 1], rb, ev, rec, len);
 	/* [F6] the emitter commits or discards */
 }
 
@@ -4147,6 +4263,17 @@ static bool ringbuf_trace__fdrain(void)
 	return true;
 }
 
+static void ringbuf_trace__fprog_free(struct ringbuf_trace__prog *p)
+{
+	uint32_t i;
+	if (!p)
+		return;
+	for (i = 0; i < p->ntrig; i++)
+		free(p->trig[i].cond);
+	free(p->trig);
+	free(p);
+}
+
 /* [S2]-[S4] for a list of replaced programs (linked through next). */
 static void ringbuf_trace__fretire(struct ringbuf_trace__prog *old)
 {
@@ -4156,7 +4283,7 @@ static void ringbuf_trace__fretire(struct ringbuf_trace__prog *old)
 	if (ringbuf_trace__fbarrier() && ringbuf_trace__fdrain()) {
 		while (old) { /* [S4] */
 			p = old->next;
-			free(old);
+			ringbuf_trace__fprog_free(old);
 			old = p;
 		}
 		return;
@@ -4183,71 +4310,194 @@ RINGBUF_API void ringbuf_trace__filter_testing(int no_membarrier, unsigned *kept
 
 /* ---- >>filter: setting ------------------------------------------------------ */
 
-RINGBUF_API int ringbuf_trace_set_filter(struct ringbuf_trace_registry *reg, const char *glob,
-					 const char *filter, struct ringbuf_trace_filter_error *err)
+/* A trigger as set: what a program's trigger is built from. */
+struct ringbuf_trace__tspec {
+	uint32_t action;
+	int64_t count;
+	struct ringbuf_trace_event *target;
+	const char *cond;  /* its `if` text (NULL: none) */
+	size_t cond_off;   /* where cond starts in the text given (error positions) */
+};
+
+static void ringbuf_trace__ferr_shift(struct ringbuf_trace_filter_error *err, size_t off)
+{
+	const char *rest;
+	char tmp[sizeof err->msg];
+	if (!err || err->pos < 0 || !off)
+		return;
+	rest = strstr(err->msg, ": ");
+	err->pos += (int)off;
+	snprintf(tmp, sizeof tmp, "pos %d: %.140s", err->pos, rest ? rest + 2 : err->msg);
+	memcpy(err->msg, tmp, sizeof tmp);
+}
+
+/* [S0] A program for ev: filter (NULL: none) and triggers; NULL with *rc 0
+ * when there is nothing to attach. */
+static struct ringbuf_trace__prog *ringbuf_trace__fassemble(const struct ringbuf_trace_event *ev,
+							     const char *filter,
+							     const struct ringbuf_trace__tspec *ts,
+							     uint32_t nts,
+							     struct ringbuf_trace_filter_error *err,
+							     int *rc)
+{
+	struct ringbuf_trace__prog *p;
+	uint32_t i;
+	*rc = 0;
+	if (filter) {
+		p = ringbuf_trace__fcompile(ev, filter, err, rc);
+		if (!p)
+			return NULL;
+	} else {
+		if (!nts)
+			return NULL;
+		p = (struct ringbuf_trace__prog *)calloc(1, sizeof *p);
+		if (!p) {
+			*rc = RINGBUF_ENOMEM;
+			return NULL;
+		}
+	}
+	if (!nts)
+		return p;
+	p->one_int = 0;
+	p->trig = (struct ringbuf_trace__trig *)calloc(nts, sizeof *p->trig);
+	if (!p->trig) {
+		ringbuf_trace__fprog_free(p);
+		*rc = RINGBUF_ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < nts; i++) {
+		struct ringbuf_trace__trig *t = &p->trig[i];
+		t->action = ts[i].action;
+		atomic_init(&t->count, ts[i].count);
+		t->target = ts[i].target;
+		p->ntrig = i + 1;
+		if (ts[i].cond && !(t->cond = ringbuf_trace__fcompile(ev, ts[i].cond, err, rc))) {
+			ringbuf_trace__ferr_shift(err, ts[i].cond_off);
+			ringbuf_trace__fprog_free(p);
+			return NULL;
+		}
+	}
+	return p;
+}
+
+/* The triggers of cur as specs (their conditions' texts stay cur's). */
+static uint32_t ringbuf_trace__fspecs(const struct ringbuf_trace__prog *cur,
+				      struct ringbuf_trace__tspec *ts)
+{
+	uint32_t i, n = cur ? cur->ntrig : 0;
+	for (i = 0; i < n; i++) {
+		ts[i].action = cur->trig[i].action;
+		ts[i].count = atomic_load(&cur->trig[i].count);
+		ts[i].target = cur->trig[i].target;
+		ts[i].cond = cur->trig[i].cond ? cur->trig[i].cond->text : NULL;
+		ts[i].cond_off = 0;
+	}
+	return n;
+}
+
+/* Builds the new program of e from its current one; *skip: leave e alone. */
+typedef struct ringbuf_trace__prog *(*ringbuf_trace__fbuild_fn)(
+	struct ringbuf_trace_event *e, const struct ringbuf_trace__prog *cur, const void *ctx,
+	struct ringbuf_trace_filter_error *err, int *rc, bool *skip);
+
+/* The setters' common part: S0 for every matched event, then S1-S4. */
+static int ringbuf_trace__freplace(struct ringbuf_trace_registry *reg, const char *glob,
+				   ringbuf_trace__fbuild_fn build, const void *ctx,
+				   struct ringbuf_trace_filter_error *err)
 {
 	struct ringbuf_trace_event *e;
 	struct ringbuf_trace__prog **progs = NULL, *old = NULL;
-	size_t b, end, n = 0, i;
-	bool clear = ringbuf_trace__ftrim(filter, &b, &end);
+	bool *skips = NULL;
+	size_t n = 0, i, changed = 0;
 	int rc = 0;
-	if (err) {
-		err->pos = -1;
-		err->event[0] = 0;
-		err->msg[0] = 0;
-	}
-	if (!reg || !glob) {
-		if (err)
-			snprintf(err->msg, sizeof err->msg, "no registry or no event glob");
-		return RINGBUF_EINVAL;
-	}
 	pthread_mutex_lock(&ringbuf_trace__fmutex); /* one setter: S3's waits, the kept list */
 	ringbuf_trace__lock(reg);
 	for (e = ringbuf_trace__first(reg); e; e = e->next)
 		if (ringbuf_trace__matches(reg, e, glob))
 			n++;
-	if (n && !clear) {
-		/* [S0] compile everything before publishing anything */
+	if (n) {
 		progs = (struct ringbuf_trace__prog **)calloc(n, sizeof *progs);
-		if (!progs)
+		skips = (bool *)calloc(n, sizeof *skips);
+		if (!progs || !skips)
 			rc = RINGBUF_ENOMEM;
+		/* [S0] compile everything before publishing anything */
 		for (e = ringbuf_trace__first(reg), i = 0; e && rc == 0; e = e->next)
-			if (ringbuf_trace__matches(reg, e, glob))
-				progs[i++] = ringbuf_trace__fcompile(e, filter, err, &rc);
+			if (ringbuf_trace__matches(reg, e, glob)) {
+				progs[i] = build(e, atomic_load(&e->filter), ctx, err, &rc, &skips[i]);
+				i++;
+			}
 		if (rc != 0) {
 			for (i = 0; progs && i < n; i++)
-				free(progs[i]);
+				ringbuf_trace__fprog_free(progs[i]);
 			free(progs);
+			free(skips);
 			ringbuf_trace__unlock(reg);
 			pthread_mutex_unlock(&ringbuf_trace__fmutex);
 			return rc;
 		}
-		/* membarrier must be registered before a filter is published (S2
-		 * then covers every thread) */
+		/* membarrier is registered before a program is published (S2 then
+		 * covers every thread) */
 		(void)ringbuf_trace__fbarrier();
 	}
 	/* [S1] */
-	for (e = ringbuf_trace__first(reg), i = 0; e; e = e->next) {
-		struct ringbuf_trace__prog *np, *op;
-		uint32_t st;
+	for (e = ringbuf_trace__first(reg), i = 0; e && n; e = e->next) {
+		struct ringbuf_trace__prog *op;
 		if (!ringbuf_trace__matches(reg, e, glob))
 			continue;
-		np = progs ? progs[i++] : NULL;
-		op = atomic_exchange_explicit(&e->filter, np, memory_order_acq_rel);
-		st = atomic_load_explicit(&e->state, memory_order_relaxed);
-		if (st)
-			atomic_store_explicit(&e->state, e->id | (np ? RINGBUF_TRACE__FILTERED : 0u),
-					      memory_order_release);
+		if (skips[i]) {
+			i++;
+			continue;
+		}
+		op = atomic_exchange(&e->filter, progs[i++]);
+		ringbuf_trace__refresh_state(e);
+		changed++;
 		if (op) {
 			op->next = old;
 			old = op;
 		}
 	}
 	free(progs);
+	free(skips);
 	ringbuf_trace__unlock(reg);
 	ringbuf_trace__fretire(old); /* [S2]-[S4] */
 	pthread_mutex_unlock(&ringbuf_trace__fmutex);
-	return (int)n;
+	return (int)changed;
+}
+
+static void ringbuf_trace__ferr_clear(struct ringbuf_trace_filter_error *err)
+{
+	if (err) {
+		err->pos = -1;
+		err->event[0] = 0;
+		err->msg[0] = 0;
+	}
+}
+
+static struct ringbuf_trace__prog *ringbuf_trace__fbuild_filter(struct ringbuf_trace_event *e,
+								 const struct ringbuf_trace__prog *cur,
+								 const void *ctx,
+								 struct ringbuf_trace_filter_error *err,
+								 int *rc, bool *skip)
+{
+	struct ringbuf_trace__tspec ts[RINGBUF_TRACE__TRIG_MAX];
+	uint32_t nts = ringbuf_trace__fspecs(cur, ts);
+	*skip = false;
+	return ringbuf_trace__fassemble(e, (const char *)ctx, ts, nts, err, rc);
+}
+
+RINGBUF_API int ringbuf_trace_set_filter(struct ringbuf_trace_registry *reg, const char *glob,
+					 const char *filter, struct ringbuf_trace_filter_error *err)
+{
+	size_t b, end;
+	ringbuf_trace__ferr_clear(err);
+	if (!reg || !glob) {
+		if (err)
+			snprintf(err->msg, sizeof err->msg, "no registry or no event glob");
+		return RINGBUF_EINVAL;
+	}
+	if (ringbuf_trace__ftrim(filter, &b, &end))
+		filter = NULL; /* clears */
+	return ringbuf_trace__freplace(reg, glob, ringbuf_trace__fbuild_filter, filter, err);
 }
 
 RINGBUF_API int ringbuf_trace_get_filter(const struct ringbuf_trace_event *ev, char *buf, size_t size)
@@ -4262,9 +4512,200 @@ RINGBUF_API int ringbuf_trace_get_filter(const struct ringbuf_trace_event *ev, c
 	/* setters free programs under this mutex: the text stays while we copy */
 	pthread_mutex_lock(&ringbuf_trace__fmutex);
 	p = atomic_load_explicit(&((struct ringbuf_trace_event *)ev)->filter, memory_order_acquire);
-	r = snprintf(buf, buf ? size : 0, "%s", p ? p->text : "none");
+	r = snprintf(buf, buf ? size : 0, "%s", p && p->has_filter ? p->text : "none");
 	pthread_mutex_unlock(&ringbuf_trace__fmutex);
 	return r;
+}
+
+/* ---- >>filter: triggers -------------------------------------------------- */
+
+static const char *const ringbuf_trace__tnames[] = {"traceoff", "traceon", "enable_event",
+						    "disable_event"};
+
+struct ringbuf_trace__tparse {
+	struct ringbuf_trace__tspec spec;
+	bool remove;
+};
+
+static int ringbuf_trace__terr(struct ringbuf_trace_filter_error *err, size_t pos, const char *msg,
+			       const char *arg)
+{
+	if (err) {
+		err->pos = (int)pos;
+		snprintf(err->msg, sizeof err->msg, "pos %d: %.60s%s%.64s%s", (int)pos, msg, arg ? " '" : "",
+			 arg ? arg : "", arg ? "'" : "");
+	}
+	return RINGBUF_EINVAL;
+}
+
+/* [!]action[:count] [if filter]; action: traceoff, traceon,
+ * enable_event:[system:]event, disable_event:[system:]event. */
+static int ringbuf_trace__tparse_text(struct ringbuf_trace_registry *reg, const char *text,
+				      struct ringbuf_trace__tparse *tp,
+				      struct ringbuf_trace_filter_error *err)
+{
+	size_t pos = 0, n, k;
+	const char *sys = reg->system ? reg->system : "ringbuf";
+	memset(tp, 0, sizeof *tp);
+	tp->spec.count = -1;
+	while (text[pos] == ' ' || text[pos] == '\t')
+		pos++;
+	if (text[pos] == '!') {
+		tp->remove = true;
+		pos++;
+	}
+	for (n = 0; (text[pos + n] >= 'a' && text[pos + n] <= 'z') || text[pos + n] == '_'; n++)
+		;
+	for (k = 0; k < 4; k++)
+		if (strlen(ringbuf_trace__tnames[k]) == n && !strncmp(text + pos, ringbuf_trace__tnames[k], n))
+			break;
+	if (k == 4)
+		return ringbuf_trace__terr(err, pos, n ? "unknown trigger" : "expected a trigger", NULL);
+	tp->spec.action = (uint32_t)k;
+	pos += n;
+	if (k == RINGBUF_TRACE__T_ENABLE || k == RINGBUF_TRACE__T_DISABLE) {
+		char name[2][128];
+		int nn = 0;
+		size_t at = pos;
+		while (nn < 2 && text[pos] == ':' && ringbuf_trace__fident_char(text[pos + 1]) &&
+		       !(text[pos + 1] >= '0' && text[pos + 1] <= '9' && nn > 0)) {
+			size_t m = 0;
+			pos++;
+			while (ringbuf_trace__fident_char(text[pos + m]))
+				m++;
+			if (m >= sizeof name[0])
+				return ringbuf_trace__terr(err, pos, "name too long", NULL);
+			memcpy(name[nn], text + pos, m);
+			name[nn][m] = 0;
+			nn++;
+			pos += m;
+		}
+		if (nn == 0)
+			return ringbuf_trace__terr(err, pos, "expected :system:event after", ringbuf_trace__tnames[k]);
+		if (nn == 2 && strcmp(name[0], sys) != 0)
+			return ringbuf_trace__terr(err, at + 1, "unknown system", name[0]);
+		tp->spec.target = ringbuf_trace_find(reg, name[nn - 1]);
+		if (!tp->spec.target)
+			return ringbuf_trace__terr(err, pos - strlen(name[nn - 1]), "unknown event",
+						   name[nn - 1]);
+	}
+	if (text[pos] == ':') {
+		uint64_t c = 0;
+		size_t d = 0;
+		pos++;
+		while (text[pos + d] >= '0' && text[pos + d] <= '9') {
+			if (c > (uint64_t)INT64_MAX / 10)
+				return ringbuf_trace__terr(err, pos, "count out of range", NULL);
+			c = c * 10 + (uint64_t)(text[pos + d] - '0');
+			d++;
+		}
+		if (d == 0 || c == 0 || c > (uint64_t)INT64_MAX)
+			return ringbuf_trace__terr(err, pos, "expected a count (1 or more)", NULL);
+		tp->spec.count = (int64_t)c;
+		pos += d;
+	}
+	if (text[pos] && text[pos] != ' ' && text[pos] != '\t')
+		return ringbuf_trace__terr(err, pos, "expected ' if ' or the end", NULL);
+	while (text[pos] == ' ' || text[pos] == '\t')
+		pos++;
+	if (!text[pos])
+		return 0;
+	if (strncmp(text + pos, "if", 2) != 0 || (text[pos + 2] != ' ' && text[pos + 2] != '\t'))
+		return ringbuf_trace__terr(err, pos, "expected 'if' or the end", NULL);
+	tp->spec.cond = text + pos + 3;
+	tp->spec.cond_off = pos + 3;
+	return 0;
+}
+
+static struct ringbuf_trace__prog *ringbuf_trace__fbuild_trigger(struct ringbuf_trace_event *e,
+								  const struct ringbuf_trace__prog *cur,
+								  const void *ctx,
+								  struct ringbuf_trace_filter_error *err,
+								  int *rc, bool *skip)
+{
+	const struct ringbuf_trace__tparse *tp = (const struct ringbuf_trace__tparse *)ctx;
+	struct ringbuf_trace__tspec ts[RINGBUF_TRACE__TRIG_MAX + 1];
+	uint32_t nts = ringbuf_trace__fspecs(cur, ts), i, m = 0;
+	bool found = false;
+	/* the same action (and target) is replaced, or removed */
+	for (i = 0; i < nts; i++) {
+		if (ts[i].action == tp->spec.action && ts[i].target == tp->spec.target) {
+			found = true;
+			continue;
+		}
+		ts[m++] = ts[i];
+	}
+	*skip = false;
+	if (tp->remove && !found) {
+		*skip = true;
+		*rc = 0;
+		return NULL;
+	}
+	if (!tp->remove) {
+		if (m >= RINGBUF_TRACE__TRIG_MAX) {
+			*rc = ringbuf_trace__terr(err, 0, "too many triggers on the event", NULL);
+			if (err)
+				snprintf(err->event, sizeof err->event, "%s", e->name);
+			return NULL;
+		}
+		ts[m++] = tp->spec;
+	}
+	return ringbuf_trace__fassemble(e, cur && cur->has_filter ? cur->text : NULL, ts, m, err, rc);
+}
+
+RINGBUF_API int ringbuf_trace_set_trigger(struct ringbuf_trace_registry *reg, const char *glob,
+					  const char *trigger, struct ringbuf_trace_filter_error *err)
+{
+	struct ringbuf_trace__tparse tp;
+	int rc;
+	ringbuf_trace__ferr_clear(err);
+	if (!reg || !glob || !trigger) {
+		if (err)
+			snprintf(err->msg, sizeof err->msg, "no registry, event glob or trigger");
+		return RINGBUF_EINVAL;
+	}
+	if (strlen(trigger) > RINGBUF_TRACE__FTEXT_MAX)
+		return ringbuf_trace__terr(err, RINGBUF_TRACE__FTEXT_MAX, "trigger too long", NULL);
+	rc = ringbuf_trace__tparse_text(reg, trigger, &tp, err);
+	if (rc < 0)
+		return rc;
+	return ringbuf_trace__freplace(reg, glob, ringbuf_trace__fbuild_trigger, &tp, err);
+}
+
+RINGBUF_API int ringbuf_trace_get_triggers(const struct ringbuf_trace_event *ev, char *buf, size_t size)
+{
+	struct ringbuf_trace__prog *p;
+	size_t len = 0;
+	uint32_t i;
+	if (!ev) {
+		if (buf && size)
+			buf[0] = 0;
+		return RINGBUF_EINVAL;
+	}
+	if (buf && size)
+		buf[0] = 0;
+	pthread_mutex_lock(&ringbuf_trace__fmutex);
+	p = atomic_load_explicit(&((struct ringbuf_trace_event *)ev)->filter, memory_order_acquire);
+	for (i = 0; p && i < p->ntrig; i++) {
+		const struct ringbuf_trace__trig *t = &p->trig[i];
+		const struct ringbuf_trace_registry *r = t->target ? t->target->reg : NULL;
+		char cnt[32];
+		int64_t c = atomic_load(&((struct ringbuf_trace__trig *)t)->count);
+		int k;
+		if (c < 0)
+			snprintf(cnt, sizeof cnt, "unlimited");
+		else
+			snprintf(cnt, sizeof cnt, "%lld", (long long)c);
+		k = snprintf(buf ? buf + (len < size ? len : size) : NULL, buf && len < size ? size - len : 0,
+			     "%s%s%s%s%s:%s%s%s\n", ringbuf_trace__tnames[t->action], t->target ? ":" : "",
+			     t->target ? (r && r->system ? r->system : "ringbuf") : "", t->target ? ":" : "",
+			     t->target ? t->target->name : "", cnt, t->cond ? " if " : "",
+			     t->cond ? t->cond->text : "");
+		if (k > 0)
+			len += (size_t)k;
+	}
+	pthread_mutex_unlock(&ringbuf_trace__fmutex);
+	return (int)len;
 }
 
 RINGBUF_API int ringbuf_trace_filter_eval(const struct ringbuf_trace_event *ev, const char *filter,

@@ -4,7 +4,7 @@
  * the main path and each other (sent by a signalling thread), with a writer
  * slot table of 4 (RINGBUF_TRACE_FILTER_SLOTS) for 6 concurrent writers (the
  * shared-counter fallback) and writer threads that exit and are replaced (the
- * takeover of a gone thread's slot). Exact accounting: every emitter call's
+ * takeover of a gone thread's slot), and triggers added and removed. Exact accounting: every emitter call's
  * result is counted per thread and per signal depth; committed + discarded ==
  * written, and the buffer's own committed and discarded counts agree. Run
  * under ASan a freed program still in use is a use-after-free. Everything is
@@ -163,6 +163,12 @@ static void *replacer(void *arg)
 			abort();
 		}
 		if (i % 3 == 0 && ringbuf_trace_set_filter(&reg, "rw2", filters2[(i / 3) % 4], &err) != 1)
+			abort();
+		/* triggers (harmless ones: recording is on) come and go with their
+		 * own programs, on top of the filters */
+		if (i % 4 == 1 && ringbuf_trace_set_trigger(&reg, "rw*", "traceon:100000 if common_pid > 0", &err) != 2)
+			abort();
+		if (i % 4 == 3 && ringbuf_trace_set_trigger(&reg, "rw", "!traceon", &err) != 1)
 			abort();
 		if (i % 50 == 0) /* a glob over both, and enable/disable's view of the bit */
 			ringbuf_trace_set_filter(&reg, "rw*", "common_type > 0", &err);
