@@ -965,7 +965,7 @@ struct ringbuf_trace__self {
 	uint32_t name_gen;/* bumped whenever the name is (re)recorded */
 	uint32_t comm_gen;/* name_gen last published into comm_rb's user area */
 	const void *comm_rb; /* the buffer the name was last published to (>>flight) */
-	int32_t fslot;    /* >>filter: writer slot + 1, 0: none yet */
+	void *fslot;      /* >>filter: the thread's writer slot, NULL: none yet */
 };
 static _Thread_local struct ringbuf_trace__self ringbuf_trace__self
 	__attribute__((tls_model("initial-exec")));
@@ -1043,7 +1043,7 @@ RINGBUF_API void ringbuf_trace_thread_reset(void)
 	ringbuf_trace__self.tid = 0;
 	ringbuf_trace__self.slot = 0;
 	ringbuf_trace__self.comm_rb = NULL;
-	ringbuf_trace__self.fslot = 0;
+	ringbuf_trace__self.fslot = NULL;
 }
 
 /* Fork: the child's only thread (the one that called fork) has a new tid; its
@@ -3490,6 +3490,7 @@ struct ringbuf_trace__finsn {
 	uint8_t width; /* integer bytes 1, 2, 4, 8 */
 	uint8_t sgn;   /* signed field */
 	uint32_t off;  /* field offset in the record */
+	uint32_t truth;/* integer comparisons: bit (v > val) * 2 + (v == val) says true */
 	uint32_t arg;  /* jumps: target; strings: offset in pool; chars: also */
 	uint32_t size; /* chars: the array's size */
 	uint64_t val;  /* integers: the value (biased for signed fields) */
@@ -3769,6 +3770,10 @@ static bool ringbuf_trace__fpred(struct ringbuf_trace__fparse *p)
 		in.bias = in.sgn && op != RINGBUF_TRACE__FC_AND ? (uint64_t)1 << 63 : 0;
 		in.sext = in.sgn && in.width < 8 ? (uint64_t)1 << (8 * in.width - 1) : 0;
 		in.val = v ^ in.bias;
+		{
+			static const uint8_t truth[] = {2, 5, 1, 3, 4, 6}; /* EQ NE LT LE GT GE */
+			in.truth = op < RINGBUF_TRACE__FC_AND ? truth[op] : 0;
+		}
 		if (op == RINGBUF_TRACE__FC_AND && in.width < 8)
 			in.val &= ((uint64_t)1 << (8 * in.width)) - 1;
 	} else {
@@ -3963,15 +3968,10 @@ static inline uint64_t ringbuf_trace__fload(const unsigned char *q, unsigned wid
 static inline bool ringbuf_trace__fint(const struct ringbuf_trace__finsn *in, const unsigned char *r)
 {
 	uint64_t v = ((ringbuf_trace__fload(r + in->off, in->width) ^ in->sext) - in->sext) ^ in->bias;
-	switch (in->cmp) {
-	case RINGBUF_TRACE__FC_EQ: return v == in->val;
-	case RINGBUF_TRACE__FC_NE: return v != in->val;
-	case RINGBUF_TRACE__FC_LT: return v < in->val;
-	case RINGBUF_TRACE__FC_LE: return v <= in->val;
-	case RINGBUF_TRACE__FC_GT: return v > in->val;
-	case RINGBUF_TRACE__FC_GE: return v >= in->val;
-	default: return (v & in->val) != 0;
-	}
+	if (RINGBUF__UNLIKELY(in->cmp == RINGBUF_TRACE__FC_AND))
+		return (v & in->val) != 0;
+	/* no jump on the operator: the outcome (<, ==, >) picks a bit of truth */
+	return (in->truth >> ((unsigned)(v > in->val) * 2u + (unsigned)(v == in->val))) & 1u;
 }
 
 static bool ringbuf_trace__fstr_match(uint8_t cmp, const char *s, const char *k)
@@ -4099,11 +4099,11 @@ static __attribute__((noinline)) struct ringbuf_trace__fslot *ringbuf_trace__fsl
 		return NULL;
 	/* a signal handler may have claimed one for this thread meanwhile */
 	atomic_signal_fence(memory_order_seq_cst);
-	if (s->fslot == 0) {
-		s->fslot = (int32_t)got + 1;
+	if (s->fslot == NULL) {
+		s->fslot = &ringbuf_trace__fslots[got];
 	} else {
 		atomic_store_explicit(&ringbuf_trace__fslots[got].owner, 0, memory_order_release);
-		got = (uint32_t)s->fslot - 1;
+		return (struct ringbuf_trace__fslot *)s->fslot;
 	}
 	return &ringbuf_trace__fslots[got];
 }
@@ -4207,10 +4207,10 @@ static __attribute__((noinline)) bool ringbuf_trace__fkeep_slow(struct ringbuf *
 RINGBUF_API bool ringbuf_trace__filter_keep(struct ringbuf *rb, struct ringbuf_trace_event *ev,
 					    const void *rec, size_t len)
 {
-	int32_t k = ringbuf_trace__self.fslot;
-	if (RINGBUF__UNLIKELY(k <= 0))
+	struct ringbuf_trace__fslot *s = (struct ringbuf_trace__fslot *)ringbuf_trace__self.fslot;
+	if (RINGBUF__UNLIKELY(s == NULL))
 		return ringbuf_trace__fkeep_slow(rb, ev, rec, len);
-	return ringbuf_trace__fsection(&ringbuf_trace__fslots[k - 1], rb, ev, rec, len);
+	return ringbuf_trace__fsection(s, rb, ev, rec, len);
 	/* [F6] the emitter commits or discards */
 }
 
