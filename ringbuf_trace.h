@@ -640,15 +640,21 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
  *     F2  atomic_signal_fence(seq_cst): the light side of the asymmetric
  *         fence with S2 (orders F1 before F3 in this thread)
  *     F3  p = load(ev->filter, acquire)        pairs with S1's release
- *     F4  keep = !p || run(p, record)
+ *     F4  keep = !p || run(p's filter, record); fire p's triggers whose own
+ *         filter holds (counts: CAS on the trigger's count in *p)
  *     F5  store(slot, depth(w) ? w : w - depth + one generation, release)
  *         leave; pairs with S3's acquire: the reads of *p happen before it
  *     F6  the emitter commits or ringbuf_discard()s the record (after the
  *         section: p is not used any more)
- *   A setter (serialized by the registry lock; ordinary threads only):
- *     S0  compile every new program first (nothing published on an error)
- *     S1  old = exchange(ev->filter, new, acq_rel); then state = id |
- *         FILTERED (or id), release, for every event matched
+ *   A setter (serialized by a mutex and the registry lock; ordinary threads):
+ *     S0  compile every new program first (nothing published on an error);
+ *         a program carries the event's filter and its triggers, so setting
+ *         one rebuilds the other from the current program (trigger counts
+ *         copied as they are then)
+ *     S1  old = exchange(ev->filter, new, seq_cst); then the state word's
+ *         FILTERED bit follows (seq_cst CAS, only while enabled; see
+ *         ringbuf_trace__set_state for the race with enable_event triggers),
+ *         for every event matched
  *     S2  membarrier(PRIVATE_EXPEDITED): every thread of the process runs a
  *         full barrier (a seq_cst fence) between S2's start and its return
  *     S3  for every claimed slot: load(slot, acquire) until its depth is 0 or
@@ -660,10 +666,14 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
  *   in the writer's thread at some point: if after F1's store, S3 (after S2)
  *   reads F1's store or a later one, sees depth >= 1 and waits for F5 (or a
  *   later generation, only stored at the outermost F5 of that section or a
- *   later one); if before F1's store, that barrier is a seq_cst fence
- *   sequenced before F2/F3 while S1 precedes S2 in the setter, so F3 must see
- *   S1's value (or a later one): not old. F5's release / S3's acquire then
- *   order the section's reads of *old before S4's free.
+ *   later one); if before F1's store, that barrier is a seq_cst fence Y
+ *   sequenced before F3, and S2 begins with a full barrier X in the setter,
+ *   S1 sequenced before X, X before Y in the total order S: by C11 7.17.4
+ *   (fences: A sequenced before X, Y sequenced before B, X precedes Y in S),
+ *   F3 takes S1's value or a later one: not old. F5's release / S3's acquire
+ *   then order the section's reads of *old before S4's free. (membarrier is
+ *   outside C11; it is taken as the fence Y in every thread, as ringbuf.h's
+ *   [BARRIER].)
  *   Fallbacks. A thread that finds the slot table full uses one shared word
  *   with seq_cst fetch_add/fetch_sub (RMWs: no barrier needed; S3 waits for
  *   it to be 0). Where membarrier() is missing or refused (not Linux, old
