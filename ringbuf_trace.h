@@ -721,8 +721,10 @@ RINGBUF_API int ringbuf_trace_filter_eval(const struct ringbuf_trace_event *ev, 
  * it) and its filter (same syntax as the event filter) holds on the record;
  * with a count it fires that many times (exactly, whatever the nesting), then
  * stays. traceoff fires before the triggering event is committed, so that
- * event is the last one of its CPU buffer: nested writers after it are
- * refused (events reserved before it on other CPUs may still commit). The same
+ * event is the last one of its CPU buffer except for writers already past the
+ * buffer's on/off check: the writers its signal handler interrupted (at most
+ * one event per interrupted level, right after it) and writers on other CPUs
+ * (as with the kernel's ring_buffer_record_off()). The same
  * action (and target) set again replaces the old trigger; "!action..." removes
  * it (count and filter ignored). At most 8 triggers per event. Returns the
  * number of events changed; errors as ringbuf_trace_set_filter (positions in

@@ -9,7 +9,11 @@
 #define RINGBUF_TRACE_DEFINE_EVENTS
 #include "ringbuf_trace.h"
 
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -101,6 +105,98 @@ static void traceoff_freezes_the_buffer_with_the_triggering_event_last(void **st
 	assert_int_equal(trace_small(rb, 0, 500, 1), 1);
 	assert_false(ringbuf_record_is_on(rb));
 	ringbuf_destroy(rb);
+}
+
+/* The same with the triggering event written by a signal handler that may
+ * interrupt the main path's emitter: the buffer ends with it, except for the
+ * one main-path event whose writer the handler interrupted after that writer
+ * had passed the buffer's on/off check (ringbuf_record_off() stops writers
+ * that come later; one already inside ringbuf_reserve() completes), and every
+ * event an emitter reported written is there. Counted in events: the main
+ * path runs until recording is off. */
+static struct ringbuf *sig_rb;
+static _Atomic(uint64_t) sig_written, sig_calls;
+static _Atomic(int) main_tid, stop_signals;
+
+static void on_signal(int sig)
+{
+	uint64_t n = atomic_fetch_add(&sig_calls, 1) + 1;
+	(void)sig;
+	if (trace_other(sig_rb, 0, (uint32_t)n) == 1)
+		atomic_fetch_add(&sig_written, 1);
+}
+
+static void *signaller(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop_signals)) {
+		syscall(SYS_tgkill, (long)getpid(), (long)atomic_load(&main_tid), SIGUSR1);
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void traceoff_from_a_signal_handler_leaves_its_event_last(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf_record r;
+	struct ringbuf_stats st;
+	struct sigaction sa;
+	pthread_t t;
+	uint64_t main_written = 0, n = 0;
+	uint32_t i = 0, type[2] = {0, 0}, x[2] = {0, 0};
+	sigset_t set;
+	(void)state;
+	cfg.ncpu = 1;
+	cfg.size_per_cpu = 1 << 16;
+	cfg.mode = RINGBUF_MODE_OVERWRITE;
+	assert_int_equal(ringbuf_create(&cfg, &sig_rb), 0);
+	assert_int_equal(ringbuf_trace_set_trigger(&reg, "other", "traceoff if x == 50", NULL), 1);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	atomic_store(&main_tid, ringbuf_trace_thread_id());
+	assert_int_equal(pthread_create(&t, NULL, signaller, NULL), 0);
+	for (;; i++) {
+		int w = trace_small(sig_rb, 0, i, 0);
+		if (w != 1)
+			break;
+		main_written++;
+	}
+	assert_int_equal(trace_small(sig_rb, 0, i, 0), RINGBUF_ENOSPC);
+	atomic_store(&stop_signals, 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL); /* a pending one runs here... */
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	signal(SIGUSR1, SIG_IGN);
+	assert_false(ringbuf_record_is_on(sig_rb));
+	assert_int_equal(ringbuf_stats(sig_rb, &st), 0);
+	assert_int_equal(st.committed, main_written + atomic_load(&sig_written));
+	while (ringbuf_consume(sig_rb, 0, &r) == 1) {
+		const struct ringbuf_trace_entry *e = (const struct ringbuf_trace_entry *)r.data;
+		type[0] = type[1];
+		x[0] = x[1];
+		type[1] = e->type;
+		x[1] = e->type == ringbuf_event_other.id ? ((const struct ringbuf_ev_other *)r.data)->x : 0;
+		n++;
+	}
+	assert_true(n > 0);
+	if (type[1] == ringbuf_event_other.id) {
+		assert_int_equal(x[1], 50);
+	} else { /* an interrupted main-path writer's event, then nothing */
+		assert_int_equal(type[1], ringbuf_event_small.id);
+		assert_int_equal(type[0], ringbuf_event_other.id);
+		assert_int_equal(x[0], 50);
+		print_message("the event of an interrupted main-path writer follows the trigger's\n");
+	}
+	assert_int_equal(atomic_load(&sig_written), 50);
+	print_message("main path wrote %llu events before the handler's 50th event stopped it\n",
+		      (unsigned long long)main_written);
+	ringbuf_destroy(sig_rb);
 }
 
 static void counts_fire_exactly_n_times(void **state)
@@ -287,6 +383,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(traceoff_freezes_the_buffer_with_the_triggering_event_last,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(traceoff_from_a_signal_handler_leaves_its_event_last,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(counts_fire_exactly_n_times, setup, teardown),
 		cmocka_unit_test_setup_teardown(enable_and_disable_other_events, setup, teardown),
