@@ -684,6 +684,80 @@ static void malformed_filters_give_positions_and_change_nothing(void **state)
 	ringbuf_destroy(rb);
 }
 
+/* Mutated expressions: valid ones with bytes deleted, tokens and stray bytes
+ * either compile or give an error at a position inside the text; never a
+ * crash (run under ASan/UBSan by make asan-ubsan). */
+static void random_token_soup_never_crashes(void **state)
+{
+	static const char *const tok[] = {
+		"u8", "s64", "name", "str", "common_pid", "arr", "nope", "==", "!=", "<", "<=", ">",
+		">=", "&", "~", "&&", "||", "!", "(", ")", "1", "-1", "0x1f", "017", "99999999999999999999",
+		"\"a*\"", "'b'", "abc", "\"", "'", " ", "  ", "=", "|", "$", "\t", "0x", "-", "[a-",
+	};
+	unsigned char rec[256];
+	struct vals v;
+	size_t len;
+	int i, ok = 0, bad_n = 0;
+	(void)state;
+	rng_state = 99;
+	random_vals(&v);
+	len = make_record(&v, rec);
+	for (i = 0; i < 20000; i++) {
+		char text[600];
+		struct ringbuf_trace_filter_error err;
+		struct sbuf b;
+		size_t n;
+		int k, m = (int)rn(4), r;
+		/* a valid expression, then 0-3 mutations: delete a byte, insert a
+		 * token or a random byte, cut the text */
+		npool = 0;
+		b.n = 0;
+		b.s[0] = 0;
+		render(&b, random_expr(&v, 1 + (int)rn(3)), -1);
+		snprintf(text, sizeof text, "%.*s", 500, b.s);
+		for (k = 0; k < m; k++) {
+			size_t at;
+			n = strlen(text);
+			at = n ? rn((unsigned)n + 1) : 0;
+			switch (rn(4)) {
+			case 0:
+				if (at < n)
+					memmove(text + at, text + at + 1, n - at);
+				break;
+			case 1: {
+				const char *t = tok[rn(sizeof tok / sizeof tok[0])];
+				size_t tl = strlen(t);
+				if (n + tl < sizeof text) {
+					memmove(text + at + tl, text + at, n - at + 1);
+					memcpy(text + at, t, tl);
+				}
+				break;
+			}
+			case 2:
+				if (n + 1 < sizeof text) {
+					memmove(text + at + 1, text + at, n - at + 1);
+					text[at] = (char)(1 + rn(255));
+				}
+				break;
+			default:
+				text[at] = 0;
+				break;
+			}
+		}
+		r = ringbuf_trace_filter_eval(&ringbuf_event_fall, text, rec, len, &err);
+		if (r == 0 || r == 1) {
+			ok++;
+			continue;
+		}
+		assert_int_equal(r, RINGBUF_EINVAL);
+		assert_true(err.pos >= 0 && (size_t)err.pos <= strlen(text));
+		assert_memory_equal(err.msg, "pos ", 4);
+		bad_n++;
+	}
+	print_message("%d compiled, %d rejected\n", ok, bad_n);
+	assert_true(ok > 20 && bad_n > 1000);
+}
+
 /* ---- clear, replace, enable/disable, "0", the accessor ---------------------- */
 
 static void clear_replace_and_enable_keep_the_filter_state(void **state)
@@ -778,6 +852,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(emitted_records_follow_the_reference, setup, teardown),
 		cmocka_unit_test_setup_teardown(malformed_filters_give_positions_and_change_nothing,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(random_token_soup_never_crashes, setup, teardown),
 		cmocka_unit_test_setup_teardown(clear_replace_and_enable_keep_the_filter_state, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(without_membarrier_old_programs_are_kept, setup,
