@@ -979,7 +979,9 @@ struct ringbuf_trace__self {
 	uint32_t name_gen;/* bumped whenever the name is (re)recorded */
 	uint32_t comm_gen;/* name_gen last published into comm_rb's user area */
 	const void *comm_rb; /* the buffer the name was last published to (>>flight) */
-	void *fslot;      /* >>filter: the thread's writer slot, NULL: none yet */
+	void *fslot;      /* >>filter: the thread's writer slot, NULL: none yet,
+			     (void *)1: none free (the shared word; retried now and then) */
+	uint32_t fretry;  /* >>filter: slow-path events since the last claim */
 };
 static _Thread_local struct ringbuf_trace__self ringbuf_trace__self
 	__attribute__((tls_model("initial-exec")));
@@ -4109,11 +4111,14 @@ static __attribute__((noinline)) struct ringbuf_trace__fslot *ringbuf_trace__fsl
 		}
 	}
 	errno = saved;
-	if (got == RINGBUF_TRACE_FILTER_SLOTS)
+	if (got == RINGBUF_TRACE_FILTER_SLOTS) {
+		if (s->fslot == NULL)
+			s->fslot = (void *)1; /* do not scan again at every event */
 		return NULL;
+	}
 	/* a signal handler may have claimed one for this thread meanwhile */
 	atomic_signal_fence(memory_order_seq_cst);
-	if (s->fslot == NULL) {
+	if ((uintptr_t)s->fslot < 2) {
 		s->fslot = &ringbuf_trace__fslots[got];
 	} else {
 		atomic_store_explicit(&ringbuf_trace__fslots[got].owner, 0, memory_order_release);
@@ -4203,9 +4208,12 @@ static __attribute__((noinline)) bool ringbuf_trace__fkeep_slow(struct ringbuf *
 								struct ringbuf_trace_event *ev,
 								const void *rec, size_t len)
 {
-	struct ringbuf_trace__fslot *s = ringbuf_trace__fslot_claim();
+	struct ringbuf_trace__fslot *s = NULL;
 	struct ringbuf_trace__prog *p;
 	bool keep;
+	/* no slot yet, or none was free: claim (again every 4096 events) */
+	if (ringbuf_trace__self.fslot == NULL || (++ringbuf_trace__self.fretry & 4095u) == 0)
+		s = ringbuf_trace__fslot_claim();
 	if (s)
 		return ringbuf_trace__fsection(s, rb, ev, rec, len);
 	/* table full: a shared counter, RMWs (full barriers themselves) */
@@ -4222,7 +4230,7 @@ RINGBUF_API bool ringbuf_trace__filter_keep(struct ringbuf *rb, struct ringbuf_t
 					    const void *rec, size_t len)
 {
 	struct ringbuf_trace__fslot *s = (struct ringbuf_trace__fslot *)ringbuf_trace__self.fslot;
-	if (RINGBUF__UNLIKELY(s == NULL))
+	if (RINGBUF__UNLIKELY((uintptr_t)s < 2)) /* NULL or (void *)1 */
 		return ringbuf_trace__fkeep_slow(rb, ev, rec, len);
 	return ringbuf_trace__fsection(s, rb, ev, rec, len);
 	/* [F6] the emitter commits or discards */
