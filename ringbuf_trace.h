@@ -3997,6 +3997,22 @@ static bool ringbuf_trace__fstr_match(uint8_t cmp, const char *s, const char *k)
 	return (strcmp(s, k) == 0) == (cmp == RINGBUF_TRACE__FC_EQ);
 }
 
+/* A char array field against a string (out of line: its copy buffer stays
+ * off the interpreter's frame). */
+static __attribute__((noinline)) bool ringbuf_trace__fchars(const struct ringbuf_trace__finsn *in,
+							    const unsigned char *r, const char *pool)
+{
+	/* the emitter zero-fills: the array holds a NUL unless it is 0 bytes
+	 * long; copied to be safe with any record */
+	char tmp[RINGBUF_TRACE_STR_MAX + 1];
+	size_t n = in->size < RINGBUF_TRACE_STR_MAX ? in->size : RINGBUF_TRACE_STR_MAX, k;
+	const char *src = (const char *)r + in->off;
+	for (k = 0; k < n && src[k]; k++)
+		tmp[k] = src[k];
+	tmp[k] = 0;
+	return ringbuf_trace__fstr_match(in->cmp, tmp, pool + in->arg);
+}
+
 static __attribute__((noinline)) bool ringbuf_trace__frun(const struct ringbuf_trace__prog *prog,
 							  const void *rec, size_t len)
 {
@@ -4009,19 +4025,10 @@ static __attribute__((noinline)) bool ringbuf_trace__frun(const struct ringbuf_t
 			acc = ringbuf_trace__fint(in, r);
 			in++;
 			break;
-		case RINGBUF_TRACE__FI_CHARS: {
-			/* the emitter zero-fills: the array holds a NUL unless it is
-			 * 0 bytes long; copy to be safe with any record */
-			char tmp[RINGBUF_TRACE_STR_MAX + 1];
-			size_t n = in->size < RINGBUF_TRACE_STR_MAX ? in->size : RINGBUF_TRACE_STR_MAX, k;
-			const char *src = (const char *)r + in->off;
-			for (k = 0; k < n && src[k]; k++)
-				tmp[k] = src[k];
-			tmp[k] = 0;
-			acc = ringbuf_trace__fstr_match(in->cmp, tmp, prog->pool + in->arg);
+		case RINGBUF_TRACE__FI_CHARS:
+			acc = ringbuf_trace__fchars(in, r, prog->pool);
 			in++;
 			break;
-		}
 		case RINGBUF_TRACE__FI_STR: {
 			uint32_t loc;
 			memcpy(&loc, r + in->off, 4);
