@@ -95,7 +95,7 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 		done; \
 	else echo "compile-checks: no C++ compiler ($(CXX)): C++ compile check skipped"; fi
 
-$(BUILD)/tests/%: tests/%.c ringbuf.h $(TEST_HDRS) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h $(TEST_HDRS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
 
 # Sanitizer builds: the same tests, their own build directory, their own flags.
