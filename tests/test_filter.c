@@ -684,10 +684,10 @@ static void malformed_filters_give_positions_and_change_nothing(void **state)
 	ringbuf_destroy(rb);
 }
 
-/* Mutated expressions: valid ones with bytes deleted, tokens and stray bytes
- * either compile or give an error at a position inside the text; never a
- * crash (run under ASan/UBSan by make asan-ubsan). */
-static void random_token_soup_never_crashes(void **state)
+/* Mutated expressions: valid ones with bytes deleted, tokens or stray bytes
+ * inserted, or cut short, either compile or give an error at a position
+ * inside the text; never a crash (run under ASan/UBSan by make asan-ubsan). */
+static void mutated_expressions_never_crash(void **state)
 {
 	static const char *const tok[] = {
 		"u8", "s64", "name", "str", "common_pid", "arr", "nope", "==", "!=", "<", "<=", ">",
@@ -852,7 +852,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(emitted_records_follow_the_reference, setup, teardown),
 		cmocka_unit_test_setup_teardown(malformed_filters_give_positions_and_change_nothing,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(random_token_soup_never_crashes, setup, teardown),
+		cmocka_unit_test_setup_teardown(mutated_expressions_never_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(clear_replace_and_enable_keep_the_filter_state, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(without_membarrier_old_programs_are_kept, setup,
