@@ -117,7 +117,7 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 	done
 	@$(CXX_COMPILE_CHECKS)
 
-$(BUILD)/tests/%: tests/%.c ringbuf.h $(TEST_HDRS) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h $(TEST_HDRS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
 
 $(BUILD)/tests/%: tests/%.cpp ringbuf.h ringbuf_trace.h $(TEST_HDRS) $(wildcard tests/cxx_*.c) | $(BUILD)/tests
@@ -207,7 +207,7 @@ BENCH_CXX_FLAGS = $(ALL_CXXFLAGS) -fno-exceptions -fno-rtti
 $(BUILD)/bench/bench_cxx.o: bench/bench_cxx.cpp ringbuf.h bench/bench_common.h | $(BUILD)/bench
 	$(CXX) $(BENCH_CXX_FLAGS) -c -o $@ $<
 
-$(BUILD)/bench/%: bench/%.c ringbuf.h $(wildcard bench/*.h) $(BENCH_CXX_OBJ) | $(BUILD)/bench
+$(BUILD)/bench/%: bench/%.c ringbuf.h ringbuf_trace.h $(wildcard bench/*.h) $(BENCH_CXX_OBJ) | $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DBENCH_BUILD='"$(CC) $(ALL_CFLAGS) $(LDFLAGS)"' \
 		$(if $(BENCH_CXX_OBJ),-DBENCH_HAVE_CXX=1 -DBENCH_CXX_BUILD='"$(CXX) $(BENCH_CXX_FLAGS)"') \
 		-o $@ $< $(BENCH_CXX_OBJ) $(call extra_ldflags,$<)
