@@ -116,6 +116,7 @@
 #pragma push_macro("atomic_compare_exchange_strong_explicit")
 #pragma push_macro("atomic_compare_exchange_weak_explicit")
 #pragma push_macro("atomic_compare_exchange_strong")
+#pragma push_macro("atomic_exchange_explicit")
 #pragma push_macro("atomic_fetch_add_explicit")
 #pragma push_macro("atomic_fetch_sub_explicit")
 #pragma push_macro("atomic_fetch_or_explicit")
@@ -141,6 +142,7 @@
 #undef atomic_compare_exchange_strong_explicit
 #undef atomic_compare_exchange_weak_explicit
 #undef atomic_compare_exchange_strong
+#undef atomic_exchange_explicit
 #undef atomic_fetch_add_explicit
 #undef atomic_fetch_sub_explicit
 #undef atomic_fetch_or_explicit
@@ -174,6 +176,7 @@
 	__atomic_compare_exchange_n((p), (e), (v), true, (s), (f))
 #define atomic_compare_exchange_strong(p, e, v) \
 	__atomic_compare_exchange_n((p), (e), (v), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
+#define atomic_exchange_explicit(p, v, mo) __atomic_exchange_n((p), (v), (mo))
 #define atomic_fetch_add_explicit(p, v, mo) __atomic_fetch_add((p), (v), (mo))
 #define atomic_fetch_sub_explicit(p, v, mo) __atomic_fetch_sub((p), (v), (mo))
 #define atomic_fetch_or_explicit(p, v, mo) __atomic_fetch_or((p), (v), (mo))
@@ -6621,6 +6624,7 @@ RINGBUF_API int ringbuf__walk_pages(struct ringbuf *rb, unsigned cpu, ringbuf__p
 #pragma pop_macro("atomic_compare_exchange_strong_explicit")
 #pragma pop_macro("atomic_compare_exchange_weak_explicit")
 #pragma pop_macro("atomic_compare_exchange_strong")
+#pragma pop_macro("atomic_exchange_explicit")
 #pragma pop_macro("atomic_fetch_add_explicit")
 #pragma pop_macro("atomic_fetch_sub_explicit")
 #pragma pop_macro("atomic_fetch_or_explicit")

@@ -3532,6 +3532,7 @@ struct ringbuf_trace__finsn {
 	uint64_t sext; /* signed fields: the sign bit of the width (sign extension), else 0 */
 };
 
+RINGBUF__FLEX_BEGIN
 struct ringbuf_trace__prog {
 	struct ringbuf_trace__prog *next; /* kept programs (no grace period possible) */
 	char *text;                       /* the text as set, trimmed */
@@ -3543,6 +3544,7 @@ struct ringbuf_trace__prog {
 	struct ringbuf_trace__trig *trig; /* owned; with their conditions */
 	struct ringbuf_trace__finsn insn[];
 };
+RINGBUF__FLEX_END
 
 /* >>filter: triggers */
 enum {
@@ -4495,7 +4497,7 @@ static int ringbuf_trace__freplace(struct ringbuf_trace_registry *reg, const cha
 			i++;
 			continue;
 		}
-		op = atomic_exchange(&e->filter, progs[i++]);
+		op = atomic_exchange_explicit(&e->filter, progs[i++], memory_order_seq_cst);
 		ringbuf_trace__refresh_state(e);
 		changed++;
 		if (op) {
