@@ -260,6 +260,10 @@ enum ringbuf_flags {
 	 * with a 64-bit long; with a 32-bit long the page header is 12 bytes
 	 * and payloads are 4 mod 8 (the kernel's 32-bit page layout) */
 	RINGBUF_F_ALIGN8 = 1u << 0,
+	/* ringbuf_init_in() only: the caller's block is all zero bytes (a
+	 * fresh anonymous or file mapping), so the data pages are left as they
+	 * are, neither written nor touched (see ringbuf_init_in) */
+	RINGBUF_F_ZEROED = 1u << 1,
 };
 
 /** Clock: returns nanoseconds (or any monotonic unit); must be async-signal-safe. */
@@ -324,10 +328,21 @@ struct ringbuf;
 /** Bytes of memory ringbuf_init_in() needs for cfg. Returns 0 or RINGBUF_EINVAL. */
 RINGBUF_API int ringbuf_size_needed(const struct ringbuf_config *cfg, size_t *size);
 /** Build a buffer inside caller memory (64-byte aligned, at least the size needed).
- * No allocation. The buffer is one relocatable block. */
+ * No allocation. The buffer is one relocatable block. It writes the metadata
+ * (header, per-CPU state, page descriptors: about 40 bytes per page) and the
+ * 16-byte header of every data page; with RINGBUF_F_ZEROED in cfg->flags the
+ * caller promises the block reads as zero bytes (a fresh mmap) and no data
+ * page is written, so set-up costs O(metadata) and the pages become resident
+ * only as the writers reach them (ringbuf_create and ringbuf_create_file do
+ * this). Garbage memory with RINGBUF_F_ZEROED is a contract violation: stale
+ * page headers read as events. */
 RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_config *cfg,
 				struct ringbuf **out);
-/** Allocate (RINGBUF_MALLOC) and initialise a buffer. */
+/** Allocate and initialise a buffer. On Linux with the default allocator
+ * the block is a fresh anonymous mapping (mmap): nothing but the metadata is
+ * written, the data pages cost no memory until writers reach them. With
+ * RINGBUF_MALLOC defined (or elsewhere), RINGBUF_MALLOC and each data page's
+ * header is written. */
 RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf **out);
 /** Free a buffer made by ringbuf_create(); for ringbuf_init_in() it only
  * invalidates the block. No writer or reader may be running. NULL is a no-op. */
@@ -808,7 +823,8 @@ struct ringbuf {
 	uint32_t ts_mode;
 	uint32_t max_event; /* largest payload */
 	uint32_t page_shift;/* log2(page_size) */
-	uint32_t owned;     /* 1: allocated by ringbuf_create */
+	uint32_t owned;     /* 1: allocated by ringbuf_create (RINGBUF_MALLOC), 2: a file
+			     * mapping, 3: ringbuf_create's anonymous mapping */
 	uint32_t clock_kind;/* RINGBUF__CLK_*: how writers read the clock */
 	uint32_t tsc_shift; /* TSC clock, read time: ns = tsc_ns0 + ((ts - tsc0) * tsc_mult >> tsc_shift) */
 	uint64_t tsc_mult;
@@ -820,7 +836,7 @@ struct ringbuf {
 	ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
 	void *clock_ctx;
 	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
-	uint64_t map_len;       /* owned == 2: length of the mapping to unmap */
+	uint64_t map_len;       /* owned 2, 3: length of the mapping to unmap */
 	uint64_t gen;           /* process-local: this creation/open, for per-thread state */
 	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
@@ -1439,6 +1455,24 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
  * prototype as glibc's and musl's, so a repeat is harmless */
 extern long syscall(long number, ...);
 extern int fchmod(int fd, mode_t mode); /* likewise hidden by strict -std=c11 */
+extern int ftruncate(int fd, off_t length); /* likewise */
+extern int madvise(void *addr, size_t length, int advice); /* likewise */
+#if defined(MADV_RANDOM)
+#define RINGBUF__MADV_RANDOM MADV_RANDOM
+#define RINGBUF__MADV_NORMAL MADV_NORMAL
+#else
+#define RINGBUF__MADV_RANDOM 1 /* the same value on every Linux architecture */
+#define RINGBUF__MADV_NORMAL 0
+#endif
+/* an anonymous mapping for ringbuf_create (MAP_ANONYMOUS is hidden by strict
+ * -std=c11; glibc still defines its internal name) */
+#if defined(MAP_ANONYMOUS)
+#define RINGBUF__MAP_ANON MAP_ANONYMOUS
+#elif defined(__MAP_ANONYMOUS)
+#define RINGBUF__MAP_ANON __MAP_ANONYMOUS
+#elif defined(MAP_ANON)
+#define RINGBUF__MAP_ANON MAP_ANON
+#endif
 /* O_CLOEXEC is POSIX 2008: strict -std=c11 hides it in glibc, which still
  * defines its internal name; never open without it */
 #if defined(O_CLOEXEC)
@@ -1476,6 +1510,7 @@ extern int clock_gettime(int, struct timespec *);
 #error "define both RINGBUF_MALLOC and RINGBUF_FREE, or neither"
 #endif
 #ifndef RINGBUF_MALLOC
+#define RINGBUF__DEFAULT_ALLOC 1 /* ringbuf_create may map instead */
 #define RINGBUF_MALLOC(sz, ctx) ((void)(ctx), malloc(sz))
 #define RINGBUF_FREE(p, ctx) ((void)(ctx), free(p))
 #endif
@@ -1505,6 +1540,37 @@ extern int clock_gettime(int, struct timespec *);
  * (RINGBUF__HDR_WORD). With RINGBUF_F_ALIGN8 records stay multiples of 8 from
  * data[0] and the data area is rounded down to a multiple of 8
  * (ringbuf__data_size: ILP32 leaves the last 4 bytes of each page unused).
+ *
+ * SET-UP (ringbuf_init_in, ringbuf_create, ringbuf_create_file) costs
+ * O(metadata): the block header, the per-CPU state and the page descriptors
+ * (the write index and event count of a page live there, not in the page).
+ * A data page is written only by the writers that reach it, when the block
+ * is known to read as zero bytes:
+ *   Z1  ringbuf_create maps fresh private anonymous memory; ringbuf_create_file
+ *       a new file (O_EXCL) sized with ftruncate (a hole). Each byte reads 0
+ *       until something stores to it (the kernel fills a page with zeros, or
+ *       maps its shared zero page for a read, at the first access), and only
+ *       a store makes a page resident and dirty (a file block allocated).
+ *   Z2  All-zero bytes are the value 0 of the header's time_stamp (uint64_t)
+ *       and commit (long): C11 6.2.6.2 (no padding bits in these types on any
+ *       target of this header; a lock-free _Atomic integer has the integer's
+ *       representation with GCC and Clang).
+ *   Z3  time_stamp 0, commit 0 is the empty page, the very state that
+ *       atomic_init wrote before: readers, the iterator, ringbuf_read_page and
+ *       ringbuf_recover parse data[] only below commit, so the data bytes of
+ *       an empty page are never read, whatever they hold.
+ *   Z4  Ordering: there is no store to order. The creator's descriptor
+ *       stores and the fence before the magic (release) publish the block as
+ *       before; every load of an untouched header, by any thread or process,
+ *       reads the zero the kernel put there before mmap returned, which is
+ *       the initial value of the object (as if atomic_init(.., 0) had run
+ *       before the publication). The first store to a header is a writer's
+ *       or a reader's, ordered by the protocol as for any later store.
+ *   Z5  Caller memory (ringbuf_init_in without RINGBUF_F_ZEROED, or
+ *       RINGBUF_MALLOC) may hold anything: each page header is stored
+ *       (atomic_init: 16 bytes per page, so every data page is touched).
+ * ringbuf_reset_cpu (R5) still stores every page header: the pages hold old
+ * events there. ringbuf_recover reads a zero header as an empty page.
  *
  * RING. Links are `next` words in the page descriptors:
  *
@@ -5036,7 +5102,10 @@ RINGBUF_API unsigned ringbuf_ncpu(const struct ringbuf *rb) { return rb ? rb->nc
 RINGBUF_API size_t ringbuf_page_size(const struct ringbuf *rb) { return rb ? rb->page_size : 0; }
 RINGBUF_API unsigned ringbuf_nr_pages(const struct ringbuf *rb) { return rb ? rb->nr_pages : 0; }
 
-static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu)
+/* zeroed: the block reads as zero bytes (RINGBUF_F_ZEROED), so the data
+ * page headers already hold the empty page (time_stamp 0, commit 0) and are
+ * not written: see SET-UP in >>design */
+static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu, bool zeroed)
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 	uint32_t n = rb->nr_pages, i;
@@ -5052,8 +5121,10 @@ static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu)
 		atomic_init(&bp->write, 0);
 		atomic_init(&bp->entries, 0);
 		atomic_init(&bp->drops, 0);
-		atomic_init(&dp->time_stamp, 0);
-		atomic_init(&dp->commit, 0);
+		if (!zeroed) {
+			atomic_init(&dp->time_stamp, 0);
+			atomic_init(&dp->commit, 0);
+		}
 	}
 	atomic_init(&c->reader_page, n);
 	atomic_init(&c->tail_page, 0);
@@ -5509,7 +5580,7 @@ static int ringbuf__geometry(const struct ringbuf_config *cfg, struct ringbuf__g
 		return RINGBUF_EINVAL;
 	if (cfg->ts_mode != RINGBUF_TS_DELTA && cfg->ts_mode != RINGBUF_TS_ABSOLUTE)
 		return RINGBUF_EINVAL;
-	if (cfg->flags & ~(unsigned)RINGBUF_F_ALIGN8)
+	if (cfg->flags & ~(unsigned)(RINGBUF_F_ALIGN8 | RINGBUF_F_ZEROED))
 		return RINGBUF_EINVAL;
 	if (cfg->clock_name && strlen(cfg->clock_name) >= 16)
 		return RINGBUF_EINVAL;
@@ -5538,6 +5609,7 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	struct ringbuf__geom g;
 	struct ringbuf *rb;
 	unsigned cpu;
+	bool zeroed;
 	int r;
 	if (!mem || !out)
 		return RINGBUF_EINVAL;
@@ -5561,14 +5633,16 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 		ringbuf__tsc_calibrate(rb);
 	rb->user_off = g.user_off;
 	rb->user_size = g.user_size;
-	memset((char *)rb + g.user_off, 0, (size_t)(g.total - g.user_off));
+	zeroed = (cfg->flags & RINGBUF_F_ZEROED) != 0;
+	if (!zeroed)
+		memset((char *)rb + g.user_off, 0, (size_t)(g.total - g.user_off));
 	rb->ncpu = cfg->ncpu;
 	rb->nr_pages = g.nr_pages;
 	rb->page_size = g.page_size;
 	for (rb->page_shift = 0; (1u << rb->page_shift) < g.page_size; rb->page_shift++)
 		;
 	rb->bsize = ringbuf__data_size(g.page_size, cfg->flags);
-	rb->flags = cfg->flags;
+	rb->flags = cfg->flags & RINGBUF_F_ALIGN8; /* ZEROED is about this call only */
 	rb->ts_mode = (uint32_t)cfg->ts_mode;
 	/* the largest event must fit an empty page with its header and array[0] */
 	rb->max_event = rb->bsize - 8;
@@ -5582,7 +5656,7 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	atomic_init(&rb->mode, cfg->mode);
 	rb->pidns = ringbuf__pidns();
 	for (cpu = 0; cpu < cfg->ncpu; cpu++)
-		ringbuf__init_cpu(rb, cpu);
+		ringbuf__init_cpu(rb, cpu, zeroed);
 	ringbuf__membarrier_register();
 	/* the magic last: a block is valid only once it is complete (a file
 	 * whose creator died half way reads as foreign, not as corrupt) */
@@ -5725,6 +5799,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 				    struct ringbuf **out)
 {
 	struct ringbuf__geom g;
+	struct ringbuf_config zc;
 	struct ringbuf *rb;
 	void *map = MAP_FAILED;
 	char *tmp;
@@ -5762,15 +5837,24 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 		errno = e;
 		return RINGBUF_ESYS;
 	}
-	/* the exact mode, whatever the umask; extend the file without ftruncate
-	 * (hidden under strict -std=c11) */
-	if (fchmod(fd, (mode_t)mode) < 0 || lseek(fd, (off_t)g.total - 1, SEEK_SET) < 0 ||
-	    write(fd, "", 1) != 1)
+	/* the exact mode, whatever the umask; the size with ftruncate: a hole,
+	 * no block allocated, no page written (a write of the last byte would
+	 * allocate one) */
+	if (fchmod(fd, (mode_t)mode) < 0 || ftruncate(fd, (off_t)g.total) < 0)
 		goto fail_sys;
 	map = mmap(NULL, (size_t)g.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		goto fail_sys;
-	if ((r = ringbuf_init_in(map, (size_t)g.total, cfg, &rb)) < 0)
+	/* a new file (O_EXCL) reads as zeros: the data pages stay holes until
+	 * the writers reach them (SET-UP in >>design) */
+	zc = *cfg;
+	zc.flags |= RINGBUF_F_ZEROED;
+	/* no read-around while the metadata pages fault in: on a disk file
+	 * it would fill the page cache with the holes of the data pages */
+	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_RANDOM);
+	r = ringbuf_init_in(map, (size_t)g.total, &zc, &rb);
+	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_NORMAL);
+	if (r < 0)
 		goto fail;
 	rb->owned = 2;
 	rb->mem = map;
@@ -6041,6 +6125,29 @@ RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf 
 		return r;
 	if (g.total > SIZE_MAX - g.page_size)
 		return RINGBUF_ENOMEM;
+#if defined(RINGBUF__DEFAULT_ALLOC) && defined(__linux__) && defined(RINGBUF__MAP_ANON)
+	{
+		/* a fresh private anonymous mapping reads as zeros and costs no
+		 * memory until touched: only the metadata is written (SET-UP in
+		 * >>design); over-mapped so the data pages can be page-size
+		 * aligned when a ring page is larger than a system page */
+		struct ringbuf_config zc = *cfg;
+		size_t len = (size_t)g.total + g.page_size;
+		void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | RINGBUF__MAP_ANON, -1, 0);
+		if (map == MAP_FAILED)
+			return RINGBUF_ENOMEM;
+		aligned = (char *)(((uintptr_t)map + g.page_size - 1) & ~(uintptr_t)(g.page_size - 1));
+		zc.flags |= RINGBUF_F_ZEROED;
+		if ((r = ringbuf_init_in(aligned, (size_t)g.total, &zc, out)) < 0) {
+			munmap(map, len);
+			return r;
+		}
+		(*out)->owned = 3;
+		(*out)->mem = map;
+		(*out)->map_len = len;
+		return 0;
+	}
+#endif
 	/* over-allocate so the data pages can be page-size aligned in memory */
 	mem = RINGBUF_MALLOC((size_t)g.total + g.page_size, NULL);
 	if (!mem)
@@ -6067,6 +6174,12 @@ RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
 		return;
 	}
 	rb->magic = 0;
+#if defined(__linux__)
+	if (rb->owned == 3) { /* ringbuf_create's anonymous mapping */
+		munmap(rb->mem, (size_t)rb->map_len);
+		return;
+	}
+#endif
 	if (rb->owned)
 		RINGBUF_FREE(rb->mem, NULL);
 }
