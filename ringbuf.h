@@ -170,6 +170,7 @@
 #define ringbuf_open_file            RINGBUF__NS(ringbuf_open_file)
 #define ringbuf_page_size            RINGBUF__NS(ringbuf_page_size)
 #define ringbuf_peek                 RINGBUF__NS(ringbuf_peek)
+#define ringbuf_quiesce              RINGBUF__NS(ringbuf_quiesce)
 #define ringbuf_read_page            RINGBUF__NS(ringbuf_read_page)
 #define ringbuf_read_page_ref        RINGBUF__NS(ringbuf_read_page_ref)
 #define ringbuf_record_disable       RINGBUF__NS(ringbuf_record_disable)
@@ -587,6 +588,23 @@ RINGBUF_API int ringbuf_reset_cpu(struct ringbuf *rb, unsigned cpu);
 /** ringbuf_reset_cpu for each CPU in turn; on an error the CPUs before the
  * one that failed are reset, the others unchanged. */
 RINGBUF_API int ringbuf_reset(struct ringbuf *rb);
+/** Wait until every writer that was inside an event when the call began (on
+ * any CPU buffer of rb, in any process for a shared file) has left its
+ * outermost commit or discard: its events, and those of the writers nested
+ * in it, are then committed and visible to this thread's reads. Nothing is
+ * reset or disabled; writers that start later are not waited for (one that
+ * enters while the call takes its first look may be). timeout_ms bounds the
+ * wait (0: look once; < 0: no limit). Returns 0, RINGBUF_EBUSY when writers
+ * were still inside when the time ran out (a writer stopped or killed mid
+ * event; or the call was made from a signal handler that interrupted a
+ * writer of rb), RINGBUF_EINVAL. For an export at exit: ringbuf_record_off()
+ * (or disable), ringbuf_quiesce(), then read. It does not make the buffer
+ * safe to destroy: a writer that saw its event committed may still be
+ * returning from the call, and refused writers still touch the buffer. Uses
+ * membarrier(2) like ringbuf_reset_cpu (a process-local fence where it is
+ * missing: then a writer that entered just before the call may be missed).
+ * Blocks: not async-signal-safe in general. */
+RINGBUF_API int ringbuf_quiesce(struct ringbuf *rb, int timeout_ms);
 /** Switch between RINGBUF_MODE_OVERWRITE and RINGBUF_MODE_PRODUCER_CONSUMER. */
 RINGBUF_API int ringbuf_set_mode(struct ringbuf *rb, int mode);
 RINGBUF_API int ringbuf_get_mode(const struct ringbuf *rb);
@@ -769,7 +787,7 @@ struct ringbuf__cpu {
 	_Atomic(uint32_t) committing; /* nesting depth of writers in flight */
 	_Atomic(uint32_t) disabled;   /* per-CPU disable counter (control writes, owner reads) */
 	uint32_t dbg_owner;           /* RINGBUF_DEBUG: thread of the outermost writer */
-	uint32_t pad_owner_;
+	_Atomic(uint32_t) entered;    /* outermost entries, for ringbuf_quiesce [Q-W] */
 	/* mapped modes: 0 free, else token << 32 | flags | tid (>>contexts);
 	 * CAS acquire by the taker, store release by the owner */
 	_Atomic(uint64_t) owner;
@@ -902,7 +920,9 @@ enum ringbuf__tp {
 	/* ringbuf_wait's steps (outside the count as well) */
 	RINGBUF__TP_WAIT_REGISTER = 64, /* before the waiter registers */
 	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
-	RINGBUF__TP_WAIT_SLEEP      /* nothing found, before it sleeps */
+	RINGBUF__TP_WAIT_SLEEP,     /* nothing found, before it sleeps */
+	/* ringbuf_quiesce (outside the count as well) */
+	RINGBUF__TP_QUIESCE_WAIT = 80 /* Q3 done for a CPU with a writer in flight, before Q4 */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
@@ -1322,6 +1342,8 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 	/* [M1] a lower bound for the merged readers; release: the events of
 	 * the entries before this one (their commits) before it */
 	atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp), memory_order_release);
+	/* [Q-W] one more outermost entry (release: pairs with ringbuf_quiesce) */
+	atomic_store_explicit(&c->entered, RINGBUF__LOAD(&c->entered) + 1, memory_order_release);
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, 1);
@@ -1828,6 +1850,8 @@ extern int clock_gettime(int, struct timespec *);
  *   inflight_ts         owner [M1]        merged readers    release / acquire: the commits of the entries
  *                                                           before it
  *   commits             owner             owner             relaxed (nesting detection only)
+ *   entered             owner [Q-W]       ringbuf_quiesce   release store at each outermost entry /
+ *                                         (Q3, Q4)          acquire: the exits before it (QUIESCE)
  *   owner word          any writer thread other writers     CAS acq_rel to take / store release
  *     (mapped modes)                                        to give back (G2 / G5); acquire load
  *                                                           to judge a dead owner (>>contexts)
@@ -1918,6 +1942,8 @@ extern int clock_gettime(int, struct timespec *);
  *     takes in the pages); readers out with the reader lock. The argument in
  *     the C11 model is at ringbuf_reset_cpu (>>control, RESET);
  *     verify/reset_writer.c checks it with GenMC (RC11, IMM).
+ *   - quiesce: only loads (committing, entered) after a barrier; waits for
+ *     the writers in flight at the call (>>control, QUIESCE).
  *
  * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
  * the slot of its depth before the CAS that makes it (ringbuf__slot_publish:
@@ -2717,9 +2743,12 @@ RINGBUF_API void *ringbuf__reserve_slow(struct ringbuf *rb, unsigned cpu, size_t
 	 * complete): recovery after a kill must not mistake it for one in flight */
 	c->slots[depth - 1].len = 0;
 	RINGBUF__BARRIER();
-	if (depth == 1) /* [M1] a lower bound for the merged readers (release) */
+	if (depth == 1) { /* [M1] a lower bound for the merged readers (release) */
 		atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp),
 				      memory_order_release);
+		/* [Q-W] one more outermost entry (release: ringbuf_quiesce) */
+		atomic_store_explicit(&c->entered, RINGBUF__LOAD(&c->entered) + 1, memory_order_release);
+	}
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, depth);
@@ -5299,6 +5328,81 @@ RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
 	for (cpu = 0; cpu < rb->ncpu; cpu++)
 		if ((r = ringbuf_reset_cpu(rb, cpu)) < 0)
 			return r;
+	return 0;
+}
+
+/* QUIESCE. Wait for the writers in flight at the call, and for no other,
+ * without touching anything a writer uses. A writer V is in flight when its
+ * outermost entry came before the call: [Q-W] entered = e + 1 (release), then
+ * committing = 1 (both stored only by the outermost writer of the CPU, its
+ * thread or the next owner of the buffer after a release/acquire handover;
+ * a signal handler that cuts in between the load and the store of entered
+ * sees committing 0, enters as outermost and leaves; its increment is then
+ * stored again by V: the count stands still for once, see Q4).
+ *
+ *   Q1  asymmetric barrier ([BARRIER], as for a reset): model it as an
+ *       seq_cst fence F in every writer thread at some point during the call
+ *   Q2  per CPU: d0 = committing (acquire)
+ *   Q3  e0 = entered (acquire); d0 == 0: nothing in flight on that CPU
+ *   Q4  poll until committing == 0 (acquire) or entered != e0 (acquire), or
+ *       the time runs out (RINGBUF_EBUSY)
+ *
+ * Why it waits for V: V's entered and committing stores precede F, so Q2
+ * and Q3 read them or mo-later values (the fence rule for seq_cst fences),
+ * and d0 != 0 (a later 0 is V's exit). Every store of committing between V's
+ * entry and V's exit is a depth >= 1 (nesting is a stack), and entered does
+ * not move while V is inside (no outermost entry can happen while committing
+ * != 0): Q4 cannot end before V stored committing = 0 for its exit ([M3]),
+ * the one store in the commit paths that is stored after the last page
+ * commit of V and of the writers nested in it (ringbuf__commit_fast and
+ * ringbuf__end_commit, the same argument as [M3]/[R2] for merged readers).
+ * Why it ends when V left: after that store either Q4 reads 0, or the next
+ * outermost entry (which read committing 0 first) stores entered > e0, and
+ * Q4 reads it or a later count (coherence) unless the time runs out.
+ * What it sees: Q4's acquire loads read V's release exit store [M3], or an
+ * entered store sequenced after it (the next entry's release [Q-W], same
+ * thread or after the owner handover): V's page commits happen before
+ * whatever the caller reads next. (entered is 32 bits: Q4 would miss a
+ * change only if exactly a multiple of 2^32 entries passed between looks.)
+ * Why not later writers: Q4 ends at the first exit or entry after Q3, so a
+ * writer that enters after Q3 is not waited for. One that entered between F
+ * and Q3 may be (e0 is its count), as may, once, a writer whose signal
+ * handler ran as outermost between the load and store of its increment.
+ * The commit_fast window: an outermost writer stores committing = 0, then
+ * finds that a writer started meanwhile (or a reader waits) and stores 1
+ * again to walk once more. Its events were committed before the 0; Q4 may
+ * end in that window, which is why the call promises visibility, not that
+ * the writer has returned. Without membarrier F is this thread's own fence
+ * only: a writer that entered just before the call may then read as not in
+ * flight yet (documented). */
+RINGBUF_API int ringbuf_quiesce(struct ringbuf *rb, int timeout_ms)
+{
+	unsigned cpu;
+	uint64_t deadline = 0;
+	long spins = 0;
+	if (!rb || rb->magic != RINGBUF__MAGIC)
+		return RINGBUF_EINVAL;
+	if (!ringbuf__writers_barrier(rb)) /* Q1 */
+		atomic_thread_fence(memory_order_seq_cst);
+	if (timeout_ms > 0)
+		deadline = ringbuf__clock_mono() + (uint64_t)timeout_ms * 1000000u;
+	for (cpu = 0; cpu < rb->ncpu; cpu++) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+		uint32_t e0;
+		if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0) /* Q2 */
+			continue;
+		e0 = atomic_load_explicit(&c->entered, memory_order_acquire); /* Q3 */
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_QUIESCE_WAIT);
+		for (;;) { /* Q4 */
+			if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0 ||
+			    atomic_load_explicit(&c->entered, memory_order_acquire) != e0)
+				break;
+			if (timeout_ms == 0 || (timeout_ms > 0 && ringbuf__clock_mono() >= deadline))
+				return RINGBUF_EBUSY;
+			if (++spins > 64) /* a few quick looks first: events are short */
+				ringbuf__yield();
+		}
+	}
 	return 0;
 }
 
