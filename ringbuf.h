@@ -154,9 +154,11 @@
 #define ringbuf_consume_merged       RINGBUF__NS(ringbuf_consume_merged)
 #define ringbuf_create               RINGBUF__NS(ringbuf_create)
 #define ringbuf_create_file          RINGBUF__NS(ringbuf_create_file)
+#define ringbuf_create_shm           RINGBUF__NS(ringbuf_create_shm)
 #define ringbuf_destroy              RINGBUF__NS(ringbuf_destroy)
 #define ringbuf_discard              RINGBUF__NS(ringbuf_discard)
 #define ringbuf_empty_cpu            RINGBUF__NS(ringbuf_empty_cpu)
+#define ringbuf_fd                   RINGBUF__NS(ringbuf_fd)
 #define ringbuf_get_mode             RINGBUF__NS(ringbuf_get_mode)
 #define ringbuf_init_in              RINGBUF__NS(ringbuf_init_in)
 #define ringbuf_iter_dropped         RINGBUF__NS(ringbuf_iter_dropped)
@@ -370,6 +372,22 @@ RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb);
  * write permission on the directory. */
 RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_config *cfg,
 				    struct ringbuf **out);
+/** The same in shared memory that is no file on disk: a memfd (memfd_create,
+ * Linux 3.17), so no write-back ever, and nothing to clean up: the memory
+ * lives while a process holds the descriptor or a mapping. name (NULL:
+ * "ringbuf") only labels it in /proc. Another process (a recorder) maps it
+ * with ringbuf_open_file("/proc/<pid>/fd/<ringbuf_fd(rb)>", ...) (same user,
+ * or ptrace rights over the creator) or gets the descriptor passed (fork,
+ * SCM_RIGHTS). Created with cfg->file_mode (default 0600), close-on-exec,
+ * sealed against shrinking and growing (F_SEAL_SHRINK | F_SEAL_GROW: a mapper
+ * cannot make the other's accesses fault). ringbuf_destroy() unmaps and
+ * closes it. A tmpfs file (ringbuf_create_file on /dev/shm) is the
+ * alternative with a name: see README, "Where to put a buffer". */
+RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config *cfg,
+				   struct ringbuf **out);
+/** The memfd of a buffer made by ringbuf_create_shm() (owned by rb: closed by
+ * ringbuf_destroy), or -1. */
+RINGBUF_API int ringbuf_fd(const struct ringbuf *rb);
 /** Flags for ringbuf_open_file(). */
 enum ringbuf_open_flags {
 	RINGBUF_OPEN_RDWR = 1u << 0,    /* map shared and writable: keep tracing, or read live */
@@ -842,7 +860,8 @@ struct ringbuf {
 	uint32_t max_event; /* largest payload */
 	uint32_t page_shift;/* log2(page_size) */
 	uint32_t owned;     /* 1: allocated by ringbuf_create (RINGBUF_MALLOC), 2: a file
-			     * mapping, 3: ringbuf_create's anonymous mapping */
+			     * mapping, 3: ringbuf_create's anonymous mapping, 4: a memfd
+			     * mapping (ringbuf_create_shm) */
 	uint32_t clock_kind;/* RINGBUF__CLK_*: how writers read the clock */
 	uint32_t tsc_shift; /* TSC clock, read time: ns = tsc_ns0 + ((ts - tsc0) * tsc_mult >> tsc_shift) */
 	uint64_t tsc_mult;
@@ -854,9 +873,10 @@ struct ringbuf {
 	ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
 	void *clock_ctx;
 	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
-	uint64_t map_len;       /* owned 2, 3: length of the mapping to unmap */
+	uint64_t map_len;       /* owned 2, 3, 4: length of the mapping to unmap */
 	uint64_t gen;           /* process-local: this creation/open, for per-thread state */
 	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
+	int32_t shm_fd1;        /* process-local: ringbuf_create_shm's memfd + 1 (0: none) */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
 	_Atomic(int) mode;
 	/* waiting: read by every writer (one load at the outermost commit),
@@ -5786,6 +5806,11 @@ RINGBUF_API void *ringbuf_user_area(struct ringbuf *rb, size_t *size)
 	return rb->user_size ? (char *)rb + rb->user_off : NULL;
 }
 
+RINGBUF_API int ringbuf_fd(const struct ringbuf *rb)
+{
+	return rb && rb->owned == 4 ? (int)rb->shm_fd1 - 1 : -1;
+}
+
 RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb)
 {
 	return rb ? rb->clock_name : "";
@@ -5991,6 +6016,66 @@ fail:
 	return r;
 }
 
+/* memfd_create, sealing: hidden under strict -std=c11, so by number */
+#define RINGBUF__MFD_CLOEXEC 1u
+#define RINGBUF__MFD_ALLOW_SEALING 2u
+#define RINGBUF__F_ADD_SEALS 1033 /* F_LINUX_SPECIFIC_BASE + 9 */
+#define RINGBUF__F_SEAL_SHRINK 2
+#define RINGBUF__F_SEAL_GROW 4
+
+RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config *cfg,
+				   struct ringbuf **out)
+{
+	struct ringbuf__geom g;
+	struct ringbuf_config zc;
+	struct ringbuf *rb;
+	void *map;
+	int fd, r, e;
+	if (!out || !cfg || (cfg->file_mode & ~07777u) || (name && strlen(name) > 200))
+		return RINGBUF_EINVAL;
+	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+		return r;
+#if defined(SYS_memfd_create)
+	fd = (int)syscall(SYS_memfd_create, name ? name : "ringbuf",
+			  RINGBUF__MFD_CLOEXEC | RINGBUF__MFD_ALLOW_SEALING);
+#else
+	errno = ENOSYS;
+	fd = -1;
+#endif
+	if (fd < 0)
+		return RINGBUF_ESYS;
+	/* size first (a hole: tmpfs allocates a page when it is first written),
+	 * then the seals, then the block, exactly as a file (SET-UP in >>design:
+	 * a new memfd reads as zeros) */
+	if (fchmod(fd, (mode_t)(cfg->file_mode ? cfg->file_mode : 0600)) < 0 ||
+	    ftruncate(fd, (off_t)g.total) < 0 ||
+	    fcntl(fd, RINGBUF__F_ADD_SEALS, RINGBUF__F_SEAL_SHRINK | RINGBUF__F_SEAL_GROW) < 0)
+		goto fail_sys;
+	map = mmap(NULL, (size_t)g.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		goto fail_sys;
+	zc = *cfg;
+	zc.flags |= RINGBUF_F_ZEROED;
+	if ((r = ringbuf_init_in(map, (size_t)g.total, &zc, &rb)) < 0) {
+		munmap(map, (size_t)g.total);
+		close(fd);
+		return r;
+	}
+	rb->owned = 4;
+	rb->mem = map;
+	rb->map_len = g.total;
+	rb->shared = 1;
+	rb->shm_fd1 = fd + 1;
+	ringbuf__membarrier_register_shared(rb); /* merged readers' [R1], waiters' [WAIT-R3] */
+	*out = rb;
+	return 0;
+fail_sys:
+	e = errno;
+	close(fd);
+	errno = e;
+	return RINGBUF_ESYS;
+}
+
 RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringbuf **out)
 {
 	struct stat st;
@@ -6055,6 +6140,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
 		rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
+		rb->shm_fd1 = 0; /* the creator's, not ours */
 		/* a writer's tid means nothing in another PID namespace: the
 		 * owner words can no longer tell a dead owner (>>contexts) */
 		if (rb->shared && (rb->pidns == 0 || rb->pidns != ringbuf__pidns()))
@@ -6095,6 +6181,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
 		rb->shared = 0;
+		rb->shm_fd1 = 0;
 		if ((r = ringbuf__fork_register(rb)) < 0) {
 			munmap(map, (size_t)hdr.total_size);
 			return r;
@@ -6271,9 +6358,12 @@ RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
 	if (!rb || rb->magic != RINGBUF__MAGIC)
 		return;
 	ringbuf__fork_unregister(rb);
-	if (rb->owned == 2) {
+	if (rb->owned == 2 || rb->owned == 4) {
 #if defined(__linux__)
+		int fd = rb->owned == 4 ? (int)rb->shm_fd1 - 1 : -1;
 		munmap(rb->mem, (size_t)rb->map_len); /* the file keeps its block */
+		if (fd >= 0) /* the memfd lives on while another process maps it */
+			close(fd);
 #endif
 		return;
 	}
