@@ -16,11 +16,11 @@
  *
  * Writers that start after the call are not waited for: the parked writer
  * leaves and enters a new event that parks again; the quiescer must still
- * return (it would hang otherwise: no time limit, nothing timed). A writer of
- * another CPU parked does not hold up a quiesce of a buffer... it does: all
- * CPUs are waited for; an idle CPU costs nothing (checked: quiesce with
- * nobody in flight returns 0 at once, also with timeout 0). Bad arguments
- * give RINGBUF_EINVAL.
+ * return (it would hang otherwise: no time limit, nothing timed). An idle CPU
+ * (the second CPU of the explicit-index runs) is not waited for; with nobody
+ * in flight the call returns 0 at once, also with timeout 0. Called from
+ * inside a writer's event (as a signal handler would) it times out with
+ * RINGBUF_EBUSY. Bad arguments give RINGBUF_EINVAL.
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_TESTING 1
