@@ -805,11 +805,14 @@ struct ringbuf__cpu {
 	_Atomic(uint32_t) committing; /* nesting depth of writers in flight */
 	_Atomic(uint32_t) disabled;   /* per-CPU disable counter (control writes, owner reads) */
 	uint32_t dbg_owner;           /* RINGBUF_DEBUG: thread of the outermost writer */
-	_Atomic(uint32_t) entered;    /* outermost entries, for ringbuf_quiesce [Q-W] */
+	uint32_t pad_owner_;
 	/* mapped modes: 0 free, else token << 32 | flags | tid (>>contexts);
 	 * CAS acquire by the taker, store release by the owner */
 	_Atomic(uint64_t) owner;
-	_Atomic(uint64_t) commits;    /* writers started, for ringbuf__end_commit */
+	/* writers started, for ringbuf__end_commit (any change) and
+	 * ringbuf_quiesce: + 1 per outermost entry (the low 32 bits count
+	 * them), + RINGBUF__COMMITS_NESTED per nested one [Q-W] */
+	_Atomic(uint64_t) commits;
 	_Atomic(uint64_t) inflight_ts;/* set by the outermost writer as it enters: no event
 				       * it (or a writer nested in it) commits is older */
 	_Atomic(uint64_t) before_stamp;
@@ -1022,6 +1025,10 @@ static inline void ringbuf__local_dec(_Atomic(uint64_t) *p)
  * land in its own depth slot, so a plain load + store cannot lose one (see
  * >>design); relaxed atomics keep the accesses single and untorn. */
 #define RINGBUF__OWNER_INC(p) RINGBUF__STORE((p), RINGBUF__LOAD(p) + 1)
+
+/* commits: a nested entry adds this, an outermost one 1, so the low 32 bits
+ * count the outermost entries alone (a carry only goes up) [Q-W] */
+#define RINGBUF__COMMITS_NESTED ((uint64_t)1 << 32)
 
 /* ---- geometry ----------------------------------------------------------- */
 
@@ -1362,12 +1369,12 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 	/* [M1] a lower bound for the merged readers; release: the events of
 	 * the entries before this one (their commits) before it */
 	atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp), memory_order_release);
-	/* [Q-W] one more outermost entry (release: pairs with ringbuf_quiesce) */
-	atomic_store_explicit(&c->entered, RINGBUF__LOAD(&c->entered) + 1, memory_order_release);
+	/* [Q-W] one more outermost entry, counted before committing is set
+	 * (release: pairs with ringbuf_quiesce's acquire) */
+	atomic_store_explicit(&c->commits, RINGBUF__LOAD(&c->commits) + 1, memory_order_release);
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, 1);
-	RINGBUF__OWNER_INC(&c->commits);
 	/* [M2] the light side of the merged readers' membarrier(): committing
 	 * is stored before the clock is read (>>design, MERGED READERS) */
 	RINGBUF__BARRIER();
@@ -1869,9 +1876,9 @@ extern int clock_gettime(int, struct timespec *);
  *   committing = 0      owner [M3]        merged readers    release / acquire: the commits before it
  *   inflight_ts         owner [M1]        merged readers    release / acquire: the commits of the entries
  *                                                           before it
- *   commits             owner             owner             relaxed (nesting detection only)
- *   entered             owner [Q-W]       ringbuf_quiesce   release store at each outermost entry /
- *                                         (Q3, Q4)          acquire: the exits before it (QUIESCE)
+ *   commits             owner             owner             relaxed (nesting detection: any change)
+ *     (outermost +1)    owner [Q-W]       ringbuf_quiesce   release store at each outermost entry, before
+ *                                         (Q3, Q4)          committing = 1 / acquire: the exits before it
  *   owner word          any writer thread other writers     CAS acq_rel to take / store release
  *     (mapped modes)                                        to give back (G2 / G5); acquire load
  *                                                           to judge a dead owner (>>contexts)
@@ -1962,7 +1969,7 @@ extern int clock_gettime(int, struct timespec *);
  *     takes in the pages); readers out with the reader lock. The argument in
  *     the C11 model is at ringbuf_reset_cpu (>>control, RESET);
  *     verify/reset_writer.c checks it with GenMC (RC11, IMM).
- *   - quiesce: only loads (committing, entered) after a barrier; waits for
+ *   - quiesce: only loads (committing, commits) after a barrier; waits for
  *     the writers in flight at the call (>>control, QUIESCE).
  *
  * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
@@ -2766,13 +2773,15 @@ RINGBUF_API void *ringbuf__reserve_slow(struct ringbuf *rb, unsigned cpu, size_t
 	if (depth == 1) { /* [M1] a lower bound for the merged readers (release) */
 		atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp),
 				      memory_order_release);
-		/* [Q-W] one more outermost entry (release: ringbuf_quiesce) */
-		atomic_store_explicit(&c->entered, RINGBUF__LOAD(&c->entered) + 1, memory_order_release);
+		/* [Q-W] one more outermost entry, before committing is set
+		 * (release: ringbuf_quiesce) */
+		atomic_store_explicit(&c->commits, RINGBUF__LOAD(&c->commits) + 1, memory_order_release);
 	}
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, depth);
-	RINGBUF__OWNER_INC(&c->commits);
+	if (depth > 1)
+		RINGBUF__STORE(&c->commits, RINGBUF__LOAD(&c->commits) + RINGBUF__COMMITS_NESTED);
 	RINGBUF__BARRIER(); /* [M2] committing before the clock read */
 	RINGBUF__DEBUG_OWNER(rb, cpu, c, depth);
 	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c))) {
@@ -5353,17 +5362,21 @@ RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
 
 /* QUIESCE. Wait for the writers in flight at the call, and for no other,
  * without touching anything a writer uses. A writer V is in flight when its
- * outermost entry came before the call: [Q-W] entered = e + 1 (release), then
- * committing = 1 (both stored only by the outermost writer of the CPU, its
- * thread or the next owner of the buffer after a release/acquire handover;
- * a signal handler that cuts in between the load and the store of entered
- * sees committing 0, enters as outermost and leaves; its increment is then
- * stored again by V: the count stands still for once, see Q4).
+ * outermost entry came before the call: [Q-W] commits += 1 (release), then
+ * committing = 1. Nested entries add RINGBUF__COMMITS_NESTED instead, so
+ * entered = the low 32 bits of commits changes only at outermost entries (a
+ * nested writer runs while committing != 0, so its load + store cannot undo
+ * an outermost increment, and its own carries go up, not into the low bits).
+ * A signal handler that cuts in between the load and the store of an
+ * outermost increment sees committing 0, enters as outermost and leaves; its
+ * increments are then overwritten by V's: the count stands still for once
+ * (see Q4; ringbuf__end_commit only needs commits to change, and V's store
+ * changes it for any writer that V or the handler interrupted).
  *
  *   Q1  asymmetric barrier ([BARRIER], as for a reset): model it as an
  *       seq_cst fence F in every writer thread at some point during the call
  *   Q2  per CPU: d0 = committing (acquire)
- *   Q3  e0 = entered (acquire); d0 == 0: nothing in flight on that CPU
+ *   Q3  d0 == 0: nothing in flight on that CPU; else e0 = entered (acquire)
  *   Q4  poll until committing == 0 (acquire) or entered != e0 (acquire), or
  *       the time runs out (RINGBUF_EBUSY)
  *
@@ -5384,6 +5397,8 @@ RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
  * thread or after the owner handover): V's page commits happen before
  * whatever the caller reads next. (entered is 32 bits: Q4 would miss a
  * change only if exactly a multiple of 2^32 entries passed between looks.)
+ * Cost on the write path: none; the outermost increment of commits moved
+ * before the committing store and became a release (a plain store on x86).
  * Why not later writers: Q4 ends at the first exit or entry after Q3, so a
  * writer that enters after Q3 is not waited for. One that entered between F
  * and Q3 may be (e0 is its count), as may, once, a writer whose signal
@@ -5411,11 +5426,11 @@ RINGBUF_API int ringbuf_quiesce(struct ringbuf *rb, int timeout_ms)
 		uint32_t e0;
 		if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0) /* Q2 */
 			continue;
-		e0 = atomic_load_explicit(&c->entered, memory_order_acquire); /* Q3 */
+		e0 = (uint32_t)atomic_load_explicit(&c->commits, memory_order_acquire); /* Q3 */
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_QUIESCE_WAIT);
 		for (;;) { /* Q4 */
 			if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0 ||
-			    atomic_load_explicit(&c->entered, memory_order_acquire) != e0)
+			    (uint32_t)atomic_load_explicit(&c->commits, memory_order_acquire) != e0)
 				break;
 			if (timeout_ms == 0 || (timeout_ms > 0 && ringbuf__clock_mono() >= deadline))
 				return RINGBUF_EBUSY;
