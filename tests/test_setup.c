@@ -163,7 +163,10 @@ static void file_create_allocates_no_data_block(void **state)
 	print_message("file: %zu of %zu data pages cached, %lld KiB of blocks for a %lld KiB file "
 		      "(metadata %zu KiB)\n",
 		      res, dlen / ps, (long long)st.st_blocks / 2, (long long)st.st_size / 1024, meta / 1024);
-	assert_true(res <= 1);
+	/* qemu-user ignores madvise (MADV_RANDOM), so there the kernel's
+	 * read-around caches holes of the data pages (clean, no blocks) */
+	if (!getenv("RINGBUF_TEST_QEMU"))
+		assert_true(res <= 1);
 	assert_true((size_t)st.st_blocks * 512 <= meta + 64 * 1024);
 	for (cpu = 0; cpu < NCPU; cpu++)
 		assert_true(ringbuf_empty_cpu(rb, cpu));
