@@ -1590,16 +1590,20 @@ extern int clock_gettime(int, struct timespec *);
  * data[0] and the data area is rounded down to a multiple of 8
  * (ringbuf__data_size: ILP32 leaves the last 4 bytes of each page unused).
  *
- * SET-UP (ringbuf_init_in, ringbuf_create, ringbuf_create_file) costs
+ * SET-UP (ringbuf_init_in, ringbuf_create, ringbuf_create_file, _shm) costs
  * O(metadata): the block header, the per-CPU state and the page descriptors
  * (the write index and event count of a page live there, not in the page).
  * A data page is written only by the writers that reach it, when the block
  * is known to read as zero bytes:
  *   Z1  ringbuf_create maps fresh private anonymous memory; ringbuf_create_file
- *       a new file (O_EXCL) sized with ftruncate (a hole). Each byte reads 0
+ *       a new file (O_EXCL) sized with ftruncate (a hole), ringbuf_create_shm
+ *       a new memfd sized the same way. Each byte reads 0
  *       until something stores to it (the kernel fills a page with zeros, or
  *       maps its shared zero page for a read, at the first access), and only
  *       a store makes a page resident and dirty (a file block allocated).
+ *       ringbuf_create_file turns read-around off (MADV_RANDOM) while the
+ *       metadata pages fault in: on a disk file it would cache, clean, the
+ *       holes of the data pages next to them.
  *   Z2  All-zero bytes are the value 0 of the header's time_stamp (uint64_t)
  *       and commit (long): C11 6.2.6.2 (no padding bits in these types on any
  *       target of this header; a lock-free _Atomic integer has the integer's
