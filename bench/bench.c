@@ -1069,6 +1069,11 @@ static void print_setup(void)
 			snprintf(blocks, sizeof blocks, "%.2f", x->blocks_mib);
 		printf("%-18s %-40s %9.3f %9.3f %10.2f %11s", x->id, x->what, x->ms_med, x->ms_min,
 		       x->rss_mib, blocks);
+		if (getenv("BENCH_SETUP_SAMPLES"))
+			for (int i = 0; i < x->n; i++)
+				printf("%s%.2f", i ? " " : " [", x->ms[i]);
+		if (getenv("BENCH_SETUP_SAMPLES"))
+			printf("]");
 		if (x->ref >= 0 && !setup_res[x->ref].skip && x->ms_med > 0)
 			printf("  %s / this: %.0fx time, %.0fx RSS", setup_res[x->ref].id,
 			       setup_res[x->ref].ms_med / x->ms_med,
