@@ -378,7 +378,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
  * "ringbuf") only labels it in /proc. Another process (a recorder) maps it
  * with ringbuf_open_file("/proc/<pid>/fd/<ringbuf_fd(rb)>", ...) (same user,
  * or ptrace rights over the creator) or gets the descriptor passed (fork,
- * SCM_RIGHTS). Created with cfg->file_mode (default 0600), close-on-exec,
+ * SCM_RIGHTS) and opens "/proc/self/fd/<n>". Created with cfg->file_mode (default 0600), close-on-exec,
  * sealed against shrinking and growing (F_SEAL_SHRINK | F_SEAL_GROW: a mapper
  * cannot make the other's accesses fault). ringbuf_destroy() unmaps and
  * closes it. A tmpfs file (ringbuf_create_file on /dev/shm) is the
@@ -863,8 +863,7 @@ struct ringbuf {
 	uint32_t max_event; /* largest payload */
 	uint32_t page_shift;/* log2(page_size) */
 	uint32_t owned;     /* 1: allocated by ringbuf_create (RINGBUF_MALLOC), 2: a file
-			     * mapping, 3: ringbuf_create's anonymous mapping, 4: a memfd
-			     * mapping (ringbuf_create_shm) */
+			     * or memfd mapping, 3: ringbuf_create's anonymous mapping */
 	uint32_t clock_kind;/* RINGBUF__CLK_*: how writers read the clock */
 	uint32_t tsc_shift; /* TSC clock, read time: ns = tsc_ns0 + ((ts - tsc0) * tsc_mult >> tsc_shift) */
 	uint64_t tsc_mult;
@@ -876,10 +875,9 @@ struct ringbuf {
 	ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
 	void *clock_ctx;
 	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
-	uint64_t map_len;       /* owned 2, 3, 4: length of the mapping to unmap */
+	uint64_t map_len;       /* owned 2, 3: length of the mapping to unmap */
 	uint64_t gen;           /* process-local: this creation/open, for per-thread state */
 	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
-	int32_t shm_fd1;        /* process-local: ringbuf_create_shm's memfd + 1 (0: none) */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
 	_Atomic(int) mode;
 	/* waiting: read by every writer (one load at the outermost commit),
@@ -3560,9 +3558,11 @@ static void ringbuf__fork_unregister(struct ringbuf *rb)
 {
 	struct ringbuf__reg *r;
 	unsigned i;
+	/* by address, not by rb->gen: the header of a shared block holds the
+	 * generation of whichever process opened it last */
 	RINGBUF__REG_EACH(r)
 		for (i = 0; i < RINGBUF__NREG; i++)
-			if (atomic_load(&r->gen[i]) == rb->gen) {
+			if (atomic_load(&r->rb[i]) == rb) {
 				atomic_store(&r->rb[i], NULL);
 				atomic_store(&r->gen[i], 0);
 			}
@@ -5825,11 +5825,6 @@ RINGBUF_API void *ringbuf_user_area(struct ringbuf *rb, size_t *size)
 	return rb->user_size ? (char *)rb + rb->user_off : NULL;
 }
 
-RINGBUF_API int ringbuf_fd(const struct ringbuf *rb)
-{
-	return rb && rb->owned == 4 ? (int)rb->shm_fd1 - 1 : -1;
-}
-
 RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb)
 {
 	return rb ? rb->clock_name : "";
@@ -6042,6 +6037,24 @@ fail:
 #define RINGBUF__F_SEAL_SHRINK 2
 #define RINGBUF__F_SEAL_GROW 4
 
+/* ringbuf_create_shm's descriptors, by the block's address in this process:
+ * kept out of the block, whose header another process that opens it RDWR
+ * rewrites (see ringbuf_destroy). */
+#define RINGBUF__NSHM 64
+static struct {
+	_Atomic(struct ringbuf *) rb;
+	_Atomic(int) fd;
+} ringbuf__shm[RINGBUF__NSHM];
+
+static int ringbuf__shm_find(const struct ringbuf *rb)
+{
+	int i;
+	for (i = 0; rb && i < RINGBUF__NSHM; i++)
+		if (atomic_load(&ringbuf__shm[i].rb) == rb)
+			return i;
+	return -1;
+}
+
 RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config *cfg,
 				   struct ringbuf **out)
 {
@@ -6080,11 +6093,26 @@ RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config
 		close(fd);
 		return r;
 	}
-	rb->owned = 4;
+	{
+		int i;
+		struct ringbuf *none = NULL;
+		for (i = 0; i < RINGBUF__NSHM; i++)
+			if (atomic_compare_exchange_strong(&ringbuf__shm[i].rb, &none, rb))
+				break;
+			else
+				none = NULL;
+		if (i == RINGBUF__NSHM) { /* 64 memfd buffers live in this process */
+			ringbuf__fork_unregister(rb);
+			munmap(map, (size_t)g.total);
+			close(fd);
+			return RINGBUF_ENOMEM;
+		}
+		atomic_store(&ringbuf__shm[i].fd, fd);
+	}
+	rb->owned = 2;
 	rb->mem = map;
 	rb->map_len = g.total;
 	rb->shared = 1;
-	rb->shm_fd1 = fd + 1;
 	ringbuf__membarrier_register_shared(rb); /* merged readers' [R1], waiters' [WAIT-R3] */
 	*out = rb;
 	return 0;
@@ -6093,6 +6121,12 @@ fail_sys:
 	close(fd);
 	errno = e;
 	return RINGBUF_ESYS;
+}
+
+RINGBUF_API int ringbuf_fd(const struct ringbuf *rb)
+{
+	int i = ringbuf__shm_find(rb);
+	return i >= 0 ? atomic_load(&ringbuf__shm[i].fd) : -1;
 }
 
 RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringbuf **out)
@@ -6159,7 +6193,6 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
 		rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
-		rb->shm_fd1 = 0; /* the creator's, not ours */
 		/* a writer's tid means nothing in another PID namespace: the
 		 * owner words can no longer tell a dead owner (>>contexts) */
 		if (rb->shared && (rb->pidns == 0 || rb->pidns != ringbuf__pidns()))
@@ -6200,7 +6233,6 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
 		rb->shared = 0;
-		rb->shm_fd1 = 0;
 		if ((r = ringbuf__fork_register(rb)) < 0) {
 			munmap(map, (size_t)hdr.total_size);
 			return r;
@@ -6208,6 +6240,12 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	}
 	*out = rb;
 	return 0;
+}
+#else
+RINGBUF_API int ringbuf_fd(const struct ringbuf *rb)
+{
+	(void)rb;
+	return -1;
 }
 #endif
 
@@ -6377,12 +6415,18 @@ RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
 	if (!rb || rb->magic != RINGBUF__MAGIC)
 		return;
 	ringbuf__fork_unregister(rb);
-	if (rb->owned == 2 || rb->owned == 4) {
+	if (rb->owned == 2) {
 #if defined(__linux__)
-		int fd = rb->owned == 4 ? (int)rb->shm_fd1 - 1 : -1;
-		munmap(rb->mem, (size_t)rb->map_len); /* the file keeps its block */
-		if (fd >= 0) /* the memfd lives on while another process maps it */
-			close(fd);
+		/* A file or memfd block starts its mapping, of total_size bytes
+		 * (validated, the same in every process). Not rb->mem / map_len:
+		 * the header is shared, and another process that opened the
+		 * block RDWR has written its own mapping's address there. */
+		int i = ringbuf__shm_find(rb);
+		munmap((void *)rb, (size_t)rb->total_size); /* the file keeps its block */
+		if (i >= 0) { /* the memfd lives on while another process maps it */
+			close(atomic_load(&ringbuf__shm[i].fd));
+			atomic_store(&ringbuf__shm[i].rb, NULL);
+		}
 #endif
 		return;
 	}

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,7 +77,21 @@ static void memfd_properties(void **state)
 	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
 	for (i = 0; i < 1000; i++)
 		assert_int_equal(ringbuf_write(rb, 2, &i, sizeof i), 0);
-	assert_int_equal(consume_seq(rb, 2), 1000);
+	/* a holder of the descriptor (inherited, or received by SCM_RIGHTS)
+	 * opens it by /proc/self/fd: the same memory, read live */
+	{
+		char p[64];
+		struct ringbuf *other;
+		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+		assert_int_equal(ringbuf_open_file(p, RINGBUF_OPEN_RDWR, &other), 0);
+		assert_int_equal(consume_seq(other, 2), 1000);
+		assert_true(ringbuf_empty_cpu(rb, 2)); /* consumed through the other mapping */
+		ringbuf_destroy(other);
+		assert_true(fcntl(fd, F_GETFD) >= 0); /* not ours to close */
+	}
+	for (i = 0; i < 10; i++)
+		assert_int_equal(ringbuf_write(rb, 2, &i, sizeof i), 0);
+	assert_int_equal(consume_seq(rb, 2), 10);
 	ringbuf_destroy(rb);
 	errno = 0;
 	assert_int_equal(fcntl(fd, F_GETFD), -1); /* closed by destroy */
@@ -211,6 +226,84 @@ static void recorder_follows_and_recovers(void **state)
 	close(to_child[1]);
 }
 
+/* mapped at [p, p + len) in this process? (mincore fails with ENOMEM on a hole) */
+static bool mapped(const void *p, size_t len)
+{
+	unsigned char vec[64];
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	if (len > 64 * ps)
+		len = 64 * ps;
+	return mincore((void *)p, len, vec) == 0;
+}
+
+/* Another process opens the creator's block RDWR (a recorder) and so writes
+ * its own mapping's address, length and generation into the shared header.
+ * The creator's destroy must still unmap exactly its own mapping: not the
+ * range at the peer's address (here a canary mapping of the creator), and it
+ * must close its memfd. Before the fix destroy unmapped rb->mem, the peer's
+ * address. */
+static void peer_open_does_not_redirect_destroy(void **state)
+{
+	struct ringbuf_config cfg = config(2, 64 * 4096);
+	struct ringbuf *rb;
+	int pfd[2], status, fd, kind;
+	size_t len;
+	(void)state;
+	for (kind = 0; kind < 2; kind++) {
+		char path[64] = "/dev/shm/rb-peer-XXXXXX";
+		uintptr_t peer_addr = 0;
+		void *canary;
+		pid_t pid;
+		if (kind == 0) {
+			assert_int_equal(ringbuf_create_shm("peer", &cfg, &rb), 0);
+			fd = ringbuf_fd(rb);
+			snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), fd);
+		} else {
+			int t = mkstemp(path);
+			assert_true(t >= 0);
+			close(t);
+			assert_int_equal(ringbuf_create_file(path, &cfg, &rb), 0);
+			fd = -1;
+		}
+		len = (size_t)rb->total_size;
+		assert_int_equal(pipe(pfd), 0);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct ringbuf *o;
+			uintptr_t a;
+			if (ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &o) < 0)
+				_exit(1);
+			a = (uintptr_t)o;
+			if (write(pfd[1], &a, sizeof a) != sizeof a)
+				_exit(2);
+			_exit(0);
+		}
+		assert_int_equal(read(pfd[0], &peer_addr, sizeof peer_addr), (ssize_t)sizeof peer_addr);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		close(pfd[0]);
+		close(pfd[1]);
+		assert_true((uintptr_t)rb->mem == peer_addr || (void *)rb->mem == (void *)rb);
+		/* a mapping of ours where the peer's was (a hint: the same hole) */
+		canary = mmap((void *)peer_addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		assert_true(canary != MAP_FAILED);
+		memset(canary, 0x5a, 4096);
+		ringbuf_destroy(rb);
+		assert_true(mapped(canary, len));                 /* untouched */
+		assert_int_equal(((unsigned char *)canary)[0], 0x5a);
+		assert_false(mapped(rb, len));                     /* ours is gone */
+		if (fd >= 0) {
+			errno = 0;
+			assert_int_equal(fcntl(fd, F_GETFD), -1); /* and the memfd closed */
+			assert_int_equal(errno, EBADF);
+		} else {
+			unlink(path);
+		}
+		munmap(canary, len);
+	}
+}
+
 /* ringbuf_create_file on /dev/shm: a named tmpfs file, the file rules kept */
 static void dev_shm_file(void **state)
 {
@@ -262,6 +355,7 @@ int main(void)
 		cmocka_unit_test(bad_arguments),
 		cmocka_unit_test(recorder_follows_and_recovers),
 		cmocka_unit_test(dev_shm_file),
+		cmocka_unit_test(peer_open_does_not_redirect_destroy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
