@@ -260,9 +260,11 @@
 #define ringbuf_consume_merged       RINGBUF__NS(ringbuf_consume_merged)
 #define ringbuf_create               RINGBUF__NS(ringbuf_create)
 #define ringbuf_create_file          RINGBUF__NS(ringbuf_create_file)
+#define ringbuf_create_shm           RINGBUF__NS(ringbuf_create_shm)
 #define ringbuf_destroy              RINGBUF__NS(ringbuf_destroy)
 #define ringbuf_discard              RINGBUF__NS(ringbuf_discard)
 #define ringbuf_empty_cpu            RINGBUF__NS(ringbuf_empty_cpu)
+#define ringbuf_fd                   RINGBUF__NS(ringbuf_fd)
 #define ringbuf_get_mode             RINGBUF__NS(ringbuf_get_mode)
 #define ringbuf_init_in              RINGBUF__NS(ringbuf_init_in)
 #define ringbuf_iter_dropped         RINGBUF__NS(ringbuf_iter_dropped)
@@ -276,6 +278,7 @@
 #define ringbuf_open_file            RINGBUF__NS(ringbuf_open_file)
 #define ringbuf_page_size            RINGBUF__NS(ringbuf_page_size)
 #define ringbuf_peek                 RINGBUF__NS(ringbuf_peek)
+#define ringbuf_quiesce              RINGBUF__NS(ringbuf_quiesce)
 #define ringbuf_read_page            RINGBUF__NS(ringbuf_read_page)
 #define ringbuf_read_page_ref        RINGBUF__NS(ringbuf_read_page_ref)
 #define ringbuf_record_disable       RINGBUF__NS(ringbuf_record_disable)
@@ -388,6 +391,10 @@ enum ringbuf_flags {
 	 * with a 64-bit long; with a 32-bit long the page header is 12 bytes
 	 * and payloads are 4 mod 8 (the kernel's 32-bit page layout) */
 	RINGBUF_F_ALIGN8 = 1u << 0,
+	/* ringbuf_init_in() only: the caller's block is all zero bytes (a
+	 * fresh anonymous or file mapping), so the data pages are left as they
+	 * are, neither written nor touched (see ringbuf_init_in) */
+	RINGBUF_F_ZEROED = 1u << 1,
 };
 
 /** Clock: returns nanoseconds (or any monotonic unit); must be async-signal-safe. */
@@ -452,10 +459,21 @@ struct ringbuf;
 /** Bytes of memory ringbuf_init_in() needs for cfg. Returns 0 or RINGBUF_EINVAL. */
 RINGBUF_API int ringbuf_size_needed(const struct ringbuf_config *cfg, size_t *size);
 /** Build a buffer inside caller memory (64-byte aligned, at least the size needed).
- * No allocation. The buffer is one relocatable block. */
+ * No allocation. The buffer is one relocatable block. It writes the metadata
+ * (header, per-CPU state, page descriptors: about 40 bytes per page) and the
+ * 16-byte header of every data page; with RINGBUF_F_ZEROED in cfg->flags the
+ * caller promises the block reads as zero bytes (a fresh mmap) and no data
+ * page is written, so set-up costs O(metadata) and the pages become resident
+ * only as the writers reach them (ringbuf_create and ringbuf_create_file do
+ * this). Garbage memory with RINGBUF_F_ZEROED is a contract violation: stale
+ * page headers read as events. */
 RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_config *cfg,
 				struct ringbuf **out);
-/** Allocate (RINGBUF_MALLOC) and initialise a buffer. */
+/** Allocate and initialise a buffer. On Linux with the default allocator
+ * the block is a fresh anonymous mapping (mmap): nothing but the metadata is
+ * written, the data pages cost no memory until writers reach them. With
+ * RINGBUF_MALLOC defined (or elsewhere), RINGBUF_MALLOC and each data page's
+ * header is written. */
 RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf **out);
 /** Free a buffer made by ringbuf_create(); for ringbuf_init_in() it only
  * invalidates the block. No writer or reader may be running. NULL is a no-op. */
@@ -482,6 +500,22 @@ RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb);
  * write permission on the directory. */
 RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_config *cfg,
 				    struct ringbuf **out);
+/** The same in shared memory that is no file on disk: a memfd (memfd_create,
+ * Linux 3.17), so no write-back ever, and nothing to clean up: the memory
+ * lives while a process holds the descriptor or a mapping. name (NULL:
+ * "ringbuf") only labels it in /proc. Another process (a recorder) maps it
+ * with ringbuf_open_file("/proc/<pid>/fd/<ringbuf_fd(rb)>", ...) (same user,
+ * or ptrace rights over the creator) or gets the descriptor passed (fork,
+ * SCM_RIGHTS) and opens "/proc/self/fd/<n>". Created with cfg->file_mode (default 0600), close-on-exec,
+ * sealed against shrinking and growing (F_SEAL_SHRINK | F_SEAL_GROW: a mapper
+ * cannot make the other's accesses fault). ringbuf_destroy() unmaps and
+ * closes it. A tmpfs file (ringbuf_create_file on /dev/shm) is the
+ * alternative with a name: see README, "Where to put a buffer". */
+RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config *cfg,
+				   struct ringbuf **out);
+/** The memfd of a buffer made by ringbuf_create_shm() (owned by rb: closed by
+ * ringbuf_destroy), or -1. */
+RINGBUF_API int ringbuf_fd(const struct ringbuf *rb);
 /** Flags for ringbuf_open_file(). */
 enum ringbuf_open_flags {
 	RINGBUF_OPEN_RDWR = 1u << 0,    /* map shared and writable: keep tracing, or read live */
@@ -718,6 +752,23 @@ RINGBUF_API int ringbuf_reset_cpu(struct ringbuf *rb, unsigned cpu);
 /** ringbuf_reset_cpu for each CPU in turn; on an error the CPUs before the
  * one that failed are reset, the others unchanged. */
 RINGBUF_API int ringbuf_reset(struct ringbuf *rb);
+/** Wait until every writer that was inside an event when the call began (on
+ * any CPU buffer of rb, in any process for a shared file) has left its
+ * outermost commit or discard: its events, and those of the writers nested
+ * in it, are then committed and visible to this thread's reads. Nothing is
+ * reset or disabled; writers that start later are not waited for (one that
+ * enters while the call takes its first look may be). timeout_ms bounds the
+ * wait (0: look once; < 0: no limit). Returns 0, RINGBUF_EBUSY when writers
+ * were still inside when the time ran out (a writer stopped or killed mid
+ * event; or the call was made from a signal handler that interrupted a
+ * writer of rb), RINGBUF_EINVAL. For an export at exit: ringbuf_record_off()
+ * (or disable), ringbuf_quiesce(), then read. It does not make the buffer
+ * safe to destroy: a writer that saw its event committed may still be
+ * returning from the call, and refused writers still touch the buffer. Uses
+ * membarrier(2) like ringbuf_reset_cpu (a process-local fence where it is
+ * missing: then a writer that entered just before the call may be missed).
+ * Blocks: not async-signal-safe in general. */
+RINGBUF_API int ringbuf_quiesce(struct ringbuf *rb, int timeout_ms);
 /** Switch between RINGBUF_MODE_OVERWRITE and RINGBUF_MODE_PRODUCER_CONSUMER. */
 RINGBUF_API int ringbuf_set_mode(struct ringbuf *rb, int mode);
 RINGBUF_API int ringbuf_get_mode(const struct ringbuf *rb);
@@ -916,7 +967,10 @@ struct ringbuf__cpu {
 	/* mapped modes: 0 free, else token << 32 | flags | tid (>>contexts);
 	 * CAS acquire by the taker, store release by the owner */
 	_Atomic(uint64_t) owner;
-	_Atomic(uint64_t) commits;    /* writers started, for ringbuf__end_commit */
+	/* writers started, for ringbuf__end_commit (any change) and
+	 * ringbuf_quiesce: + 1 per outermost entry (the low 32 bits count
+	 * them), + RINGBUF__COMMITS_NESTED per nested one [Q-W] */
+	_Atomic(uint64_t) commits;
 	_Atomic(uint64_t) inflight_ts;/* set by the outermost writer as it enters: no event
 				       * it (or a writer nested in it) commits is older */
 	_Atomic(uint64_t) before_stamp;
@@ -966,7 +1020,8 @@ struct ringbuf {
 	uint32_t ts_mode;
 	uint32_t max_event; /* largest payload */
 	uint32_t page_shift;/* log2(page_size) */
-	uint32_t owned;     /* 1: allocated by ringbuf_create */
+	uint32_t owned;     /* 1: allocated by ringbuf_create (RINGBUF_MALLOC), 2: a file
+			     * or memfd mapping, 3: ringbuf_create's anonymous mapping */
 	uint32_t clock_kind;/* RINGBUF__CLK_*: how writers read the clock */
 	uint32_t tsc_shift; /* TSC clock, read time: ns = tsc_ns0 + ((ts - tsc0) * tsc_mult >> tsc_shift) */
 	uint64_t tsc_mult;
@@ -978,7 +1033,7 @@ struct ringbuf {
 	ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
 	void *clock_ctx;
 	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
-	uint64_t map_len;       /* owned == 2: length of the mapping to unmap */
+	uint64_t map_len;       /* owned 2, 3: length of the mapping to unmap */
 	uint64_t gen;           /* process-local: this creation/open, for per-thread state */
 	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
@@ -1052,7 +1107,9 @@ enum ringbuf__tp {
 	/* ringbuf_wait's steps (outside the count as well) */
 	RINGBUF__TP_WAIT_REGISTER = 64, /* before the waiter registers */
 	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
-	RINGBUF__TP_WAIT_SLEEP      /* nothing found, before it sleeps */
+	RINGBUF__TP_WAIT_SLEEP,     /* nothing found, before it sleeps */
+	/* ringbuf_quiesce (outside the count as well) */
+	RINGBUF__TP_QUIESCE_WAIT = 80 /* Q3 done for a CPU with a writer in flight, before Q4 */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
@@ -1132,6 +1189,10 @@ static inline void ringbuf__local_dec(_Atomic(uint64_t) *p)
  * land in its own depth slot, so a plain load + store cannot lose one (see
  * >>design); relaxed atomics keep the accesses single and untorn. */
 #define RINGBUF__OWNER_INC(p) RINGBUF__STORE((p), RINGBUF__LOAD(p) + 1)
+
+/* commits: a nested entry adds this, an outermost one 1, so the low 32 bits
+ * count the outermost entries alone (a carry only goes up) [Q-W] */
+#define RINGBUF__COMMITS_NESTED ((uint64_t)1 << 32)
 
 /* ---- geometry ----------------------------------------------------------- */
 
@@ -1497,10 +1558,12 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 	/* [M1] a lower bound for the merged readers; release: the events of
 	 * the entries before this one (their commits) before it */
 	atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp), memory_order_release);
+	/* [Q-W] one more outermost entry, counted before committing is set
+	 * (release: pairs with ringbuf_quiesce's acquire) */
+	atomic_store_explicit(&c->commits, RINGBUF__LOAD(&c->commits) + 1, memory_order_release);
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, 1);
-	RINGBUF__OWNER_INC(&c->commits);
 	/* [M2] the light side of the merged readers' membarrier(): committing
 	 * is stored before the clock is read (>>design, MERGED READERS) */
 	RINGBUF__BARRIER();
@@ -1627,6 +1690,24 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
  * prototype as glibc's and musl's, so a repeat is harmless */
 extern long syscall(long number, ...);
 extern int fchmod(int fd, mode_t mode); /* likewise hidden by strict -std=c11 */
+extern int ftruncate(int fd, off_t length); /* likewise */
+extern int madvise(void *addr, size_t length, int advice); /* likewise */
+#if defined(MADV_RANDOM)
+#define RINGBUF__MADV_RANDOM MADV_RANDOM
+#define RINGBUF__MADV_NORMAL MADV_NORMAL
+#else
+#define RINGBUF__MADV_RANDOM 1 /* the same value on every Linux architecture */
+#define RINGBUF__MADV_NORMAL 0
+#endif
+/* an anonymous mapping for ringbuf_create (MAP_ANONYMOUS is hidden by strict
+ * -std=c11; glibc still defines its internal name) */
+#if defined(MAP_ANONYMOUS)
+#define RINGBUF__MAP_ANON MAP_ANONYMOUS
+#elif defined(__MAP_ANONYMOUS)
+#define RINGBUF__MAP_ANON __MAP_ANONYMOUS
+#elif defined(MAP_ANON)
+#define RINGBUF__MAP_ANON MAP_ANON
+#endif
 /* O_CLOEXEC is POSIX 2008: strict -std=c11 hides it in glibc, which still
  * defines its internal name; never open without it */
 #if defined(O_CLOEXEC)
@@ -1664,6 +1745,7 @@ extern int clock_gettime(int, struct timespec *);
 #error "define both RINGBUF_MALLOC and RINGBUF_FREE, or neither"
 #endif
 #ifndef RINGBUF_MALLOC
+#define RINGBUF__DEFAULT_ALLOC 1 /* ringbuf_create may map instead */
 #define RINGBUF_MALLOC(sz, ctx) ((void)(ctx), malloc(sz))
 #define RINGBUF_FREE(p, ctx) ((void)(ctx), free(p))
 #endif
@@ -1693,6 +1775,41 @@ extern int clock_gettime(int, struct timespec *);
  * (RINGBUF__HDR_WORD). With RINGBUF_F_ALIGN8 records stay multiples of 8 from
  * data[0] and the data area is rounded down to a multiple of 8
  * (ringbuf__data_size: ILP32 leaves the last 4 bytes of each page unused).
+ *
+ * SET-UP (ringbuf_init_in, ringbuf_create, ringbuf_create_file, _shm) costs
+ * O(metadata): the block header, the per-CPU state and the page descriptors
+ * (the write index and event count of a page live there, not in the page).
+ * A data page is written only by the writers that reach it, when the block
+ * is known to read as zero bytes:
+ *   Z1  ringbuf_create maps fresh private anonymous memory; ringbuf_create_file
+ *       a new file (O_EXCL) sized with ftruncate (a hole), ringbuf_create_shm
+ *       a new memfd sized the same way. Each byte reads 0
+ *       until something stores to it (the kernel fills a page with zeros, or
+ *       maps its shared zero page for a read, at the first access), and only
+ *       a store makes a page resident and dirty (a file block allocated).
+ *       ringbuf_create_file turns read-around off (MADV_RANDOM) while the
+ *       metadata pages fault in: on a disk file it would cache, clean, the
+ *       holes of the data pages next to them.
+ *   Z2  All-zero bytes are the value 0 of the header's time_stamp (uint64_t)
+ *       and commit (long): C11 6.2.6.2 (no padding bits in these types on any
+ *       target of this header; a lock-free _Atomic integer has the integer's
+ *       representation with GCC and Clang).
+ *   Z3  time_stamp 0, commit 0 is the empty page, the very state that
+ *       atomic_init wrote before: readers, the iterator, ringbuf_read_page and
+ *       ringbuf_recover parse data[] only below commit, so the data bytes of
+ *       an empty page are never read, whatever they hold.
+ *   Z4  Ordering: there is no store to order. The creator's descriptor
+ *       stores and the fence before the magic (release) publish the block as
+ *       before; every load of an untouched header, by any thread or process,
+ *       reads the zero the kernel put there before mmap returned, which is
+ *       the initial value of the object (as if atomic_init(.., 0) had run
+ *       before the publication). The first store to a header is a writer's
+ *       or a reader's, ordered by the protocol as for any later store.
+ *   Z5  Caller memory (ringbuf_init_in without RINGBUF_F_ZEROED, or
+ *       RINGBUF_MALLOC) may hold anything: each page header is stored
+ *       (atomic_init: 16 bytes per page, so every data page is touched).
+ * ringbuf_reset_cpu (R5) still stores every page header: the pages hold old
+ * events there. ringbuf_recover reads a zero header as an empty page.
  *
  * RING. Links are `next` words in the page descriptors:
  *
@@ -1949,7 +2066,9 @@ extern int clock_gettime(int, struct timespec *);
  *   committing = 0      owner [M3]        merged readers    release / acquire: the commits before it
  *   inflight_ts         owner [M1]        merged readers    release / acquire: the commits of the entries
  *                                                           before it
- *   commits             owner             owner             relaxed (nesting detection only)
+ *   commits             owner             owner             relaxed (nesting detection: any change)
+ *     (outermost +1)    owner [Q-W]       ringbuf_quiesce   release store at each outermost entry, before
+ *                                         (Q3, Q4)          committing = 1 / acquire: the exits before it
  *   owner word          any writer thread other writers     CAS acq_rel to take / store release
  *     (mapped modes)                                        to give back (G2 / G5); acquire load
  *                                                           to judge a dead owner (>>contexts)
@@ -2043,6 +2162,8 @@ extern int clock_gettime(int, struct timespec *);
  *     takes in the pages); readers out with the reader lock. The argument in
  *     the C11 model is at ringbuf_reset_cpu (>>control, RESET);
  *     verify/reset_writer.c checks it with GenMC (RC11, IMM).
+ *   - quiesce: only loads (committing, commits) after a barrier; waits for
+ *     the writers in flight at the call (>>control, QUIESCE).
  *
  * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
  * the slot of its depth before the CAS that makes it (ringbuf__slot_publish:
@@ -2842,13 +2963,18 @@ RINGBUF_API void *ringbuf__reserve_slow(struct ringbuf *rb, unsigned cpu, size_t
 	 * complete): recovery after a kill must not mistake it for one in flight */
 	c->slots[depth - 1].len = 0;
 	RINGBUF__BARRIER();
-	if (depth == 1) /* [M1] a lower bound for the merged readers (release) */
+	if (depth == 1) { /* [M1] a lower bound for the merged readers (release) */
 		atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp),
 				      memory_order_release);
+		/* [Q-W] one more outermost entry, before committing is set
+		 * (release: ringbuf_quiesce) */
+		atomic_store_explicit(&c->commits, RINGBUF__LOAD(&c->commits) + 1, memory_order_release);
+	}
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, depth);
-	RINGBUF__OWNER_INC(&c->commits);
+	if (depth > 1)
+		RINGBUF__STORE(&c->commits, RINGBUF__LOAD(&c->commits) + RINGBUF__COMMITS_NESTED);
 	RINGBUF__BARRIER(); /* [M2] committing before the clock read */
 	RINGBUF__DEBUG_OWNER(rb, cpu, c, depth);
 	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c))) {
@@ -3892,9 +4018,11 @@ static void ringbuf__fork_unregister(struct ringbuf *rb)
 {
 	struct ringbuf__reg *r;
 	unsigned i;
+	/* by address, not by rb->gen: the header of a shared block holds the
+	 * generation of whichever process opened it last */
 	RINGBUF__REG_EACH(r)
 		for (i = 0; i < RINGBUF__NREG; i++)
-			if (atomic_load(&r->gen[i]) == rb->gen) {
+			if (atomic_load(&r->rb[i]) == rb) {
 				atomic_store(&r->rb[i], NULL);
 				atomic_store(&r->gen[i], 0);
 			}
@@ -5498,7 +5626,10 @@ RINGBUF_API unsigned ringbuf_ncpu(const struct ringbuf *rb) { return rb ? rb->nc
 RINGBUF_API size_t ringbuf_page_size(const struct ringbuf *rb) { return rb ? rb->page_size : 0; }
 RINGBUF_API unsigned ringbuf_nr_pages(const struct ringbuf *rb) { return rb ? rb->nr_pages : 0; }
 
-static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu)
+/* zeroed: the block reads as zero bytes (RINGBUF_F_ZEROED), so the data
+ * page headers already hold the empty page (time_stamp 0, commit 0) and are
+ * not written: see SET-UP in >>design */
+static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu, bool zeroed)
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 	uint32_t n = rb->nr_pages, i;
@@ -5514,8 +5645,10 @@ static void ringbuf__init_cpu(struct ringbuf *rb, unsigned cpu)
 		atomic_init(&bp->write, 0);
 		atomic_init(&bp->entries, 0);
 		atomic_init(&bp->drops, 0);
-		atomic_init(&dp->time_stamp, 0);
-		atomic_init(&dp->commit, 0);
+		if (!zeroed) {
+			atomic_init(&dp->time_stamp, 0);
+			atomic_init(&dp->commit, 0);
+		}
 	}
 	atomic_init(&c->reader_page, n);
 	atomic_init(&c->tail_page, 0);
@@ -5690,6 +5823,87 @@ RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
 	for (cpu = 0; cpu < rb->ncpu; cpu++)
 		if ((r = ringbuf_reset_cpu(rb, cpu)) < 0)
 			return r;
+	return 0;
+}
+
+/* QUIESCE. Wait for the writers in flight at the call, and for no other,
+ * without touching anything a writer uses. A writer V is in flight when its
+ * outermost entry came before the call: [Q-W] commits += 1 (release), then
+ * committing = 1. Nested entries add RINGBUF__COMMITS_NESTED instead, so
+ * entered = the low 32 bits of commits changes only at outermost entries (a
+ * nested writer runs while committing != 0, so its load + store cannot undo
+ * an outermost increment, and its own carries go up, not into the low bits).
+ * A signal handler that cuts in between the load and the store of an
+ * outermost increment sees committing 0, enters as outermost and leaves; its
+ * increments are then overwritten by V's: the count stands still for once
+ * (see Q4; ringbuf__end_commit only needs commits to change, and V's store
+ * changes it for any writer that V or the handler interrupted).
+ *
+ *   Q1  asymmetric barrier ([BARRIER], as for a reset): model it as an
+ *       seq_cst fence F in every writer thread at some point during the call
+ *   Q2  per CPU: d0 = committing (acquire)
+ *   Q3  d0 == 0: nothing in flight on that CPU; else e0 = entered (acquire)
+ *   Q4  poll until committing == 0 (acquire) or entered != e0 (acquire), or
+ *       the time runs out (RINGBUF_EBUSY)
+ *
+ * Why it waits for V: V's entered and committing stores precede F, so Q2
+ * and Q3 read them or mo-later values (the fence rule for seq_cst fences),
+ * and d0 != 0 (a later 0 is V's exit). Every store of committing between V's
+ * entry and V's exit is a depth >= 1 (nesting is a stack), and entered does
+ * not move while V is inside (no outermost entry can happen while committing
+ * != 0): Q4 cannot end before V stored committing = 0 for its exit ([M3]),
+ * the one store in the commit paths that is stored after the last page
+ * commit of V and of the writers nested in it (ringbuf__commit_fast and
+ * ringbuf__end_commit, the same argument as [M3]/[R2] for merged readers).
+ * Why it ends when V left: after that store either Q4 reads 0, or the next
+ * outermost entry (which read committing 0 first) stores entered > e0, and
+ * Q4 reads it or a later count (coherence) unless the time runs out.
+ * What it sees: Q4's acquire loads read V's release exit store [M3], or an
+ * entered store sequenced after it (the next entry's release [Q-W], same
+ * thread or after the owner handover): V's page commits happen before
+ * whatever the caller reads next. (entered is 32 bits: Q4 would miss a
+ * change only if exactly a multiple of 2^32 entries passed between looks.)
+ * Cost on the write path: none; the outermost increment of commits moved
+ * before the committing store and became a release (a plain store on x86).
+ * Why not later writers: Q4 ends at the first exit or entry after Q3, so a
+ * writer that enters after Q3 is not waited for. One that entered between F
+ * and Q3 may be (e0 is its count), as may, once, a writer whose signal
+ * handler ran as outermost between the load and store of its increment.
+ * The commit_fast window: an outermost writer stores committing = 0, then
+ * finds that a writer started meanwhile (or a reader waits) and stores 1
+ * again to walk once more. Its events were committed before the 0; Q4 may
+ * end in that window, which is why the call promises visibility, not that
+ * the writer has returned. Without membarrier F is this thread's own fence
+ * only: a writer that entered just before the call may then read as not in
+ * flight yet (documented). */
+RINGBUF_API int ringbuf_quiesce(struct ringbuf *rb, int timeout_ms)
+{
+	unsigned cpu;
+	uint64_t deadline = 0;
+	long spins = 0;
+	if (!rb || rb->magic != RINGBUF__MAGIC)
+		return RINGBUF_EINVAL;
+	if (!ringbuf__writers_barrier(rb)) /* Q1 */
+		atomic_thread_fence(memory_order_seq_cst);
+	if (timeout_ms > 0)
+		deadline = ringbuf__clock_mono() + (uint64_t)timeout_ms * 1000000u;
+	for (cpu = 0; cpu < rb->ncpu; cpu++) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+		uint32_t e0;
+		if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0) /* Q2 */
+			continue;
+		e0 = (uint32_t)atomic_load_explicit(&c->commits, memory_order_acquire); /* Q3 */
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_QUIESCE_WAIT);
+		for (;;) { /* Q4 */
+			if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0 ||
+			    (uint32_t)atomic_load_explicit(&c->commits, memory_order_acquire) != e0)
+				break;
+			if (timeout_ms == 0 || (timeout_ms > 0 && ringbuf__clock_mono() >= deadline))
+				return RINGBUF_EBUSY;
+			if (++spins > 64) /* a few quick looks first: events are short */
+				ringbuf__yield();
+		}
+	}
 	return 0;
 }
 
@@ -5971,7 +6185,7 @@ static int ringbuf__geometry(const struct ringbuf_config *cfg, struct ringbuf__g
 		return RINGBUF_EINVAL;
 	if (cfg->ts_mode != RINGBUF_TS_DELTA && cfg->ts_mode != RINGBUF_TS_ABSOLUTE)
 		return RINGBUF_EINVAL;
-	if (cfg->flags & ~(unsigned)RINGBUF_F_ALIGN8)
+	if (cfg->flags & ~(unsigned)(RINGBUF_F_ALIGN8 | RINGBUF_F_ZEROED))
 		return RINGBUF_EINVAL;
 	if (cfg->clock_name && strlen(cfg->clock_name) >= 16)
 		return RINGBUF_EINVAL;
@@ -6000,6 +6214,7 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	struct ringbuf__geom g;
 	struct ringbuf *rb;
 	unsigned cpu;
+	bool zeroed;
 	int r;
 	if (!mem || !out)
 		return RINGBUF_EINVAL;
@@ -6023,14 +6238,16 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 		ringbuf__tsc_calibrate(rb);
 	rb->user_off = g.user_off;
 	rb->user_size = g.user_size;
-	memset((char *)rb + g.user_off, 0, (size_t)(g.total - g.user_off));
+	zeroed = (cfg->flags & RINGBUF_F_ZEROED) != 0;
+	if (!zeroed)
+		memset((char *)rb + g.user_off, 0, (size_t)(g.total - g.user_off));
 	rb->ncpu = cfg->ncpu;
 	rb->nr_pages = g.nr_pages;
 	rb->page_size = g.page_size;
 	for (rb->page_shift = 0; (1u << rb->page_shift) < g.page_size; rb->page_shift++)
 		;
 	rb->bsize = ringbuf__data_size(g.page_size, cfg->flags);
-	rb->flags = cfg->flags;
+	rb->flags = cfg->flags & RINGBUF_F_ALIGN8; /* ZEROED is about this call only */
 	rb->ts_mode = (uint32_t)cfg->ts_mode;
 	/* the largest event must fit an empty page with its header and array[0] */
 	rb->max_event = rb->bsize - 8;
@@ -6044,7 +6261,7 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	atomic_init(&rb->mode, cfg->mode);
 	rb->pidns = ringbuf__pidns();
 	for (cpu = 0; cpu < cfg->ncpu; cpu++)
-		ringbuf__init_cpu(rb, cpu);
+		ringbuf__init_cpu(rb, cpu, zeroed);
 	ringbuf__membarrier_register();
 	/* the magic last: a block is valid only once it is complete (a file
 	 * whose creator died half way reads as foreign, not as corrupt) */
@@ -6187,6 +6404,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 				    struct ringbuf **out)
 {
 	struct ringbuf__geom g;
+	struct ringbuf_config zc;
 	struct ringbuf *rb;
 	void *map = MAP_FAILED;
 	char *tmp;
@@ -6224,15 +6442,24 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 		errno = e;
 		return RINGBUF_ESYS;
 	}
-	/* the exact mode, whatever the umask; extend the file without ftruncate
-	 * (hidden under strict -std=c11) */
-	if (fchmod(fd, (mode_t)mode) < 0 || lseek(fd, (off_t)g.total - 1, SEEK_SET) < 0 ||
-	    write(fd, "", 1) != 1)
+	/* the exact mode, whatever the umask; the size with ftruncate: a hole,
+	 * no block allocated, no page written (a write of the last byte would
+	 * allocate one) */
+	if (fchmod(fd, (mode_t)mode) < 0 || ftruncate(fd, (off_t)g.total) < 0)
 		goto fail_sys;
 	map = mmap(NULL, (size_t)g.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		goto fail_sys;
-	if ((r = ringbuf_init_in(map, (size_t)g.total, cfg, &rb)) < 0)
+	/* a new file (O_EXCL) reads as zeros: the data pages stay holes until
+	 * the writers reach them (SET-UP in >>design) */
+	zc = *cfg;
+	zc.flags |= RINGBUF_F_ZEROED;
+	/* no read-around while the metadata pages fault in: on a disk file
+	 * it would fill the page cache with the holes of the data pages */
+	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_RANDOM);
+	r = ringbuf_init_in(map, (size_t)g.total, &zc, &rb);
+	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_NORMAL);
+	if (r < 0)
 		goto fail;
 	rb->owned = 2;
 	rb->mem = map;
@@ -6263,6 +6490,105 @@ fail:
 	RINGBUF_FREE(tmp, NULL);
 	errno = e;
 	return r;
+}
+
+/* memfd_create, sealing: hidden under strict -std=c11, so by number */
+#define RINGBUF__MFD_CLOEXEC 1u
+#define RINGBUF__MFD_ALLOW_SEALING 2u
+#define RINGBUF__F_ADD_SEALS 1033 /* F_LINUX_SPECIFIC_BASE + 9 */
+#define RINGBUF__F_SEAL_SHRINK 2
+#define RINGBUF__F_SEAL_GROW 4
+
+/* ringbuf_create_shm's descriptors, by the block's address in this process:
+ * kept out of the block, whose header another process that opens it RDWR
+ * rewrites (see ringbuf_destroy). */
+#define RINGBUF__NSHM 64
+static struct {
+	_Atomic(struct ringbuf *) rb;
+	_Atomic(int) fd;
+} ringbuf__shm[RINGBUF__NSHM];
+
+static int ringbuf__shm_find(const struct ringbuf *rb)
+{
+	int i;
+	for (i = 0; rb && i < RINGBUF__NSHM; i++)
+		if (atomic_load(&ringbuf__shm[i].rb) == rb)
+			return i;
+	return -1;
+}
+
+RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config *cfg,
+				   struct ringbuf **out)
+{
+	struct ringbuf__geom g;
+	struct ringbuf_config zc;
+	struct ringbuf *rb;
+	void *map;
+	int fd, r, e;
+	if (!out || !cfg || (cfg->file_mode & ~07777u) || (name && strlen(name) > 200))
+		return RINGBUF_EINVAL;
+	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+		return r;
+#if defined(SYS_memfd_create)
+	fd = (int)syscall(SYS_memfd_create, name ? name : "ringbuf",
+			  RINGBUF__MFD_CLOEXEC | RINGBUF__MFD_ALLOW_SEALING);
+#else
+	errno = ENOSYS;
+	fd = -1;
+#endif
+	if (fd < 0)
+		return RINGBUF_ESYS;
+	/* size first (a hole: tmpfs allocates a page when it is first written),
+	 * then the seals, then the block, exactly as a file (SET-UP in >>design:
+	 * a new memfd reads as zeros) */
+	if (fchmod(fd, (mode_t)(cfg->file_mode ? cfg->file_mode : 0600)) < 0 ||
+	    ftruncate(fd, (off_t)g.total) < 0 ||
+	    fcntl(fd, RINGBUF__F_ADD_SEALS, RINGBUF__F_SEAL_SHRINK | RINGBUF__F_SEAL_GROW) < 0)
+		goto fail_sys;
+	map = mmap(NULL, (size_t)g.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		goto fail_sys;
+	zc = *cfg;
+	zc.flags |= RINGBUF_F_ZEROED;
+	if ((r = ringbuf_init_in(map, (size_t)g.total, &zc, &rb)) < 0) {
+		munmap(map, (size_t)g.total);
+		close(fd);
+		return r;
+	}
+	{
+		int i;
+		struct ringbuf *none = NULL;
+		for (i = 0; i < RINGBUF__NSHM; i++)
+			if (atomic_compare_exchange_strong(&ringbuf__shm[i].rb, &none, rb))
+				break;
+			else
+				none = NULL;
+		if (i == RINGBUF__NSHM) { /* 64 memfd buffers live in this process */
+			ringbuf__fork_unregister(rb);
+			munmap(map, (size_t)g.total);
+			close(fd);
+			return RINGBUF_ENOMEM;
+		}
+		atomic_store(&ringbuf__shm[i].fd, fd);
+	}
+	rb->owned = 2;
+	rb->mem = map;
+	rb->map_len = g.total;
+	rb->shared = 1;
+	ringbuf__membarrier_register_shared(rb); /* merged readers' [R1], waiters' [WAIT-R3] */
+	*out = rb;
+	return 0;
+fail_sys:
+	e = errno;
+	close(fd);
+	errno = e;
+	return RINGBUF_ESYS;
+}
+
+RINGBUF_API int ringbuf_fd(const struct ringbuf *rb)
+{
+	int i = ringbuf__shm_find(rb);
+	return i >= 0 ? atomic_load(&ringbuf__shm[i].fd) : -1;
 }
 
 RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringbuf **out)
@@ -6379,6 +6705,12 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	}
 	*out = rb;
 	return 0;
+}
+#else
+RINGBUF_API int ringbuf_fd(const struct ringbuf *rb)
+{
+	(void)rb;
+	return -1;
 }
 #endif
 
@@ -6506,6 +6838,29 @@ RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf 
 		return r;
 	if (g.total > SIZE_MAX - g.page_size)
 		return RINGBUF_ENOMEM;
+#if defined(RINGBUF__DEFAULT_ALLOC) && defined(__linux__) && defined(RINGBUF__MAP_ANON)
+	{
+		/* a fresh private anonymous mapping reads as zeros and costs no
+		 * memory until touched: only the metadata is written (SET-UP in
+		 * >>design); over-mapped so the data pages can be page-size
+		 * aligned when a ring page is larger than a system page */
+		struct ringbuf_config zc = *cfg;
+		size_t len = (size_t)g.total + g.page_size;
+		void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | RINGBUF__MAP_ANON, -1, 0);
+		if (map == MAP_FAILED)
+			return RINGBUF_ENOMEM;
+		aligned = (char *)(((uintptr_t)map + g.page_size - 1) & ~(uintptr_t)(g.page_size - 1));
+		zc.flags |= RINGBUF_F_ZEROED;
+		if ((r = ringbuf_init_in(aligned, (size_t)g.total, &zc, out)) < 0) {
+			munmap(map, len);
+			return r;
+		}
+		(*out)->owned = 3;
+		(*out)->mem = map;
+		(*out)->map_len = len;
+		return 0;
+	}
+#endif
 	/* over-allocate so the data pages can be page-size aligned in memory */
 	mem = RINGBUF_MALLOC((size_t)g.total + g.page_size, NULL);
 	if (!mem)
@@ -6527,11 +6882,26 @@ RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
 	ringbuf__fork_unregister(rb);
 	if (rb->owned == 2) {
 #if defined(__linux__)
-		munmap(rb->mem, (size_t)rb->map_len); /* the file keeps its block */
+		/* A file or memfd block starts its mapping, of total_size bytes
+		 * (validated, the same in every process). Not rb->mem / map_len:
+		 * the header is shared, and another process that opened the
+		 * block RDWR has written its own mapping's address there. */
+		int i = ringbuf__shm_find(rb);
+		munmap((void *)rb, (size_t)rb->total_size); /* the file keeps its block */
+		if (i >= 0) { /* the memfd lives on while another process maps it */
+			close(atomic_load(&ringbuf__shm[i].fd));
+			atomic_store(&ringbuf__shm[i].rb, NULL);
+		}
 #endif
 		return;
 	}
 	rb->magic = 0;
+#if defined(__linux__)
+	if (rb->owned == 3) { /* ringbuf_create's anonymous mapping */
+		munmap(rb->mem, (size_t)rb->map_len);
+		return;
+	}
+#endif
 	if (rb->owned)
 		RINGBUF_FREE(rb->mem, NULL);
 }

@@ -53,6 +53,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -911,7 +914,7 @@ struct target {
 	const char *note;
 };
 
-static struct target targets[16];
+static struct target targets[32];
 static int ntargets;
 
 static void target(const char *what, enum cmp cmp, double limit, const char *unit, bool measured,
@@ -979,6 +982,192 @@ static const struct {
 	{ 4, (size_t)64 << 10, 1024, "4 CPUs, 64 KiB, 1 KiB pages" },
 };
 
+/* ---- set-up cost: create + destroy of 16 x 8 MiB ------------------------------
+ * Each flavour is created and destroyed `rounds` times (wall-clock, the kernel's
+ * work included: page faults, zeroing, freeing); between create and destroy the
+ * resident set added (/proc/self/statm) and the blocks of the file or memfd
+ * (st_blocks) are read. The "touch" rows are the same mappings built with every
+ * data page header written (ringbuf_init_in without RINGBUF_F_ZEROED: what
+ * creation did before 0.1.0's zero-page set-up), as the reference of the same
+ * run, measured after the others. BENCH_SETUP_DIR (default build) is where
+ * the disk files go. */
+
+static int rounds = 7;
+static size_t events = 10000000;
+
+#define SETUP_NCPU 16
+#define SETUP_PER_CPU ((size_t)8 << 20)
+
+enum setup_kind { SU_ANON, SU_ANON_TOUCH, SU_FILE, SU_FILE_TOUCH, SU_SHM_FILE, SU_MEMFD, SU_N };
+static struct setup_res {
+	const char *id, *what;
+	int ref; /* index of the reference row, -1 */
+	double ms[MAX_ROUNDS];
+	int n;
+	double ms_med, ms_min, rss_mib, blocks_mib; /* blocks < 0: not a file */
+	const char *skip;
+} setup_res[SU_N] = {
+	{ "setup_anon", "ringbuf_create (anonymous mmap)", SU_ANON_TOUCH, {0}, 0, 0, 0, 0, -1, NULL },
+	{ "setup_anon_touch", "anonymous, every page header written", -1, {0}, 0, 0, 0, 0, -1, NULL },
+	{ "setup_file", "ringbuf_create_file (disk dir)", SU_FILE_TOUCH, {0}, 0, 0, 0, 0, 0, NULL },
+	{ "setup_file_touch", "disk file, every page header written", -1, {0}, 0, 0, 0, 0, 0, NULL },
+	{ "setup_shm_file", "ringbuf_create_file (/dev/shm)", -1, {0}, 0, 0, 0, 0, 0, NULL },
+	{ "setup_memfd", "ringbuf_create_shm (memfd)", -1, {0}, 0, 0, 0, 0, 0, NULL },
+};
+static bool setup_enabled;
+static char setup_dir[200] = "build";
+
+static long statm_resident(void)
+{
+	long size = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &size, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return res;
+}
+
+/* one create + destroy; fills *rss_pages and *blocks (512-byte units, -1: none) */
+static double setup_once(enum setup_kind k, long *rss_pages, long long *blocks)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb = NULL;
+	char path[300];
+	struct stat st;
+	size_t need = 0;
+	void *map = NULL;
+	int fd = -1, r = 0;
+	long r0 = statm_resident(), r1;
+	uint64_t t0, t1, t2, t3;
+	cfg.ncpu = SETUP_NCPU;
+	cfg.size_per_cpu = SETUP_PER_CPU;
+	if (ringbuf_size_needed(&cfg, &need) < 0)
+		die("setup: bad configuration");
+	snprintf(path, sizeof path, "%s/bench-setup-%d.rb",
+		 k == SU_SHM_FILE ? "/dev/shm" : setup_dir, (int)getpid());
+	unlink(path);
+	*blocks = -1;
+	t0 = now_ns();
+	switch (k) {
+	case SU_ANON:
+		r = ringbuf_create(&cfg, &rb);
+		break;
+	case SU_ANON_TOUCH:
+		map = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		r = map == MAP_FAILED ? -1 : ringbuf_init_in(map, need, &cfg, &rb);
+		break;
+	case SU_FILE:
+	case SU_SHM_FILE:
+		r = ringbuf_create_file(path, &cfg, &rb);
+		break;
+	case SU_FILE_TOUCH:
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 || ftruncate(fd, (off_t)need) < 0)
+			r = -1;
+		else {
+			map = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			r = map == MAP_FAILED ? -1 : ringbuf_init_in(map, need, &cfg, &rb);
+		}
+		break;
+	case SU_MEMFD:
+		r = ringbuf_create_shm("bench-setup", &cfg, &rb);
+		break;
+	default:
+		break;
+	}
+	t1 = now_ns();
+	if (r < 0)
+		die("setup %s: %s (%s)", setup_res[k].id, ringbuf_strerror(r), strerror(errno));
+	r1 = statm_resident();
+	if (k == SU_MEMFD ? fstat(ringbuf_fd(rb), &st) == 0
+	    : (k == SU_FILE || k == SU_SHM_FILE || k == SU_FILE_TOUCH) ? stat(path, &st) == 0 : false)
+		*blocks = (long long)st.st_blocks;
+	*rss_pages = r1 - r0;
+	t2 = now_ns();
+	ringbuf_destroy(rb);
+	if (map && map != MAP_FAILED)
+		munmap(map, need);
+	if (fd >= 0)
+		close(fd);
+	t3 = now_ns();
+	unlink(path);
+	return (double)((t1 - t0) + (t3 - t2)) / 1e6;
+}
+
+static void run_setup(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	struct stat st;
+	for (int k = 0; k < SU_N; k++)
+		if (k == SU_SHM_FILE && (stat("/dev/shm", &st) < 0 || !S_ISDIR(st.st_mode)))
+			setup_res[k].skip = "no /dev/shm";
+	/* interleaved like the variants, every flavour once per round; the
+	 * references in a second pass, so that the write-back of their 128 MiB
+	 * of dirty pages does not land in the rounds of the others */
+	for (int pass = 0; pass < 2; pass++)
+	for (int r = 0; r < rounds; r++)
+		for (int j = 0; j < SU_N; j++) {
+			int k = (j + r) % SU_N;
+			struct setup_res *x = &setup_res[k];
+			bool is_ref = k == SU_ANON_TOUCH || k == SU_FILE_TOUCH;
+			long rss;
+			long long blocks;
+			if (x->skip || is_ref != (pass == 1))
+				continue;
+			x->ms[x->n++] = setup_once((enum setup_kind)k, &rss, &blocks);
+			/* the largest seen: resident and allocated at their worst */
+			if ((double)rss * (double)ps / 1048576.0 > x->rss_mib || x->n == 1)
+				x->rss_mib = (double)rss * (double)ps / 1048576.0;
+			if (blocks >= 0 && ((double)blocks * 512 / 1048576.0 > x->blocks_mib || x->n == 1))
+				x->blocks_mib = (double)blocks * 512 / 1048576.0;
+		}
+	for (int k = 0; k < SU_N; k++) {
+		struct setup_res *x = &setup_res[k];
+		double tmp[MAX_ROUNDS];
+		if (x->skip || !x->n)
+			continue;
+		memcpy(tmp, x->ms, sizeof tmp);
+		x->ms_med = median_of(tmp, x->n);
+		x->ms_min = x->ms[0];
+		for (int i = 1; i < x->n; i++)
+			if (x->ms[i] < x->ms_min)
+				x->ms_min = x->ms[i];
+	}
+}
+
+static void print_setup(void)
+{
+	printf("\nset-up of %d x %zu MiB (%d rounds, wall-clock create + destroy; RSS and blocks: the "
+	       "largest seen between the two)\n", SETUP_NCPU, SETUP_PER_CPU >> 20, rounds);
+	printf("%-18s %-40s %9s %9s %10s %11s  %s\n", "id", "flavour", "median ms", "min ms",
+	       "RSS MiB+", "blocks MiB", "vs reference");
+	for (int k = 0; k < SU_N; k++) {
+		struct setup_res *x = &setup_res[k];
+		char blocks[32] = "-";
+		if (x->skip) {
+			printf("%-18s %-40s skipped: %s\n", x->id, x->what, x->skip);
+			continue;
+		}
+		if (x->blocks_mib >= 0)
+			snprintf(blocks, sizeof blocks, "%.2f", x->blocks_mib);
+		printf("%-18s %-40s %9.3f %9.3f %10.2f %11s", x->id, x->what, x->ms_med, x->ms_min,
+		       x->rss_mib, blocks);
+		if (getenv("BENCH_SETUP_SAMPLES"))
+			for (int i = 0; i < x->n; i++)
+				printf("%s%.2f", i ? " " : " [", x->ms[i]);
+		if (getenv("BENCH_SETUP_SAMPLES"))
+			printf("]");
+		if (x->ref >= 0 && !setup_res[x->ref].skip && x->ms_med > 0)
+			printf("  %s / this: %.0fx time, %.0fx RSS", setup_res[x->ref].id,
+			       setup_res[x->ref].ms_med / x->ms_med,
+			       x->rss_mib > 0.01 ? setup_res[x->ref].rss_mib / x->rss_mib : 0.0);
+		putchar('\n');
+	}
+	printf("  disk files in %s (BENCH_SETUP_DIR)\n", setup_dir);
+}
+
 static void check_targets(void)
 {
 	struct variant *v, *w;
@@ -1010,6 +1199,15 @@ static void check_targets(void)
 	note = (have(v) && have(w)) ? NULL : "not run";
 	target("scaling: 2 writers on 2 cores vs 1", GE, 1.9, "x", !note,
 	       !note && w->med > 0 ? v->med / w->med : 0, note);
+	note = setup_enabled ? NULL : "not run";
+	target("set-up 16 x 8 MiB anonymous: create + destroy", LE, 2, "ms", !note,
+	       setup_res[SU_ANON].ms_med, note);
+	target("set-up 16 x 8 MiB file: create + destroy", LE, 2, "ms", !note, setup_res[SU_FILE].ms_med,
+	       note);
+	target("set-up 16 x 8 MiB anonymous: resident memory added", LE, 4, "MiB", !note,
+	       setup_res[SU_ANON].rss_mib, note);
+	target("set-up 16 x 8 MiB file: blocks allocated", LE, 4, "MiB", !note,
+	       setup_res[SU_FILE].blocks_mib, note);
 }
 
 /* ---- machine description -------------------------------------------------- */
@@ -1081,8 +1279,6 @@ static const char *compiler(void)
 
 /* ---- output --------------------------------------------------------------- */
 
-static int rounds = 7;
-static size_t events = 10000000;
 
 static void print_table(void)
 {
@@ -1261,6 +1457,28 @@ static void write_json(const char *path)
 		json_num(f, mem_cfgs[k]);
 		fprintf(f, " }");
 	}
+	fprintf(f, "],\n  \"setup_16x8MiB\": [");
+	for (int k = 0, first_s = 1; setup_enabled && k < SU_N; k++) {
+		struct setup_res *x = &setup_res[k];
+		if (x->skip)
+			continue;
+		fprintf(f, "%s{ \"id\": ", first_s ? "" : ", ");
+		first_s = 0;
+		json_str(f, x->id);
+		fprintf(f, ", \"what\": ");
+		json_str(f, x->what);
+		fprintf(f, ", \"ms_median\": ");
+		json_num(f, x->ms_med);
+		fprintf(f, ", \"ms_min\": ");
+		json_num(f, x->ms_min);
+		fprintf(f, ", \"rss_added_mib\": ");
+		json_num(f, x->rss_mib);
+		if (x->blocks_mib >= 0) {
+			fprintf(f, ", \"blocks_mib\": ");
+			json_num(f, x->blocks_mib);
+		}
+		fprintf(f, " }");
+	}
 	fprintf(f, "],\n  \"targets\": [\n");
 	for (int k = 0; k < ntargets; k++) {
 		struct target *t = &targets[k];
@@ -1326,6 +1544,9 @@ int main(void)
 	sig_writes = (unsigned)env_long("BENCH_SIG_WRITES", 32);
 	reader_wait_pct = (int)env_long("BENCH_READER_PCT", 25);
 	time_wall = getenv("BENCH_TIME") && !strcmp(getenv("BENCH_TIME"), "wall");
+	setup_enabled = selected(only, "setup");
+	if (getenv("BENCH_SETUP_DIR") && *getenv("BENCH_SETUP_DIR"))
+		snprintf(setup_dir, sizeof setup_dir, "%s", getenv("BENCH_SETUP_DIR"));
 	if (rounds > MAX_ROUNDS)
 		die("BENCH_ROUNDS: at most %d", MAX_ROUNDS);
 	if (!json)
@@ -1392,9 +1613,13 @@ int main(void)
 	for (int k = 0; k < 4; k++)
 		mem_cfgs[k] = mem_overhead(mem_cfg[k].ncpu, mem_cfg[k].per_cpu, mem_cfg[k].page);
 	mem_default = mem_cfgs[0];
+	if (setup_enabled)
+		run_setup();
 	check_targets();
 
 	print_table();
+	if (setup_enabled)
+		print_setup();
 	print_targets();
 	if (strcmp(json, "-"))
 		write_json(json);
