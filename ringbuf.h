@@ -1151,20 +1151,22 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  *       there (our CAS at C will fail): retry
  *   P3  CAS len 0 -> total
  * A writer nesting at any point from P1 to our CAS at C that reserves at
- * (page, off) sets RINGBUF__SLOT_GONE in len (ringbuf__slot_reserved), and a
- * set bit stays until our next P1. So P3 fails if that writer ran between P2
- * and P3 (before: P2 fails; after: the bit is set on len = total), and no
- * kill point leaves len = total over bytes someone else reserved. P3 was a
- * plain store: a handler between P2 and the store reserved here and
+ * (page, off) sets RINGBUF__SLOT_GONE in len (ringbuf__slot_reserved); the bit
+ * stays until our next P1 (or until that writer rolls its reservation back,
+ * ringbuf_discard: the place is free again). Such a writer before P2 makes P2
+ * fail (the write index moved); between P2 and P3 it makes P3 fail; after P3
+ * it leaves total | GONE, which recovery skips, and our CAS at C fails. So no
+ * kill point leaves a slot claiming bytes that another writer reserved. P3
+ * was a plain store: a handler between P2 and the store reserved here and
  * committed, the store then set len over its event, and a kill before the
  * retry's P1 had recovery pad a committed event with another event's length
  * (its tail read as garbage records; seen on i686, whose slower signal
  * handlers run back to back and leave the interrupted writer in that state
- * for long). C11: every access to the slot is by this thread or a signal
- * handler that interrupted it (relaxed, signal fences order them in program
- * order); P3 is one RMW, so a handler runs wholly before it (its store is
- * what P3 reads) or wholly after it (P3's value is what it reads). Returns
- * false: retry from A. */
+ * for long). C11: every access to a slot is by this thread or by a signal
+ * handler that interrupted it, so relaxed atomics and signal fences order
+ * them as the program does; P3 is one RMW, so a handler runs wholly before
+ * it (P3 reads what the handler stored) or wholly after it (the handler reads
+ * what P3 stored). Returns false: retry from A. */
 RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
 					 uint32_t depth, uint32_t t, struct ringbuf__bpage *tb,
 					 uint64_t wfull, uint32_t total, uint32_t event)
@@ -1900,9 +1902,10 @@ extern int clock_gettime(int, struct timespec *);
  * an interrupted writer's slot points sets RINGBUF__SLOT_GONE in it
  * (ringbuf__slot_reserved; a discard that rolls back takes the bit off
  * again). ringbuf_recover pads the slots still set (and not GONE), commits the
- * rest, finishes cut head pushes and page moves. A block killed in the window
- * the GONE bit closes, opened by a build from before it (same layout version),
- * fails validation (RINGBUF_ECORRUPT: a len above 2 pages).
+ * rest, finishes cut head pushes and page moves. A block killed while a slot
+ * held the GONE bit, opened by a build from before the bit (same layout
+ * version), fails that build's validation (RINGBUF_ECORRUPT: len above 2
+ * pages).
  */
 
 /* The constants, layouts and small helpers are in >>inline (header part). */
@@ -2798,9 +2801,10 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	    ringbuf__local_cas(&tb->write, wfull, wfull - s.len)) {
 		ringbuf__local_dec(&tb->entries);
 		RINGBUF__STORE(&c->slots[depth - 1].len, 0);
-		/* as if we never reserved: an interrupted writer we marked
-		 * (ringbuf__slot_reserved) may take this place again, and its
-		 * slot must say so again if its CAS succeeds before it re-asserts */
+		/* as if we never reserved: the place is free again, and an
+		 * interrupted writer we marked (ringbuf__slot_reserved) may
+		 * still reserve it; its slot must then name its bytes (a kill
+		 * between its CAS and its re-assert would leave them unpadded) */
 		for (d = 0; d + 1 < depth; d++)
 			if (c->slots[d].page == s.page && c->slots[d].off == s.off)
 				RINGBUF__STORE(&c->slots[d].len,
