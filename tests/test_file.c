@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -34,10 +35,25 @@ static void make_path(void)
 	snprintf(path, sizeof path, "/tmp/ringbuf-test-%d.rb", (int)getpid());
 }
 
+/* A writer killed inside ringbuf_create_file leaves its temporary file
+ * (path.rbtmpXXXXXXXX, not yet renamed over path): remove those too. */
+static void unlink_temps(void)
+{
+	char pat[sizeof path + 16];
+	glob_t g;
+	snprintf(pat, sizeof pat, "%s.rbtmp*", path);
+	if (glob(pat, 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			unlink(g.gl_pathv[i]);
+		globfree(&g);
+	}
+}
+
 static int teardown(void **state)
 {
 	(void)state;
 	unlink(path);
+	unlink_temps();
 	return 0;
 }
 
@@ -464,6 +480,7 @@ static void sigkill_at_random_moments_loses_no_committed_event(void **state)
 		assert_int_equal(waitpid(pid, &status, 0), pid);
 		assert_true(WIFSIGNALED(status));
 		tot.kills++;
+		unlink_temps();
 		verify_after_kill(&tot);
 	}
 	print_message("  %llu kills, %llu events recovered and verified (%llu committed as the kill came)\n",
