@@ -950,9 +950,12 @@ struct ringbuf__bpage {
 struct ringbuf__slot {
 	uint32_t page;  /* page index */
 	uint32_t off;   /* offset of the reservation in data[] (extend/stamp included) */
-	uint32_t len;   /* total bytes reserved */
+	/* total bytes reserved; 0: none in flight; RINGBUF__SLOT_GONE set: a
+	 * nested writer reserved where the slot points (ringbuf__slot_publish) */
+	_Atomic(uint32_t) len;
 	uint32_t event; /* offset of the data event's header */
 };
+#define RINGBUF__SLOT_GONE 0x80000000u
 
 struct ringbuf__cpu {
 	/* -- writer state: owner only (plus readers of statistics) -- */
@@ -1095,6 +1098,7 @@ enum ringbuf__tp {
 	RINGBUF__TP_MOVE_TAIL_NEXT, /* move_tail: T.next loaded, commit/reader page not yet */
 	RINGBUF__TP_DROP_DECIDED,   /* move_tail: drop decided, not yet counted */
 	RINGBUF__TP_H1_CLAIMED,     /* push head: HEADER -> UPDATE done, overrun not yet added */
+	RINGBUF__TP_SLOT_CHECKED,   /* slot described and checked against the page, len not set */
 	RINGBUF__TP_COUNT,
 	/* outside the range the sweeps over write steps cover (a hook that
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT) */
@@ -1138,6 +1142,22 @@ RINGBUF__INLINE bool ringbuf__local_cas(_Atomic(uint64_t) *p, uint64_t old, uint
 	uint64_t prev = old;
 	__asm__ __volatile__("cmpxchgq %2, %1"
 			     : "+a"(prev), "+m"(*(volatile uint64_t *)p)
+			     : "r"(nv)
+			     : "memory", "cc");
+	return prev == old;
+#else
+	return atomic_compare_exchange_strong_explicit(p, &old, nv, memory_order_relaxed,
+						       memory_order_relaxed);
+#endif
+}
+
+/* The same for a 32-bit word (the slot's len, ringbuf__slot_publish). */
+RINGBUF__INLINE bool ringbuf__local_cas32(_Atomic(uint32_t) *p, uint32_t old, uint32_t nv)
+{
+#ifdef RINGBUF__LOCAL_X86
+	uint32_t prev = old;
+	__asm__ __volatile__("cmpxchgl %2, %1"
+			     : "+a"(prev), "+m"(*(volatile uint32_t *)p)
 			     : "r"(nv)
 			     : "memory", "cc");
 	return prev == old;
@@ -1363,28 +1383,48 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
 #define RINGBUF__WAIT_MIN(w) ((uint32_t)((w) >> 32))
 #define RINGBUF__NO_TS UINT64_MAX
 
-/* Describe the reservation about to be tried in the slot of its depth. The
- * slot is written with len 0 (ignored by recovery), then checked against the
- * page: a writer that nested since our loads of A reserved there, our CAS will
- * fail, and a slot naming its bytes must not survive a kill (recovery would
- * pad a complete event); only then is len set. A writer nesting after that
- * point and reserving here clears it (ringbuf__slot_reserved). What remains is
- * a window of one store: a handler between the check and the store, then a
- * kill before the CAS. Returns false: retry from A. */
-RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
-					 struct ringbuf__bpage *tb, uint64_t wfull, uint32_t total,
-					 uint32_t event)
+/* [SLOT] Describe the reservation about to be tried in the slot of its depth,
+ * so that recovery after a kill pads exactly the bytes in flight and never a
+ * complete event (ringbuf_recover; CRASH SAFETY in >>design):
+ *   P1  len = 0 (ignored by recovery), then page, off, event
+ *   P2  check the page: a writer that nested since our loads of A reserved
+ *       there (our CAS at C will fail): retry
+ *   P3  CAS len 0 -> total
+ * A writer nesting at any point from P1 to our CAS at C that reserves at
+ * (page, off) sets RINGBUF__SLOT_GONE in len (ringbuf__slot_reserved); the bit
+ * stays until our next P1 (or until that writer rolls its reservation back,
+ * ringbuf_discard: the place is free again). Such a writer before P2 makes P2
+ * fail (the write index moved); between P2 and P3 it makes P3 fail; after P3
+ * it leaves total | GONE, which recovery skips, and our CAS at C fails. So no
+ * kill point leaves a slot claiming bytes that another writer reserved. P3
+ * was a plain store: a handler between P2 and the store reserved here and
+ * committed, the store then set len over its event, and a kill before the
+ * retry's P1 had recovery pad a committed event with another event's length
+ * (its tail read as garbage records; seen on i686, whose slower signal
+ * handlers run back to back and leave the interrupted writer in that state
+ * for long). C11: every access to a slot is by this thread or by a signal
+ * handler that interrupted it, so relaxed atomics and signal fences order
+ * them as the program does; P3 is one RMW, so a handler runs wholly before
+ * it (P3 reads what the handler stored) or wholly after it (the handler reads
+ * what P3 stored). Returns false: retry from A. */
+RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					 uint32_t depth, uint32_t t, struct ringbuf__bpage *tb,
+					 uint64_t wfull, uint32_t total, uint32_t event)
 {
 	struct ringbuf__slot *s = &c->slots[depth - 1];
-	s->len = 0;
+	(void)rb;
+	(void)cpu;
+	RINGBUF__STORE(&s->len, 0); /* P1 */
 	RINGBUF__BARRIER();
 	s->page = t;
 	s->off = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
 	s->event = event;
 	RINGBUF__BARRIER();
-	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull))
+	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull)) /* P2 */
 		return false;
-	s->len = total;
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_SLOT_CHECKED);
+	if (RINGBUF__UNLIKELY(!ringbuf__local_cas32(&s->len, 0, total))) /* P3 */
+		return false;
 	RINGBUF__BARRIER();
 	return true;
 }
@@ -1510,7 +1550,7 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 		 * loop reads the clock again after its own loads; reusing ts
 		 * would be wrong if a writer nested here */
 		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
-	if (RINGBUF__UNLIKELY(!ringbuf__slot_publish(c, 1, t, tb, wfull, evlen, w)))
+	if (RINGBUF__UNLIKELY(!ringbuf__slot_publish(rb, cpu, c, 1, t, tb, wfull, evlen, w)))
 		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
 	RINGBUF__STORE(&c->before_stamp, ts); /* B */
 	RINGBUF__BARRIER();
@@ -1518,8 +1558,9 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 	if (RINGBUF__UNLIKELY(!ringbuf__local_cas(&tb->write, wfull, wfull + evlen))) /* C */
 		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
 	ringbuf__local_inc(&tb->entries);
-	/* a nested writer that took this place and rolled back cleared it */
-	c->slots[0].len = evlen;
+	/* ours now, whatever a nested writer that took this place and rolled
+	 * back left in it */
+	RINGBUF__STORE(&c->slots[0].len, evlen);
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_C_RESERVED);
 	RINGBUF__STORE(&c->write_stamp, ts); /* D */
@@ -1553,7 +1594,7 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 		return ringbuf__reserve_slow(rb, cpu, len); /* nested */
 	/* No reservation at depth 1 yet: the slot may still describe the last
 	 * event; recovery after a kill must not take it for one in flight. */
-	c->slots[0].len = 0;
+	RINGBUF__STORE(&c->slots[0].len, 0);
 	RINGBUF__BARRIER();
 	/* [M1] a lower bound for the merged readers; release: the events of
 	 * the entries before this one (their commits) before it */
@@ -1645,7 +1686,7 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 		return;
 	}
 	/* the event is complete: recovery commits it rather than pad it */
-	c->slots[0].len = 0;
+	RINGBUF__STORE(&c->slots[0].len, 0);
 	RINGBUF__BARRIER();
 	RINGBUF__OWNER_INC(&c->entries_d[0]);
 	RINGBUF__BARRIER();
@@ -2166,11 +2207,16 @@ extern int clock_gettime(int, struct timespec *);
  *     the writers in flight at the call (>>control, QUIESCE).
  *
  * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
- * the slot of its depth before the CAS that makes it (ringbuf__slot_publish:
- * len 0, fields, re-check of the page, len), clears len when the event is
- * complete, and a writer that reserves where an interrupted writer's slot
- * points clears that slot (ringbuf__slot_reserved). ringbuf_recover pads the
- * slots still set, commits the rest, finishes cut head pushes and page moves.
+ * the slot of its depth before the CAS that makes it ([SLOT],
+ * ringbuf__slot_publish: len 0, fields, re-check of the page, CAS of len from
+ * 0), clears len when the event is complete, and a writer that reserves where
+ * an interrupted writer's slot points sets RINGBUF__SLOT_GONE in it
+ * (ringbuf__slot_reserved; a discard that rolls back takes the bit off
+ * again). ringbuf_recover pads the slots still set (and not GONE), commits the
+ * rest, finishes cut head pushes and page moves. A block killed while a slot
+ * held the GONE bit, opened by a build from before the bit (same layout
+ * version), fails that build's validation (RINGBUF_ECORRUPT: len above 2
+ * pages).
  */
 
 /* The constants, layouts and small helpers are in >>inline (header part). */
@@ -2612,17 +2658,21 @@ static void ringbuf__pad_tail(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
 /* After a successful reservation CAS at (t, w): an interrupted writer whose
  * slot claims the same place had written it before its own CAS, which will now
  * fail: its slot no longer describes bytes in flight, so crash recovery must
- * not pad them (they are ours). Our own slot is re-asserted in case a deeper
- * writer that reserved here and rolled back had cleared it. Depth 1 (the
- * common case) loops zero times. */
+ * not pad them (they are ours). Mark it RINGBUF__SLOT_GONE rather than clear
+ * it: the interrupted writer may be between its P2 and P3 ([SLOT]), and the
+ * bit makes its P3 fail where a 0 would let it store len over our event. A
+ * plain load and store: the writers of that slot are interrupted until we
+ * return. Our own slot is re-asserted in case a deeper writer that reserved
+ * here and rolled back left the bit on it. Depth 1 (the common case) loops
+ * zero times. */
 static inline void ringbuf__slot_reserved(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
 					  uint32_t w, uint32_t total)
 {
 	uint32_t d;
-	c->slots[depth - 1].len = total;
+	RINGBUF__STORE(&c->slots[depth - 1].len, total);
 	for (d = 0; d + 1 < depth; d++)
 		if (c->slots[d].page == t && c->slots[d].off == w)
-			c->slots[d].len = 0;
+			RINGBUF__STORE(&c->slots[d].len, RINGBUF__LOAD(&c->slots[d].len) | RINGBUF__SLOT_GONE);
 	RINGBUF__BARRIER();
 }
 
@@ -2683,7 +2733,7 @@ RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct
 		/* The slot describes the reservation before it exists, so that a
 		 * reader recovering the block of a killed writer knows which bytes
 		 * were in flight (ringbuf_recover). */
-		if (!ringbuf__slot_publish(c, depth, t, tb, wfull, total,
+		if (!ringbuf__slot_publish(rb, cpu, c, depth, t, tb, wfull, total,
 					   w + (stamp ? RINGBUF__STAMP_LEN : 0)))
 			continue;
 		/* B */
@@ -2961,7 +3011,7 @@ RINGBUF_API void *ringbuf__reserve_slow(struct ringbuf *rb, unsigned cpu, size_t
 	}
 	/* No reservation at this depth yet (the slot may hold the last one,
 	 * complete): recovery after a kill must not mistake it for one in flight */
-	c->slots[depth - 1].len = 0;
+	RINGBUF__STORE(&c->slots[depth - 1].len, 0);
 	RINGBUF__BARRIER();
 	if (depth == 1) { /* [M1] a lower bound for the merged readers (release) */
 		atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp),
@@ -3024,7 +3074,7 @@ RINGBUF_API void ringbuf__commit_slow(struct ringbuf *rb, unsigned cpu, void *da
 	if (RINGBUF__UNLIKELY(depth == 0))
 		return;
 	/* the event is complete: recovery commits it rather than pad it */
-	c->slots[depth - 1].len = 0;
+	RINGBUF__STORE(&c->slots[depth - 1].len, 0);
 	RINGBUF__BARRIER();
 	/* per-depth counter: a nested writer counts in its own slot */
 	RINGBUF__OWNER_INC(&c->entries_d[depth - 1]);
@@ -3037,16 +3087,21 @@ RINGBUF_API void ringbuf__commit_slow(struct ringbuf *rb, unsigned cpu, void *da
 RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 {
 	struct ringbuf__cpu *c = NULL;
-	struct ringbuf__slot s;
+	struct {
+		uint32_t page, off, len, event;
+	} s;
 	struct ringbuf__bpage *tb;
 	unsigned char *base;
-	uint32_t depth, w0, delta;
+	uint32_t depth, w0, delta, d;
 	uint64_t wfull;
 
 	depth = ringbuf__end_begin(rb, cpu, data, false, &c);
 	if (RINGBUF__UNLIKELY(depth == 0))
 		return;
-	s = c->slots[depth - 1];
+	s.page = c->slots[depth - 1].page;
+	s.off = c->slots[depth - 1].off;
+	s.len = RINGBUF__LOAD(&c->slots[depth - 1].len) & ~RINGBUF__SLOT_GONE;
+	s.event = c->slots[depth - 1].event;
 	tb = ringbuf__bp(rb, cpu, s.page);
 	base = ringbuf__dp(rb, cpu, s.page)->data;
 
@@ -3061,7 +3116,15 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	    (wfull & RINGBUF__WRITE_MASK) == (uint64_t)s.off + s.len &&
 	    ringbuf__local_cas(&tb->write, wfull, wfull - s.len)) {
 		ringbuf__local_dec(&tb->entries);
-		c->slots[depth - 1].len = 0;
+		RINGBUF__STORE(&c->slots[depth - 1].len, 0);
+		/* as if we never reserved: the place is free again, and an
+		 * interrupted writer we marked (ringbuf__slot_reserved) may
+		 * still reserve it; its slot must then name its bytes (a kill
+		 * between its CAS and its re-assert would leave them unpadded) */
+		for (d = 0; d + 1 < depth; d++)
+			if (c->slots[d].page == s.page && c->slots[d].off == s.off)
+				RINGBUF__STORE(&c->slots[d].len,
+					       RINGBUF__LOAD(&c->slots[d].len) & ~RINGBUF__SLOT_GONE);
 		RINGBUF__ADD(&c->discarded, 1);
 		ringbuf__end_commit(rb, cpu, c);
 		return;
@@ -3077,7 +3140,7 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	/* the page cannot have been recycled: the commit has not passed it */
 	ringbuf__local_dec(&tb->entries);
 	RINGBUF__BARRIER();
-	c->slots[depth - 1].len = 0;
+	RINGBUF__STORE(&c->slots[depth - 1].len, 0);
 	RINGBUF__ADD(&c->discarded, 1);
 	ringbuf__end_commit(rb, cpu, c);
 }
@@ -6390,8 +6453,9 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 			const struct ringbuf__slot *sl = &c->slots[i];
 			/* a slot with len 0 is being written (or done): its other
 			 * fields may be half updated and recovery ignores it */
-			if (i < RINGBUF__LOAD(&c->committing) && sl->len != 0 &&
-			    (sl->page > n || sl->off > rb->bsize || sl->len > 2 * rb->bsize ||
+			uint32_t len = RINGBUF__LOAD(&sl->len);
+			if (i < RINGBUF__LOAD(&c->committing) && len != 0 && !(len & RINGBUF__SLOT_GONE) &&
+			    (sl->page > n || sl->off > rb->bsize || len > 2 * rb->bsize ||
 			     sl->event < sl->off || sl->event > sl->off + 8))
 				return RINGBUF_ECORRUPT;
 		}
@@ -6777,13 +6841,26 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		 * bytes that may be half written become padding of their length;
 		 * a page end claimed but not padded is padded */
 		for (i = depth; i-- > 0;) {
-			const struct ringbuf__slot sl = c->slots[i];
-			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, sl.page);
-			uint64_t wf = RINGBUF__LOAD(&bp->write);
-			uint32_t w = (uint32_t)(wf & RINGBUF__WRITE_MASK);
-			unsigned char *base = ringbuf__dp(rb, cpu, sl.page)->data;
-			if (sl.len == 0 || w < (uint64_t)sl.off + sl.len || sl.off >= rb->bsize)
-				continue; /* complete, or never reserved (no CAS yet) */
+			struct {
+				uint32_t page, off, len;
+			} sl;
+			struct ringbuf__bpage *bp;
+			unsigned char *base;
+			uint64_t wf;
+			uint32_t w;
+			sl.len = RINGBUF__LOAD(&c->slots[i].len);
+			/* 0: complete, or being described; GONE: a nested writer
+			 * reserved where it points (its own CAS failed or will) */
+			if (sl.len == 0 || (sl.len & RINGBUF__SLOT_GONE))
+				continue;
+			sl.page = c->slots[i].page;
+			sl.off = c->slots[i].off;
+			bp = ringbuf__bp(rb, cpu, sl.page);
+			wf = RINGBUF__LOAD(&bp->write);
+			w = (uint32_t)(wf & RINGBUF__WRITE_MASK);
+			base = ringbuf__dp(rb, cpu, sl.page)->data;
+			if (w < (uint64_t)sl.off + sl.len || sl.off >= rb->bsize)
+				continue; /* never reserved (no CAS yet) */
 			if (sl.off + sl.len > rb->bsize) {
 				/* a crossing claim: pad and give the page its end back */
 				uint32_t room = rb->bsize - sl.off;
