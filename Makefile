@@ -2,8 +2,9 @@
 #
 # Everything is built under $(BUILD) (default build/). Tests and examples are
 # one .c file each, and each defines RINGBUF_IMPLEMENTATION itself. A test or
-# example that needs more libraries says so on a line of its own:
+# example that needs more libraries (or compile flags) says so on a line of its own:
 #     /* LDFLAGS: -ltraceevent */
+#     /* CFLAGS: -finstrument-functions */
 
 ## Variables (override on the command line, e.g. `make test CC=clang BUILD=build/clang`):
 ##   CC, CFLAGS      compiler and optimisation/debug flags (cc, -O2 -g)
@@ -53,10 +54,14 @@ COMPILE_TESTS_CXX := $(wildcard tests/compile/*.cpp)
 # Extra link flags a source file declares on `/* LDFLAGS: ... */` lines.
 extra_ldflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]]*\(.*[^[:space:]]\)[[:space:]]*\*/.*|\1|p' $(1))
 
+# Extra compile flags a source file declares on `/* CFLAGS: ... */` lines
+# (-finstrument-functions for the function tracer's test and demo).
+extra_cflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*CFLAGS:[[:space:]]*\(.*[^[:space:]]\)[[:space:]]*\*/.*|\1|p' $(1))
+
 VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
 
 .DELETE_ON_ERROR:
-.PHONY: test-cross verify all test tests compile-checks examples tools demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
+.PHONY: test-cross verify all test tests compile-checks examples tools demo demo-ftrace asan ubsan tsan sanitize lint bench bench-peers fuzz \
 	install uninstall clean help
 
 all: examples tools tests ## build the examples, the tools and the tests (without running them)
@@ -95,8 +100,8 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 		done; \
 	else echo "compile-checks: no C++ compiler ($(CXX)): C++ compile check skipped"; fi
 
-$(BUILD)/tests/%: tests/%.c ringbuf.h $(TEST_HDRS) | $(BUILD)/tests
-	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
+$(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h ringbuf_ftrace.h $(TEST_HDRS) | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
 
 # Sanitizer builds: the same tests, their own build directory, their own flags.
 # Each report makes the test fail (no recovery, halt on the first error).
@@ -131,13 +136,21 @@ sanitize: asan ubsan tsan ## all three sanitizer runs
 
 examples: $(EXAMPLE_BINS) ## build examples/*.c into build/examples/
 
-$(BUILD)/examples/%: examples/%.c ringbuf.h | $(BUILD)/examples
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
+$(BUILD)/examples/%: examples/%.c ringbuf.h ringbuf_trace.h ringbuf_ftrace.h | $(BUILD)/examples
+	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
 
 tools: $(TOOL_BINS) ## build tools/*.c (ringbuf-read) into build/tools/
 
 $(BUILD)/tools/%: tools/%.c ringbuf.h ringbuf_trace.h | $(BUILD)/tools
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
+
+demo-ftrace: ## the function tracer: build and run examples/ftrace_demo.c, write build/ftrace.dat, show trace-cmd report
+	@$(MAKE) --no-print-directory $(BUILD)/examples/ftrace_demo
+	$(BUILD)/examples/ftrace_demo $(BUILD)/ftrace.dat
+	@if command -v trace-cmd >/dev/null 2>&1; then \
+		echo "trace-cmd report $(BUILD)/ftrace.dat (head):"; \
+		trace-cmd report $(BUILD)/ftrace.dat 2>&1 | head -n 60; \
+	else echo "trace-cmd not installed: open $(BUILD)/ftrace.dat with trace-cmd report or KernelShark"; fi
 
 demo: ## build and run the demo (examples/demo.c, else examples/basic.c)
 ifneq ($(wildcard examples/demo.c),)
