@@ -171,7 +171,9 @@ RINGBUF_API int ringbuf_ftrace_save_tracedat(struct ringbuf *rb, const struct ri
 /** Free the symbol tables and every filter set. Call when no hook runs. */
 RINGBUF_API void ringbuf_ftrace_free(void);
 
-/** What the hooks call (fn = the function, site = its call site). */
+/** What the hooks call (fn = the function, site = its call site, frame = a
+ * key that orders the caller's frames: lower = deeper; NULL = unknown, no
+ * longjmp repair for this call; see >>design). */
 RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *site, const void *frame);
 RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
 
@@ -247,8 +249,8 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * ones are kept on a list until ringbuf_ftrace_free(), since a hook on another
  * thread may still be reading one (there is no grace period to wait for).
  *
- * TIME. calltime/rettime are ringbuf_ts_to_ns(ringbuf_time_stamp(rb)): ns of
- * the buffer's clock, what trace-cmd prints as the durations.
+ * TIME. calltime/rettime are ringbuf_time_stamp(rb): ns (of
+ * the buffer's clock; TSC converted), what trace-cmd prints as the durations.
  */
 
 #ifdef __cplusplus
@@ -281,7 +283,7 @@ extern "C" {
 #endif
 
 struct ringbuf_ftrace__frame {
-	uintptr_t func, frame;
+	uintptr_t func, frame, site;
 	uint64_t calltime;
 };
 struct ringbuf_ftrace__thread {
@@ -354,11 +356,12 @@ RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__emit_ret(struct ringbuf *rb,
 	ringbuf_commit(rb, cpu, p);
 }
 
-/* H3: pop the frames at or below `frame` (entry: fn == 0), or below it
- * down to the first frame of fn (exit). */
+/* H3: entry (fn == 0): pop the frames below `frame`, and those at `frame`
+ * from another call site (dead siblings; same site: an inlined parent).
+ * Exit: pop the frames below `frame` down to the first frame of fn. */
 RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__repair(struct ringbuf_ftrace__thread *t, struct ringbuf *rb,
 							     unsigned cpu, unsigned mode, uintptr_t frame,
-							     uintptr_t fn, uint64_t *now)
+							     uintptr_t site, uintptr_t fn, uint64_t *now)
 {
 	while (t->depth) {
 		uint32_t d = t->depth - 1;
@@ -366,13 +369,14 @@ RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__repair(struct ringbuf_ftrace
 		if (d >= RINGBUF_FTRACE_MAX_DEPTH)
 			return; /* untracked frames on top: nothing to compare */
 		f = &t->st[d];
-		if (fn ? f->frame >= frame || f->func == fn : f->frame > frame)
+		if (fn ? f->frame >= frame || f->func == fn
+		       : f->frame > frame || (f->frame == frame && f->site == site))
 			return;
 		t->depth = d;
 		ringbuf_ftrace__count(&ringbuf_ftrace__g.repaired);
 		if (rb && (mode & RINGBUF_FTRACE_GRAPH)) {
 			if (!*now)
-				*now = ringbuf_ts_to_ns(rb, ringbuf_time_stamp(rb));
+				*now = ringbuf_time_stamp(rb);
 			ringbuf_ftrace__emit_ret(rb, cpu, f, d, 0, *now);
 		}
 	}
@@ -399,8 +403,10 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *si
 		goto out;
 	cpu = atomic_load_explicit(&ringbuf_ftrace__g.cpu, memory_order_relaxed);
 	mode = atomic_load_explicit(&ringbuf_ftrace__g.mode, memory_order_relaxed);
-	/* H3 */
-	ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, 0, &now);
+	/* H3 (an unknown frame key: no repair, and the frame is never taken
+	 * for dead: key UINTPTR_MAX) */
+	if (frame)
+		ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, 0, &now);
 	/* H4: acquire pairs with the release store of set_filter/notrace */
 	s = atomic_load_explicit(&ringbuf_ftrace__g.filter, memory_order_acquire);
 	if (s && !ringbuf_ftrace__in(s, a))
@@ -445,8 +451,9 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *si
 		}
 		/* pushed even when the record was dropped: the exit stays paired */
 		t->st[d].func = a;
-		t->st[d].frame = (uintptr_t)frame;
-		t->st[d].calltime = ringbuf_ts_to_ns(rb, ringbuf_time_stamp(rb));
+		t->st[d].frame = frame ? (uintptr_t)frame : UINTPTR_MAX;
+		t->st[d].site = (uintptr_t)site;
+		t->st[d].calltime = ringbuf_time_stamp(rb);
 		t->depth = d + 1;
 	}
 out:	/* H6 */
@@ -461,7 +468,6 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *sit
 	unsigned cpu, mode;
 	uint64_t now = 0;
 	uint32_t d;
-	(void)site;
 	if (t->busy) { /* H1 */
 		ringbuf_ftrace__count(&ringbuf_ftrace__g.nested);
 		return;
@@ -474,7 +480,8 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *sit
 	/* stopped or disabled: keep the stack paired, record nothing */
 	if (!rb || t->off)
 		rb = NULL;
-	ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)fn, &now); /* H3 */
+	if (frame) /* H3 */
+		ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, (uintptr_t)fn, &now);
 	d = t->depth;
 	if (!d)
 		goto out;
@@ -488,24 +495,63 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *sit
 	t->depth = d - 1;
 	if (rb && (mode & RINGBUF_FTRACE_GRAPH))
 		ringbuf_ftrace__emit_ret(rb, cpu, &t->st[d - 1], d - 1, 0,
-					 ringbuf_ts_to_ns(rb, ringbuf_time_stamp(rb)));
+					 ringbuf_time_stamp(rb));
 out:	/* H6 */
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;
 }
 
+/* The frame key of the instrumented function that called a hook: the
+ * address of the stack slot holding its return address (site), found by
+ * scanning up from the hook's own return address slot (a tail-called exit
+ * hook's slot is that very slot). Siblings called from one frame get the
+ * same key, a callee a lower one, whatever their own prologues push; an
+ * inlined function gets its container's key. x86 only (the return address is
+ * on the stack at the call); NULL (unknown: no repair) elsewhere or when it
+ * is not found. The scan never reads above the thread's outermost traced
+ * frame (mapped stack) when there is one, and reads at most
+ * RINGBUF_FTRACE_SCAN_WORDS (64 words when no frame is known: the stack top
+ * holds at least the loader's or the thread's data above any function). */
+#ifndef RINGBUF_FTRACE_SCAN_WORDS
+#define RINGBUF_FTRACE_SCAN_WORDS 512
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+RINGBUF_FTRACE__NOINSTR __attribute__((no_sanitize_address)) static const void *
+ringbuf_ftrace__key(const void *hookframe, const void *site)
+{
+	const struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t;
+	const void *const *p = (const void *const *)hookframe + 1; /* the hook's return address */
+	uintptr_t n = 64, top;
+	unsigned i;
+	if (p[0] == site)
+		return p; /* tail-called hook */
+	p += sizeof(void *) == 4 ? 3 : 1; /* i386: over the hook's two argument words */
+	if (t->depth && t->depth <= RINGBUF_FTRACE_MAX_DEPTH &&
+	    (top = t->st[0].frame) != UINTPTR_MAX && top >= (uintptr_t)p) {
+		n = (top - (uintptr_t)p) / sizeof(void *) + 1;
+		if (n > RINGBUF_FTRACE_SCAN_WORDS)
+			n = RINGBUF_FTRACE_SCAN_WORDS;
+	}
+	for (i = 0; i < n; i++)
+		if (p[i] == site)
+			return &p[i];
+	return NULL;
+}
+#define RINGBUF_FTRACE__KEY(site) ringbuf_ftrace__key(__builtin_frame_address(0), (site))
+#else
+#define RINGBUF_FTRACE__KEY(site) NULL
+#endif
+
 #ifndef RINGBUF_FTRACE_NO_HOOKS
-/* Both hooks pass their own frame address; they have the same shape, so a
- * frame's entry and exit hooks give the same value. */
 RINGBUF_FTRACE__NOINSTR __attribute__((noinline)) void __cyg_profile_func_enter(void *fn, void *site);
 RINGBUF_FTRACE__NOINSTR __attribute__((noinline)) void __cyg_profile_func_exit(void *fn, void *site);
 RINGBUF_FTRACE__NOINSTR __attribute__((noinline)) void __cyg_profile_func_enter(void *fn, void *site)
 {
-	ringbuf_ftrace_enter(fn, site, __builtin_frame_address(0));
+	ringbuf_ftrace_enter(fn, site, RINGBUF_FTRACE__KEY(site));
 }
 RINGBUF_FTRACE__NOINSTR __attribute__((noinline)) void __cyg_profile_func_exit(void *fn, void *site)
 {
-	ringbuf_ftrace_exit(fn, site, __builtin_frame_address(0));
+	ringbuf_ftrace_exit(fn, site, RINGBUF_FTRACE__KEY(site));
 }
 #endif
 
