@@ -75,7 +75,7 @@
 #define ringbuf_ftrace_set_filter        RINGBUF__NS(ringbuf_ftrace_set_filter)
 #define ringbuf_ftrace_set_notrace       RINGBUF__NS(ringbuf_ftrace_set_notrace)
 #define ringbuf_ftrace_start             RINGBUF__NS(ringbuf_ftrace_start)
-#define ringbuf_ftrace_stats             RINGBUF__NS(ringbuf_ftrace_stats)
+#define ringbuf_ftrace_get_stats         RINGBUF__NS(ringbuf_ftrace_get_stats)
 #define ringbuf_ftrace_stop              RINGBUF__NS(ringbuf_ftrace_stop)
 #define ringbuf_ftrace_thread_depth      RINGBUF__NS(ringbuf_ftrace_thread_depth)
 #define ringbuf_ftrace_thread_enable     RINGBUF__NS(ringbuf_ftrace_thread_enable)
@@ -154,7 +154,7 @@ RINGBUF_API unsigned ringbuf_ftrace_thread_depth(void);
 struct ringbuf_ftrace_stats {
 	uint64_t dropped, overrun, repaired, nested_skipped;
 };
-RINGBUF_API void ringbuf_ftrace_stats(struct ringbuf_ftrace_stats *st);
+RINGBUF_API void ringbuf_ftrace_get_stats(struct ringbuf_ftrace_stats *st);
 
 /** (Re)read the symbol tables of every loaded object (after dlopen). */
 RINGBUF_API int ringbuf_ftrace_load_symbols(void);
@@ -272,6 +272,22 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
 #ifndef RINGBUF_FTRACE_MAX_DEPTH
 #define RINGBUF_FTRACE_MAX_DEPTH 256
 #endif
+/* glibc declares dl_iterate_phdr and struct dl_phdr_info only under
+ * _GNU_SOURCE, which a strict -std=c11 program may not define (before its
+ * first include): then its leading fields, stable ABI, are declared here. */
+#if defined(__GLIBC__) && !defined(__USE_GNU)
+struct ringbuf_ftrace__phdr_info {
+	ElfW(Addr) dlpi_addr;
+	const char *dlpi_name;
+	const ElfW(Phdr) *dlpi_phdr;
+	ElfW(Half) dlpi_phnum;
+};
+extern int dl_iterate_phdr(int (*cb)(struct ringbuf_ftrace__phdr_info *, size_t, void *), void *data);
+#define RINGBUF_FTRACE__PHDR_INFO struct ringbuf_ftrace__phdr_info
+#else
+#define RINGBUF_FTRACE__PHDR_INFO struct dl_phdr_info
+#endif
+
 #if RINGBUF_FTRACE_MAX_DEPTH < 1 || RINGBUF_FTRACE_MAX_DEPTH > 65536
 #error "RINGBUF_FTRACE_MAX_DEPTH must be between 1 and 65536"
 #endif
@@ -565,7 +581,7 @@ RINGBUF_API unsigned ringbuf_ftrace_thread_depth(void)
 	return ringbuf_ftrace__t.depth;
 }
 
-RINGBUF_API void ringbuf_ftrace_stats(struct ringbuf_ftrace_stats *st)
+RINGBUF_API void ringbuf_ftrace_get_stats(struct ringbuf_ftrace_stats *st)
 {
 	if (!st)
 		return;
@@ -639,7 +655,7 @@ static int ringbuf_ftrace__elf(const unsigned char *m, size_t size, uintptr_t bi
 	return 0;
 }
 
-static int ringbuf_ftrace__object(struct dl_phdr_info *info, size_t size, void *ctx)
+static int ringbuf_ftrace__object(RINGBUF_FTRACE__PHDR_INFO *info, size_t size, void *ctx)
 {
 	const char *path = info->dlpi_name;
 	struct stat stbuf;
@@ -650,7 +666,7 @@ static int ringbuf_ftrace__object(struct dl_phdr_info *info, size_t size, void *
 		path = "/proc/self/exe"; /* the main program */
 	if (path[0] != '/')
 		return 0; /* the vDSO ("linux-vdso.so.1"), or a name we cannot open */
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | RINGBUF__O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	if (fstat(fd, &stbuf) != 0 || stbuf.st_size <= 0) {

@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 	}
 	r = run();
 	ringbuf_ftrace_stop();
-	ringbuf_ftrace_stats(&st);
+	ringbuf_ftrace_get_stats(&st);
 	printf("run() = %d; dropped %llu, repaired %llu, nested hooks skipped %llu\n", r,
 	       (unsigned long long)st.dropped, (unsigned long long)st.repaired,
 	       (unsigned long long)st.nested_skipped);

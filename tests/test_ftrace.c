@@ -213,11 +213,11 @@ static void test_longjmp(void **state)
 {
 	struct ringbuf_ftrace_stats a, b;
 	(void)state;
-	ringbuf_ftrace_stats(&a);
+	ringbuf_ftrace_get_stats(&a);
 	start(RINGBUF_FTRACE_GRAPH);
 	t_lj_outer();
 	ringbuf_ftrace_stop();
-	ringbuf_ftrace_stats(&b);
+	ringbuf_ftrace_get_stats(&b);
 	drain();
 	expect("E t_lj_outer 0", "E t_lj_mid 1", "E t_lj_inner 2", "X t_lj_inner 2", "X t_lj_mid 1",
 	       "E t_leaf 1", "X t_leaf 1", "X t_lj_outer 0", NULL);
@@ -290,7 +290,7 @@ static void test_bad_input(void **state)
 	t_root(); /* not started: nothing */
 	drain();
 	assert_int_equal(nev, 0);
-	ringbuf_ftrace_stats(&st);
+	ringbuf_ftrace_get_stats(&st);
 	assert_int_equal(st.dropped, 0);
 }
 
@@ -394,6 +394,54 @@ static void test_trace_cmd_report(void **state)
 	rmdir(dir);
 }
 
+/* tests/ftrace/exceptions.cpp with each C++ compiler found (CC builds the
+ * implementation): the same graph whether the compiler calls the exit hooks
+ * while unwinding (g++) or not (clang++: repaired at t_leaf's entry) */
+static void test_cxx_exceptions(void **state)
+{
+	static const char *const cxx[][2] = {{"g++", "gcc"}, {"clang++", "clang"}};
+	static const char expected[] = "E _Z7t_outerv 0\nE _Z5t_midv 1\nE _Z9t_throwerv 2\n"
+				       "X _Z9t_throwerv 2\nX _Z5t_midv 1\nE _Z6t_leafv 1\n"
+				       "X _Z6t_leafv 1\nX _Z7t_outerv 0\nrepaired ";
+	char dir[] = "/tmp/ftracexxXXXXXX", cmd[1024];
+	unsigned i, ran = 0;
+	(void)state;
+	if (access("tests/ftrace/exceptions.cpp", R_OK) != 0) {
+		printf("tests/ftrace/exceptions.cpp not found (run from the source tree): skipped\n");
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	for (i = 0; i < 2; i++) {
+		FILE *p;
+		char *out;
+		snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1 && command -v %s >/dev/null 2>&1",
+			 cxx[i][0], cxx[i][1]);
+		if (system(cmd) != 0)
+			continue;
+		snprintf(cmd, sizeof cmd,
+			 "%s -std=c11 -O2 -I. -c -o %s/impl.o tests/ftrace/impl.c && "
+			 "%s -O2 -finstrument-functions -I. -o %s/exc tests/ftrace/exceptions.cpp %s/impl.o -pthread && "
+			 "%s/exc 2>&1",
+			 cxx[i][1], dir, cxx[i][0], dir, dir, dir);
+		p = popen(cmd, "r");
+		assert_non_null(p);
+		out = slurp(p);
+		assert_int_equal(pclose(p), 0);
+		if (strncmp(out, expected, sizeof expected - 1) != 0)
+			fail_msg("%s: got\n%s\nexpected\n%s", cxx[i][0], out, expected);
+		printf("%s: exception unwinding gives the expected graph (%s)", cxx[i][0],
+		       strstr(out, "repaired"));
+		free(out);
+		ran++;
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	if (!ran) {
+		printf("no C++ compiler: skipped\n");
+		skip();
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -402,7 +450,7 @@ int main(void)
 		cmocka_unit_test(test_longjmp),        cmocka_unit_test(test_thread_switch),
 		cmocka_unit_test(test_function_event), cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_symbols),        cmocka_unit_test(test_trace_cmd_report),
-		cmocka_unit_test(test_filters),
+		cmocka_unit_test(test_filters),        cmocka_unit_test(test_cxx_exceptions),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
