@@ -40,6 +40,7 @@
  * CONFIGURATION
  *   RINGBUF_FTRACE_MAX_DEPTH    [impl-only] frames kept per thread (default 256); deeper
  *                                           calls are counted as overrun, not recorded
+ *   RINGBUF_FTRACE_SCAN_WORDS   [impl-only] longest scan for a frame key, in words (default 512)
  *   RINGBUF_FTRACE_NO_HOOKS     [impl-only] do not define __cyg_profile_func_enter/exit;
  *                                           call ringbuf_ftrace_enter()/exit() yourself
  *   RINGBUF_FTRACE_ID_FUNCTION  [global]    event ids of the ftrace system's events
@@ -187,13 +188,25 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * inside a hook return at once (no recursion).
  *
  * SHADOW STACK. Each thread has (TLS, fixed size, no allocation) a stack of
- * {function, frame, calltime}: `frame` is the hook's own frame address
- * (__builtin_frame_address(0) in the hook, which both hooks compute the same
- * way), a stand-in for the traced function's stack pointer. Entry pushes and
- * writes funcgraph_entry {func, depth}; exit pops and writes funcgraph_exit
- * {func, depth, overrun, calltime, rettime}. depth = frames below it on the
- * shadow stack, so a filter that hides a function also takes it out of the
- * nesting (as the kernel's function_graph with set_ftrace_filter).
+ * {function, frame key, call site, calltime}. Entry pushes and writes
+ * funcgraph_entry {func, depth}; exit pops and writes funcgraph_exit {func,
+ * depth, overrun, calltime, rettime}. depth = frames below it on the shadow
+ * stack, so a filter that hides a function also takes it out of the nesting
+ * (as the kernel's function_graph with set_ftrace_filter). A frame whose
+ * record the buffer dropped is still pushed, so its exit stays paired.
+ *
+ * FRAME KEY (x86-64, i386). The address of the stack slot that holds the
+ * traced function's return address (the hook's `site` argument): the hook
+ * scans up from its own return-address slot for that value (a tail-called
+ * exit hook's own slot is that slot). Siblings called from one frame get the
+ * same key, a callee a lower key, whatever the functions' prologues push;
+ * an inlined function's hooks run in its container's frame and get the
+ * container's key and site. The scan reads at most RINGBUF_FTRACE_SCAN_WORDS
+ * words and never above the thread's outermost traced frame (so only mapped
+ * stack), or 64 words while no frame is known (the loader's or the thread's
+ * data lie above any function). Not found (a larger frame), or another
+ * architecture (the return address lives in a register): key unknown, the
+ * frame is never taken for dead and that hook repairs nothing.
  *
  * STEPS of a hook (one thread and its signal handlers; nothing is shared
  * with other threads except the tracer state, read with acquire loads that
@@ -207,7 +220,7 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  *      disabled: return.
  *   H3 repair: pop frames that can no longer be live (longjmp, below).
  *   H4 filter: binary search of fn in the filter/notrace sets (acquire load).
- *   H5 entry: push {fn, frame, now}, reserve + commit funcgraph_entry.
+ *   H5 entry: reserve + commit funcgraph_entry, push {fn, key, site, now}.
  *      exit: if the top frame is fn, pop it, reserve + commit funcgraph_exit;
  *      otherwise (its entry was not recorded: before start, filtered, too deep)
  *      nothing.
@@ -220,18 +233,25 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * skipped alike, so its depth stays balanced; they are counted.
  *
  * LONGJMP. longjmp (and siglongjmp out of a handler) skips the exit hooks of
- * the frames it discards. The stack grows down; a frame's hooks run below it
- * and its callees' hooks run lower still. So at any hook with frame F, a
- * shadow entry whose frame is below F (exit), or at or below F (entry: a
- * sibling at the same level must have returned), is dead: H3 pops it and
- * writes its funcgraph_exit with rettime = now (counted as `repaired`). The
- * exits are late (at the next hook of the thread), not lost, and the depth is
- * right again. Not repaired: frames left by a longjmp after which no hook of
- * the thread runs (they stay on the stack until one does).
+ * the frames it discards. The stack grows down, so at a hook with key K:
+ *   entry: a shadow frame with a key below K is dead, and so is one with key
+ *          K and another call site (a sibling of this call that never
+ *          returned; the same site is the inlined case: live);
+ *   exit:  frames with keys below K are dead, down to the first frame of fn.
+ * H3 pops them and writes their funcgraph_exit with rettime = now (counted as
+ * `repaired`): late (at the next hook of the thread above them), not lost,
+ * and the depth is right again. Not exact: a dead sibling called again from
+ * the same site (a loop around setjmp) is taken for live until its parent
+ * returns; a longjmp from a recursive function into an outer instance of
+ * itself closes the inner instance at the outer one's return, the outer one
+ * at the next hook; frames left by a longjmp after which no hook of the
+ * thread runs stay on the stack until one does.
  *
- * C++ EXCEPTIONS. gcc runs the exit hook of each frame an exception unwinds
- * (the hook sits in a cleanup); clang calls it only on a normal return. For
- * clang, the next hook's H3 repairs them like a longjmp.
+ * C++ EXCEPTIONS. g++ runs the exit hook of each frame an exception unwinds
+ * (checked by tests/test_ftrace.c); clang++ calls it on normal returns only,
+ * and the next hook's H3 repairs the unwound frames like a longjmp (same
+ * graph, with late return times). Names are the mangled symbols (trace-cmd
+ * prints them as they are).
  *
  * SIGALTSTACK. A handler on an alternate stack has frames that are not below
  * the interrupted ones; if the alternate stack lies above the thread's stack,
