@@ -13,6 +13,7 @@
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf_ftrace.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -225,6 +226,58 @@ static void test_longjmp(void **state)
 	/* the repaired exits share one return time */
 	assert_true(evs[3].rettime == evs[4].rettime);
 	assert_int_equal(ringbuf_ftrace_thread_depth(), 0);
+}
+
+/* threads: each its own shadow stack (and, RINGBUF_CPU_THREAD, a buffer
+ * claimed while it runs); every thread's sequence is whole, from depth 0 */
+static void *thread_main(void *arg)
+{
+	(void)arg;
+	t_rec(3);
+	ringbuf_thread_release((struct ringbuf *)arg);
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *r2;
+	pthread_t th[3];
+	unsigned i, cpu, total = 0, n[3] = {0, 0, 0};
+	int32_t pids[3] = {0, 0, 0};
+	static const int depth[8] = {0, 1, 2, 3, 3, 2, 1, 0};
+	(void)state;
+	cfg.ncpu = 3;
+	assert_int_equal(ringbuf_create(&cfg, &r2), 0);
+	assert_int_equal(ringbuf_ftrace_start(r2, RINGBUF_CPU_THREAD, RINGBUF_FTRACE_GRAPH), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, thread_main, r2), 0);
+	for (i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	ringbuf_ftrace_stop();
+	for (cpu = 0; cpu < 3; cpu++) {
+		struct ringbuf_record rec;
+		while (ringbuf_consume(r2, cpu, &rec) == 1) {
+			struct ringbuf_ftrace_graph_ret r;
+			unsigned k;
+			memset(&r, 0, sizeof r);
+			memcpy(&r, rec.data, rec.len < sizeof r ? rec.len : sizeof r);
+			for (k = 0; k < 3 && pids[k] && pids[k] != r.ent.pid; k++)
+				;
+			assert_true(k < 3);
+			pids[k] = r.ent.pid;
+			assert_true(n[k] < 8);
+			assert_int_equal(r.ent.type, n[k] < 4 ? RINGBUF_FTRACE_ID_GRAPH_ENT : RINGBUF_FTRACE_ID_GRAPH_RET);
+			assert_int_equal(r.depth, depth[n[k]]);
+			assert_string_equal(ringbuf_ftrace_lookup((void *)r.func), "t_rec");
+			n[k]++;
+			total++;
+		}
+	}
+	for (i = 0; i < 3; i++)
+		assert_int_equal(n[i], 8);
+	assert_int_equal(total, 24);
+	ringbuf_destroy(r2);
 }
 
 static void test_filters(void **state)
@@ -451,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_function_event), cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_symbols),        cmocka_unit_test(test_trace_cmd_report),
 		cmocka_unit_test(test_filters),        cmocka_unit_test(test_cxx_exceptions),
+		cmocka_unit_test(test_threads),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
