@@ -61,7 +61,7 @@ extra_cflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*CFLAGS:[[:space:]]*
 VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
 
 .DELETE_ON_ERROR:
-.PHONY: test-cross verify all test tests compile-checks examples tools demo demo-ftrace asan ubsan tsan sanitize lint bench bench-peers fuzz \
+.PHONY: test-cross verify all test tests compile-checks examples tools demo demo-ftrace asan ubsan tsan sanitize lint bench bench-ftrace bench-peers fuzz \
 	install uninstall clean help
 
 all: examples tools tests ## build the examples, the tools and the tests (without running them)
@@ -185,6 +185,9 @@ endif
 $(BUILD)/bench/%: bench/%.c ringbuf.h $(wildcard bench/*.h) | $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DBENCH_BUILD='"$(CC) $(ALL_CFLAGS) $(LDFLAGS)"' \
 		-o $@ $< $(call extra_ldflags,$<)
+
+bench-ftrace: ## the function tracer's cost per traced call, vs untraced and uftrace (bench/ftrace/; FTRACE_N, FTRACE_ROUNDS)
+	@CC="$(CC)" CFLAGS="$(CFLAGS)" bench/ftrace/run.sh $(BUILD)
 
 bench-peers: ## LTTng-UST side by side with ringbuf.h (bench/peers/; skipped if not installed)
 	@$(MAKE) --no-print-directory -f bench/peers/peers.mk BUILD=$(BUILD) CC="$(CC)" CFLAGS="$(CFLAGS)"
