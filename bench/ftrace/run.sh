@@ -19,22 +19,26 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-build}/bench-ftrace
 CC=${CC:-cc}
 CFLAGS=${CFLAGS:--O2 -g}
+# every fib call stays a call in every variant: no tail recursion with an
+# accumulator (gcc turns one of the two calls into a loop otherwise, but not
+# under -finstrument-functions)
+FIBFLAGS=-fno-optimize-sibling-calls
 n=${FTRACE_N:-27}
 rounds=${FTRACE_ROUNDS:-5}
 mkdir -p "$out"
 # shellcheck disable=SC2086 # CFLAGS is a list of flags
 {
-	$CC $CFLAGS -I"$root" -o "$out/fib_plain" "$root/bench/ftrace/fib.c"
+	$CC $CFLAGS $FIBFLAGS -I"$root" -o "$out/fib_plain" "$root/bench/ftrace/fib.c"
 	$CC $CFLAGS -std=c11 -pthread -I"$root" -c -o "$out/impl.o" "$root/bench/ftrace/impl.c"
-	$CC $CFLAGS -DRB -finstrument-functions -pthread -I"$root" -o "$out/fib_rb" \
+	$CC $CFLAGS $FIBFLAGS -DRB -finstrument-functions -pthread -I"$root" -o "$out/fib_rb" \
 		"$root/bench/ftrace/fib.c" "$out/impl.o"
-	$CC $CFLAGS -DRB -DTSC -finstrument-functions -pthread -I"$root" -o "$out/fib_rb_tsc" \
+	$CC $CFLAGS $FIBFLAGS -DRB -DTSC -finstrument-functions -pthread -I"$root" -o "$out/fib_rb_tsc" \
 		"$root/bench/ftrace/fib.c" "$out/impl.o"
 }
 have_uftrace=0
 if command -v uftrace >/dev/null 2>&1; then
 	# shellcheck disable=SC2086
-	$CC $CFLAGS -pg -o "$out/fib_pg" "$root/bench/ftrace/fib.c" && have_uftrace=1
+	$CC $CFLAGS $FIBFLAGS -pg -o "$out/fib_pg" "$root/bench/ftrace/fib.c" && have_uftrace=1
 fi
 
 ns_of() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'; }
