@@ -41,6 +41,7 @@
  *   RINGBUF_FTRACE_MAX_DEPTH    [impl-only] frames kept per thread (default 256); deeper
  *                                           calls are counted as overrun, not recorded
  *   RINGBUF_FTRACE_SCAN_WORDS   [impl-only] longest scan for a frame key, in words (default 512)
+ *   RINGBUF_FTRACE_NO_FRAME_KEYS [global]   no frame keys (see >>design), as on non-x86
  *   RINGBUF_FTRACE_NO_HOOKS     [impl-only] do not define __cyg_profile_func_enter/exit;
  *                                           call ringbuf_ftrace_enter()/exit() yourself
  *   RINGBUF_FTRACE_ID_FUNCTION  [global]    event ids of the ftrace system's events
@@ -87,6 +88,16 @@ extern "C" {
 #endif
 
 /* ==== >>fapi ============================================================ */
+
+/** 1 where the hooks key frames by their return-address slot (x86-64, i386),
+ * which repairs longjmp at the next hook above the abandoned frames; 0
+ * elsewhere or with RINGBUF_FTRACE_NO_FRAME_KEYS (repair at the exit of the
+ * frame they returned to; see >>design). */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(RINGBUF_FTRACE_NO_FRAME_KEYS)
+#define RINGBUF_FTRACE_FRAME_KEYS 1
+#else
+#define RINGBUF_FTRACE_FRAME_KEYS 0
+#endif
 
 #ifndef RINGBUF_FTRACE_ID_FUNCTION
 #define RINGBUF_FTRACE_ID_FUNCTION 32001
@@ -206,7 +217,10 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * stack), or 64 words while no frame is known (the loader's or the thread's
  * data lie above any function). Not found (a larger frame), or another
  * architecture (the return address lives in a register): key unknown, the
- * frame is never taken for dead and that hook repairs nothing.
+ * frame is never taken for dead by a later key; an exit hook with an unknown
+ * key whose (traced) function is on the shadow stack below the top pops the
+ * frames above its topmost instance (H3 without keys: longjmp and exceptions
+ * are then repaired at the exit of the frame they returned to).
  *
  * STEPS of a hook (one thread and its signal handlers; nothing is shared
  * with other threads except the tracer state, read with acquire loads that
@@ -418,6 +432,36 @@ RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__repair(struct ringbuf_ftrace
 	}
 }
 
+/* H3 without frame keys, at an exit whose function is not on top: if fn is
+ * traced and on the shadow stack, the frames above its topmost instance are
+ * dead (longjmp, an exception without exit hooks): pop them. */
+RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__repair_to(struct ringbuf_ftrace__thread *t, struct ringbuf *rb,
+								unsigned cpu, unsigned mode, uintptr_t fn,
+								uint64_t *now)
+{
+	const struct ringbuf_ftrace__set *s;
+	uint32_t i = t->depth;
+	s = atomic_load_explicit(&ringbuf_ftrace__g.filter, memory_order_acquire);
+	if (s && !ringbuf_ftrace__in(s, fn))
+		return; /* not traced: cannot be on the stack */
+	s = atomic_load_explicit(&ringbuf_ftrace__g.notrace, memory_order_acquire);
+	if (s && ringbuf_ftrace__in(s, fn))
+		return;
+	while (i && t->st[i - 1].func != fn)
+		i--;
+	if (!i)
+		return;
+	while (t->depth > i) {
+		uint32_t d = --t->depth;
+		ringbuf_ftrace__count(&ringbuf_ftrace__g.repaired);
+		if (rb && (mode & RINGBUF_FTRACE_GRAPH)) {
+			if (!*now)
+				*now = ringbuf_time_stamp(rb);
+			ringbuf_ftrace__emit_ret(rb, cpu, &t->st[d], d, 0, *now);
+		}
+	}
+}
+
 RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *site, const void *frame)
 {
 	struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t;
@@ -518,6 +562,8 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *sit
 		rb = NULL;
 	if (frame) /* H3 */
 		ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, (uintptr_t)fn, &now);
+	else if (t->depth && t->depth <= RINGBUF_FTRACE_MAX_DEPTH && t->st[t->depth - 1].func != (uintptr_t)fn)
+		ringbuf_ftrace__repair_to(t, rb, cpu, mode, (uintptr_t)fn, &now); /* H3 without keys */
 	d = t->depth;
 	if (!d)
 		goto out;
@@ -551,7 +597,7 @@ out:	/* H6 */
 #ifndef RINGBUF_FTRACE_SCAN_WORDS
 #define RINGBUF_FTRACE_SCAN_WORDS 512
 #endif
-#if defined(__x86_64__) || defined(__i386__)
+#if RINGBUF_FTRACE_FRAME_KEYS
 RINGBUF_FTRACE__NOINSTR __attribute__((no_sanitize_address)) static const void *
 ringbuf_ftrace__key(const void *hookframe, const void *site)
 {
@@ -575,7 +621,7 @@ ringbuf_ftrace__key(const void *hookframe, const void *site)
 }
 #define RINGBUF_FTRACE__KEY(site) ringbuf_ftrace__key(__builtin_frame_address(0), (site))
 #else
-#define RINGBUF_FTRACE__KEY(site) NULL
+#define RINGBUF_FTRACE__KEY(site) ((void)(site), (const void *)0)
 #endif
 
 #ifndef RINGBUF_FTRACE_NO_HOOKS
