@@ -283,8 +283,12 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * ones are kept on a list until ringbuf_ftrace_free(), since a hook on another
  * thread may still be reading one (there is no grace period to wait for).
  *
- * TIME. calltime/rettime are ringbuf_time_stamp(rb): ns (of
- * the buffer's clock; TSC converted), what trace-cmd prints as the durations.
+ * TIME. calltime and rettime are the time stamps of the entry and exit
+ * records themselves (ns; TSC converted), read back from the CPU buffer's
+ * write_stamp right after the reservation: one clock read per record. With
+ * RINGBUF_CPU_CURRENT, a dropped record, or a repaired frame, the clock is
+ * read (ringbuf_time_stamp). rettime >= calltime always. trace-cmd prints
+ * rettime - calltime as the duration.
  */
 
 #ifdef __cplusplus
@@ -386,6 +390,24 @@ RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__count(RINGBUF__ATOMIC(uint64
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
+/* The time stamp (ns) of the record this writer reserved last on cpu: the
+ * CPU buffer's write_stamp, which every reservation stores (step D of
+ * ringbuf.h's >>design) before it returns; read by the same thread, so the
+ * relaxed load sees it, or a later one when a nested writer (a signal
+ * handler's event) came in between: then that writer's, a little later.
+ * Saves a clock read per record. RINGBUF_CPU_CURRENT: the buffer is not
+ * known afterwards, so the clock is read. */
+RINGBUF_FTRACE__NOINSTR static uint64_t ringbuf_ftrace__rec_ts(struct ringbuf *rb, unsigned cpu)
+{
+	if (cpu >= ringbuf_ncpu(rb)) {
+		int c = cpu == RINGBUF_CPU_THREAD ? ringbuf_thread_cpu(rb) : -1;
+		if (c < 0)
+			return ringbuf_time_stamp(rb);
+		cpu = (unsigned)c;
+	}
+	return ringbuf_ts_to_ns(rb, RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->write_stamp));
+}
+
 RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__emit_ret(struct ringbuf *rb, unsigned cpu,
 							       const struct ringbuf_ftrace__frame *f,
 							       uint32_t depth, uint32_t overrun, uint64_t now)
@@ -397,11 +419,13 @@ RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__emit_ret(struct ringbuf *rb,
 		return;
 	}
 	memcpy(&r.ent, p, sizeof r.ent);
+	if (!now) /* the record's own time stamp */
+		now = ringbuf_ftrace__rec_ts(rb, cpu);
 	r.func = (unsigned long)f->func;
 	r.depth = (int)depth;
 	r.overrun = overrun;
 	r.calltime = f->calltime;
-	r.rettime = now;
+	r.rettime = now > f->calltime ? now : f->calltime;
 	memcpy(p, &r, sizeof r);
 	ringbuf_commit(rb, cpu, p);
 }
@@ -521,6 +545,7 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *si
 					   sizeof(struct ringbuf_ftrace_graph_ent));
 		if (p) {
 			struct ringbuf_ftrace_graph_ent r;
+			t->st[d].calltime = ringbuf_ftrace__rec_ts(rb, cpu); /* the record's time */
 			memcpy(&r.ent, p, sizeof r.ent);
 			r.func = (unsigned long)a;
 			r.depth = (int)d;
@@ -528,12 +553,12 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *si
 			ringbuf_commit(rb, cpu, p);
 		} else {
 			ringbuf_ftrace__count(&ringbuf_ftrace__g.dropped);
+			t->st[d].calltime = ringbuf_time_stamp(rb);
 		}
 		/* pushed even when the record was dropped: the exit stays paired */
 		t->st[d].func = a;
 		t->st[d].frame = frame ? (uintptr_t)frame : UINTPTR_MAX;
 		t->st[d].site = (uintptr_t)site;
-		t->st[d].calltime = ringbuf_time_stamp(rb);
 		t->depth = d + 1;
 	}
 out:	/* H6 */
@@ -576,8 +601,7 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *sit
 		goto out; /* H5: not ours (entry filtered or before start) */
 	t->depth = d - 1;
 	if (rb && (mode & RINGBUF_FTRACE_GRAPH))
-		ringbuf_ftrace__emit_ret(rb, cpu, &t->st[d - 1], d - 1, 0,
-					 ringbuf_time_stamp(rb));
+		ringbuf_ftrace__emit_ret(rb, cpu, &t->st[d - 1], d - 1, 0, 0);
 out:	/* H6 */
 	atomic_signal_fence(memory_order_seq_cst);
 	t->busy = 0;

@@ -405,6 +405,21 @@ static const char *line_with(const char *out, const char *what)
 	return p;
 }
 
+/* the duration after `event` on line l: trace-cmd marks long ones with
+ * +, !, #, *, @ or $ before the number */
+static double duration_us(const char *l, const char *event)
+{
+	const char *d = strstr(l, event);
+	double us;
+	assert_non_null(d);
+	d += strlen(event);
+	while (*d == ' ' || *d == '+' || *d == '!' || *d == '#' || *d == '*' || *d == '@' || *d == '$')
+		d++;
+	if (sscanf(d, "%lf us", &us) != 1)
+		fail_msg("no duration in: %.120s", l);
+	return us;
+}
+
 static void test_trace_cmd_report(void **state)
 {
 	char dir[] = "/tmp/ftraceXXXXXX", path[64], cmd[128];
@@ -436,18 +451,13 @@ static void test_trace_cmd_report(void **state)
 	line_with(out, "|    t_a() {");
 	l = line_with(out, "|      t_leaf();");
 	assert_non_null(strstr(l, "funcgraph_entry"));
-	assert_int_equal(sscanf(strstr(l, "funcgraph_entry:") + 16, "%lf us", &us), 1);
+	us = duration_us(l, "funcgraph_entry:");
 	assert_true(us >= 0);
 	l = line_with(out, "|    t_b() {");
 	l = line_with(l, "|    }");          /* t_b's closing brace */
 	assert_non_null(strstr(l, "funcgraph_exit"));
-	{
-		const char *d = strstr(l, "funcgraph_exit:") + 15;
-		while (*d == ' ' || *d == '+' || *d == '!' || *d == '#' || *d == '*' || *d == '@' || *d == '$')
-			d++;
-		assert_int_equal(sscanf(d, "%lf us", &us), 1);
-		assert_true(us >= 0);
-	}
+	us = duration_us(l, "funcgraph_exit:");
+	assert_true(us >= 0);
 	line_with(out, "|  }");
 	/* nothing unnamed */
 	assert_null(strstr(out, "0x"));
