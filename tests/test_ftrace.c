@@ -289,6 +289,48 @@ static void test_threads(void **state)
 	ringbuf_destroy(r2);
 }
 
+/* calltime and rettime are the entry and exit records' own time stamps
+ * (a counter clock: every reading distinct) */
+static uint64_t counter;
+static uint64_t counter_clock(void *ctx)
+{
+	(void)ctx;
+	return counter += 7;
+}
+
+static void test_times_are_record_stamps(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *r2;
+	struct ringbuf_record rec;
+	uint64_t entry_ts[8];
+	unsigned n = 0, depth = 0;
+	(void)state;
+	cfg.clock = counter_clock;
+	assert_int_equal(ringbuf_create(&cfg, &r2), 0);
+	assert_int_equal(ringbuf_ftrace_start(r2, 0, RINGBUF_FTRACE_GRAPH), 0);
+	t_root();
+	ringbuf_ftrace_stop();
+	while (ringbuf_consume(r2, 0, &rec) == 1) {
+		struct ringbuf_ftrace_graph_ret r;
+		memset(&r, 0, sizeof r);
+		memcpy(&r, rec.data, rec.len < sizeof r ? rec.len : sizeof r);
+		if (r.ent.type == RINGBUF_FTRACE_ID_GRAPH_ENT) {
+			assert_true(depth < 8);
+			entry_ts[depth++] = rec.ts;
+		} else {
+			assert_true(depth > 0);
+			depth--;
+			assert_int_equal(r.calltime, entry_ts[depth]);
+			assert_int_equal(r.rettime, rec.ts);
+			assert_true(r.rettime > r.calltime);
+		}
+		n++;
+	}
+	assert_int_equal(n, 12);
+	ringbuf_destroy(r2);
+}
+
 static void test_filters(void **state)
 {
 	(void)state;
@@ -523,7 +565,7 @@ int main(void)
 		cmocka_unit_test(test_function_event), cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_symbols),        cmocka_unit_test(test_trace_cmd_report),
 		cmocka_unit_test(test_filters),        cmocka_unit_test(test_cxx_exceptions),
-		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_threads),        cmocka_unit_test(test_times_are_record_stamps),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
