@@ -390,6 +390,14 @@ RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__count(RINGBUF__ATOMIC(uint64
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
+/* Store one field of a record in place (payloads are 4-byte aligned: memcpy;
+ * one store each, never a read of what the reserve just wrote). */
+#define RINGBUF_FTRACE__PUT(p, type, field, ftype, v)                                    \
+	do {                                                                             \
+		ftype ringbuf__v = (ftype)(v);                                           \
+		memcpy((char *)(p) + offsetof(type, field), &ringbuf__v, sizeof ringbuf__v); \
+	} while (0)
+
 /* The time stamp (ns) of the record this writer reserved last on cpu: the
  * CPU buffer's write_stamp, which every reservation stores (step D of
  * ringbuf.h's >>design) before it returns; read by the same thread, so the
@@ -412,21 +420,20 @@ RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__emit_ret(struct ringbuf *rb,
 							       const struct ringbuf_ftrace__frame *f,
 							       uint32_t depth, uint32_t overrun, uint64_t now)
 {
-	struct ringbuf_ftrace_graph_ret r;
-	void *p = ringbuf_trace__reserve(rb, cpu, RINGBUF_FTRACE_ID_GRAPH_RET, sizeof r);
+	void *p = ringbuf_trace__reserve(rb, cpu, RINGBUF_FTRACE_ID_GRAPH_RET, sizeof(struct ringbuf_ftrace_graph_ret));
 	if (!p) {
 		ringbuf_ftrace__count(&ringbuf_ftrace__g.dropped);
 		return;
 	}
-	memcpy(&r.ent, p, sizeof r.ent);
 	if (!now) /* the record's own time stamp */
 		now = ringbuf_ftrace__rec_ts(rb, cpu);
-	r.func = (unsigned long)f->func;
-	r.depth = (int)depth;
-	r.overrun = overrun;
-	r.calltime = f->calltime;
-	r.rettime = now > f->calltime ? now : f->calltime;
-	memcpy(p, &r, sizeof r);
+	if (now < f->calltime)
+		now = f->calltime;
+	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ret, func, unsigned long, f->func);
+	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ret, depth, int, depth);
+	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ret, overrun, unsigned int, overrun);
+	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ret, calltime, unsigned long long, f->calltime);
+	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ret, rettime, unsigned long long, now);
 	ringbuf_commit(rb, cpu, p);
 }
 
@@ -523,11 +530,9 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *si
 		void *p = ringbuf_trace__reserve(rb, cpu, RINGBUF_FTRACE_ID_FUNCTION,
 						 sizeof(struct ringbuf_ftrace_function));
 		if (p) {
-			struct ringbuf_ftrace_function r;
-			memcpy(&r.ent, p, sizeof r.ent);
-			r.ip = (unsigned long)a;
-			r.parent_ip = (unsigned long)(uintptr_t)site;
-			memcpy(p, &r, sizeof r);
+			RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_function, ip, unsigned long, a);
+			RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_function, parent_ip, unsigned long,
+					    (uintptr_t)site);
 			ringbuf_commit(rb, cpu, p);
 		} else {
 			ringbuf_ftrace__count(&ringbuf_ftrace__g.dropped);
@@ -544,12 +549,9 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *si
 		p = ringbuf_trace__reserve(rb, cpu, RINGBUF_FTRACE_ID_GRAPH_ENT,
 					   sizeof(struct ringbuf_ftrace_graph_ent));
 		if (p) {
-			struct ringbuf_ftrace_graph_ent r;
 			t->st[d].calltime = ringbuf_ftrace__rec_ts(rb, cpu); /* the record's time */
-			memcpy(&r.ent, p, sizeof r.ent);
-			r.func = (unsigned long)a;
-			r.depth = (int)d;
-			memcpy(p, &r, sizeof r);
+			RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ent, func, unsigned long, a);
+			RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ent, depth, int, d);
 			ringbuf_commit(rb, cpu, p);
 		} else {
 			ringbuf_ftrace__count(&ringbuf_ftrace__g.dropped);

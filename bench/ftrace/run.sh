@@ -10,7 +10,8 @@
 # and with the TSC clock (each traced call reads the clock four times: two
 # record time stamps, calltime and rettime); -pg for `uftrace record`
 # (its default options, recording to a temporary directory). Each round runs
-# every variant once, in turn; the program times its own fib(n) call, so
+# every variant once, in turn; the program times its own fib(n) call (thread
+# CPU time: other processes on a shared machine do not count), so
 # start-up and the recorder's file writing are outside the timed part.
 # Reported: the median ns per call over the rounds, the overhead per call
 # (traced - untraced) and the ratio of overheads, all from the same run.
