@@ -504,6 +504,22 @@ static void test_trace_cmd_report(void **state)
 	/* nothing unnamed */
 	assert_null(strstr(out, "0x"));
 	free(out);
+	/* file version 7 (sections): the same graph */
+	{
+		struct ringbuf_trace_tracedat_opts o = RINGBUF_TRACE_TRACEDAT_INIT;
+		o.version = 7;
+		start(RINGBUF_FTRACE_GRAPH);
+		t_b();
+		ringbuf_ftrace_stop();
+		assert_int_equal(ringbuf_ftrace_save_tracedat(rb, NULL, path, &o), 0);
+		p = popen(cmd, "r");
+		assert_non_null(p);
+		out = slurp(p);
+		pclose(p);
+		line_with(out, "|  t_b() {");
+		line_with(out, "|    t_leaf();");
+		free(out);
+	}
 	unlink(path);
 	rmdir(dir);
 }
