@@ -8,7 +8,10 @@
 
 ## Variables (override on the command line, e.g. `make test CC=clang BUILD=build/clang`):
 ##   CC, CFLAGS      compiler and optimisation/debug flags (cc, -O2 -g)
-##   CXX             C++ compiler for the C++ compile check (make's default; skipped if absent)
+##   CXX, CXXFLAGS   C++ compiler and flags for tests/test_*.cpp (make's default, -O2 -g;
+##                   the C++ tests and checks are skipped, and say so, without it)
+##   CXXSTD          C++ standard of the C++ tests (c++11: the oldest supported)
+##   CXX_CHECK       C++ compilers of the C++ compile checks (CXX, g++ and clang++: those present)
 ##   LDFLAGS         extra link flags
 ##   BUILD           output directory (build)
 ##   SAN_CC          compiler for asan/ubsan/tsan (same as CC)
@@ -21,6 +24,8 @@
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
+CXXFLAGS ?= -O2 -g
+CXXSTD  ?= c++11
 BUILD   ?= build
 SAN_CC  ?= $(CC)
 PREFIX  ?= /usr/local
@@ -36,9 +41,17 @@ FUZZ_SECONDS ?= 60
 WARN      := -std=c11 -Wall -Wextra -pedantic
 SAN_FLAGS ?=
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(SAN_FLAGS) -pthread -I.
+ALL_CXXFLAGS = -std=$(CXXSTD) -Wall -Wextra -pedantic $(CXXFLAGS) $(SAN_FLAGS) -pthread -I.
+HAVE_CXX := $(shell command -v $(firstword $(CXX)) >/dev/null 2>&1 && echo 1)
+CXX_CHECK ?= $(sort $(CXX) g++ clang++)
+CXX_CHECK_STDS := c++11 c++14 c++17 c++20
 
 TEST_SRCS    := $(wildcard tests/test_*.c)
 TEST_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+# C++ tests: tests/test_*.cpp, each linked with the C file its
+# `// C_SOURCES: tests/x.c` line names (compiled with CC)
+TEST_CXX_SRCS := $(wildcard tests/test_*.cpp)
+TEST_CXX_BINS := $(if $(HAVE_CXX),$(patsubst tests/%.cpp,$(BUILD)/tests/%,$(TEST_CXX_SRCS)))
 TEST_HDRS    := $(wildcard tests/*.h)
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRCS))
@@ -53,6 +66,8 @@ COMPILE_TESTS_CXX := $(wildcard tests/compile/*.cpp)
 
 # Extra link flags a source file declares on `/* LDFLAGS: ... */` lines.
 extra_ldflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]]*\(.*[^[:space:]]\)[[:space:]]*\*/.*|\1|p' $(1))
+# The C file a C++ test links with (`// C_SOURCES: tests/x.c`).
+c_sources = $(shell sed -n 's|^[[:space:]]*//[[:space:]]*C_SOURCES:[[:space:]]*\(.*[^[:space:]]\)[[:space:]]*$$|\1|p' $(1))
 
 # Extra compile flags a source file declares on `/* CFLAGS: ... */` lines
 # (-finstrument-functions for the function tracer's test and demo).
@@ -80,32 +95,45 @@ test: ## check dependencies (installs cmocka when root), build and run all tests
 	@$(MAKE) --no-print-directory compile-checks
 	@if [ -z "$(SAN_FLAGS)" ]; then $(MAKE) --no-print-directory test-packaging; \
 	else echo "test-packaging: not repeated in sanitizer runs"; fi
-	@TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_WRAPPER="$(TEST_WRAPPER)" tools/run-tests.sh $(TEST_BINS)
+	@$(if $(HAVE_CXX),:,echo "test: no C++ compiler ($(CXX)): tests/test_*.cpp skipped")
+	@TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_WRAPPER="$(TEST_WRAPPER)" tools/run-tests.sh $(TEST_BINS) $(TEST_CXX_BINS)
 
-tests: $(TEST_BINS) # build only (used by test)
+tests: $(TEST_BINS) $(TEST_CXX_BINS) # build only (used by test)
 	@:
 
 # Compile checks of the header part as users see it: tests/compile/*.c with
-# -Werror (RINGBUF_NO_INLINE, declarations only...), and tests/compile/*.cpp as
-# C++11 (C++ translation units see the opaque struct and plain declarations).
+# -Werror (RINGBUF_NO_INLINE, declarations only...), and tests/compile/*.cpp
+# (the API with the inline path; the implementation and the event macros) with
+# each of CXX_CHECK that is installed, as C++11, 14, 17 and 20 with -Werror
+# (11 and 20 compiled with -O2, for the optimiser's warnings; 14, 17 parsed).
+CXX_COMPILE_CHECKS = set -e; n=0; for cxx in $(CXX_CHECK); do \
+		if ! command -v $$cxx >/dev/null 2>&1; then echo "compile-checks: $$cxx not found: skipped"; continue; fi; \
+		for std in $(CXX_CHECK_STDS); do for f in $(COMPILE_TESTS_CXX); do \
+			case $$std in c++11|c++20) o="-O2 -c -o /dev/null";; *) o=-fsyntax-only;; esac; \
+			echo "$$cxx -std=$$std $$o -Wall -Wextra -pedantic -Werror -I. $$f"; \
+			$$cxx -std=$$std $$o -Wall -Wextra -pedantic -Werror -pthread -I. $$f; \
+			n=$$((n + 1)); done; done; done; \
+	if [ $$n = 0 ]; then echo "compile-checks: no C++ compiler ($(CXX_CHECK)): C++ compile checks skipped"; fi
+
 compile-checks: # used by test; the C++ part is skipped when there is no C++ compiler
 	@set -e; for f in $(COMPILE_TESTS); do \
 		echo "$(CC) $(WARN) -Werror -I. -c $$f"; \
 		$(CC) $(WARN) -Werror -pthread -I. -c -o /dev/null $$f; \
 	done
-	@if command -v $(firstword $(CXX)) >/dev/null 2>&1; then set -e; \
-		for f in $(COMPILE_TESTS_CXX); do \
-			echo "$(CXX) -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I. $$f"; \
-			$(CXX) -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only -I. $$f; \
-		done; \
-	else echo "compile-checks: no C++ compiler ($(CXX)): C++ compile check skipped"; fi
+	@$(CXX_COMPILE_CHECKS)
 
 $(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h ringbuf_ftrace.h $(TEST_HDRS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
 
+$(BUILD)/tests/%: tests/%.cpp ringbuf.h ringbuf_trace.h $(TEST_HDRS) $(wildcard tests/cxx_*.c) | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@-c.o $(call c_sources,$<)
+	$(CXX) $(ALL_CXXFLAGS) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< $@-c.o -lcmocka $(call extra_ldflags,$<)
+
 # Sanitizer builds: the same tests, their own build directory, their own flags.
 # Each report makes the test fail (no recovery, halt on the first error).
-SAN_MAKE = $(MAKE) --no-print-directory test CC=$(SAN_CC) TEST_TIMEOUT=$(TEST_TIMEOUT)
+# The C++ tests link a C object: the C++ compiler must match SAN_CC's runtime.
+SAN_CXX ?= $(if $(findstring clang,$(SAN_CC)),$(subst clang,clang++,$(SAN_CC)),$(CXX))
+SAN_MAKE = $(MAKE) --no-print-directory test CC=$(SAN_CC) CXX=$(SAN_CXX) TEST_TIMEOUT=$(TEST_TIMEOUT)
 
 asan: ## build and run the tests with AddressSanitizer (+ leak checks) in build/asan/
 	@ASAN_OPTIONS=detect_leaks=1 $(SAN_MAKE) BUILD=$(BUILD)/asan \
@@ -163,13 +191,15 @@ endif
 
 # ---- lint -------------------------------------------------------------------
 
-lint: ## cppcheck the implementation; compile tests/compile/*.c with -Werror
+lint: ## cppcheck the implementation; compile tests/compile/*.c and *.cpp with -Werror
 	cppcheck --error-exitcode=1 --enable=warning,portability --std=c11 --language=c -q \
+		-D__ORDER_LITTLE_ENDIAN__=1234 -D__ORDER_BIG_ENDIAN__=4321 -D__BYTE_ORDER__=1234 \
 		-DRINGBUF_IMPLEMENTATION ringbuf.h
 	@set -e; for f in $(COMPILE_TESTS); do \
 		echo "$(CC) $(WARN) -Werror -I. -c $$f"; \
 		$(CC) $(WARN) -Werror -pthread -I. -c -o /dev/null $$f; \
 	done
+	@$(CXX_COMPILE_CHECKS)
 
 # ---- benchmarks and fuzzing (placeholders until bench/ and fuzz/ exist) -----
 
@@ -182,9 +212,18 @@ else
 endif
 
 # The build command is compiled in, so the report names the flags it ran with.
-$(BUILD)/bench/%: bench/%.c ringbuf.h $(wildcard bench/*.h) | $(BUILD)/bench
+# bench/bench_cxx.cpp (the write loop compiled as C++) is linked into bench.c
+# when there is a C++ compiler (no C++ runtime needed: no exceptions, no RTTI).
+BENCH_CXX_OBJ := $(if $(HAVE_CXX),$(if $(wildcard bench/bench_cxx.cpp),$(BUILD)/bench/bench_cxx.o))
+BENCH_CXX_FLAGS = $(ALL_CXXFLAGS) -fno-exceptions -fno-rtti
+
+$(BUILD)/bench/bench_cxx.o: bench/bench_cxx.cpp ringbuf.h bench/bench_common.h | $(BUILD)/bench
+	$(CXX) $(BENCH_CXX_FLAGS) -c -o $@ $<
+
+$(BUILD)/bench/%: bench/%.c ringbuf.h ringbuf_trace.h $(wildcard bench/*.h) $(BENCH_CXX_OBJ) | $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DBENCH_BUILD='"$(CC) $(ALL_CFLAGS) $(LDFLAGS)"' \
-		-o $@ $< $(call extra_ldflags,$<)
+		$(if $(BENCH_CXX_OBJ),-DBENCH_HAVE_CXX=1 -DBENCH_CXX_BUILD='"$(CXX) $(BENCH_CXX_FLAGS)"') \
+		-o $@ $< $(BENCH_CXX_OBJ) $(call extra_ldflags,$<)
 
 bench-ftrace: ## the function tracer's cost per traced call, vs untraced and uftrace (bench/ftrace/; FTRACE_N, FTRACE_ROUNDS)
 	@CC="$(CC)" CFLAGS="$(CFLAGS)" bench/ftrace/run.sh $(BUILD)

@@ -12,11 +12,12 @@
  * no kernel code.
  *
  * USAGE
- *   In exactly one C file:      #define RINGBUF_IMPLEMENTATION
- *                               #include "ringbuf.h"
- *   Everywhere else:            #include "ringbuf.h"
+ *   In exactly one C or C++ file:  #define RINGBUF_IMPLEMENTATION
+ *                                  #include "ringbuf.h"
+ *   Everywhere else:               #include "ringbuf.h"
  *
  * TABLE OF CONTENTS (grep for the anchors)
+ *   >>cxx        C++: the C11-atomics shim (C++11 and later, GCC and Clang)
  *   >>config     compile-time options
  *   >>api        public types and functions
  *   >>internal   page walk and warning hooks for tests and tools
@@ -56,7 +57,7 @@
  *   RINGBUF_PORTABLE   [global]    use only C11 atomics (default on x86-64: single-instruction
  *                                  non-LOCK read-modify-writes for owner-only counters)
  *   RINGBUF_NO_INLINE  [per file]  ringbuf_reserve / ringbuf_commit as plain calls instead of
- *                                  the inline fast path (C++ files always get plain calls)
+ *                                  the inline fast path (C and C++ files alike)
  *   RINGBUF_TLS_MODEL  [global]    TLS model of the per-thread writer state, a string:
  *                                  "initial-exec" (default; in a shared object built
  *                                  against a libc other than glibc: "global-dynamic").
@@ -65,6 +66,10 @@
  *                                  access in a thread may then allocate (glibc's
  *                                  __tls_get_addr), so call ringbuf_thread_init() in each
  *                                  thread before its signal handlers write
+ *   RINGBUF_THREAD_RESCAN
+ *                      [impl-only] RINGBUF_CPU_THREAD, a thread without a buffer: the
+ *                                  most events between two liveness scans of the
+ *                                  owners (kill(tid, 0) each; default 65536, >= 16)
  *
  * CONCURRENCY CONTRACT (see README for the full table)
  *   Writers of one per-CPU buffer must nest like a stack: one thread at a time,
@@ -81,6 +86,107 @@
  *   (ringbuf_reserve) returns NULL on failure and counts the failure in the
  *   per-CPU statistics under the kernel's names.
  */
+/* ---- C++ (>>cxx) ---------------------------------------------------------
+ * The layouts and the implementation are C11 with _Atomic fields. A C++
+ * translation unit compiles the same code through this shim: _Atomic(T) is
+ * plain T aligned to its size (what GCC and Clang give _Atomic(T) in C, so
+ * the block layout is byte-identical; see the static assertions after the
+ * layouts) and the C11 operations are the GCC/Clang __atomic builtins with
+ * the same memory orders (C11's memory_order values are the __ATOMIC_*
+ * constants). Every atomic field is only ever accessed through these
+ * operations (a plain access would be an implicit seq_cst access in C and a
+ * plain one in C++: clang -Watomic-implicit-seq-cst finds none in C).
+ * The names are macros only while ringbuf.h (and ringbuf_trace.h) are read:
+ * push_macro here, pop_macro at the end of the header, so that a user's
+ * std::atomic_load_explicit or <stdatomic.h> after it are untouched. */
+#if defined(__cplusplus) && !defined(RINGBUF__CXX_SHIM)
+#if !defined(__GNUC__) && !defined(__clang__)
+#error "ringbuf.h from C++ needs GCC or Clang (__atomic builtins)"
+#endif
+#define RINGBUF__CXX_SHIM 1
+#pragma push_macro("_Atomic")
+#pragma push_macro("_Alignas")
+#pragma push_macro("_Static_assert")
+#pragma push_macro("_Thread_local")
+#pragma push_macro("atomic_load_explicit")
+#pragma push_macro("atomic_store_explicit")
+#pragma push_macro("atomic_load")
+#pragma push_macro("atomic_store")
+#pragma push_macro("atomic_init")
+#pragma push_macro("atomic_compare_exchange_strong_explicit")
+#pragma push_macro("atomic_compare_exchange_weak_explicit")
+#pragma push_macro("atomic_compare_exchange_strong")
+#pragma push_macro("atomic_exchange_explicit")
+#pragma push_macro("atomic_fetch_add_explicit")
+#pragma push_macro("atomic_fetch_sub_explicit")
+#pragma push_macro("atomic_fetch_or_explicit")
+#pragma push_macro("atomic_fetch_and_explicit")
+#pragma push_macro("atomic_fetch_add")
+#pragma push_macro("atomic_fetch_and")
+#pragma push_macro("atomic_thread_fence")
+#pragma push_macro("atomic_signal_fence")
+#pragma push_macro("memory_order_relaxed")
+#pragma push_macro("memory_order_acquire")
+#pragma push_macro("memory_order_release")
+#pragma push_macro("memory_order_acq_rel")
+#pragma push_macro("memory_order_seq_cst")
+#undef _Atomic
+#undef _Alignas
+#undef _Static_assert
+#undef _Thread_local
+#undef atomic_load_explicit
+#undef atomic_store_explicit
+#undef atomic_load
+#undef atomic_store
+#undef atomic_init
+#undef atomic_compare_exchange_strong_explicit
+#undef atomic_compare_exchange_weak_explicit
+#undef atomic_compare_exchange_strong
+#undef atomic_exchange_explicit
+#undef atomic_fetch_add_explicit
+#undef atomic_fetch_sub_explicit
+#undef atomic_fetch_or_explicit
+#undef atomic_fetch_and_explicit
+#undef atomic_fetch_add
+#undef atomic_fetch_and
+#undef atomic_thread_fence
+#undef atomic_signal_fence
+#undef memory_order_relaxed
+#undef memory_order_acquire
+#undef memory_order_release
+#undef memory_order_acq_rel
+#undef memory_order_seq_cst
+#define _Atomic(T) ringbuf__cxx_atomic<T>::type
+#define _Alignas(n) alignas(n)
+#define _Static_assert static_assert
+#define _Thread_local __thread
+#define memory_order_relaxed __ATOMIC_RELAXED
+#define memory_order_acquire __ATOMIC_ACQUIRE
+#define memory_order_release __ATOMIC_RELEASE
+#define memory_order_acq_rel __ATOMIC_ACQ_REL
+#define memory_order_seq_cst __ATOMIC_SEQ_CST
+#define atomic_load_explicit(p, mo) __atomic_load_n((p), (mo))
+#define atomic_store_explicit(p, v, mo) __atomic_store_n((p), (v), (mo))
+#define atomic_load(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define atomic_store(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define atomic_init(p, v) ((void)(*(p) = (v)))
+#define atomic_compare_exchange_strong_explicit(p, e, v, s, f) \
+	__atomic_compare_exchange_n((p), (e), (v), false, (s), (f))
+#define atomic_compare_exchange_weak_explicit(p, e, v, s, f) \
+	__atomic_compare_exchange_n((p), (e), (v), true, (s), (f))
+#define atomic_compare_exchange_strong(p, e, v) \
+	__atomic_compare_exchange_n((p), (e), (v), false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
+#define atomic_exchange_explicit(p, v, mo) __atomic_exchange_n((p), (v), (mo))
+#define atomic_fetch_add_explicit(p, v, mo) __atomic_fetch_add((p), (v), (mo))
+#define atomic_fetch_sub_explicit(p, v, mo) __atomic_fetch_sub((p), (v), (mo))
+#define atomic_fetch_or_explicit(p, v, mo) __atomic_fetch_or((p), (v), (mo))
+#define atomic_fetch_and_explicit(p, v, mo) __atomic_fetch_and((p), (v), (mo))
+#define atomic_fetch_add(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define atomic_fetch_and(p, v) __atomic_fetch_and((p), (v), __ATOMIC_SEQ_CST)
+#define atomic_thread_fence(mo) __atomic_thread_fence(mo)
+#define atomic_signal_fence(mo) __atomic_signal_fence(mo)
+#endif
+
 #ifndef RINGBUF_H
 #define RINGBUF_H
 
@@ -192,6 +298,7 @@
 #define ringbuf_thread_cpu           RINGBUF__NS(ringbuf_thread_cpu)
 #define ringbuf_thread_init          RINGBUF__NS(ringbuf_thread_init)
 #define ringbuf_thread_release       RINGBUF__NS(ringbuf_thread_release)
+#define ringbuf_thread_shared        RINGBUF__NS(ringbuf_thread_shared)
 #define ringbuf_time_stamp           RINGBUF__NS(ringbuf_time_stamp)
 #define ringbuf_ts_to_ns             RINGBUF__NS(ringbuf_ts_to_ns)
 #define ringbuf_user_area            RINGBUF__NS(ringbuf_user_area)
@@ -214,13 +321,33 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
-/* The public API is plain C; the internal layouts below use C11 _Atomic and are
- * hidden from C++ translation units, which only see an opaque struct. */
-extern "C" {
+/* >>cxx: _Atomic(T) in C++ is T with the alignment C gives _Atomic(T) (its
+ * size: 8 for 64-bit types also where uint64_t alone is 4-aligned, i386) */
+extern "C++" {
+template <typename T> struct ringbuf__cxx_atomic {
+	typedef T type;
+};
+typedef uint64_t ringbuf__cxx_u64 __attribute__((aligned(8)));
+typedef int64_t ringbuf__cxx_i64 __attribute__((aligned(8)));
+template <> struct ringbuf__cxx_atomic<uint64_t> {
+	typedef ringbuf__cxx_u64 type;
+};
+template <> struct ringbuf__cxx_atomic<int64_t> {
+	typedef ringbuf__cxx_i64 type;
+};
+}
+#if __GCC_ATOMIC_LLONG_LOCK_FREE != 2 || __GCC_ATOMIC_LONG_LOCK_FREE != 2 || __GCC_ATOMIC_INT_LOCK_FREE != 2
+#error "ringbuf.h needs lock-free atomic int, long and long long (async-signal safety)"
+#endif
+/* the public structs' atomic fields (32-bit and pointers): plain in C++ */
 #define RINGBUF__ATOMIC(t) t
+#define RINGBUF__LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+extern "C" {
 #else
 #include <stdatomic.h>
 #define RINGBUF__ATOMIC(t) _Atomic(t)
+/* for macros that expand in the user's code (after the C++ shim is gone) */
+#define RINGBUF__LOAD_RELAXED(p) atomic_load_explicit((p), memory_order_relaxed)
 #endif
 
 /* ==== >>api ============================================================= */
@@ -402,7 +529,13 @@ RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts);
  *   RINGBUF_CPU_THREAD  per thread: the thread's first event claims a free
  *                       buffer (lock-free, no allocation, fine inside a signal
  *                       handler) and keeps it until the thread exits (see
- *                       ringbuf_thread_init) or ringbuf_thread_release();
+ *                       ringbuf_thread_init) or ringbuf_thread_release(). A
+ *                       thread that finds none claims one as soon as one is
+ *                       free; meanwhile it shares the buffers kept out of
+ *                       claims (ringbuf_thread_shared), one event at a time,
+ *                       or drops the event (counted). No system call per
+ *                       event: owners that died are looked for at most once
+ *                       per RINGBUF_THREAD_RESCAN events of such a thread;
  *   RINGBUF_CPU_CURRENT per CPU, guarded: the buffer of the CPU the thread runs
  *                       on (rseq cpu id, else sched_getcpu), owned for the
  *                       event by an owner word; a thread that finds it owned
@@ -423,8 +556,20 @@ RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb);
  * mid-event) it does nothing: the claim stays (release it after the event). */
 RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb);
 /** Which buffer the calling thread's mapped writes go to: its claimed index
- * (RINGBUF_CPU_THREAD) or -1. */
+ * (RINGBUF_CPU_THREAD), else the buffer of its event in flight (shared or
+ * RINGBUF_CPU_CURRENT), else -1. */
 RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb);
+/** Keep the last n buffers (indices ncpu-n .. ncpu-1) out of RINGBUF_CPU_THREAD
+ * claims, for threads beyond the buffer count: such a thread, finding every
+ * other buffer claimed, writes each event to one of these, taken for that
+ * event only (a lock-free compare-and-swap and a release store per event, as
+ * RINGBUF_CPU_CURRENT; its signal handlers nest in it), and drops an event
+ * (counted in `unmapped`) only when all n are in use at that instant. 0 (the
+ * default): every buffer can be claimed, and threads beyond the count drop
+ * until one is released. n == ncpu: no claims, every event shared. Claims
+ * already held in that range stay until released. Stored in the block (a
+ * shared file's writers all see it). Returns 0 or RINGBUF_EINVAL (n > ncpu). */
+RINGBUF_API int ringbuf_thread_shared(struct ringbuf *rb, unsigned n);
 
 /* -- writer (owning thread of the CPU buffer or its signal handlers;
  *    lock-free, async-signal-safe, no allocation) -- */
@@ -615,9 +760,9 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
  * that needs an extend, mapped writer contexts, bad arguments) calls the
  * out-of-line path in >>writer, which runs this same code for depth 1, so the
  * tests exercise it either way. Internal: names with a double underscore may
- * change; use >>api. C only: C++ sees the opaque struct and plain calls.
+ * change; use >>api. C++ compiles the same code through the >>cxx shim.
  * RINGBUF_NO_INLINE makes ringbuf_reserve / ringbuf_commit plain calls. */
-#if !defined(__cplusplus) && !defined(RINGBUF__INLINE_INCLUDED)
+#if !defined(RINGBUF__INLINE_INCLUDED)
 #define RINGBUF__INLINE_INCLUDED 1
 #include <string.h>
 
@@ -704,11 +849,23 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 /* ---- layouts ------------------------------------------------------------ */
 
 /* The kernel's struct buffer_data_page. */
+/* C++ has no flexible array members: GCC and Clang accept them as an
+ * extension, with the pedantic warning silenced here */
+#ifdef __cplusplus
+#define RINGBUF__FLEX_BEGIN _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wpedantic\"")
+#define RINGBUF__FLEX_END _Pragma("GCC diagnostic pop")
+#else
+#define RINGBUF__FLEX_BEGIN
+#define RINGBUF__FLEX_END
+#endif
+
+RINGBUF__FLEX_BEGIN
 struct ringbuf__dpage {
 	_Atomic(uint64_t) time_stamp;
 	_Atomic(long) commit;
 	unsigned char data[];
 };
+RINGBUF__FLEX_END
 #define RINGBUF__HDR_SIZE (offsetof(struct ringbuf__dpage, data))
 
 /* Bytes of data[] that records may use (bsize). The header is 16 bytes with a
@@ -838,6 +995,10 @@ struct ringbuf {
 	_Atomic(uint32_t) owner_seq;  /* mapped modes: the last owner token drawn */
 	_Atomic(uint32_t) owner_flags;/* RINGBUF__OWNF_*: sticky */
 	uint64_t pidns;               /* PID namespace of the creator (0: unknown) */
+	/* RINGBUF_CPU_THREAD (>>contexts, THREAD FALLBACK): bumped (release)
+	 * after a claim is given back; a hint for threads without a buffer */
+	_Atomic(uint32_t) release_gen;
+	_Atomic(uint32_t) thread_shared; /* ringbuf_thread_shared(): buffers kept out of claims */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -884,6 +1045,10 @@ enum ringbuf__tp {
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT) */
 	RINGBUF__TP_MERGED_PEEKED = 100, /* merged readers: every CPU peeked, the
 					  * oldest head picked (cpu = the pick) */
+	/* RINGBUF_CPU_THREAD fallback (>>contexts), cpu = the shared buffer */
+	RINGBUF__TP_SHARED_TAKEN = 101, /* owner word taken (F4b), before G3 */
+	RINGBUF__TP_SHARED_HELD,        /* G3 done and the event reserved */
+	RINGBUF__TP_TAKEOVER,           /* a dead owner's word taken over, buffer not yet repaired */
 	/* ringbuf_wait's steps (outside the count as well) */
 	RINGBUF__TP_WAIT_REGISTER = 64, /* before the waiter registers */
 	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
@@ -993,6 +1158,20 @@ RINGBUF__INLINE struct ringbuf__dpage *ringbuf__cdp(const struct ringbuf *rb, co
 #define RINGBUF__BP_STRIDE(nr_pages) ((((uint64_t)(nr_pages)) + 1 + 7) & ~(uint64_t)7)
 _Static_assert(8 * sizeof(struct ringbuf__bpage) % RINGBUF__CACHELINE == 0,
 	       "8 page descriptors must fill whole cache lines");
+/* The block is the same bytes whichever language built it (>>cxx): the
+ * kernel's page header, 40-byte descriptors, and the
+ * 64-bit atomics 8-aligned in the per-CPU struct (i386 aligns a plain
+ * uint64_t to 4, _Atomic(uint64_t) to 8 since GCC 11: C++ gets the latter).
+ * tests/test_cxx.cpp compares every field's offset between C and C++. */
+_Static_assert(offsetof(struct ringbuf__dpage, data) == 8 + sizeof(long) &&
+		       sizeof(struct ringbuf__bpage) == 40,
+	       "block layout");
+#ifdef __cplusplus
+static_assert(alignof(_Atomic(uint64_t)) == 8 && offsetof(struct ringbuf__cpu, owner) % 8 == 0 &&
+		      offsetof(struct ringbuf__cpu, reader_lock) % 8 == 0 &&
+		      offsetof(struct ringbuf, waiters) % 8 == 0,
+	      "C++: 64-bit atomics must be 8-aligned, as C's _Atomic(uint64_t)");
+#endif
 
 static inline struct ringbuf__bpage *ringbuf__bp(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
 {
@@ -1180,6 +1359,13 @@ struct ringbuf__tctx {
 	_Atomic(uint64_t) cur;
 	_Atomic(uint32_t) claimed; /* RINGBUF_CPU_THREAD: buffer index + 1, 0 = none */
 	_Atomic(uint32_t) token;   /* this thread's owner token in the buffer, 0 = none yet */
+	/* RINGBUF_CPU_THREAD without a claim (>>contexts, THREAD FALLBACK): the
+	 * release_gen read before the last scan that found nothing, events left
+	 * before the next full scan, and the current wait (0: no scan missed) */
+	_Atomic(uint32_t) miss_gen;
+	_Atomic(uint32_t) miss_left;
+	_Atomic(uint32_t) miss_wait;
+	uint32_t pad_;
 };
 /* RINGBUF_TLS_MODEL (>>config): initial-exec is one load from the thread
  * pointer and never allocates, so it is async-signal-safe from a thread's very
@@ -1200,7 +1386,11 @@ struct ringbuf__tctx {
 #else
 #define RINGBUF__TLS _Thread_local
 #endif
-#ifdef RINGBUF_STATIC
+#if defined(RINGBUF_STATIC) && defined(__cplusplus)
+/* C++ has no tentative definitions: the declaration is the definition */
+#define RINGBUF__TLS_DECL static RINGBUF__TLS __attribute__((unused))
+#define RINGBUF__TLS_DEFINED_HERE 1
+#elif defined(RINGBUF_STATIC)
 #define RINGBUF__TLS_DEF static RINGBUF__TLS
 #define RINGBUF__TLS_DECL static RINGBUF__TLS
 #else
@@ -1420,9 +1610,6 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 /* ======================================================================== */
 #if defined(RINGBUF_IMPLEMENTATION) && !defined(RINGBUF_IMPLEMENTATION_INCLUDED)
 #define RINGBUF_IMPLEMENTATION_INCLUDED 1
-#ifdef __cplusplus
-#error "compile the ringbuf.h implementation as C11 (the API itself is usable from C++)"
-#endif
 
 #include <limits.h>
 #include <stdlib.h>
@@ -1766,6 +1953,9 @@ extern int clock_gettime(int, struct timespec *);
  *   owner word          any writer thread other writers     CAS acq_rel to take / store release
  *     (mapped modes)                                        to give back (G2 / G5); acquire load
  *                                                           to judge a dead owner (>>contexts)
+ *   rb->release_gen     thread_release,   threads without   fetch_add release / load acquire (F6 / F1);
+ *                       thread_shared     a claim (F1)      a hint: ownership is the owner word's CAS
+ *   rb->thread_shared   thread_shared     F1-F4             relaxed (which buffers F2 / F4b scan)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
  *   rb->waiters         waiters (R2, R6)  writers [WAIT-W]  CAS seq_cst / acq_rel; writer load relaxed +
  *                       writers (W2)                        membarrier, CAS acquire (see WAITING)
@@ -2818,12 +3008,70 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  *   G5  store owner[x] = 0 (release: our events before the next owner's)
  * A thread that finds owner[x] held by another thread tries the other
  * buffers, then drops the event (counted in `unmapped`); an owner that no
- * longer exists (it died mid-event) is taken over after recovering the buffer.
+ * longer exists (it died mid-event) is taken over after recovering the buffer
+ * (judged only when a full scan is due: F1, F3 below; a drop does not pay a
+ * system call).
+ * (G4 stores back the PENDING bit of the state it interrupted, see F4a.)
  * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
  * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
  * progress, so that a handler of ours can take it back). A claim whose buffer
  * is inside an event is never given back (a thread exiting mid-event leaves a
  * dead owner's word: taken over and repaired, not handed out as free).
+ *
+ * THREAD FALLBACK: RINGBUF_CPU_THREAD for a thread that holds no claim (more
+ * threads than buffers). The buffers are split: claims take 0 .. lim-1, the
+ * last `thread_shared` (ringbuf_thread_shared) are never claimed and are
+ * taken for one event at a time. Per event, out of line:
+ *   F1  full scan due? load release_gen (acquire, pairs with F6) and compare
+ *       with the value saved at the last miss; else count the thread's
+ *       backoff down (TLS, relaxed: a handler racing it only moves the next
+ *       scan by an event). Due: first event, the generation moved, or the
+ *       backoff ran out.
+ *   F2  claim: ringbuf__take over 0 .. lim-1 with our id | PERSIST: a free
+ *       word by CAS 0 -> id (acq_rel, as G2); only when due, the owners are
+ *       judged (ringbuf__owner_dead: kill(tid, 0) per owner) and a dead one
+ *       taken over, and a dead owner in the shared buffers is taken over,
+ *       repaired and given back (store 0, release). Found: the thread's claim
+ *       from then on (the inline fast path), backoff cleared. The judging
+ *       pass (after a pass without it found nothing) runs with cur's
+ *       SCANNING bit set (TLS store + signal fence before, cleared after):
+ *       a handler's mapped event meanwhile is dropped (counted), since it
+ *       would find a word we just took over ours and write into the buffer
+ *       being repaired. RINGBUF_CPU_CURRENT judges only on the same due
+ *       scans, with the same bit (after a pass without judging failed).
+ *   F3  a due scan that found nothing: save the generation read at F1 (read
+ *       before the scan: a release during it moves the generation again)
+ *       and double the backoff (16 .. RINGBUF_THREAD_RESCAN events). So
+ *       kill() runs at most once per owner per scan, and scans are at most
+ *       log2(events) + events / RINGBUF_THREAD_RESCAN + releases: never per
+ *       event.
+ *   F4a no shared buffer: the event is dropped (counted in `unmapped`).
+ *       Else cur := PENDING (TLS, one store + signal fence): from here to G4
+ *       no claim is made on this thread; a handler that interrupts F4-F5
+ *       goes straight to F4b (its G4 restores PENDING), because a claim made
+ *       by a handler would send our commit (which looks at the claim first)
+ *       to its buffer.
+ *   F4b = G2 on the shared buffers, from one picked by our tid: CAS 0 -> id
+ *       (no PERSIST; acq_rel: its acquire reads the previous holder's G5
+ *       release, so that holder's events happen-before ours). A word that
+ *       is already our id: a handler that interrupted our own F4b..F5
+ *       nests (took = false). Every shared word held at that instant: undo
+ *       F4a, drop the event (counted in `unmapped`). No system call.
+ *   F5  = G3 .. G5 of RINGBUF_CPU_CURRENT: cur := (buffer, depth 1, took);
+ *       the event; handlers nest on the buffer through cur's depth; at the
+ *       outermost commit/discard G4 restores cur's PENDING bit (0 for the
+ *       thread itself) and G5 stores the word 0 (release).
+ *   F6  ringbuf_thread_release (also at thread exit), ringbuf_thread_shared
+ *       and the fork child bump release_gen (fetch_add, release) after the
+ *       word is 0: a thread whose F1 reads the new value (acquire) sees that
+ *       0 (or a later value) at F2. release_gen is a hint only: a missed or
+ *       early bump costs a scan or delays a claim, never ownership, which
+ *       is decided by the CAS on the owner word alone. Dead owners that
+ *       never released (no ringbuf_thread_init) are found at the next due
+ *       scan (at most RINGBUF_THREAD_RESCAN events of each such thread).
+ * The owner word protocol is unchanged: a shared take is exactly a
+ * RINGBUF_CPU_CURRENT hold (verify/owner_claim.c: -DSHARED adds a claimer
+ * that gives its claim back, F6, and a shared writer that takes the word).
  *
  * THE OWNER WORD (64 bits): token << 32 | PERSIST | RELEASING | tid. The tid
  * alone is not an identity: the kernel reuses tids, and a thread given a dead
@@ -2879,11 +3127,21 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  *   bits 0..23 owned buffer + 1 (0: none), 24..31 nesting depth, 32 acquired */
 #define RINGBUF__CUR(owned, depth, acq) \
 	((uint64_t)(owned) | ((uint64_t)(depth) << 24) | ((uint64_t)(acq) << 32))
+/* bit 33: a shared take (THREAD FALLBACK, F4) is between F4a and F5: no claim
+ * now; kept by a handler's event through its end (G4 restores it) */
+#define RINGBUF__CUR_PENDING ((uint64_t)1 << 33)
+/* bit 34: a full scan that may take a dead owner's word over and repair its
+ * buffer is running (F2): a handler's mapped event is dropped (counted), as
+ * it would otherwise find the word ours and write into the buffer under
+ * repair */
+#define RINGBUF__CUR_SCANNING ((uint64_t)1 << 34)
 #define RINGBUF__CUR_OWNED(v) ((uint32_t)((v) & 0xffffffu))
 #define RINGBUF__CUR_DEPTH(v) ((uint32_t)(((v) >> 24) & 0xffu))
 #define RINGBUF__CUR_ACQ(v) ((uint32_t)(((v) >> 32) & 1u))
 
+#ifndef RINGBUF__TLS_DEFINED_HERE
 RINGBUF__TLS_DEF struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
+#endif
 static RINGBUF__TLS uint32_t ringbuf__tid;
 
 /* Live buffers, by creation generation (never dereferenced: a thread may hold
@@ -2938,7 +3196,9 @@ extern const ptrdiff_t __rseq_offset __attribute__((weak));
 extern const unsigned int __rseq_size __attribute__((weak));
 #define RINGBUF__HAVE_RSEQ 1
 #endif
-#if defined(__linux__)
+#if defined(__linux__) && defined(_GNU_SOURCE)
+#include <sched.h> /* sched_getcpu (g++ and clang++ always define _GNU_SOURCE) */
+#elif defined(__linux__)
 extern int sched_getcpu(void);
 #endif
 
@@ -2972,7 +3232,9 @@ static inline unsigned ringbuf__current_cpu(void)
 
 /* The calling thread's entry for rb; with `make`, one is taken (a CAS on the
  * thread's own word: a handler on this thread may take one meanwhile). */
+#ifndef RINGBUF__TLS_DEFINED_HERE
 RINGBUF__TLS_DEF unsigned ringbuf__tctx_last; /* entry of the last lookup: a hint */
+#endif
 
 static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 {
@@ -2996,7 +3258,8 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 		/* free (never used, or its buffer is gone): clear, then take */
 		if (atomic_load_explicit(&e->cur, memory_order_relaxed) ||
 		    atomic_load_explicit(&e->claimed, memory_order_relaxed) ||
-		    atomic_load_explicit(&e->token, memory_order_relaxed)) {
+		    atomic_load_explicit(&e->token, memory_order_relaxed) ||
+		    atomic_load_explicit(&e->miss_wait, memory_order_relaxed)) {
 			if (old == 0)
 				continue; /* a handler is setting it up right now */
 		}
@@ -3005,6 +3268,9 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 			atomic_store_explicit(&e->cur, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->claimed, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->token, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->miss_gen, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->miss_left, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
 			old = 0;
 			if (atomic_compare_exchange_strong_explicit(&e->gen, &old, gen, memory_order_relaxed,
 								    memory_order_relaxed))
@@ -3037,10 +3303,16 @@ static uint64_t ringbuf__owner_id(struct ringbuf *rb, struct ringbuf__tctx *e)
 
 /* Is the thread with this id alive (anywhere: a buffer in a shared file is
  * claimed by threads of several processes)? */
+#ifdef RINGBUF_TESTING
+static _Atomic(uint64_t) ringbuf__kill_calls; /* liveness system calls made */
+#endif
 static bool ringbuf__thread_alive(uint32_t tid)
 {
 #if defined(__linux__) && defined(SYS_kill)
 	int e = errno;
+#ifdef RINGBUF_TESTING
+	atomic_fetch_add_explicit(&ringbuf__kill_calls, 1, memory_order_relaxed);
+#endif
 	long r = syscall(SYS_kill, (long)tid, 0L);
 	bool alive = r == 0 || errno != ESRCH;
 	errno = e;
@@ -3084,24 +3356,27 @@ static uint64_t ringbuf__pidns(void)
 
 static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live);
 
-/* Take a buffer for `own` (our owner id, | PERSIST for a thread claim),
- * starting at `from`. Returns index + 1 (*took: we set the owner word; false:
- * it was ours already, we interrupted our own taking of it), or 0. */
-static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint64_t own, bool *took)
+/* Take a buffer for `own` (our owner id, | PERSIST for a thread claim) among
+ * buffers base .. base+cnt-1, starting at base + from. Returns index + 1
+ * (*took: we set the owner word; false: it was ours already, we interrupted
+ * our own taking of it), or 0. `judge`: when every word is taken, look for an
+ * owner that died (a system call per owner: only where the caller allows). */
+static uint32_t ringbuf__take(struct ringbuf *rb, unsigned base, unsigned cnt, unsigned from, uint64_t own,
+			      bool *took, bool judge)
 {
-	unsigned i, n = rb->ncpu, x;
-	for (i = 0, x = from; i < n; i++, x = x + 1 < n ? x + 1 : 0) {
-		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
+	unsigned i, x;
+	for (i = 0, x = from; i < cnt; i++, x = x + 1 < cnt ? x + 1 : 0) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, base + x);
 		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
 		if (cur == 0 && atomic_compare_exchange_strong_explicit(&c->owner, &cur, own,
 									 memory_order_acq_rel,
 									 memory_order_relaxed)) {
 			*took = true;
-			return x + 1;
+			return base + x + 1;
 		}
 		if (cur == own) {
 			*took = false;
-			return x + 1;
+			return base + x + 1;
 		}
 		if (cur == (own | RINGBUF__OWN_RELEASING) &&
 		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
@@ -3109,50 +3384,154 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned from, uint64_t own, b
 			/* our own claim, being given back by the code we interrupted:
 			 * take it again (its last step is a CAS that then fails) */
 			*took = true;
-			return x + 1;
+			return base + x + 1;
 		}
 	}
+	if (!judge)
+		return 0;
 	/* Everything is taken: an owner that no longer exists (exited with a
 	 * claim, or died mid-event) gives its buffer up, repaired. The CAS fails
 	 * if the word changed since we judged it (the same word cannot come
 	 * back: the token is the dead thread's). */
-	for (i = 0, x = from; i < n; i++, x = x + 1 < n ? x + 1 : 0) {
-		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
+	for (i = 0, x = from; i < cnt; i++, x = x + 1 < cnt ? x + 1 : 0) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, base + x);
 		/* acquire: pairs with the owner's CAS (acq_rel), see >>contexts */
 		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_acquire);
 		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(own) && ringbuf__owner_dead(rb, cur, own) &&
 		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
 							    memory_order_relaxed)) {
+			RINGBUF__TESTPOINT(rb, base + x, RINGBUF__TP_TAKEOVER);
 			if (RINGBUF__LOAD(&c->committing))
-				ringbuf__recover_cpu(rb, x, true);
+				ringbuf__recover_cpu(rb, base + x, true);
 			*took = true;
-			return x + 1;
+			return base + x + 1;
 		}
 	}
 	return 0;
 }
 
-static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
+/* G3 .. reserve, for buffer x - 1 taken at G2 (or F4b): `keep` is the
+ * PENDING bit of the state we interrupted, restored at G4. */
+static void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t x, bool took,
+				   uint64_t keep, size_t len)
 {
-	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, true);
-	uint32_t x;
-	uint64_t cur, me;
+	void *p;
+	/* G3: one store; a handler before it finds the owner word ours and
+	 * nests without taking it (took == false), and leaves cur as it was */
+	atomic_store_explicit(&e->cur, RINGBUF__CUR(x, 1, took) | keep, memory_order_relaxed);
+	RINGBUF__BARRIER();
+	p = ringbuf_reserve(rb, x - 1, len);
+	if (!p) {
+		atomic_store_explicit(&e->cur, keep, memory_order_relaxed); /* G4 */
+		RINGBUF__BARRIER();
+		if (took) /* G5 */
+			atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
+	}
+	return p;
+}
+
+/* Nested in our own event in flight (cur's depth > 0): the same buffer. */
+static void *ringbuf__nested_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t cur, size_t len)
+{
+	void *p;
+	if (RINGBUF__CUR_DEPTH(cur) >= 255)
+		return NULL;
+	p = ringbuf_reserve(rb, RINGBUF__CUR_OWNED(cur) - 1, len);
+	if (p)
+		atomic_store_explicit(&e->cur, cur + ((uint64_t)1 << 24), memory_order_relaxed);
+	return p;
+}
+
+#ifndef RINGBUF_THREAD_RESCAN
+#define RINGBUF_THREAD_RESCAN 65536u
+#endif
+#define RINGBUF__RESCAN_FIRST 16u
+
+/* F1: is a full scan (dead owners judged) due for this thread without a
+ * claim? *gen: the release generation, read first (acquire: pairs with the
+ * release bump of F6; a scan after it sees the word that was freed, or a
+ * later value). */
+static bool ringbuf__rescan_due(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t *gen)
+{
+	uint32_t left, wait = atomic_load_explicit(&e->miss_wait, memory_order_relaxed);
+	*gen = atomic_load_explicit(&rb->release_gen, memory_order_acquire);
+	if (!wait || *gen != atomic_load_explicit(&e->miss_gen, memory_order_relaxed))
+		return true;
+	left = atomic_load_explicit(&e->miss_left, memory_order_relaxed);
+	if (!left)
+		return true;
+	/* a handler may race this store: a hint, either value will do */
+	atomic_store_explicit(&e->miss_left, left - 1, memory_order_relaxed);
+	return false;
+}
+
+/* F3: a full scan found nothing: wait twice as long for the next one. */
+static void ringbuf__rescan_missed(struct ringbuf__tctx *e, uint32_t gen)
+{
+	uint32_t wait = atomic_load_explicit(&e->miss_wait, memory_order_relaxed);
+	wait = !wait ? RINGBUF__RESCAN_FIRST
+	       : wait >= RINGBUF_THREAD_RESCAN / 2 ? RINGBUF_THREAD_RESCAN
+						   : 2 * wait;
+	atomic_store_explicit(&e->miss_gen, gen, memory_order_relaxed);
+	atomic_store_explicit(&e->miss_left, wait, memory_order_relaxed);
+	atomic_store_explicit(&e->miss_wait, wait, memory_order_relaxed);
+}
+
+/* F2 for the shared buffers: a dead owner's word there (a thread that died
+ * inside a shared event, or a claim made before they were kept out) is
+ * taken over, the buffer repaired, and given back (release). */
+static void ringbuf__free_dead(struct ringbuf *rb, unsigned base, unsigned n, uint64_t me)
+{
+	unsigned x;
+	for (x = base; x < n; x++) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
+		/* acquire: as in ringbuf__take's judge */
+		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_acquire);
+		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(me) && ringbuf__owner_dead(rb, cur, me) &&
+		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, me, memory_order_acq_rel,
+							    memory_order_relaxed)) {
+			if (RINGBUF__LOAD(&c->committing))
+				ringbuf__recover_cpu(rb, x, true);
+			atomic_store_explicit(&c->owner, 0, memory_order_release);
+		}
+	}
+}
+
+/* RINGBUF_CPU_THREAD for a thread without a claim (THREAD FALLBACK). */
+static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t me, size_t len)
+{
+	uint64_t cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
+	unsigned n = rb->ncpu, sh = atomic_load_explicit(&rb->thread_shared, memory_order_relaxed), lim;
+	uint32_t x, gen;
 	bool took = false;
 	void *p;
-	if (!e) {
+	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
+		/* a handler inside our full scan (F2) */
 		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
-	me = ringbuf__owner_id(rb, e);
-	if (mode == RINGBUF_CPU_THREAD) {
-		x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
-		if (!x) {
-			uint32_t zero = 0;
-			x = ringbuf__take(rb, ringbuf__cpu_buffer(rb), me | RINGBUF__OWN_PERSIST, &took);
-			if (!x) {
-				atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
-				return NULL;
-			}
+	if (RINGBUF__CUR_DEPTH(cur))
+		return ringbuf__nested_reserve(rb, e, cur, len); /* a handler in our shared event */
+	sh = sh < n ? sh : n;
+	lim = n - sh;
+	if (!(cur & RINGBUF__CUR_PENDING)) {
+		/* F1-F3: claim a free buffer (loads and one CAS); judge the
+		 * owners (kill) only when a full scan is due */
+		bool due = ringbuf__rescan_due(rb, e, &gen);
+		uint32_t zero = 0, from = lim ? ringbuf__cpu_buffer(rb) % lim : 0;
+		x = lim ? ringbuf__take(rb, 0, lim, from, me | RINGBUF__OWN_PERSIST, &took, false) : 0;
+		if (!x && due) {
+			/* takeovers possible: handlers' events dropped meanwhile */
+			atomic_store_explicit(&e->cur, cur | RINGBUF__CUR_SCANNING, memory_order_relaxed);
+			RINGBUF__BARRIER();
+			x = lim ? ringbuf__take(rb, 0, lim, from, me | RINGBUF__OWN_PERSIST, &took, true) : 0;
+			if (sh)
+				ringbuf__free_dead(rb, lim, n, me);
+			RINGBUF__BARRIER();
+			atomic_store_explicit(&e->cur, cur, memory_order_relaxed);
+		}
+		if (x) {
+			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
 			/* a handler may have claimed one meanwhile: keep the first */
 			if (!atomic_compare_exchange_strong_explicit(&e->claimed, &zero, x, memory_order_relaxed,
 								     memory_order_relaxed)) {
@@ -3161,62 +3540,91 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 							      memory_order_release);
 				x = zero;
 			}
+			return ringbuf_reserve(rb, x - 1, len);
 		}
+		if (due)
+			ringbuf__rescan_missed(e, gen);
+	}
+	if (!sh) {
+		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	/* F4a: no claim from here to G4 (a handler's event would claim, and
+	 * our commit would go to its buffer) */
+	if (!(cur & RINGBUF__CUR_PENDING)) {
+		atomic_store_explicit(&e->cur, RINGBUF__CUR_PENDING, memory_order_relaxed);
+		RINGBUF__BARRIER();
+	}
+	/* F4b = G2 on the shared buffers, from one picked by our tid */
+	x = ringbuf__take(rb, lim, sh, ringbuf__gettid() % sh, me, &took, false);
+	if (!x) {
+		atomic_store_explicit(&e->cur, cur, memory_order_relaxed); /* F4a undone */
+		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_TAKEN);
+	p = ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len); /* F5 = G3 .. */
+	if (p)
+		RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_HELD);
+	return p;
+}
+
+static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
+{
+	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, true);
+	uint32_t x;
+	uint64_t cur, me;
+	bool took = false;
+	if (!e) {
+		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	me = ringbuf__owner_id(rb, e);
+	if (mode == RINGBUF_CPU_THREAD) {
+		x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
+		if (!x)
+			return ringbuf__thread_fallback(rb, e, me, len);
 		return ringbuf_reserve(rb, x - 1, len);
 	}
 	/* RINGBUF_CPU_CURRENT */
 	cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
-	if (RINGBUF__CUR_DEPTH(cur)) {
-		/* nested in our own event: the same buffer */
-		if (RINGBUF__CUR_DEPTH(cur) >= 255)
-			return NULL;
-		p = ringbuf_reserve(rb, RINGBUF__CUR_OWNED(cur) - 1, len);
-		if (p)
-			atomic_store_explicit(&e->cur, cur + ((uint64_t)1 << 24), memory_order_relaxed);
-		return p;
-	}
-	x = ringbuf__take(rb, ringbuf__cpu_buffer(rb), me, &took); /* G1, G2 */
-	if (!x) {
+	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
+		/* a handler inside our full scan (F2) */
 		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
-	/* G3: one store; a handler before it finds the owner word ours and
-	 * nests without taking it (took == false), and leaves cur at 0 */
-	atomic_store_explicit(&e->cur, RINGBUF__CUR(x, 1, took), memory_order_relaxed);
-	RINGBUF__BARRIER();
-	p = ringbuf_reserve(rb, x - 1, len);
-	if (!p) {
-		atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
-		RINGBUF__BARRIER();
-		if (took) /* G5 */
-			atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
+	if (RINGBUF__CUR_DEPTH(cur))
+		return ringbuf__nested_reserve(rb, e, cur, len); /* nested in our own event */
+	x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, false); /* G1, G2 */
+	if (RINGBUF__UNLIKELY(!x)) {
+		/* every word held: the owners are judged (kill) only on a due
+		 * full scan, as for RINGBUF_CPU_THREAD (F1, F3), never per drop */
+		uint32_t gen;
+		if (ringbuf__rescan_due(rb, e, &gen)) {
+			atomic_store_explicit(&e->cur, cur | RINGBUF__CUR_SCANNING, memory_order_relaxed);
+			RINGBUF__BARRIER();
+			x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, true);
+			RINGBUF__BARRIER();
+			atomic_store_explicit(&e->cur, cur, memory_order_relaxed);
+			if (x)
+				atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
+			else
+				ringbuf__rescan_missed(e, gen);
+		}
+		if (!x) {
+			atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+			return NULL;
+		}
 	}
-	return p;
+	return ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len);
 }
 
-static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit)
+/* commit/discard of an event of ours in flight (cur's depth > 0): G4, G5 at
+ * the outermost. */
+static void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t cur, void *data,
+			      bool commit)
 {
-	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, false);
-	uint32_t x;
-	uint64_t cur;
-	if (mode == RINGBUF_CPU_THREAD) {
-		x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
-		if (!x) {
-			ringbuf__report("commit/discard without a RINGBUF_CPU_THREAD reservation", 0);
-			return;
-		}
-		if (commit)
-			ringbuf_commit(rb, x - 1, data);
-		else
-			ringbuf_discard(rb, x - 1, data);
-		return;
-	}
-	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
-	if (!RINGBUF__CUR_DEPTH(cur)) {
-		ringbuf__report("commit/discard without a RINGBUF_CPU_CURRENT reservation", 0);
-		return;
-	}
-	x = RINGBUF__CUR_OWNED(cur);
+	uint32_t x = RINGBUF__CUR_OWNED(cur);
 #ifdef RINGBUF_DEBUG
 	if (!ringbuf__check_current(rb, x - 1, ringbuf__cpu(rb, x - 1), data,
 				    commit ? "commit: not the current event of this CPU"
@@ -3231,17 +3639,63 @@ static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool
 		atomic_store_explicit(&e->cur, cur - ((uint64_t)1 << 24), memory_order_relaxed);
 		return;
 	}
-	atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
+	/* G4: back to the state we interrupted (its PENDING bit kept) */
+	atomic_store_explicit(&e->cur, cur & RINGBUF__CUR_PENDING, memory_order_relaxed);
 	RINGBUF__BARRIER();
 	if (RINGBUF__CUR_ACQ(cur)) /* G5 */
 		atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
+}
+
+static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit)
+{
+	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, false);
+	uint32_t x;
+	uint64_t cur;
+	if (mode == RINGBUF_CPU_THREAD) {
+		x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
+		if (!x) {
+			/* a shared event (THREAD FALLBACK) */
+			cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
+			if (RINGBUF__CUR_DEPTH(cur)) {
+				ringbuf__held_end(rb, e, cur, data, commit);
+				return;
+			}
+			ringbuf__report("commit/discard without a RINGBUF_CPU_THREAD reservation", 0);
+			return;
+		}
+		if (commit)
+			ringbuf_commit(rb, x - 1, data);
+		else
+			ringbuf_discard(rb, x - 1, data);
+		return;
+	}
+	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
+	if (!RINGBUF__CUR_DEPTH(cur)) {
+		ringbuf__report("commit/discard without a RINGBUF_CPU_CURRENT reservation", 0);
+		return;
+	}
+	ringbuf__held_end(rb, e, cur, data, commit);
 }
 
 RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb)
 {
 	struct ringbuf__tctx *e = rb ? ringbuf__tctx_get(rb, false) : NULL;
 	uint32_t x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
-	return x ? (int)x - 1 : -1;
+	uint64_t cur;
+	if (x)
+		return (int)x - 1;
+	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
+	return RINGBUF__CUR_DEPTH(cur) ? (int)RINGBUF__CUR_OWNED(cur) - 1 : -1;
+}
+
+RINGBUF_API int ringbuf_thread_shared(struct ringbuf *rb, unsigned n)
+{
+	if (!rb || n > rb->ncpu)
+		return RINGBUF_EINVAL;
+	atomic_store_explicit(&rb->thread_shared, n, memory_order_relaxed);
+	/* F6: threads without a claim look again (buffers may be claimable now) */
+	atomic_fetch_add_explicit(&rb->release_gen, 1, memory_order_release);
+	return 0;
 }
 
 RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
@@ -3271,8 +3725,11 @@ RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
 						memory_order_relaxed);
 	RINGBUF__BARRIER();
 	/* fails if a handler of ours took it back between 2 and 3: it stays ours */
-	atomic_compare_exchange_strong_explicit(&c->owner, &marked, 0, memory_order_release,
-						memory_order_relaxed);
+	if (atomic_compare_exchange_strong_explicit(&c->owner, &marked, 0, memory_order_release,
+						    memory_order_relaxed))
+		/* F6: threads without a claim scan again at their next event
+		 * (release: the word's 0 before the new generation) */
+		atomic_fetch_add_explicit(&rb->release_gen, 1, memory_order_release);
 }
 
 #if defined(__linux__)
@@ -3354,6 +3811,7 @@ static void ringbuf__atfork_child(void)
 					atomic_store(&ringbuf__tctx[k].cur, 0);
 					atomic_store(&ringbuf__tctx[k].claimed, 0);
 					atomic_store(&ringbuf__tctx[k].token, 0);
+					atomic_store(&ringbuf__tctx[k].miss_wait, 0);
 				}
 			continue;
 		}
@@ -3378,6 +3836,7 @@ static void ringbuf__atfork_child(void)
 			}
 			atomic_store(&c->reader_lock, 0); /* nor its reader */
 		}
+		atomic_fetch_add(&rb->release_gen, 1); /* F6: claims of gone threads released */
 	}
 	for (k = 0; k < RINGBUF__TCTX; k++)
 		atomic_store(&ringbuf__tctx[k].cur, 0);
@@ -3993,7 +4452,7 @@ RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, 
 {
 	const uint64_t msb = ~RINGBUF__TS_VALUE_MASK;
 	/* the caller's page: any alignment, reached through bytes only */
-	unsigned char *out = page, *odata;
+	unsigned char *out = (unsigned char *)page, *odata;
 	struct ringbuf__cpu *c;
 	const struct ringbuf__dpage *dp;
 	struct ringbuf__cut last = {0, 0, 0, 0}, fit = {0, 0, 0, 0};
@@ -4364,6 +4823,7 @@ struct ringbuf__iter_cpu {
 	unsigned char *buf; /* page-sized copy of the current record */
 };
 
+RINGBUF__FLEX_BEGIN
 struct ringbuf_iter {
 	struct ringbuf *rb;
 	unsigned cpu; /* or RINGBUF_ALL_CPUS */
@@ -4372,6 +4832,7 @@ struct ringbuf_iter {
 	uint64_t fenced; /* merged: the [R1] mark (ringbuf__merged_fence) */
 	struct ringbuf__iter_cpu ic[];
 };
+RINGBUF__FLEX_END
 
 static inline uint64_t ringbuf__page_gen(const struct ringbuf *rb, unsigned cpu, uint32_t idx)
 {
@@ -6121,6 +6582,63 @@ RINGBUF_API int ringbuf__walk_pages(struct ringbuf *rb, unsigned cpu, ringbuf__p
 }
 
 #endif /* RINGBUF_IMPLEMENTATION */
+
+/* >>cxx: the shim's names are the user's again (unless ringbuf_trace.h,
+ * which includes ringbuf.h again at its end, still needs them) */
+#if defined(__cplusplus) && defined(RINGBUF__CXX_SHIM) && !defined(RINGBUF__CXX_SHIM_KEEP)
+#undef RINGBUF__CXX_SHIM
+#undef _Atomic
+#undef _Alignas
+#undef _Static_assert
+#undef _Thread_local
+#undef atomic_load_explicit
+#undef atomic_store_explicit
+#undef atomic_load
+#undef atomic_store
+#undef atomic_init
+#undef atomic_compare_exchange_strong_explicit
+#undef atomic_compare_exchange_weak_explicit
+#undef atomic_compare_exchange_strong
+#undef atomic_fetch_add_explicit
+#undef atomic_fetch_sub_explicit
+#undef atomic_fetch_or_explicit
+#undef atomic_fetch_and_explicit
+#undef atomic_fetch_add
+#undef atomic_fetch_and
+#undef atomic_thread_fence
+#undef atomic_signal_fence
+#undef memory_order_relaxed
+#undef memory_order_acquire
+#undef memory_order_release
+#undef memory_order_acq_rel
+#undef memory_order_seq_cst
+#pragma pop_macro("_Atomic")
+#pragma pop_macro("_Alignas")
+#pragma pop_macro("_Static_assert")
+#pragma pop_macro("_Thread_local")
+#pragma pop_macro("atomic_load_explicit")
+#pragma pop_macro("atomic_store_explicit")
+#pragma pop_macro("atomic_load")
+#pragma pop_macro("atomic_store")
+#pragma pop_macro("atomic_init")
+#pragma pop_macro("atomic_compare_exchange_strong_explicit")
+#pragma pop_macro("atomic_compare_exchange_weak_explicit")
+#pragma pop_macro("atomic_compare_exchange_strong")
+#pragma pop_macro("atomic_exchange_explicit")
+#pragma pop_macro("atomic_fetch_add_explicit")
+#pragma pop_macro("atomic_fetch_sub_explicit")
+#pragma pop_macro("atomic_fetch_or_explicit")
+#pragma pop_macro("atomic_fetch_and_explicit")
+#pragma pop_macro("atomic_fetch_add")
+#pragma pop_macro("atomic_fetch_and")
+#pragma pop_macro("atomic_thread_fence")
+#pragma pop_macro("atomic_signal_fence")
+#pragma pop_macro("memory_order_relaxed")
+#pragma pop_macro("memory_order_acquire")
+#pragma pop_macro("memory_order_release")
+#pragma pop_macro("memory_order_acq_rel")
+#pragma pop_macro("memory_order_seq_cst")
+#endif
 
 /*
  * ------------------------------------------------------------------------------

@@ -27,6 +27,10 @@
  *   BENCH_TIME=wall      time loops by wall-clock time instead of thread CPU time
  *   BENCH_JSON=path      JSON output (default build/bench.json; "-" for none)
  *
+ * C++: the rb_cxx_* variants run the same reserve/fill/commit loop compiled
+ * as C++ (bench/bench_cxx.cpp, the inline fast path through ringbuf.h's C++
+ * shim), each with the ratio to its C twin in the same run.
+ *
  * The per-thread and guarded per-CPU mappings (RINGBUF_CPU_THREAD,
  * RINGBUF_CPU_CURRENT) are measured when ringbuf.h has them, and reported as
  * "no API" otherwise.
@@ -42,6 +46,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -329,7 +334,11 @@ enum { MAP_THREAD = 1, MAP_CURRENT = 2 };
 #define BENCH_HAVE_MAPPED 1
 static unsigned mapped_cpu(const struct variant *v)
 {
-	return v->extra_cfg == MAP_THREAD ? RINGBUF_CPU_THREAD : RINGBUF_CPU_CURRENT;
+	return v->extra_cfg == MAP_CURRENT ? RINGBUF_CPU_CURRENT : RINGBUF_CPU_THREAD;
+}
+static unsigned mapped_cpu_thread(void)
+{
+	return RINGBUF_CPU_THREAD;
 }
 #else
 #define BENCH_HAVE_MAPPED 0
@@ -338,12 +347,61 @@ static unsigned mapped_cpu(const struct variant *v)
 	(void)v;
 	return 0;
 }
+static unsigned mapped_cpu_thread(void)
+{
+	return 0;
+}
 #endif
 
 static void setup_mapped(struct variant *v)
 {
 	long conf = sysconf(_SC_NPROCESSORS_CONF);
 	v->rb = make_rb(conf > 0 ? (unsigned)conf : 1, (size_t)1 << 20, RINGBUF_MODE_OVERWRITE, NULL);
+}
+
+/* RINGBUF_CPU_THREAD for a thread beyond the buffer count (>>contexts,
+ * THREAD FALLBACK). MAP_THREAD_SHARED: every buffer kept for sharing
+ * (ringbuf_thread_shared(rb, ncpu)), so each event takes one for itself (the
+ * cost a thread beyond the count pays instead of dropping). MAP_THREAD_DROP: the
+ * only buffer claimed by a parked thread, every event dropped (counted): what
+ * such a thread pays per event without shared buffers (it used to be a
+ * kill(tid, 0) per owner, 450-925 ns). */
+enum { MAP_THREAD_SHARED = 3, MAP_THREAD_DROP = 4 };
+static sem_t drop_holder_ready;
+
+static void *drop_holder(void *arg)
+{
+	struct ringbuf *rb = (struct ringbuf *)arg;
+	void *p = ringbuf_reserve(rb, mapped_cpu_thread(), 16);
+	if (p) {
+		memset(p, 0, 16);
+		ringbuf_commit(rb, mapped_cpu_thread(), p);
+	}
+	sem_post(&drop_holder_ready);
+	for (;;)
+		pause(); /* keeps the claim while the process runs */
+	return NULL;
+}
+
+static void setup_mapped_beyond(struct variant *v)
+{
+	pthread_t th;
+	v->rb = make_rb(v->extra_cfg == MAP_THREAD_DROP ? 1 : 2, (size_t)1 << 20, RINGBUF_MODE_OVERWRITE, NULL);
+#if BENCH_HAVE_MAPPED && defined(RINGBUF__RESCAN_FIRST)
+	if (v->extra_cfg == MAP_THREAD_SHARED) {
+		if (ringbuf_thread_shared(v->rb, 2) != 0)
+			die("ringbuf_thread_shared failed");
+		return;
+	}
+	sem_init(&drop_holder_ready, 0, 0);
+	if (pthread_create(&th, NULL, drop_holder, v->rb) != 0)
+		die("pthread_create failed");
+	pthread_detach(th);
+	sem_wait(&drop_holder_ready);
+#else
+	(void)th;
+	v->skip = "no shared fallback in this ringbuf.h";
+#endif
 }
 
 static double run_mapped(struct variant *v, size_t n)
@@ -704,6 +762,21 @@ static double run_two_writers(struct variant *v, size_t n)
 	return 1 / (1 / a + 1 / b);
 }
 
+/* ---- C++ ------------------------------------------------------------------- */
+
+/* bench/bench_cxx.cpp: rb_loop_16 compiled as C++ (linked in by `make bench`
+ * when there is a C++ compiler; BENCH_HAVE_CXX). */
+#ifdef BENCH_HAVE_CXX
+uint64_t bench_cxx_rb_loop_16(struct ringbuf *rb, unsigned cpu, size_t n);
+#define CXX_LOOP_16 bench_cxx_rb_loop_16
+#else
+#define BENCH_HAVE_CXX 0
+#define CXX_LOOP_16 rb_loop_16 /* not run (skipped) */
+#endif
+#ifndef BENCH_CXX_BUILD
+#define BENCH_CXX_BUILD "(none)"
+#endif
+
 /* ---- the variant table ---------------------------------------------------- */
 
 #define FLOOR_V(ID, WHAT, FN) \
@@ -732,6 +805,11 @@ static struct variant variants[] = {
 	     counter_clock),
 	RB_V("rb_write_16", "rb ringbuf_write (copy), 16 B", "floor_clock_16", rb_write_loop_16,
 	     NULL),
+	/* the same loop compiled as C++ (bench/bench_cxx.cpp), ratio to the C loop */
+	RB_V("rb_cxx_clock_16", "rb from C++, default clock, 16 B", "rb_clock_16", CXX_LOOP_16, NULL),
+	RB_V("rb_cxx_tsc_16", "rb from C++, TSC clock, 16 B", "rb_tsc_16", CXX_LOOP_16, tsc_clock),
+	RB_V("rb_cxx_counter_16", "rb from C++, counter clock, 16 B", "rb_counter_16", CXX_LOOP_16,
+	     counter_clock),
 	{ .id = "rb_pc_16", .what = "rb producer/consumer, no reader, 16 B", .unit = NS_EVENT,
 	  .vs = "floor_clock_16", .setup = setup_rb1, .run = run_rb_pc,
 	  .mode = RINGBUF_MODE_PRODUCER_CONSUMER },
@@ -740,6 +818,13 @@ static struct variant variants[] = {
 	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_THREAD },
 	{ .id = "rb_current_16", .what = "rb guarded per-CPU mapping, 16 B", .unit = NS_EVENT,
 	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_CURRENT },
+	/* RINGBUF_CPU_THREAD, a thread beyond the buffer count, against an owner's */
+	{ .id = "rb_thread_shared_16", .what = "rb per-thread, beyond count: shared, 16 B",
+	  .unit = NS_EVENT, .vs = "rb_thread_16", .setup = setup_mapped_beyond, .run = run_mapped,
+	  .extra_cfg = MAP_THREAD_SHARED },
+	{ .id = "rb_thread_drop_16", .what = "rb per-thread, beyond count: dropped, 16 B",
+	  .unit = NS_EVENT, .vs = "rb_thread_16", .setup = setup_mapped_beyond, .run = run_mapped,
+	  .extra_cfg = MAP_THREAD_DROP },
 	{ .id = "rb_signal_nested_16", .what = "rb nested in a signal handler, 16 B",
 	  .unit = NS_EVENT, .vs = "rb_clock_16", .setup = setup_signal, .run = run_signal,
 	  .extra_cfg = 1 },
@@ -901,6 +986,7 @@ static void check_targets(void)
 	ratio_target("16 B event, default clock, vs floor (b)", 1.15, "rb_clock_16");
 	ratio_target("16 B event, TSC clock, vs floor (c)", 1.2, "rb_tsc_16");
 	ratio_target("machinery alone (counter clock) vs floor (a)", 2.0, "rb_counter_16");
+	ratio_target("C++ fast path vs C (16 B, default clock)", 1.05, "rb_cxx_clock_16");
 	ratio_target("nested write in a signal handler vs fast path", 1.5, "rb_signal_nested_16");
 	delta_target("per-thread mapping over explicit index", 2, "rb_thread_16", "rb_clock_16");
 	delta_target("guarded per-CPU mapping over explicit index", 10, "rb_current_16",
@@ -1117,6 +1203,8 @@ static void write_json(const char *path)
 	json_str(f, compiler());
 	fprintf(f, ", \"command\": ");
 	json_str(f, BENCH_BUILD);
+	fprintf(f, ", \"cxx_command\": ");
+	json_str(f, BENCH_CXX_BUILD);
 	fprintf(f, " },\n  \"rounds\": %d, \"events_per_round\": %zu, \"signal_writes\": %u,\n", rounds,
 		events, sig_writes);
 	fprintf(f, "  \"timing\": \"%s\", \"timed_loops\": %lu, \"disturbed_loops\": %lu,\n",
@@ -1252,8 +1340,8 @@ int main(void)
 	       quick ? " (BENCH_QUICK)" : "");
 	printf("machine:  %s, %d online CPUs, %s, clocksource %s%s\n", cpu_model, ncpus_online, kernel,
 	       clocksource, pin_ok ? "" : " (could not pin threads)");
-	printf("compiler: %s\nbuild:    %s\nload:     %s (1/5/15 min) before the run\n", compiler(),
-	       BENCH_BUILD, load_before);
+	printf("compiler: %s\nbuild:    %s\nC++:      %s\nload:     %s (1/5/15 min) before the run\n",
+	       compiler(), BENCH_BUILD, BENCH_CXX_BUILD, load_before);
 	printf("timing:   %s\n", time_wall ? "wall-clock time (BENCH_TIME=wall)"
 					    : "thread CPU time (BENCH_TIME=wall for wall-clock)");
 
@@ -1264,6 +1352,8 @@ int main(void)
 			continue;
 		if (!BENCH_HAVE_TSC && (v->clock == tsc_clock || !strcmp(v->id, "floor_tsc_16")))
 			v->skip = "no rdtsc on this architecture";
+		else if (!BENCH_HAVE_CXX && v->rb_loop == CXX_LOOP_16 && !strncmp(v->id, "rb_cxx_", 7))
+			v->skip = "no C++ compiler (CXX) when bench was built";
 		else if (!BENCH_HAVE_MAPPED && v->run == run_mapped)
 			v->skip = "no API (RINGBUF_CPU_THREAD/CURRENT) in this ringbuf.h";
 		else if (ncpus_online < 2 &&

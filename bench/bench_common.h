@@ -1,6 +1,7 @@
 /* bench/bench_common.h - what every benchmark of ringbuf.h measures the same
  * way: the clock, the floors (SPEC §6) and the reserve/fill/commit loop.
- * Included after ringbuf.h by bench/bench.c and bench/peers/peers.c. */
+ * Included after ringbuf.h by bench/bench.c and bench/peers/peers.c, and by
+ * bench/bench_cxx.cpp (the same loop compiled as C++). */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
 
@@ -39,7 +40,8 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* ---- floors --------------------------------------------------------------- */
+/* ---- floors (C only: bench/bench_cxx.cpp takes the ringbuf loop) ---------- */
+#ifndef __cplusplus
 
 #define FLOOR_BYTES ((size_t)1 << 20)
 #define FLOOR_REC(len) ((size_t)12 + (len))
@@ -80,6 +82,8 @@ static _Thread_local size_t floor_pos;
 			NAME##_event(src, i);                                          \
 		}                                                                      \
 	}
+
+#endif /* floors */
 
 /* ---- ringbuf loops -------------------------------------------------------- */
 

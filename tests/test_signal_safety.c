@@ -28,7 +28,8 @@
  *     child by the atfork handler); with RINGBUF_DEBUG also at a thread's
  *     first explicit-index event (the owner check).
  *   - syscall(SYS_kill, tid, 0): only when every buffer is taken (mapped
- *     modes), once per taken buffer, to find an owner that no longer exists
+ *     modes), once per taken buffer (RINGBUF_CPU_THREAD: on a thread's
+ *     throttled full scans only), to find an owner that no longer exists
  *     (thread ids are system-wide, so this also sees owners in other
  *     processes sharing a file-backed buffer); errno is saved and restored. Taking over the buffer of
  *     an owner that died mid-event repairs it (ringbuf__recover_cpu: memory
@@ -643,8 +644,9 @@ static void current_mode_writes_in_handlers_are_signal_safe(void **state)
 		assert_int_equal(atomic_load(&ringbuf__cpu(rb, c)->owner), 0);
 }
 
-/* Every buffer claimed by a live thread: the handler's writes are refused
- * after the liveness check (getpid + tgkill(..., 0) per taken buffer). */
+/* Every buffer claimed by a live thread: the handler's writes are refused,
+ * the owners' liveness checked (kill(tid, 0) per owner) only on the thread's
+ * throttled full scans. */
 static sem_t g_hold_ready, g_hold_go;
 static void *claim_holder(void *arg)
 {
@@ -690,8 +692,21 @@ static void thread_mode_all_buffers_taken_in_handler_is_signal_safe(void **state
 	assert_int_equal(s.fail, 50 * 4);
 	assert_int_equal(st.unmapped, 50 * 4);
 	assert_int_equal(t.thread_cpu, -1);
-	/* each refused attempt checked both owners (kill(tid, 0): no getpid) */
-	assert_int_equal(atomic_load(&g_count[C_TGKILL]), 50 * 4 * 2);
+	/* both owners judged (kill(tid, 0): no getpid) on the full scans only
+	 * (>>contexts, THREAD FALLBACK F1-F3): the first attempt, then one after
+	 * each wait of 16, 32, 64, .. attempts; not once per refused attempt */
+	{
+		uint64_t scans = 0, next = 0, wait = RINGBUF__RESCAN_FIRST;
+		while (next < 50 * 4) { /* attempts 0, 17, 50, 115, ... */
+			scans++;
+			next += wait + 1;
+			wait = wait >= RINGBUF_THREAD_RESCAN / 2 ? RINGBUF_THREAD_RESCAN : 2 * wait;
+		}
+		print_message("  %llu liveness checks for %d refused attempts (%llu full scans)\n",
+			      (unsigned long long)atomic_load(&g_count[C_TGKILL]), 50 * 4,
+			      (unsigned long long)scans);
+		assert_int_equal(atomic_load(&g_count[C_TGKILL]), 2 * scans);
+	}
 	assert_int_equal(atomic_load(&g_count[C_GETPID]), 0);
 	assert_int_equal(atomic_load(&g_count[C_GETTID]), 1);
 }

@@ -3,7 +3,9 @@
 #
 #   tools/test-cross.sh [arch...]      arch: i686 aarch64 s390x armhf (default: all)
 #
-# Builds tests/test_*.c with Debian's cross compilers and runs them under
+# Builds tests/test_*.c (and tests/test_*.cpp where the cross g++ is
+# installed: C and C++ writers, byte-identical pages and layouts on each
+# architecture) with Debian's cross compilers and runs them under
 # qemu-user (i686 natively: qemu-i386 hangs in pthread_create), two
 # architectures at a time, each one's log in $BUILD/cross/<arch>/test.log.
 # What each architecture adds to the x86-64 runs of `make test`:
@@ -80,6 +82,23 @@ for a in "${arches[@]}"; do
 	[ -z "${QEMU[$a]}" ] || command -v "${QEMU[$a]}" >/dev/null || missing+=(qemu-user)
 done
 command -v trace-cmd >/dev/null || missing+=(trace-cmd)
+# optional: the C++ tests run where the cross g++ is installed (installed
+# with the rest as root; otherwise they are skipped, and the log says so)
+optional=()
+for a in "${arches[@]}"; do
+	command -v "${TRIPLET[$a]}-g++" >/dev/null || optional+=("g++-${TRIPLET[$a]}")
+	[ -e "/usr/lib/${TRIPLET[$a]/i686/i386}/libstdc++.so.6" ] || optional+=("libstdc++6:${DEBARCH[$a]}")
+done
+if [ ${#optional[@]} -gt 0 ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+	if [ ${#missing[@]} -gt 0 ]; then
+		missing+=("${optional[@]}")
+	else
+		echo "test-cross: installing ${optional[*]} (C++ tests)"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${optional[@]}" ||
+			{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y \
+				--no-install-recommends "${optional[@]}"; } || true
+	fi
+fi
 command -v musl-gcc >/dev/null || missing+=(musl-tools)
 if [ ${#missing[@]} -gt 0 ]; then
 	mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
@@ -122,7 +141,7 @@ skipped() { # arch test -> reason or nothing
 }
 
 run_arch() {
-	local a=$1 cc=${TRIPLET[$1]}-gcc dir=$OUT/$1 t n rc s secs reason
+	local a=$1 cc=${TRIPLET[$1]}-gcc cxx=${TRIPLET[$1]}-g++ dir=$OUT/$1 t n rc s secs reason
 	local -a run=() bins=()
 	mkdir -p "$dir"
 	exec >"$dir/test.log" 2>&1
@@ -141,9 +160,22 @@ run_arch() {
 		fi
 		bins+=("$dir/tests/$n")
 	done
+	if command -v "$cxx" >/dev/null; then
+		for t in tests/test_*.cpp; do
+			n=${t##*/}; n=${n%.cpp}
+			reason=$(skipped "$a" "$n")
+			if [ -n "$reason" ]; then
+				echo "SKIP     $n ($reason)"
+				continue
+			fi
+			bins+=("$dir/tests/$n")
+		done
+	else
+		echo "SKIP     tests/test_*.cpp (no $cxx: apt-get install g++-${TRIPLET[$a]})"
+	fi
 	s=$(date +%s)
-	if ! make --no-print-directory -j"$JOBS" "${bins[@]}" examples BUILD="$dir" CC="$cc" \
-		CFLAGS="$CFLAGS_CROSS" >"$dir/build.log" 2>&1; then
+	if ! make --no-print-directory -j"$JOBS" "${bins[@]}" examples BUILD="$dir" CC="$cc" CXX="$cxx" \
+		CFLAGS="$CFLAGS_CROSS" CXXFLAGS="$CFLAGS_CROSS" >"$dir/build.log" 2>&1; then
 		tail -n 30 "$dir/build.log"
 		echo "FAIL     $a: build (see $dir/build.log)"
 		return 1

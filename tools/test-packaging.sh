@@ -8,7 +8,8 @@
 #   cmake       find_package(ringbuf CONFIG) after make install and after
 #               cmake --install; add_subdirectory; each with a C consumer that
 #               runs and a C++-only consumer (tests/packaging/cmake_cxx) that
-#               must configure and compile with no C compiler at all
+#               must configure, compile the implementation in C++ and run with
+#               no C compiler at all
 #   meson       the repository as a subproject, C and C++-only consumers
 #   namespace   RINGBUF_NAMESPACE (tests/packaging/namespace.sh)
 #
@@ -90,6 +91,7 @@ cm_cxx() {
 	CC=/nonexistent/cc q cmake -S "$pk/cmake_cxx" -B "$out/$n" \
 		-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF "$@"
 	q cmake --build "$out/$n"
+	q "$out/$n/cxx_consumer"
 }
 
 # ---- versions -----------------------------------------------------------------
@@ -175,6 +177,7 @@ else
 		q ninja -C "$d/build"
 	done
 	q "$out/meson-c/build/consumer"
+	[ $have_cxx = 0 ] || q "$out/meson-cxx/build/cxx_consumer"
 	ran+=(meson-subproject)
 fi
 

@@ -47,12 +47,32 @@
  *
  * -DOLD_PROTOCOL: the owner word of commit 4f7dbd6 (tid only, liveness by
  * kill only): T2 finds "its own" word and nests under the dead event.
+ *
+ * -DSHARED: RINGBUF_CPU_THREAD's fallback (>>contexts, THREAD FALLBACK) on
+ * one buffer, three other threads instead:
+ *   C   tid 5, a claimer: takes the free word with PERSIST (F2), writes an
+ *       event, gives the claim back as ringbuf_thread_release does (CAS to
+ *       RELEASING, relaxed; CAS RELEASING -> 0, release) and bumps
+ *       release_gen (F6: fetch_add, release);
+ *   S1  tid 6, S2 tid 7: threads beyond the count, each writing one shared
+ *       event: F1 (release_gen, acquire), F2 when the word is free and the
+ *       generation moved (claim: CAS 0 -> id | PERSIST), else F4b (CAS 0 ->
+ *       id, acq_rel), the event, G5 (store 0, release); the event is dropped
+ *       when the word is held.
+ * Checked as above: one writer in the buffer at a time (`inside`), the
+ * buffer's bytes never raced (a writer's events happen-before the next
+ * holder's), the word 0 at the end when nobody kept a claim.
+ * -DSHARED -DWEAK_GIVEBACK: the give-back CAS relaxed: the next holder's
+ * bytes race with the claimer's (GenMC reports it).
  */
 /* GENMC-PASS: -rc11 -- -DNEW_PROTOCOL */
 /* GENMC-PASS: -imm -- -DNEW_PROTOCOL */
 /* GENMC-FAIL: -rc11 -- -DOLD_PROTOCOL */
 /* GENMC-FAIL: -imm -- -DOLD_PROTOCOL */
 /* GENMC-FAIL: -rc11 -- -DWEAK_CAS */
+/* GENMC-PASS: -rc11 -- -DSHARED */
+/* GENMC-PASS: -imm -- -DSHARED */
+/* GENMC-FAIL: -rc11 -- -DSHARED -DWEAK_GIVEBACK */
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -186,6 +206,95 @@ static void *t3(void *arg)
 	return NULL;
 }
 
+#ifdef SHARED
+#define PERSIST 0x80000000u
+#define RELEASING 0x40000000u
+#ifdef WEAK_GIVEBACK
+#define GIVEBACK memory_order_relaxed
+#else
+#define GIVEBACK memory_order_release
+#endif
+static _Atomic(uint32_t) release_gen; /* struct ringbuf.release_gen */
+static _Atomic(int) claims_kept;      /* claims still held at the end */
+
+static void event(int v)
+{
+	enter();
+	atomic_store_explicit(&committing, 1, memory_order_relaxed);
+	data = v;
+	atomic_store_explicit(&committing, 0, memory_order_relaxed);
+	leave();
+}
+
+/* ringbuf_thread_release: 1. mark, 3. give back (release), F6 */
+static void give_back(uint64_t own)
+{
+	uint64_t mine = own | PERSIST, marked = own | PERSIST | RELEASING;
+	if (!atomic_compare_exchange_strong_explicit(&owner, &mine, marked, memory_order_relaxed,
+						     memory_order_relaxed))
+		return;
+	if (atomic_compare_exchange_strong_explicit(&owner, &marked, 0, GIVEBACK, memory_order_relaxed))
+		atomic_fetch_add_explicit(&release_gen, 1, memory_order_release);
+}
+
+static void *claimer(void *arg)
+{
+	uint64_t own = ID(5, 5), cur = 0;
+	(void)arg;
+	if (!atomic_compare_exchange_strong_explicit(&owner, &cur, own | PERSIST, memory_order_acq_rel,
+						     memory_order_relaxed))
+		return NULL; /* a shared writer holds it: dropped */
+	event(5);
+	give_back(own);
+	return NULL;
+}
+
+/* one event of a thread beyond the count, without a claim */
+static void *shared_writer(void *arg)
+{
+	uint32_t tid = (uint32_t)(uintptr_t)arg;
+	uint64_t own = ID(tid, tid), cur = 0;
+	uint32_t gen = atomic_load_explicit(&release_gen, memory_order_acquire); /* F1 */
+	if (gen) {
+		/* F2: the generation moved, a full scan: claim a free word */
+		if (atomic_compare_exchange_strong_explicit(&owner, &cur, own | PERSIST, memory_order_acq_rel,
+							    memory_order_relaxed)) {
+			event((int)tid);
+			atomic_fetch_add_explicit(&claims_kept, 1, memory_order_relaxed); /* kept */
+			return NULL;
+		}
+		return NULL; /* held (and no shared buffer here): dropped */
+	}
+	/* F4b: the word for this event only */
+	if (!atomic_compare_exchange_strong_explicit(&owner, &cur, own, memory_order_acq_rel,
+						     memory_order_relaxed))
+		return NULL; /* dropped, counted */
+	event((int)tid);
+	atomic_store_explicit(&owner, 0, memory_order_release); /* G5 */
+	return NULL;
+}
+
+int main(void)
+{
+	pthread_t a, b, c;
+	atomic_init(&owner, 0);
+	atomic_init(&committing, 0);
+	atomic_init(&inside, 0);
+	atomic_init(&release_gen, 0);
+	atomic_init(&claims_kept, 0);
+	pthread_create(&a, NULL, claimer, NULL);
+	pthread_create(&b, NULL, shared_writer, (void *)(uintptr_t)6);
+	pthread_create(&c, NULL, shared_writer, (void *)(uintptr_t)7);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	pthread_join(c, NULL);
+	/* every holder gave the word back, or keeps a claim */
+	assert(atomic_load_explicit(&owner, memory_order_relaxed) == 0 ||
+	       atomic_load_explicit(&claims_kept, memory_order_relaxed) == 1);
+	assert(atomic_load_explicit(&committing, memory_order_relaxed) == 0);
+	return 0;
+}
+#else
 int main(void)
 {
 	pthread_t a, b, c;
@@ -203,3 +312,4 @@ int main(void)
 	pthread_join(c, NULL);
 	return 0;
 }
+#endif
