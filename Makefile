@@ -2,8 +2,9 @@
 #
 # Everything is built under $(BUILD) (default build/). Tests and examples are
 # one .c file each, and each defines RINGBUF_IMPLEMENTATION itself. A test or
-# example that needs more libraries says so on a line of its own:
+# example that needs more libraries (or compile flags) says so on a line of its own:
 #     /* LDFLAGS: -ltraceevent */
+#     /* CFLAGS: -finstrument-functions */
 
 ## Variables (override on the command line, e.g. `make test CC=clang BUILD=build/clang`):
 ##   CC, CFLAGS      compiler and optimisation/debug flags (cc, -O2 -g)
@@ -68,10 +69,14 @@ extra_ldflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]
 # The C file a C++ test links with (`// C_SOURCES: tests/x.c`).
 c_sources = $(shell sed -n 's|^[[:space:]]*//[[:space:]]*C_SOURCES:[[:space:]]*\(.*[^[:space:]]\)[[:space:]]*$$|\1|p' $(1))
 
+# Extra compile flags a source file declares on `/* CFLAGS: ... */` lines
+# (-finstrument-functions for the function tracer's test and demo).
+extra_cflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*CFLAGS:[[:space:]]*\(.*[^[:space:]]\)[[:space:]]*\*/.*|\1|p' $(1))
+
 VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
 
 .DELETE_ON_ERROR:
-.PHONY: test-cross verify all test tests compile-checks examples tools demo asan ubsan tsan sanitize lint bench bench-peers fuzz \
+.PHONY: test-cross verify all test tests compile-checks examples tools demo demo-ftrace asan ubsan tsan sanitize lint bench bench-ftrace bench-peers fuzz \
 	install uninstall clean help
 
 all: examples tools tests ## build the examples, the tools and the tests (without running them)
@@ -117,8 +122,8 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 	done
 	@$(CXX_COMPILE_CHECKS)
 
-$(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h $(TEST_HDRS) | $(BUILD)/tests
-	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
+$(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h ringbuf_ftrace.h $(TEST_HDRS) | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
 
 $(BUILD)/tests/%: tests/%.cpp ringbuf.h ringbuf_trace.h $(TEST_HDRS) $(wildcard tests/cxx_*.c) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@-c.o $(call c_sources,$<)
@@ -159,13 +164,21 @@ sanitize: asan ubsan tsan ## all three sanitizer runs
 
 examples: $(EXAMPLE_BINS) ## build examples/*.c into build/examples/
 
-$(BUILD)/examples/%: examples/%.c ringbuf.h | $(BUILD)/examples
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
+$(BUILD)/examples/%: examples/%.c ringbuf.h ringbuf_trace.h ringbuf_ftrace.h | $(BUILD)/examples
+	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
 
 tools: $(TOOL_BINS) ## build tools/*.c (ringbuf-read) into build/tools/
 
 $(BUILD)/tools/%: tools/%.c ringbuf.h ringbuf_trace.h | $(BUILD)/tools
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
+
+demo-ftrace: ## the function tracer: build and run examples/ftrace_demo.c, write build/ftrace.dat, show trace-cmd report
+	@$(MAKE) --no-print-directory $(BUILD)/examples/ftrace_demo
+	$(BUILD)/examples/ftrace_demo $(BUILD)/ftrace.dat
+	@if command -v trace-cmd >/dev/null 2>&1; then \
+		echo "trace-cmd report $(BUILD)/ftrace.dat (head):"; \
+		trace-cmd report $(BUILD)/ftrace.dat 2>&1 | head -n 60; \
+	else echo "trace-cmd not installed: open $(BUILD)/ftrace.dat with trace-cmd report or KernelShark"; fi
 
 demo: ## build and run the demo (examples/demo.c, else examples/basic.c)
 ifneq ($(wildcard examples/demo.c),)
@@ -211,6 +224,9 @@ $(BUILD)/bench/%: bench/%.c ringbuf.h ringbuf_trace.h $(wildcard bench/*.h) $(BE
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DBENCH_BUILD='"$(CC) $(ALL_CFLAGS) $(LDFLAGS)"' \
 		$(if $(BENCH_CXX_OBJ),-DBENCH_HAVE_CXX=1 -DBENCH_CXX_BUILD='"$(CXX) $(BENCH_CXX_FLAGS)"') \
 		-o $@ $< $(BENCH_CXX_OBJ) $(call extra_ldflags,$<)
+
+bench-ftrace: ## the function tracer's cost per traced call, vs untraced and uftrace (bench/ftrace/; FTRACE_N, FTRACE_ROUNDS)
+	@CC="$(CC)" CFLAGS="$(CFLAGS)" bench/ftrace/run.sh $(BUILD)
 
 bench-peers: ## LTTng-UST side by side with ringbuf.h (bench/peers/; skipped if not installed)
 	@$(MAKE) --no-print-directory -f bench/peers/peers.mk BUILD=$(BUILD) CC="$(CC)" CFLAGS="$(CFLAGS)"
@@ -293,7 +309,7 @@ INC_REL = $(shell realpath -m --relative-to='$(CMAKEDIR)' '$(INCLUDEDIR)' 2>/dev
 PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
 CMAKE_INCLUDE = $(if $(INC_REL),$${CMAKE_CURRENT_LIST_DIR}/$(INC_REL),$(INCLUDEDIR))
 
-install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf.pc and the CMake config under DESTDIR
+install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf_ftrace.h, ringbuf.pc and the CMake config under DESTDIR
 	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@includedir@|$(PC_INCLUDEDIR)|' \
 		-e 's|@version@|$(VERSION)|' cmake/ringbuf.pc.in > $(BUILD)/ringbuf.pc
 	sed -e 's|@INCLUDE@|$(CMAKE_INCLUDE)|' cmake/ringbufConfig.make.in > $(BUILD)/ringbufConfig.cmake
@@ -301,12 +317,13 @@ install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf.pc and the CM
 		-e 's|@MINOR@|$(word 2,$(subst ., ,$(VERSION)))|' \
 		cmake/ringbufConfigVersion.make.in > $(BUILD)/ringbufConfigVersion.cmake
 	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR)
-	install -m 644 ringbuf.h ringbuf_trace.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 ringbuf.h ringbuf_trace.h ringbuf_ftrace.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 $(BUILD)/ringbuf.pc $(DESTDIR)$(PKGCONFIGDIR)/ringbuf.pc
 	install -m 644 $(BUILD)/ringbufConfig.cmake $(BUILD)/ringbufConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
 
 uninstall: ## remove what install installed (same DESTDIR, PREFIX and directories)
 	rm -f $(DESTDIR)$(INCLUDEDIR)/ringbuf.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_trace.h \
+		$(DESTDIR)$(INCLUDEDIR)/ringbuf_ftrace.h \
 		$(DESTDIR)$(PKGCONFIGDIR)/ringbuf.pc \
 		$(DESTDIR)$(CMAKEDIR)/ringbufConfig.cmake $(DESTDIR)$(CMAKEDIR)/ringbufConfigVersion.cmake
 	rmdir $(DESTDIR)$(CMAKEDIR) 2>/dev/null || true

@@ -857,8 +857,13 @@ struct ringbuf_trace_tracedat_opts {
 	const char *clock;                          /* trace clock name, without brackets */
 	const struct ringbuf_trace_capture *capture;/* pages read earlier, written first */
 	unsigned flags;                             /* enum ringbuf_trace_tracedat_flags */
+	/* For other layers (ringbuf_ftrace.h): the kallsyms block, "address type
+	 * name\n" lines (NULL: empty), and the format texts of the "ftrace"
+	 * system's events (funcgraph_entry...), a NULL-terminated array (NULL: none). */
+	const char *kallsyms;
+	const char *const *ftrace_formats;
 };
-#define RINGBUF_TRACE_TRACEDAT_INIT { 6, NULL, NULL, 0 }
+#define RINGBUF_TRACE_TRACEDAT_INIT { 6, NULL, NULL, 0, NULL, NULL }
 enum ringbuf_trace_tracedat_flags {
 	RINGBUF_TRACE_TRACEDAT_NO_DRAIN = 1u << 0, /* leave the buffer alone: capture only */
 };
@@ -2048,8 +2053,9 @@ RINGBUF_API const void *ringbuf_trace_capture_page(const struct ringbuf_trace_ca
  *
  *   "\x17\x08\x44tracing6\0" endian long page_size
  *   "header_page\0" u64 len text | "header_event\0" u64 len text
- *   u32 0 (ftrace formats) | u32 1 system "name\0" u32 nevents {u64 len, format}
- *   u32 0 kallsyms | u32 0 printk | u64 len cmdlines | u32 ncpu
+ *   u32 n {u64 len, format} (ftrace formats: opts->ftrace_formats, else 0)
+ *   u32 1 system "name\0" u32 nevents {u64 len, format}
+ *   u32 len kallsyms text (opts->kallsyms, else 0) | u32 0 printk | u64 len cmdlines | u32 ncpu
  *   "options  \0" {u16 id, u32 len, data}: TRACECLOCK "[clock]\0", CPUCOUNT; u16 0
  *   "flyrecord\0" {u64 offset, u64 size} per CPU, u64 len "[clock]"
  *   zeros to a page boundary, then each CPU's pages
@@ -2268,6 +2274,30 @@ static size_t ringbuf_trace__align(size_t v, size_t a)
 	return (v + a - 1) / a * a;
 }
 
+/* The ftrace formats block (u32 count, {u64 len, text}) and the kallsyms
+ * block (u32 len, text) that opts supplies (empty when it supplies none). */
+static void ringbuf_trace__ftrace_blocks(struct ringbuf_trace__out *o,
+					 const struct ringbuf_trace_tracedat_opts *opts, int kallsyms)
+{
+	uint32_t n = 0;
+	if (kallsyms) {
+		size_t len = opts->kallsyms ? strlen(opts->kallsyms) : 0;
+		if (len > UINT32_MAX)
+			o->err = RINGBUF_EINVAL;
+		ringbuf_trace__u32(o, (uint32_t)len);
+		ringbuf_trace__put(o, opts->kallsyms, len);
+		return;
+	}
+	while (opts->ftrace_formats && opts->ftrace_formats[n])
+		n++;
+	ringbuf_trace__u32(o, n);
+	for (n = 0; opts->ftrace_formats && opts->ftrace_formats[n]; n++) {
+		size_t len = strlen(opts->ftrace_formats[n]);
+		ringbuf_trace__u64(o, (uint64_t)len);
+		ringbuf_trace__put(o, opts->ftrace_formats[n], len);
+	}
+}
+
 /* TSC2NSEC (ns = cycles * mult >> shift) and OFFSET (+ ns, a decimal string):
  * trace-cmd then shows a TSC clock's cycles as CLOCK_MONOTONIC seconds. */
 static void ringbuf_trace__tsc_options(struct ringbuf_trace__out *o)
@@ -2291,7 +2321,8 @@ static void ringbuf_trace__tsc_options(struct ringbuf_trace__out *o)
 
 static int ringbuf_trace__v6(int fd, const struct ringbuf_trace_registry *reg,
 			     const struct ringbuf_trace_capture *const *caps, unsigned ncpu,
-			     size_t psize, const char *clock, struct ringbuf_trace__out *o)
+			     size_t psize, const char *clock, struct ringbuf_trace__out *o,
+			     const struct ringbuf_trace_tracedat_opts *opts)
 {
 	char clk[80];
 	size_t table, data;
@@ -2300,9 +2331,9 @@ static int ringbuf_trace__v6(int fd, const struct ringbuf_trace_registry *reg,
 	snprintf(clk, sizeof clk, "[%s]", clock);
 	ringbuf_trace__header_page(o, psize);
 	ringbuf_trace__header_event(o);
-	ringbuf_trace__u32(o, 0); /* ftrace event formats */
+	ringbuf_trace__ftrace_blocks(o, opts, 0); /* ftrace event formats */
 	ringbuf_trace__event_formats(o, reg);
-	ringbuf_trace__u32(o, 0); /* kallsyms */
+	ringbuf_trace__ftrace_blocks(o, opts, 1); /* kallsyms */
 	ringbuf_trace__u32(o, 0); /* printk formats */
 	ringbuf_trace__cmdlines(o, reg);
 	ringbuf_trace__u32(o, ncpu);
@@ -2360,7 +2391,8 @@ static void ringbuf_trace__section_end(struct ringbuf_trace__out *o, size_t at)
 
 static int ringbuf_trace__v7(int fd, const struct ringbuf_trace_registry *reg,
 			     const struct ringbuf_trace_capture *const *caps, unsigned ncpu,
-			     size_t psize, const char *clock, struct ringbuf_trace__out *o)
+			     size_t psize, const char *clock, struct ringbuf_trace__out *o,
+			     const struct ringbuf_trace_tracedat_opts *opts)
 {
 	/* section descriptions: offsets into the strings section */
 	static const char strings[] = "headers\0ftrace events\0events format\0kallsyms\0printk\0"
@@ -2385,7 +2417,7 @@ static int ringbuf_trace__v7(int fd, const struct ringbuf_trace_registry *reg,
 	ringbuf_trace__section_end(o, at);
 	sec[1] = o->len;
 	at = ringbuf_trace__section(o, 17, S_FTRACE);
-	ringbuf_trace__u32(o, 0);
+	ringbuf_trace__ftrace_blocks(o, opts, 0);
 	ringbuf_trace__section_end(o, at);
 	sec[2] = o->len;
 	at = ringbuf_trace__section(o, 18, S_EVENTS);
@@ -2393,7 +2425,7 @@ static int ringbuf_trace__v7(int fd, const struct ringbuf_trace_registry *reg,
 	ringbuf_trace__section_end(o, at);
 	sec[3] = o->len;
 	at = ringbuf_trace__section(o, 19, S_KALLSYMS);
-	ringbuf_trace__u32(o, 0);
+	ringbuf_trace__ftrace_blocks(o, opts, 1);
 	ringbuf_trace__section_end(o, at);
 	sec[4] = o->len;
 	at = ringbuf_trace__section(o, 20, S_PRINTK);
@@ -2532,9 +2564,9 @@ RINGBUF_API int ringbuf_trace_write_tracedat(struct ringbuf *rb, const struct ri
 	ps32 = (uint32_t)psize;
 	ringbuf_trace__put(&o, &ps32, 4);
 	if (version == 6)
-		r = ringbuf_trace__v6(fd, reg, caps, ncpu, psize, clock, &o);
+		r = ringbuf_trace__v6(fd, reg, caps, ncpu, psize, clock, &o, opts);
 	else
-		r = ringbuf_trace__v7(fd, reg, caps, ncpu, psize, clock, &o);
+		r = ringbuf_trace__v7(fd, reg, caps, ncpu, psize, clock, &o, opts);
 	free(o.p);
 	ringbuf_trace_capture_destroy(drained);
 	return r;

@@ -1,0 +1,1050 @@
+/* ringbuf_ftrace.h - v0.1.0 - a function tracer (-finstrument-functions) for ringbuf.h
+ * SPDX-License-Identifier: MIT   (licence text: see ringbuf.h)
+ *
+ * The kernel's function and function_graph tracers for a user-space program:
+ * compile the code to trace with -finstrument-functions, and every call and
+ * return goes through __cyg_profile_func_enter/exit into a ringbuf.h buffer
+ * as the kernel's own ftrace events (funcgraph_entry / funcgraph_exit, or
+ * function), with the kernel's field names, types and print formats. The
+ * trace.dat export carries the traced program's symbols (every loaded object)
+ * as its kallsyms, so `trace-cmd report` prints the function-graph view:
+ *
+ *     demo-123 [000] 0.000010: funcgraph_entry:                 |  main() {
+ *     demo-123 [000] 0.000011: funcgraph_entry:      0.140 us   |    leaf();
+ *     demo-123 [000] 0.000015: funcgraph_exit:       5.020 us   |  }
+ *
+ * Written from the kernel's documented event formats; it contains no code
+ * from the kernel, trace-cmd, uftrace or LTTng.
+ *
+ * USAGE
+ *   In exactly one C file, compiled WITHOUT -finstrument-functions (or with
+ *   gcc's -finstrument-functions-exclude-file-list=ringbuf):
+ *                               #define RINGBUF_IMPLEMENTATION
+ *                               #include "ringbuf_ftrace.h"   (includes ringbuf_trace.h)
+ *   The code to trace:          cc -finstrument-functions ... (no include needed)
+ *
+ *   ringbuf_create(&rb, ...);                                 // a buffer per thread/CPU
+ *   ringbuf_ftrace_set_filter("work_* parse*");               // optional, globs
+ *   ringbuf_ftrace_set_notrace("*_hot");                      // optional
+ *   ringbuf_ftrace_start(rb, RINGBUF_CPU_THREAD, RINGBUF_FTRACE_GRAPH);
+ *   run();                                                    // traced
+ *   ringbuf_ftrace_stop();
+ *   ringbuf_ftrace_save_tracedat(rb, NULL, "ftrace.dat", NULL); // trace-cmd report ftrace.dat
+ *   ringbuf_ftrace_free();                                    // symbol tables, filters
+ *
+ * TABLE OF CONTENTS (grep for the anchors)
+ *   >>fapi     the public API: start/stop, filters, per-thread switch, export
+ *   >>design   hooks, shadow stack, signals, longjmp, exceptions, filters
+ *   >>fimpl    the implementation (RINGBUF_IMPLEMENTATION only)
+ *
+ * CONFIGURATION
+ *   RINGBUF_FTRACE_MAX_DEPTH    [impl-only] frames kept per thread (default 256); deeper
+ *                                           calls are counted as overrun, not recorded
+ *   RINGBUF_FTRACE_SCAN_WORDS   [impl-only] longest scan for a frame key, in words (default 512)
+ *   RINGBUF_FTRACE_NO_FRAME_KEYS [global]   no frame keys (see >>design), as on non-x86
+ *   RINGBUF_FTRACE_NO_HOOKS     [impl-only] do not define __cyg_profile_func_enter/exit;
+ *                                           call ringbuf_ftrace_enter()/exit() yourself
+ *   RINGBUF_FTRACE_ID_FUNCTION  [global]    event ids of the ftrace system's events
+ *   RINGBUF_FTRACE_ID_GRAPH_ENT             (defaults 32001, 32002, 32003; keep them
+ *   RINGBUF_FTRACE_ID_GRAPH_RET             clear of your registry's ids)
+ *
+ * CONTEXTS
+ *   The hooks are async-signal-safe and lock-free: TLS, one atomic load of the
+ *   tracer state, a binary search of the filter, ringbuf reserve/commit. No
+ *   allocation, no stdio. Everything else (start/stop, filters, export) is for
+ *   ordinary threads; start/stop and the filters may change while hooks run.
+ *
+ * LIMITS
+ *   Linux/ELF (dl_iterate_phdr, ELF symbol tables). Functions are named by
+ *   the ELF .symtab/.dynsym of each loaded object file (a stripped object
+ *   shows its exported names only; the vDSO is skipped). See >>design for
+ *   what longjmp, C++ exceptions and sigaltstack do to the depth.
+ */
+#ifndef RINGBUF_FTRACE_H
+#define RINGBUF_FTRACE_H
+
+#include "ringbuf_trace.h"
+
+#ifdef RINGBUF_NAMESPACE
+#define ringbuf_ftrace_enter             RINGBUF__NS(ringbuf_ftrace_enter)
+#define ringbuf_ftrace_exit              RINGBUF__NS(ringbuf_ftrace_exit)
+#define ringbuf_ftrace_formats           RINGBUF__NS(ringbuf_ftrace_formats)
+#define ringbuf_ftrace_free              RINGBUF__NS(ringbuf_ftrace_free)
+#define ringbuf_ftrace_kallsyms          RINGBUF__NS(ringbuf_ftrace_kallsyms)
+#define ringbuf_ftrace_load_symbols      RINGBUF__NS(ringbuf_ftrace_load_symbols)
+#define ringbuf_ftrace_lookup            RINGBUF__NS(ringbuf_ftrace_lookup)
+#define ringbuf_ftrace_save_tracedat     RINGBUF__NS(ringbuf_ftrace_save_tracedat)
+#define ringbuf_ftrace_set_filter        RINGBUF__NS(ringbuf_ftrace_set_filter)
+#define ringbuf_ftrace_set_notrace       RINGBUF__NS(ringbuf_ftrace_set_notrace)
+#define ringbuf_ftrace_start             RINGBUF__NS(ringbuf_ftrace_start)
+#define ringbuf_ftrace_get_stats         RINGBUF__NS(ringbuf_ftrace_get_stats)
+#define ringbuf_ftrace_stop              RINGBUF__NS(ringbuf_ftrace_stop)
+#define ringbuf_ftrace_thread_depth      RINGBUF__NS(ringbuf_ftrace_thread_depth)
+#define ringbuf_ftrace_thread_enable     RINGBUF__NS(ringbuf_ftrace_thread_enable)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ==== >>fapi ============================================================ */
+
+/** 1 where the hooks key frames by their return-address slot (x86-64, i386),
+ * which repairs longjmp at the next hook above the abandoned frames; 0
+ * elsewhere or with RINGBUF_FTRACE_NO_FRAME_KEYS (repair at the exit of the
+ * frame they returned to; see >>design). */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(RINGBUF_FTRACE_NO_FRAME_KEYS)
+#define RINGBUF_FTRACE_FRAME_KEYS 1
+#else
+#define RINGBUF_FTRACE_FRAME_KEYS 0
+#endif
+
+#ifndef RINGBUF_FTRACE_ID_FUNCTION
+#define RINGBUF_FTRACE_ID_FUNCTION 32001
+#endif
+#ifndef RINGBUF_FTRACE_ID_GRAPH_RET
+#define RINGBUF_FTRACE_ID_GRAPH_RET 32002
+#endif
+#ifndef RINGBUF_FTRACE_ID_GRAPH_ENT
+#define RINGBUF_FTRACE_ID_GRAPH_ENT 32003
+#endif
+
+/** The records, as the kernel's ftrace event formats give them (struct
+ * ftrace_entry, ftrace_graph_ent_entry, ftrace_graph_ret_entry). Payloads are
+ * 4-byte aligned: read the 64-bit fields with memcpy. */
+struct ringbuf_ftrace_function {
+	struct ringbuf_trace_entry ent;
+	unsigned long ip;        /* the traced function */
+	unsigned long parent_ip; /* its call site */
+};
+struct ringbuf_ftrace_graph_ent {
+	struct ringbuf_trace_entry ent;
+	unsigned long func;
+	int depth;               /* 0 for the outermost traced frame of the thread */
+};
+struct ringbuf_ftrace_graph_ret {
+	struct ringbuf_trace_entry ent;
+	unsigned long func;
+	int depth;
+	unsigned int overrun;    /* frames beyond RINGBUF_FTRACE_MAX_DEPTH when it returned */
+	unsigned long long calltime; /* ns, the buffer's clock */
+	unsigned long long rettime;
+};
+
+enum ringbuf_ftrace_mode {
+	RINGBUF_FTRACE_GRAPH = 1,    /* funcgraph_entry + funcgraph_exit (function_graph tracer) */
+	RINGBUF_FTRACE_FUNCTION = 2, /* function (ip, parent_ip) at each entry (function tracer) */
+};
+
+/** Start tracing into rb: cpu is what the hooks pass to ringbuf_reserve (an
+ * index, RINGBUF_CPU_THREAD: one buffer per thread, the best for the graph
+ * view, or RINGBUF_CPU_CURRENT); mode a mix of enum ringbuf_ftrace_mode.
+ * Loads the symbol tables on first use. Returns 0 or RINGBUF_EINVAL/ENOMEM. */
+RINGBUF_API int ringbuf_ftrace_start(struct ringbuf *rb, unsigned cpu, unsigned mode);
+/** Stop: hooks record nothing from their next call (a hook already running
+ * finishes its record). Frames stay on the threads' shadow stacks, so a
+ * restart pairs their exits. */
+RINGBUF_API void ringbuf_ftrace_stop(void);
+/** set_ftrace_filter / set_ftrace_notrace: globs (`*`, `?`, `[...]`) separated
+ * by spaces, commas or newlines, matched against every loaded object's
+ * function names and resolved to address sets now (the hooks do a binary
+ * search, no strings). NULL or "" clears. A function is traced when the
+ * filter is empty or matches it, and notrace does not. Returns the number of
+ * functions the globs matched (0: the set is empty: for the filter, nothing
+ * is traced, as in the kernel), or RINGBUF_EINVAL/ENOMEM (nothing changed).
+ * Old sets are kept until ringbuf_ftrace_free() (a hook may still read one). */
+RINGBUF_API int ringbuf_ftrace_set_filter(const char *globs);
+RINGBUF_API int ringbuf_ftrace_set_notrace(const char *globs);
+/** Per-thread switch (the kernel's set_ftrace_pid): the calling thread's
+ * hooks record only while enabled (default true). Async-signal-safe. */
+RINGBUF_API void ringbuf_ftrace_thread_enable(bool on);
+/** The calling thread's current traced depth (frames on its shadow stack). */
+RINGBUF_API unsigned ringbuf_ftrace_thread_depth(void);
+/** Counters over all threads: records dropped by the buffer, frames beyond
+ * MAX_DEPTH, exits emitted for frames left by longjmp (repaired), hooks
+ * skipped because they interrupted a hook (a signal handler). */
+struct ringbuf_ftrace_stats {
+	uint64_t dropped, overrun, repaired, nested_skipped;
+};
+RINGBUF_API void ringbuf_ftrace_get_stats(struct ringbuf_ftrace_stats *st);
+
+/** (Re)read the symbol tables of every loaded object (after dlopen). */
+RINGBUF_API int ringbuf_ftrace_load_symbols(void);
+/** The name of the function containing addr ("" when unknown; NULL-safe). */
+RINGBUF_API const char *ringbuf_ftrace_lookup(const void *addr);
+/** The kallsyms text ("%lx t name\n" per function, sorted), malloc'ed: free it. */
+RINGBUF_API char *ringbuf_ftrace_kallsyms(void);
+/** The format texts of function, funcgraph_exit, funcgraph_entry (NULL-terminated, static). */
+RINGBUF_API const char *const *ringbuf_ftrace_formats(void);
+/** ringbuf_trace_save_tracedat() with the ftrace formats and the kallsyms
+ * filled in (opts may be NULL; its kallsyms/ftrace_formats are replaced). */
+RINGBUF_API int ringbuf_ftrace_save_tracedat(struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
+					     const char *path, const struct ringbuf_trace_tracedat_opts *opts);
+/** Free the symbol tables and every filter set. Call when no hook runs. */
+RINGBUF_API void ringbuf_ftrace_free(void);
+
+/** What the hooks call (fn = the function, site = its call site, frame = a
+ * key that orders the caller's frames: lower = deeper; NULL = unknown, no
+ * longjmp repair for this call; see >>design). */
+RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *site, const void *frame);
+RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
+
+/* ==== >>design ===========================================================
+ *
+ * HOOKS. gcc and clang call __cyg_profile_func_enter(fn, site) after the
+ * prologue of every instrumented function and __cyg_profile_func_exit(fn,
+ * site) before its epilogue. Both are no_instrument_function, as is all of
+ * this header; the implementation TU must not be instrumented itself (see
+ * USAGE), and in case it is, a per-thread `busy` flag makes a hook that runs
+ * inside a hook return at once (no recursion).
+ *
+ * SHADOW STACK. Each thread has (TLS, fixed size, no allocation) a stack of
+ * {function, frame key, call site, calltime}. Entry pushes and writes
+ * funcgraph_entry {func, depth}; exit pops and writes funcgraph_exit {func,
+ * depth, overrun, calltime, rettime}. depth = frames below it on the shadow
+ * stack, so a filter that hides a function also takes it out of the nesting
+ * (as the kernel's function_graph with set_ftrace_filter). A frame whose
+ * record the buffer dropped is still pushed, so its exit stays paired.
+ *
+ * FRAME KEY (x86-64, i386). The address of the stack slot that holds the
+ * traced function's return address (the hook's `site` argument): the hook
+ * scans up from its own return-address slot for that value (a tail-called
+ * exit hook's own slot is that slot). Siblings called from one frame get the
+ * same key, a callee a lower key, whatever the functions' prologues push;
+ * an inlined function's hooks run in its container's frame and get the
+ * container's key and site. The scan reads at most RINGBUF_FTRACE_SCAN_WORDS
+ * words and never above the thread's outermost traced frame (so only mapped
+ * stack), or 64 words while no frame is known (the loader's or the thread's
+ * data lie above any function). Not found (a larger frame), or another
+ * architecture (the return address lives in a register): key unknown, the
+ * frame is never taken for dead by a later key; an exit hook with an unknown
+ * key whose (traced) function is on the shadow stack below the top pops the
+ * frames above its topmost instance (H3 without keys: longjmp and exceptions
+ * are then repaired at the exit of the frame they returned to).
+ *
+ * STEPS of a hook (one thread and its signal handlers; nothing is shared
+ * with other threads except the tracer state, read with acquire loads that
+ * pair with the release stores of start/stop/set_filter, so a hook that sees
+ * a set sees it filled in):
+ *   H1 busy check: if set, a hook of this thread is running below us (we are
+ *      a signal handler that interrupted it, or instrumented library code it
+ *      called): count nested_skipped, return. Set busy, then a compiler
+ *      (signal) fence: from here a handler sees busy and keeps off the stack.
+ *   H2 load the state (rb, cpu, mode; acquire); not started or the thread is
+ *      disabled: return.
+ *   H3 repair: pop frames that can no longer be live (longjmp, below).
+ *   H4 filter: binary search of fn in the filter/notrace sets (acquire load).
+ *   H5 entry: reserve + commit funcgraph_entry, push {fn, key, site, now}.
+ *      exit: if the top frame is fn, pop it, reserve + commit funcgraph_exit;
+ *      otherwise (its entry was not recorded: before start, filtered, too deep)
+ *      nothing.
+ *   H6 signal fence, clear busy.
+ * A signal handler that runs between two hooks (the normal case: it
+ * interrupted the traced code, not a hook) finds busy clear and a consistent
+ * stack; its functions nest deeper and pop back before it returns, so the
+ * interrupted frames are untouched. A handler that interrupts a hook (H1..H6,
+ * a window of some tens of ns) records nothing: its entries and exits are
+ * skipped alike, so its depth stays balanced; they are counted.
+ *
+ * LONGJMP. longjmp (and siglongjmp out of a handler) skips the exit hooks of
+ * the frames it discards. The stack grows down, so at a hook with key K:
+ *   entry: a shadow frame with a key below K is dead, and so is one with key
+ *          K and another call site (a sibling of this call that never
+ *          returned; the same site is the inlined case: live);
+ *   exit:  frames with keys below K are dead, down to the first frame of fn.
+ * H3 pops them and writes their funcgraph_exit with rettime = now (counted as
+ * `repaired`): late (at the next hook of the thread above them), not lost,
+ * and the depth is right again. Not exact: a dead sibling called again from
+ * the same site (a loop around setjmp) is taken for live until its parent
+ * returns; a longjmp from a recursive function into an outer instance of
+ * itself closes the inner instance at the outer one's return, the outer one
+ * at the next hook; frames left by a longjmp after which no hook of the
+ * thread runs stay on the stack until one does.
+ *
+ * C++ EXCEPTIONS. g++ runs the exit hook of each frame an exception unwinds
+ * (checked by tests/test_ftrace.c); clang++ calls it on normal returns only,
+ * and the next hook's H3 repairs the unwound frames like a longjmp (same
+ * graph, with late return times). Names are the mangled symbols (trace-cmd
+ * prints them as they are).
+ *
+ * SIGALTSTACK. A handler on an alternate stack has frames that are not below
+ * the interrupted ones; if the alternate stack lies above the thread's stack,
+ * H3 in the handler would take the interrupted frames for dead. Threads that
+ * trace handlers on an alternate stack should disable the tracer in them
+ * (ringbuf_ftrace_thread_enable(false) at handler entry) -- documented, not
+ * detected.
+ *
+ * FILTERS. The symbol table is built once (ringbuf_ftrace_load_symbols; at
+ * start): dl_iterate_phdr lists the loaded objects, each object's file is
+ * mapped read-only and its .symtab and .dynsym STT_FUNC symbols are copied
+ * out with the load bias added; sorted by address, duplicates dropped. A
+ * filter is a sorted array of function addresses (or "no set": all); the
+ * hooks binary-search it. A new set is published with a release store; old
+ * ones are kept on a list until ringbuf_ftrace_free(), since a hook on another
+ * thread may still be reading one (there is no grace period to wait for).
+ *
+ * TIME. calltime and rettime are the time stamps of the entry and exit
+ * records themselves (ns; TSC converted), read back from the CPU buffer's
+ * write_stamp right after the reservation: one clock read per record. With
+ * RINGBUF_CPU_CURRENT, a dropped record, or a repaired frame, the clock is
+ * read (ringbuf_time_stamp). rettime >= calltime always. trace-cmd prints
+ * rettime - calltime as the duration.
+ */
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ==== >>fimpl =========================================================== */
+#if defined(RINGBUF_IMPLEMENTATION) && !defined(RINGBUF_FTRACE_IMPLEMENTATION_INCLUDED)
+#define RINGBUF_FTRACE_IMPLEMENTATION_INCLUDED 1
+
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef RINGBUF_FTRACE_MAX_DEPTH
+#define RINGBUF_FTRACE_MAX_DEPTH 256
+#endif
+/* glibc declares dl_iterate_phdr and struct dl_phdr_info only under
+ * _GNU_SOURCE, which a strict -std=c11 program may not define (before its
+ * first include): then its leading fields, stable ABI, are declared here. */
+#if defined(__GLIBC__) && !defined(__USE_GNU)
+struct ringbuf_ftrace__phdr_info {
+	ElfW(Addr) dlpi_addr;
+	const char *dlpi_name;
+	const ElfW(Phdr) *dlpi_phdr;
+	ElfW(Half) dlpi_phnum;
+};
+extern int dl_iterate_phdr(int (*cb)(struct ringbuf_ftrace__phdr_info *, size_t, void *), void *data);
+#define RINGBUF_FTRACE__PHDR_INFO struct ringbuf_ftrace__phdr_info
+#else
+#define RINGBUF_FTRACE__PHDR_INFO struct dl_phdr_info
+#endif
+
+#if RINGBUF_FTRACE_MAX_DEPTH < 1 || RINGBUF_FTRACE_MAX_DEPTH > 65536
+#error "RINGBUF_FTRACE_MAX_DEPTH must be between 1 and 65536"
+#endif
+
+#define RINGBUF_FTRACE__NOINSTR __attribute__((no_instrument_function))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ringbuf_ftrace__frame {
+	uintptr_t func, frame, site;
+	uint64_t calltime;
+};
+struct ringbuf_ftrace__thread {
+	uint32_t depth; /* frames pushed, including those beyond MAX_DEPTH */
+	volatile sig_atomic_t busy;
+	uint32_t off;   /* ringbuf_ftrace_thread_enable(false) */
+	struct ringbuf_ftrace__frame st[RINGBUF_FTRACE_MAX_DEPTH];
+};
+static _Thread_local struct ringbuf_ftrace__thread ringbuf_ftrace__t;
+
+struct ringbuf_ftrace__set {
+	size_t n;
+	struct ringbuf_ftrace__set *next_old; /* retired list */
+	uintptr_t addr[];
+};
+struct ringbuf_ftrace__sym {
+	uintptr_t addr;
+	char *name;
+};
+
+static struct {
+	RINGBUF__ATOMIC(struct ringbuf *) rb;
+	RINGBUF__ATOMIC(unsigned) cpu;
+	RINGBUF__ATOMIC(unsigned) mode;
+	RINGBUF__ATOMIC(struct ringbuf_ftrace__set *) filter; /* NULL: all */
+	RINGBUF__ATOMIC(struct ringbuf_ftrace__set *) notrace;
+	struct ringbuf_ftrace__set *old;
+	RINGBUF__ATOMIC(uint64_t) dropped, overrun, repaired, nested;
+	struct ringbuf_ftrace__sym *syms;
+	size_t nsyms, symcap;
+} ringbuf_ftrace__g;
+
+/* ---- >>fimpl: hooks ------------------------------------------------------ */
+
+RINGBUF_FTRACE__NOINSTR static bool ringbuf_ftrace__in(const struct ringbuf_ftrace__set *s, uintptr_t a)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->addr[mid] < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->n && s->addr[lo] == a;
+}
+
+RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__count(RINGBUF__ATOMIC(uint64_t) *c)
+{
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+/* Store one field of a record in place (payloads are 4-byte aligned: memcpy;
+ * one store each, never a read of what the reserve just wrote). */
+#define RINGBUF_FTRACE__PUT(p, type, field, ftype, v)                                    \
+	do {                                                                             \
+		ftype ringbuf__v = (ftype)(v);                                           \
+		memcpy((char *)(p) + offsetof(type, field), &ringbuf__v, sizeof ringbuf__v); \
+	} while (0)
+
+/* The time stamp (ns) of the record this writer reserved last on cpu: the
+ * CPU buffer's write_stamp, which every reservation stores (step D of
+ * ringbuf.h's >>design) before it returns; read by the same thread, so the
+ * relaxed load sees it, or a later one when a nested writer (a signal
+ * handler's event) came in between: then that writer's, a little later.
+ * Saves a clock read per record. RINGBUF_CPU_CURRENT: the buffer is not
+ * known afterwards, so the clock is read. */
+RINGBUF_FTRACE__NOINSTR static uint64_t ringbuf_ftrace__rec_ts(struct ringbuf *rb, unsigned cpu)
+{
+	if (cpu >= ringbuf_ncpu(rb)) {
+		int c = cpu == RINGBUF_CPU_THREAD ? ringbuf_thread_cpu(rb) : -1;
+		if (c < 0)
+			return ringbuf_time_stamp(rb);
+		cpu = (unsigned)c;
+	}
+	return ringbuf_ts_to_ns(rb, RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->write_stamp));
+}
+
+RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__emit_ret(struct ringbuf *rb, unsigned cpu,
+							       const struct ringbuf_ftrace__frame *f,
+							       uint32_t depth, uint32_t overrun, uint64_t now)
+{
+	void *p = ringbuf_trace__reserve(rb, cpu, RINGBUF_FTRACE_ID_GRAPH_RET, sizeof(struct ringbuf_ftrace_graph_ret));
+	if (!p) {
+		ringbuf_ftrace__count(&ringbuf_ftrace__g.dropped);
+		return;
+	}
+	if (!now) /* the record's own time stamp */
+		now = ringbuf_ftrace__rec_ts(rb, cpu);
+	if (now < f->calltime)
+		now = f->calltime;
+	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ret, func, unsigned long, f->func);
+	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ret, depth, int, depth);
+	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ret, overrun, unsigned int, overrun);
+	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ret, calltime, unsigned long long, f->calltime);
+	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ret, rettime, unsigned long long, now);
+	ringbuf_commit(rb, cpu, p);
+}
+
+/* H3: entry (fn == 0): pop the frames below `frame`, and those at `frame`
+ * from another call site (dead siblings; same site: an inlined parent).
+ * Exit: pop the frames below `frame` down to the first frame of fn. */
+RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__repair(struct ringbuf_ftrace__thread *t, struct ringbuf *rb,
+							     unsigned cpu, unsigned mode, uintptr_t frame,
+							     uintptr_t site, uintptr_t fn, uint64_t *now)
+{
+	while (t->depth) {
+		uint32_t d = t->depth - 1;
+		struct ringbuf_ftrace__frame *f;
+		if (d >= RINGBUF_FTRACE_MAX_DEPTH)
+			return; /* untracked frames on top: nothing to compare */
+		f = &t->st[d];
+		if (fn ? f->frame >= frame || f->func == fn
+		       : f->frame > frame || (f->frame == frame && f->site == site))
+			return;
+		t->depth = d;
+		ringbuf_ftrace__count(&ringbuf_ftrace__g.repaired);
+		if (rb && (mode & RINGBUF_FTRACE_GRAPH)) {
+			if (!*now)
+				*now = ringbuf_time_stamp(rb);
+			ringbuf_ftrace__emit_ret(rb, cpu, f, d, 0, *now);
+		}
+	}
+}
+
+/* H3 without frame keys, at an exit whose function is not on top: if fn is
+ * traced and on the shadow stack, the frames above its topmost instance are
+ * dead (longjmp, an exception without exit hooks): pop them. */
+RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__repair_to(struct ringbuf_ftrace__thread *t, struct ringbuf *rb,
+								unsigned cpu, unsigned mode, uintptr_t fn,
+								uint64_t *now)
+{
+	const struct ringbuf_ftrace__set *s;
+	uint32_t i = t->depth;
+	s = atomic_load_explicit(&ringbuf_ftrace__g.filter, memory_order_acquire);
+	if (s && !ringbuf_ftrace__in(s, fn))
+		return; /* not traced: cannot be on the stack */
+	s = atomic_load_explicit(&ringbuf_ftrace__g.notrace, memory_order_acquire);
+	if (s && ringbuf_ftrace__in(s, fn))
+		return;
+	while (i && t->st[i - 1].func != fn)
+		i--;
+	if (!i)
+		return;
+	while (t->depth > i) {
+		uint32_t d = --t->depth;
+		ringbuf_ftrace__count(&ringbuf_ftrace__g.repaired);
+		if (rb && (mode & RINGBUF_FTRACE_GRAPH)) {
+			if (!*now)
+				*now = ringbuf_time_stamp(rb);
+			ringbuf_ftrace__emit_ret(rb, cpu, &t->st[d], d, 0, *now);
+		}
+	}
+}
+
+RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *site, const void *frame)
+{
+	struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t;
+	struct ringbuf_ftrace__set *s;
+	struct ringbuf *rb;
+	unsigned cpu, mode;
+	uint64_t now = 0;
+	uintptr_t a = (uintptr_t)fn;
+	/* H1 */
+	if (t->busy) {
+		ringbuf_ftrace__count(&ringbuf_ftrace__g.nested);
+		return;
+	}
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	/* H2: acquire pairs with the release store in ringbuf_ftrace_start */
+	rb = atomic_load_explicit(&ringbuf_ftrace__g.rb, memory_order_acquire);
+	if (!rb || t->off)
+		goto out;
+	cpu = atomic_load_explicit(&ringbuf_ftrace__g.cpu, memory_order_relaxed);
+	mode = atomic_load_explicit(&ringbuf_ftrace__g.mode, memory_order_relaxed);
+	/* H3 (an unknown frame key: no repair, and the frame is never taken
+	 * for dead: key UINTPTR_MAX) */
+	if (frame)
+		ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, 0, &now);
+	/* H4: acquire pairs with the release store of set_filter/notrace */
+	s = atomic_load_explicit(&ringbuf_ftrace__g.filter, memory_order_acquire);
+	if (s && !ringbuf_ftrace__in(s, a))
+		goto out;
+	s = atomic_load_explicit(&ringbuf_ftrace__g.notrace, memory_order_acquire);
+	if (s && ringbuf_ftrace__in(s, a))
+		goto out;
+	/* H5 */
+	if (mode & RINGBUF_FTRACE_FUNCTION) {
+		void *p = ringbuf_trace__reserve(rb, cpu, RINGBUF_FTRACE_ID_FUNCTION,
+						 sizeof(struct ringbuf_ftrace_function));
+		if (p) {
+			RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_function, ip, unsigned long, a);
+			RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_function, parent_ip, unsigned long,
+					    (uintptr_t)site);
+			ringbuf_commit(rb, cpu, p);
+		} else {
+			ringbuf_ftrace__count(&ringbuf_ftrace__g.dropped);
+		}
+	}
+	if (mode & RINGBUF_FTRACE_GRAPH) {
+		uint32_t d = t->depth;
+		void *p;
+		if (d >= RINGBUF_FTRACE_MAX_DEPTH) {
+			t->depth = d + 1;
+			ringbuf_ftrace__count(&ringbuf_ftrace__g.overrun);
+			goto out;
+		}
+		p = ringbuf_trace__reserve(rb, cpu, RINGBUF_FTRACE_ID_GRAPH_ENT,
+					   sizeof(struct ringbuf_ftrace_graph_ent));
+		if (p) {
+			t->st[d].calltime = ringbuf_ftrace__rec_ts(rb, cpu); /* the record's time */
+			RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ent, func, unsigned long, a);
+			RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ent, depth, int, d);
+			ringbuf_commit(rb, cpu, p);
+		} else {
+			ringbuf_ftrace__count(&ringbuf_ftrace__g.dropped);
+			t->st[d].calltime = ringbuf_time_stamp(rb);
+		}
+		/* pushed even when the record was dropped: the exit stays paired */
+		t->st[d].func = a;
+		t->st[d].frame = frame ? (uintptr_t)frame : UINTPTR_MAX;
+		t->st[d].site = (uintptr_t)site;
+		t->depth = d + 1;
+	}
+out:	/* H6 */
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+}
+
+RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame)
+{
+	struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t;
+	struct ringbuf *rb;
+	unsigned cpu, mode;
+	uint64_t now = 0;
+	uint32_t d;
+	if (t->busy) { /* H1 */
+		ringbuf_ftrace__count(&ringbuf_ftrace__g.nested);
+		return;
+	}
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	rb = atomic_load_explicit(&ringbuf_ftrace__g.rb, memory_order_acquire); /* H2 */
+	cpu = atomic_load_explicit(&ringbuf_ftrace__g.cpu, memory_order_relaxed);
+	mode = atomic_load_explicit(&ringbuf_ftrace__g.mode, memory_order_relaxed);
+	/* stopped or disabled: keep the stack paired, record nothing */
+	if (!rb || t->off)
+		rb = NULL;
+	if (frame) /* H3 */
+		ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, (uintptr_t)fn, &now);
+	else if (t->depth && t->depth <= RINGBUF_FTRACE_MAX_DEPTH && t->st[t->depth - 1].func != (uintptr_t)fn)
+		ringbuf_ftrace__repair_to(t, rb, cpu, mode, (uintptr_t)fn, &now); /* H3 without keys */
+	d = t->depth;
+	if (!d)
+		goto out;
+	if (d > RINGBUF_FTRACE_MAX_DEPTH) {
+		/* the top frame was not tracked: assume it is this one */
+		t->depth = d - 1;
+		goto out;
+	}
+	if (t->st[d - 1].func != (uintptr_t)fn)
+		goto out; /* H5: not ours (entry filtered or before start) */
+	t->depth = d - 1;
+	if (rb && (mode & RINGBUF_FTRACE_GRAPH))
+		ringbuf_ftrace__emit_ret(rb, cpu, &t->st[d - 1], d - 1, 0, 0);
+out:	/* H6 */
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+}
+
+/* The frame key of the instrumented function that called a hook: the
+ * address of the stack slot holding its return address (site), found by
+ * scanning up from the hook's own return address slot (a tail-called exit
+ * hook's slot is that very slot). Siblings called from one frame get the
+ * same key, a callee a lower one, whatever their own prologues push; an
+ * inlined function gets its container's key. x86 only (the return address is
+ * on the stack at the call); NULL (unknown: no repair) elsewhere or when it
+ * is not found. The scan never reads above the thread's outermost traced
+ * frame (mapped stack) when there is one, and reads at most
+ * RINGBUF_FTRACE_SCAN_WORDS (64 words when no frame is known: the stack top
+ * holds at least the loader's or the thread's data above any function). */
+#ifndef RINGBUF_FTRACE_SCAN_WORDS
+#define RINGBUF_FTRACE_SCAN_WORDS 512
+#endif
+#if RINGBUF_FTRACE_FRAME_KEYS
+RINGBUF_FTRACE__NOINSTR __attribute__((no_sanitize_address)) static const void *
+ringbuf_ftrace__key(const void *hookframe, const void *site)
+{
+	const struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t;
+	const void *const *p = (const void *const *)hookframe + 1; /* the hook's return address */
+	uintptr_t n = 64, top;
+	unsigned i;
+	if (p[0] == site)
+		return p; /* tail-called hook */
+	p += sizeof(void *) == 4 ? 3 : 1; /* i386: over the hook's two argument words */
+	if (t->depth && t->depth <= RINGBUF_FTRACE_MAX_DEPTH &&
+	    (top = t->st[0].frame) != UINTPTR_MAX && top >= (uintptr_t)p) {
+		n = (top - (uintptr_t)p) / sizeof(void *) + 1;
+		if (n > RINGBUF_FTRACE_SCAN_WORDS)
+			n = RINGBUF_FTRACE_SCAN_WORDS;
+	}
+	for (i = 0; i < n; i++)
+		if (p[i] == site)
+			return &p[i];
+	return NULL;
+}
+#define RINGBUF_FTRACE__KEY(site) ringbuf_ftrace__key(__builtin_frame_address(0), (site))
+#else
+#define RINGBUF_FTRACE__KEY(site) ((void)(site), (const void *)0)
+#endif
+
+#ifndef RINGBUF_FTRACE_NO_HOOKS
+RINGBUF_FTRACE__NOINSTR __attribute__((noinline)) void __cyg_profile_func_enter(void *fn, void *site);
+RINGBUF_FTRACE__NOINSTR __attribute__((noinline)) void __cyg_profile_func_exit(void *fn, void *site);
+RINGBUF_FTRACE__NOINSTR __attribute__((noinline)) void __cyg_profile_func_enter(void *fn, void *site)
+{
+	ringbuf_ftrace_enter(fn, site, RINGBUF_FTRACE__KEY(site));
+}
+RINGBUF_FTRACE__NOINSTR __attribute__((noinline)) void __cyg_profile_func_exit(void *fn, void *site)
+{
+	ringbuf_ftrace_exit(fn, site, RINGBUF_FTRACE__KEY(site));
+}
+#endif
+
+RINGBUF_API void ringbuf_ftrace_thread_enable(bool on)
+{
+	ringbuf_ftrace__t.off = !on;
+}
+
+RINGBUF_API unsigned ringbuf_ftrace_thread_depth(void)
+{
+	return ringbuf_ftrace__t.depth;
+}
+
+RINGBUF_API void ringbuf_ftrace_get_stats(struct ringbuf_ftrace_stats *st)
+{
+	if (!st)
+		return;
+	st->dropped = atomic_load_explicit(&ringbuf_ftrace__g.dropped, memory_order_relaxed);
+	st->overrun = atomic_load_explicit(&ringbuf_ftrace__g.overrun, memory_order_relaxed);
+	st->repaired = atomic_load_explicit(&ringbuf_ftrace__g.repaired, memory_order_relaxed);
+	st->nested_skipped = atomic_load_explicit(&ringbuf_ftrace__g.nested, memory_order_relaxed);
+}
+
+/* ---- >>fimpl: symbols ---------------------------------------------------- */
+
+static int ringbuf_ftrace__add_sym(uintptr_t addr, const char *name, size_t len)
+{
+	char *s;
+	if (ringbuf_ftrace__g.nsyms == ringbuf_ftrace__g.symcap) {
+		size_t nc = ringbuf_ftrace__g.symcap ? ringbuf_ftrace__g.symcap * 2 : 1024;
+		struct ringbuf_ftrace__sym *p = (struct ringbuf_ftrace__sym *)realloc(ringbuf_ftrace__g.syms,
+										 nc * sizeof *p);
+		if (!p)
+			return RINGBUF_ENOMEM;
+		ringbuf_ftrace__g.syms = p;
+		ringbuf_ftrace__g.symcap = nc;
+	}
+	s = (char *)malloc(len + 1);
+	if (!s)
+		return RINGBUF_ENOMEM;
+	memcpy(s, name, len);
+	s[len] = 0;
+	ringbuf_ftrace__g.syms[ringbuf_ftrace__g.nsyms].addr = addr;
+	ringbuf_ftrace__g.syms[ringbuf_ftrace__g.nsyms].name = s;
+	ringbuf_ftrace__g.nsyms++;
+	return 0;
+}
+
+/* The STT_FUNC symbols of one mapped ELF file (every offset checked: a
+ * truncated or corrupt file gives what is readable, never a crash). */
+static int ringbuf_ftrace__elf(const unsigned char *m, size_t size, uintptr_t bias)
+{
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)(const void *)m;
+	size_t i;
+	if (size < sizeof *eh || memcmp(m, ELFMAG, SELFMAG) != 0 || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
+	    eh->e_shoff > size || (size - eh->e_shoff) / sizeof(ElfW(Shdr)) < eh->e_shnum)
+		return 0;
+	for (i = 0; i < eh->e_shnum; i++) {
+		const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(const void *)(m + eh->e_shoff) + i;
+		const ElfW(Shdr) *strh;
+		size_t k, n;
+		if ((sh->sh_type != SHT_SYMTAB && sh->sh_type != SHT_DYNSYM) || sh->sh_link >= eh->e_shnum ||
+		    sh->sh_entsize != sizeof(ElfW(Sym)) || sh->sh_offset > size ||
+		    sh->sh_size > size - sh->sh_offset)
+			continue;
+		strh = (const ElfW(Shdr) *)(const void *)(m + eh->e_shoff) + sh->sh_link;
+		if (strh->sh_offset > size || strh->sh_size > size - strh->sh_offset)
+			continue;
+		n = sh->sh_size / sizeof(ElfW(Sym));
+		for (k = 1; k < n; k++) {
+			const ElfW(Sym) *sym = (const ElfW(Sym) *)(const void *)(m + sh->sh_offset) + k;
+			const char *name, *end;
+			int r;
+			if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || !sym->st_value || sym->st_shndx == SHN_UNDEF ||
+			    sym->st_name >= strh->sh_size)
+				continue;
+			name = (const char *)m + strh->sh_offset + sym->st_name;
+			end = (const char *)memchr(name, 0, strh->sh_size - sym->st_name);
+			if (!end || end == name)
+				continue;
+			if ((r = ringbuf_ftrace__add_sym(bias + (uintptr_t)sym->st_value, name, (size_t)(end - name))) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int ringbuf_ftrace__object(RINGBUF_FTRACE__PHDR_INFO *info, size_t size, void *ctx)
+{
+	const char *path = info->dlpi_name;
+	struct stat stbuf;
+	void *m;
+	int fd, *err = (int *)ctx, r;
+	(void)size;
+	if (!path || !*path)
+		path = "/proc/self/exe"; /* the main program */
+	if (path[0] != '/')
+		return 0; /* the vDSO ("linux-vdso.so.1"), or a name we cannot open */
+	fd = open(path, O_RDONLY | RINGBUF__O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &stbuf) != 0 || stbuf.st_size <= 0) {
+		close(fd);
+		return 0;
+	}
+	m = mmap(NULL, (size_t)stbuf.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return 0;
+	r = ringbuf_ftrace__elf((const unsigned char *)m, (size_t)stbuf.st_size, (uintptr_t)info->dlpi_addr);
+	munmap(m, (size_t)stbuf.st_size);
+	if (r < 0) {
+		*err = r;
+		return 1;
+	}
+	return 0;
+}
+
+static int ringbuf_ftrace__sym_cmp(const void *a, const void *b)
+{
+	const struct ringbuf_ftrace__sym *x = (const struct ringbuf_ftrace__sym *)a;
+	const struct ringbuf_ftrace__sym *y = (const struct ringbuf_ftrace__sym *)b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void ringbuf_ftrace__free_syms(void)
+{
+	size_t i;
+	for (i = 0; i < ringbuf_ftrace__g.nsyms; i++)
+		free(ringbuf_ftrace__g.syms[i].name);
+	free(ringbuf_ftrace__g.syms);
+	ringbuf_ftrace__g.syms = NULL;
+	ringbuf_ftrace__g.nsyms = ringbuf_ftrace__g.symcap = 0;
+}
+
+RINGBUF_API int ringbuf_ftrace_load_symbols(void)
+{
+	int err = 0;
+	size_t i, o;
+	ringbuf_ftrace__free_syms();
+	dl_iterate_phdr(ringbuf_ftrace__object, &err);
+	if (err < 0) {
+		ringbuf_ftrace__free_syms();
+		return err;
+	}
+	if (!ringbuf_ftrace__g.nsyms)
+		return 0;
+	qsort(ringbuf_ftrace__g.syms, ringbuf_ftrace__g.nsyms, sizeof *ringbuf_ftrace__g.syms,
+	      ringbuf_ftrace__sym_cmp);
+	for (i = 1, o = 1; i < ringbuf_ftrace__g.nsyms; i++) {
+		struct ringbuf_ftrace__sym *p = &ringbuf_ftrace__g.syms[o - 1], *s = &ringbuf_ftrace__g.syms[i];
+		if (s->addr == p->addr && !strcmp(s->name, p->name)) {
+			free(s->name);
+			continue;
+		}
+		ringbuf_ftrace__g.syms[o++] = *s;
+	}
+	ringbuf_ftrace__g.nsyms = o;
+	return (int)(o > INT32_MAX ? INT32_MAX : o);
+}
+
+RINGBUF_API const char *ringbuf_ftrace_lookup(const void *addr)
+{
+	uintptr_t a = (uintptr_t)addr;
+	size_t lo = 0, hi = ringbuf_ftrace__g.nsyms;
+	while (lo < hi) { /* first symbol above a */
+		size_t mid = lo + (hi - lo) / 2;
+		if (ringbuf_ftrace__g.syms[mid].addr <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? ringbuf_ftrace__g.syms[lo - 1].name : "";
+}
+
+RINGBUF_API char *ringbuf_ftrace_kallsyms(void)
+{
+	size_t i, len = 1, at = 0;
+	char *t;
+	if (!ringbuf_ftrace__g.nsyms && ringbuf_ftrace_load_symbols() < 0)
+		return NULL;
+	for (i = 0; i < ringbuf_ftrace__g.nsyms; i++)
+		len += 2 * sizeof(uintptr_t) + 4 + strlen(ringbuf_ftrace__g.syms[i].name);
+	t = (char *)malloc(len);
+	if (!t)
+		return NULL;
+	for (i = 0; i < ringbuf_ftrace__g.nsyms; i++)
+		at += (size_t)snprintf(t + at, len - at, "%0*llx t %s\n", (int)(2 * sizeof(uintptr_t)),
+				       (unsigned long long)ringbuf_ftrace__g.syms[i].addr,
+				       ringbuf_ftrace__g.syms[i].name);
+	t[at] = 0;
+	return t;
+}
+
+/* ---- >>fimpl: filters ---------------------------------------------------- */
+
+static int ringbuf_ftrace__uaddr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Split globs; every symbol matching one goes into a new set (*out, NULL
+ * for an empty text). */
+static int ringbuf_ftrace__build(const char *globs, struct ringbuf_ftrace__set **out)
+{
+	char *copy;
+	struct ringbuf_ftrace__set *s;
+	size_t i, n = 0;
+	int r;
+	*out = NULL;
+	if (!globs || !globs[strspn(globs, " ,\t\n")])
+		return 0;
+	if (!ringbuf_ftrace__g.nsyms && (r = ringbuf_ftrace_load_symbols()) < 0)
+		return r;
+	s = (struct ringbuf_ftrace__set *)malloc(sizeof *s + (ringbuf_ftrace__g.nsyms + 1) * sizeof(uintptr_t));
+	copy = (char *)malloc(strlen(globs) + 2);
+	if (!s || !copy) {
+		free(s);
+		free(copy);
+		return RINGBUF_ENOMEM;
+	}
+	/* the globs, each NUL-terminated, then an empty one */
+	{
+		const char *g = globs;
+		char *d = copy;
+		while (*(g += strspn(g, " ,\t\n"))) {
+			size_t k = strcspn(g, " ,\t\n");
+			memcpy(d, g, k);
+			d[k] = 0;
+			d += k + 1;
+			g += k;
+		}
+		*d = 0;
+	}
+	for (i = 0; i < ringbuf_ftrace__g.nsyms; i++) {
+		const char *g;
+		for (g = copy; *g; g += strlen(g) + 1)
+			if (ringbuf_trace_glob_match(g, ringbuf_ftrace__g.syms[i].name)) {
+				s->addr[n++] = ringbuf_ftrace__g.syms[i].addr;
+				break;
+			}
+	}
+	free(copy);
+	qsort(s->addr, n, sizeof(uintptr_t), ringbuf_ftrace__uaddr_cmp);
+	s->n = n;
+	s->next_old = NULL;
+	*out = s;
+	return (int)(n > INT32_MAX ? INT32_MAX : n);
+}
+
+static int ringbuf_ftrace__set(RINGBUF__ATOMIC(struct ringbuf_ftrace__set *) *slot, const char *globs)
+{
+	struct ringbuf_ftrace__set *s, *old;
+	int r = ringbuf_ftrace__build(globs, &s);
+	if (r < 0)
+		return r;
+	/* release: a hook that loads s (acquire, H4) sees its addresses */
+	old = atomic_exchange_explicit(slot, s, memory_order_acq_rel);
+	if (old) { /* a hook may still read it: retire, free in ringbuf_ftrace_free */
+		old->next_old = ringbuf_ftrace__g.old;
+		ringbuf_ftrace__g.old = old;
+	}
+	return r;
+}
+
+RINGBUF_API int ringbuf_ftrace_set_filter(const char *globs)
+{
+	return ringbuf_ftrace__set(&ringbuf_ftrace__g.filter, globs);
+}
+
+RINGBUF_API int ringbuf_ftrace_set_notrace(const char *globs)
+{
+	return ringbuf_ftrace__set(&ringbuf_ftrace__g.notrace, globs);
+}
+
+/* ---- >>fimpl: start, stop, export ---------------------------------------- */
+
+RINGBUF_API int ringbuf_ftrace_start(struct ringbuf *rb, unsigned cpu, unsigned mode)
+{
+	int r;
+	if (!rb || !mode || (mode & ~(unsigned)(RINGBUF_FTRACE_GRAPH | RINGBUF_FTRACE_FUNCTION)))
+		return RINGBUF_EINVAL;
+	if (cpu >= ringbuf_ncpu(rb) && cpu != RINGBUF_CPU_THREAD && cpu != RINGBUF_CPU_CURRENT)
+		return RINGBUF_EINVAL;
+	if (!ringbuf_ftrace__g.nsyms && (r = ringbuf_ftrace_load_symbols()) < 0)
+		return r;
+	atomic_store_explicit(&ringbuf_ftrace__g.cpu, cpu, memory_order_relaxed);
+	atomic_store_explicit(&ringbuf_ftrace__g.mode, mode, memory_order_relaxed);
+	/* release: pairs with the hooks' acquire load of rb (H2): cpu and mode are seen */
+	atomic_store_explicit(&ringbuf_ftrace__g.rb, rb, memory_order_release);
+	return 0;
+}
+
+RINGBUF_API void ringbuf_ftrace_stop(void)
+{
+	atomic_store_explicit(&ringbuf_ftrace__g.rb, NULL, memory_order_release);
+}
+
+RINGBUF_API const char *const *ringbuf_ftrace_formats(void)
+{
+#define RINGBUF_FTRACE__COMMON                                                                     \
+	"format:\n"                                                                                 \
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"                      \
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"                      \
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"              \
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	static char fn[1024], ret[1024], ent[1024];
+	static const char *const list[] = {fn, ret, ent, NULL};
+	const unsigned L = (unsigned)sizeof(unsigned long);
+	if (!fn[0]) { /* same text every time: a race writes the same bytes */
+		snprintf(fn, sizeof fn,
+			 "name: function\nID: %u\n" RINGBUF_FTRACE__COMMON
+			 "\tfield:unsigned long ip;\toffset:%u;\tsize:%u;\tsigned:0;\n"
+			 "\tfield:unsigned long parent_ip;\toffset:%u;\tsize:%u;\tsigned:0;\n\n"
+			 "print fmt: \" %%ps <-- %%ps\", (void *)REC->ip, (void *)REC->parent_ip\n",
+			 (unsigned)RINGBUF_FTRACE_ID_FUNCTION,
+			 (unsigned)offsetof(struct ringbuf_ftrace_function, ip), L,
+			 (unsigned)offsetof(struct ringbuf_ftrace_function, parent_ip), L);
+		snprintf(ret, sizeof ret,
+			 "name: funcgraph_exit\nID: %u\n" RINGBUF_FTRACE__COMMON
+			 "\tfield:unsigned long func;\toffset:%u;\tsize:%u;\tsigned:0;\n"
+			 "\tfield:int depth;\toffset:%u;\tsize:4;\tsigned:1;\n"
+			 "\tfield:unsigned int overrun;\toffset:%u;\tsize:4;\tsigned:0;\n"
+			 "\tfield:unsigned long long calltime;\toffset:%u;\tsize:8;\tsigned:0;\n"
+			 "\tfield:unsigned long long rettime;\toffset:%u;\tsize:8;\tsigned:0;\n\n"
+			 "print fmt: \"<-- %%ps (%%d) (start: %%llx  end: %%llx) over: %%d\", (void *)REC->func, "
+			 "REC->depth, REC->calltime, REC->rettime, REC->depth\n",
+			 (unsigned)RINGBUF_FTRACE_ID_GRAPH_RET,
+			 (unsigned)offsetof(struct ringbuf_ftrace_graph_ret, func), L,
+			 (unsigned)offsetof(struct ringbuf_ftrace_graph_ret, depth),
+			 (unsigned)offsetof(struct ringbuf_ftrace_graph_ret, overrun),
+			 (unsigned)offsetof(struct ringbuf_ftrace_graph_ret, calltime),
+			 (unsigned)offsetof(struct ringbuf_ftrace_graph_ret, rettime));
+		snprintf(ent, sizeof ent,
+			 "name: funcgraph_entry\nID: %u\n" RINGBUF_FTRACE__COMMON
+			 "\tfield:unsigned long func;\toffset:%u;\tsize:%u;\tsigned:0;\n"
+			 "\tfield:int depth;\toffset:%u;\tsize:4;\tsigned:1;\n\n"
+			 "print fmt: \"--> %%ps (%%d)\", (void *)REC->func, REC->depth\n",
+			 (unsigned)RINGBUF_FTRACE_ID_GRAPH_ENT,
+			 (unsigned)offsetof(struct ringbuf_ftrace_graph_ent, func), L,
+			 (unsigned)offsetof(struct ringbuf_ftrace_graph_ent, depth));
+	}
+	return list;
+#undef RINGBUF_FTRACE__COMMON
+}
+
+RINGBUF_API int ringbuf_ftrace_save_tracedat(struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
+					     const char *path, const struct ringbuf_trace_tracedat_opts *opts)
+{
+	struct ringbuf_trace_tracedat_opts o = RINGBUF_TRACE_TRACEDAT_INIT;
+	char *ks;
+	int r;
+	if (opts)
+		o = *opts;
+	ks = ringbuf_ftrace_kallsyms();
+	if (!ks)
+		return RINGBUF_ENOMEM;
+	o.kallsyms = ks;
+	o.ftrace_formats = ringbuf_ftrace_formats();
+	r = ringbuf_trace_save_tracedat(rb, reg, path, &o);
+	free(ks);
+	return r;
+}
+
+RINGBUF_API void ringbuf_ftrace_free(void)
+{
+	struct ringbuf_ftrace__set *s;
+	ringbuf_ftrace_stop();
+	s = atomic_exchange_explicit(&ringbuf_ftrace__g.filter, NULL, memory_order_acq_rel);
+	free(s);
+	s = atomic_exchange_explicit(&ringbuf_ftrace__g.notrace, NULL, memory_order_acq_rel);
+	free(s);
+	while ((s = ringbuf_ftrace__g.old)) {
+		ringbuf_ftrace__g.old = s->next_old;
+		free(s);
+	}
+	ringbuf_ftrace__free_syms();
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RINGBUF_IMPLEMENTATION */
+#endif /* RINGBUF_FTRACE_H */
