@@ -95,7 +95,7 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 		done; \
 	else echo "compile-checks: no C++ compiler ($(CXX)): C++ compile check skipped"; fi
 
-$(BUILD)/tests/%: tests/%.c ringbuf.h $(TEST_HDRS) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h $(TEST_HDRS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
 
 # Sanitizer builds: the same tests, their own build directory, their own flags.
@@ -136,7 +136,7 @@ $(BUILD)/examples/%: examples/%.c ringbuf.h | $(BUILD)/examples
 
 tools: $(TOOL_BINS) ## build tools/*.c (ringbuf-read) into build/tools/
 
-$(BUILD)/tools/%: tools/%.c ringbuf.h ringbuf_trace.h | $(BUILD)/tools
+$(BUILD)/tools/%: tools/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h | $(BUILD)/tools
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
 
 demo: ## build and run the demo (examples/demo.c, else examples/basic.c)
@@ -254,7 +254,7 @@ INC_REL = $(shell realpath -m --relative-to='$(CMAKEDIR)' '$(INCLUDEDIR)' 2>/dev
 PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
 CMAKE_INCLUDE = $(if $(INC_REL),$${CMAKE_CURRENT_LIST_DIR}/$(INC_REL),$(INCLUDEDIR))
 
-install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf.pc and the CMake config under DESTDIR
+install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf_tracedat.h, ringbuf.pc and the CMake config under DESTDIR
 	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@includedir@|$(PC_INCLUDEDIR)|' \
 		-e 's|@version@|$(VERSION)|' cmake/ringbuf.pc.in > $(BUILD)/ringbuf.pc
 	sed -e 's|@INCLUDE@|$(CMAKE_INCLUDE)|' cmake/ringbufConfig.make.in > $(BUILD)/ringbufConfig.cmake
@@ -262,12 +262,12 @@ install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf.pc and the CM
 		-e 's|@MINOR@|$(word 2,$(subst ., ,$(VERSION)))|' \
 		cmake/ringbufConfigVersion.make.in > $(BUILD)/ringbufConfigVersion.cmake
 	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR)
-	install -m 644 ringbuf.h ringbuf_trace.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 ringbuf.h ringbuf_trace.h ringbuf_tracedat.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 $(BUILD)/ringbuf.pc $(DESTDIR)$(PKGCONFIGDIR)/ringbuf.pc
 	install -m 644 $(BUILD)/ringbufConfig.cmake $(BUILD)/ringbufConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
 
 uninstall: ## remove what install installed (same DESTDIR, PREFIX and directories)
-	rm -f $(DESTDIR)$(INCLUDEDIR)/ringbuf.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_trace.h \
+	rm -f $(DESTDIR)$(INCLUDEDIR)/ringbuf.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_trace.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_tracedat.h \
 		$(DESTDIR)$(PKGCONFIGDIR)/ringbuf.pc \
 		$(DESTDIR)$(CMAKEDIR)/ringbufConfig.cmake $(DESTDIR)$(CMAKEDIR)/ringbufConfigVersion.cmake
 	rmdir $(DESTDIR)$(CMAKEDIR) 2>/dev/null || true
