@@ -97,6 +97,9 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 
 $(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h $(TEST_HDRS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
+# tests that include a tool's source
+$(BUILD)/tests/test_read_tool: tools/ringbuf-read.c
+$(BUILD)/tests/test_record: tools/ringbuf-record.c
 
 # Sanitizer builds: the same tests, their own build directory, their own flags.
 # Each report makes the test fail (no recovery, halt on the first error).

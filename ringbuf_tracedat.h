@@ -144,7 +144,10 @@ RINGBUF_API int ringbuf_tracedat_add_page(struct ringbuf_tracedat *w, unsigned c
  * sizes of pages per CPU per call, so busy writers cannot keep it here.
  * rb's geometry must match info's. Returns the pages written or an error;
  * a malformed page (a buffer corrupted by its writers) stops the call with
- * RINGBUF_ECORRUPT: the events of that page are lost, the writer is usable. */
+ * RINGBUF_ECORRUPT: the events of that page are lost, the writer is usable.
+ * A CPU whose reader keeps answering RINGBUF_EAGAIN (a writer preempted in
+ * the middle of moving a page) is left for the next call; RINGBUF_EAGAIN is
+ * returned when that left nothing written: call again later. */
 RINGBUF_API int ringbuf_tracedat_drain(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned cpu,
 				       unsigned flags);
 /** Write the file and free the writer (also on error). st (may be NULL)
@@ -526,7 +529,7 @@ RINGBUF_API int ringbuf_tracedat_drain(struct ringbuf_tracedat *w, struct ringbu
 				       unsigned flags)
 {
 	unsigned c, lo, hi;
-	int total = 0;
+	int total = 0, busy = 0;
 	if (!w || !rb || ringbuf_ncpu(rb) != w->info.ncpu || ringbuf_page_size(rb) != w->info.page_size ||
 	    (cpu != RINGBUF_ALL_CPUS && cpu >= w->info.ncpu))
 		return RINGBUF_EINVAL;
@@ -549,6 +552,10 @@ RINGBUF_API int ringbuf_tracedat_drain(struct ringbuf_tracedat *w, struct ringbu
 				if (r == RINGBUF_EAGAIN && ++again < 100)
 					continue;
 			}
+			if (r == RINGBUF_EAGAIN) { /* this CPU later; the others now */
+				busy = 1;
+				break;
+			}
 			if (r < 0)
 				return total ? total : r;
 			if (r == 0)
@@ -560,7 +567,7 @@ RINGBUF_API int ringbuf_tracedat_drain(struct ringbuf_tracedat *w, struct ringbu
 			total += r;
 		}
 	}
-	return total;
+	return total || !busy ? total : RINGBUF_EAGAIN;
 }
 
 RINGBUF_API void ringbuf_tracedat_abort(struct ringbuf_tracedat *w)
