@@ -115,14 +115,16 @@ static unsigned char *read_file(const char *path, size_t *len)
 	return p;
 }
 
+/* Occurrences of needle (not strstr in a loop: ASan's strstr measures the
+ * whole haystack at every call) */
 static int count_lines(const char *out, const char *needle)
 {
+	size_t m = strlen(needle);
 	int n = 0;
-	const char *p = out;
-	while ((p = strstr(p, needle)) != NULL) {
-		n++;
-		p++;
-	}
+	const char *p;
+	for (p = out; *p; p++)
+		if (*p == needle[0] && strncmp(p, needle, m) == 0)
+			n++;
 	return n;
 }
 
@@ -460,7 +462,7 @@ static void corrupt_pages_are_refused_and_the_file_stays_valid(void **state)
 	const unsigned ls = (unsigned)sizeof(long);
 	const int be = 0;
 	struct pb b;
-	int i, rejected = 0, accepted = 0;
+	int i, rejected = 0, accepted = 0, checked_bad = 0;
 	uint64_t events = 0;
 	unsigned seed = 12345;
 	(void)state;
@@ -514,6 +516,10 @@ static void corrupt_pages_are_refused_and_the_file_stays_valid(void **state)
 			bad[(seed >> 4) % (8 + ls + 96)] ^= (unsigned char)(1u << ((seed >> 20) & 7));
 		}
 		r = ringbuf_tracedat_check_page(bad, sizeof bad, be, ls, &nev, NULL);
+		if (r < 0)
+			checked_bad++;
+		if (i >= 3000)
+			continue; /* the check alone: the file stays small */
 		assert_int_equal(ringbuf_tracedat_add_page(w, 0, bad, sizeof bad), r == 0 ? (nev || (bad[8 + 3] & 0x80) ? 1 : 0) : r);
 		if (r < 0)
 			rejected++;
@@ -524,7 +530,7 @@ static void corrupt_pages_are_refused_and_the_file_stays_valid(void **state)
 	assert_int_equal(st.pages_rejected, rejected);
 	assert_int_equal(st.pages, accepted);
 	assert_int_equal(st.events, events);
-	assert_true(rejected > 1000 && accepted > 1000);
+	assert_true(rejected > 300 && accepted > 300 && checked_bad > 2000);
 	assert_int_equal(ringbuf_tracedat_finish(w, NULL), 0);
 	assert_int_equal(files_named("corrupt.dat"), 1);
 	if (have_trace_cmd()) {
@@ -655,15 +661,20 @@ static void live_run(int version)
 	assert_int_equal(rs.entries, 0);
 	if (have_trace_cmd()) {
 		char *out = run("trace-cmd report %s", path_of("live.dat"));
-		char *p = out, *q;
+		char *p;
 		long last[2] = {-1, -1};
 		uint64_t lines = 0;
-		/* per CPU, seqs rise: none twice, none out of order */
-		while ((q = strstr(p, " seq=")) != NULL) {
-			long s = strtol(q + 5, &p, 10);
+		/* per CPU, seqs rise: none twice, none out of order (a plain
+		 * scan: ASan's strstr measures the whole rest at every call) */
+		for (p = out; *p; p++) {
+			long s;
+			if (p[0] != ' ' || strncmp(p, " seq=", 5) != 0)
+				continue;
+			s = strtol(p + 5, &p, 10);
 			assert_true(s > last[s & 1]);
 			last[s & 1] = s;
 			lines++;
+			p--;
 		}
 		assert_int_equal(lines, rs.committed);
 		free(out);
