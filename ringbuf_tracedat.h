@@ -56,7 +56,10 @@
  *   temporary files are made next to it); no pipe, no compression (run
  *   `trace-cmd convert --compression zstd` afterwards). One event system (the
  *   registry's), one buffer (no instances). At finish() the disk holds the
- *   trace twice for a moment (per-CPU files + the result).
+ *   trace twice for a moment (per-CPU files + the result). One open file
+ *   descriptor per CPU while writing. trace-cmd 3.1.6 shows only the first
+ *   few pages of a file with 1 KiB pages (ringbuf_trace.h's export too);
+ *   2 KiB and more are read whole.
  */
 #ifndef RINGBUF_TRACEDAT_H
 #define RINGBUF_TRACEDAT_H
