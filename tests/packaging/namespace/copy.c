@@ -5,7 +5,7 @@
  * program; each round trip must see only its own events. */
 #define RINGBUF_IMPLEMENTATION
 #define RINGBUF_TRACE_DEFINE_EVENTS
-#include "ringbuf_trace.h"
+#include "ringbuf_tracedat.h"
 
 #ifndef COPY_FN
 #error "define COPY_FN"

@@ -1,0 +1,322 @@
+/* ringbuf-record - record a running process's file-backed ringbuf.h buffer to trace.dat.
+ *
+ *   ringbuf-record [-o OUT.dat] [-p PID] [-V 6|7] [-q] FILE.rb
+ *
+ * Like `trace-cmd record` for this library. FILE.rb is a buffer made with
+ * ringbuf_create_file() whose user area holds the event formats and thread
+ * names (ringbuf_trace_store_registry()); the process writing it must not
+ * read it itself. The recorder maps it shared, takes whole pages out of it
+ * while the process runs (ringbuf_read_page_ref / ringbuf_read_page with
+ * RINGBUF_READ_FULL, woken by ringbuf_wait) and writes them to OUT.dat
+ * (default trace.dat) with the streaming writer (ringbuf_tracedat.h:
+ * constant memory). When the traced process is gone (PID given with -p, else
+ * the pid stored in the user area; exited, killed, or a zombie whose threads
+ * are all gone) it repairs the buffer (ringbuf_recover: events cut in the
+ * middle are dropped, events committed by nested writers are kept) and
+ * takes everything left, so that the trace holds every committed event: the
+ * pages taken live were consumed from the buffer, none comes twice. On
+ * SIGINT/SIGTERM it takes what is committed now and stops (no repair: the
+ * process still runs).
+ *
+ * The mapping is shared with a process that may be broken or hostile: every
+ * page is copied once and checked from the copy (a malformed page is
+ * counted and left out), the user area is validated by
+ * ringbuf_trace_load_registry().
+ *
+ * Exit status: 0 success, 1 usage error, 2 file error (buffer missing,
+ * foreign or corrupted; output not writable). Statistics go to stderr
+ * (-q: none).
+ *
+ * Built by `make tools` into build/tools/ringbuf-record. Defining
+ * RINGBUF_RECORD_TOOL_NO_MAIN before including this file gives
+ * ringbuf_record_main(argc, argv) instead of main (used by the tests), and
+ * ringbuf_record_last, the counters of the last run.
+ */
+#define _GNU_SOURCE 1
+#define RINGBUF_IMPLEMENTATION
+#include "ringbuf_tracedat.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RBREC_OK 0
+#define RBREC_USAGE 1
+#define RBREC_FILE 2
+
+/* Counters of the last ringbuf_record_main() run. */
+struct ringbuf_record_counts {
+	uint64_t live_pages;      /* pages taken while the process ran */
+	uint64_t recovered_pages; /* pages taken after it was gone */
+	uint64_t events, lost, bad_pages;
+	int recovered;            /* the process was gone: the buffer was repaired */
+};
+static struct ringbuf_record_counts ringbuf_record_last;
+
+static volatile sig_atomic_t rbrec_stop; /* SIGINT/SIGTERM (main only) */
+
+static void rbrec_usage(FILE *f)
+{
+	fprintf(f, "usage: ringbuf-record [-o OUT.dat] [-p PID] [-V 6|7] [-q] FILE.rb\n"
+		   "  -o FILE   trace.dat to write (default trace.dat)\n"
+		   "  -p PID    the traced process (default: the pid stored in FILE.rb's user area)\n"
+		   "  -V 6|7    trace.dat file version (default 6)\n"
+		   "  -q        no statistics on stderr\n"
+		   "exit status: 0 ok, 1 usage error, 2 file error\n");
+}
+
+/* Start time (clock ticks since boot) and state of pid from /proc; 0 if none. */
+static unsigned long long rbrec_proc(long pid, char *state)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long start = 0;
+	FILE *f;
+	size_t n;
+	int field;
+	*state = 0;
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	if (!p || p[1] != ' ')
+		return 0;
+	*state = p[2];
+	p += 2;
+	for (field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (p)
+		start = strtoull(p, NULL, 10);
+	return start;
+}
+
+/* Threads of pid still listed (a zombie whose process is gone lists one). */
+static int rbrec_threads(long pid)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+	snprintf(path, sizeof path, "/proc/%ld/task", pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Whether the process (pid, started at start) can still write. */
+static int rbrec_gone(long pid, unsigned long long start)
+{
+	char state;
+	unsigned long long now;
+	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+		return 1;
+	now = rbrec_proc(pid, &state);
+	if (!now)
+		return 1; /* no /proc entry: gone (or no /proc: then kill() decides) */
+	if (start && now != start)
+		return 1; /* the pid was given to another process */
+	/* a zombie has left its memory; its other threads too when only the
+	 * leader is listed */
+	return (state == 'Z' || state == 'X') && rbrec_threads(pid) <= 1;
+}
+
+/* Take pages until none is left (or the call fails). Returns pages taken or
+ * < 0. RINGBUF_EAGAIN (a writer in the middle of moving a page): live, try
+ * at the next wake-up; at the end (no writer left) it cannot last, but is
+ * retried a bounded number of times. */
+static int rbrec_drain(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned flags, uint64_t *bad,
+		       int live)
+{
+	int total = 0, again = 0;
+	for (;;) {
+		int r = ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, flags);
+		if (r == RINGBUF_ECORRUPT) { /* one page left out; the writer goes on */
+			++*bad;
+			continue;
+		}
+		if (r == RINGBUF_EAGAIN) {
+			if (live)
+				return total;
+			if (++again < 1000)
+				continue;
+		}
+		if (r < 0)
+			return r;
+		if (r == 0)
+			return total;
+		total += r;
+	}
+}
+
+static int rbrec_run(int argc, char **argv)
+{
+	const char *path = NULL, *out = "trace.dat";
+	struct ringbuf_trace_registry reg;
+	struct ringbuf_tracedat_info info;
+	struct ringbuf_tracedat_stats st;
+	struct ringbuf_tracedat *w = NULL;
+	struct ringbuf *rb = NULL;
+	unsigned long long start = 0;
+	long pid = 0;
+	int version = 6, quiet = 0, i, r, rc = RBREC_OK, gone = 0;
+	char state;
+
+	memset(&ringbuf_record_last, 0, sizeof ringbuf_record_last);
+	rbrec_stop = 0;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char *end;
+		if (strcmp(a, "-o") == 0 && i + 1 < argc) {
+			out = argv[++i];
+		} else if (strcmp(a, "-p") == 0 && i + 1 < argc) {
+			errno = 0;
+			pid = strtol(argv[++i], &end, 10);
+			if (errno || *end || pid <= 0) {
+				fprintf(stderr, "ringbuf-record: -p %s: not a process id\n", argv[i]);
+				return RBREC_USAGE;
+			}
+		} else if (strcmp(a, "-V") == 0 && i + 1 < argc) {
+			version = atoi(argv[++i]);
+			if (version != 6 && version != 7) {
+				fprintf(stderr, "ringbuf-record: -V %s: the version is 6 or 7\n", argv[i]);
+				return RBREC_USAGE;
+			}
+		} else if (strcmp(a, "-q") == 0) {
+			quiet = 1;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			rbrec_usage(stdout);
+			return RBREC_OK;
+		} else if (a[0] == '-' || path) {
+			rbrec_usage(stderr);
+			return RBREC_USAGE;
+		} else {
+			path = a;
+		}
+	}
+	if (!path) {
+		rbrec_usage(stderr);
+		return RBREC_USAGE;
+	}
+	r = ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &rb);
+	if (r < 0) {
+		fprintf(stderr, "ringbuf-record: %s: %s%s%s\n", path, ringbuf_strerror(r),
+			r == RINGBUF_ESYS ? ": " : "", r == RINGBUF_ESYS ? strerror(errno) : "");
+		return RBREC_FILE;
+	}
+	r = ringbuf_trace_load_registry(rb, &reg);
+	if (r < 0) {
+		fprintf(stderr, "ringbuf-record: %s: no valid event formats in the user area (%s)\n", path,
+			ringbuf_strerror(r));
+		ringbuf_destroy(rb);
+		return RBREC_FILE;
+	}
+	if (!pid)
+		pid = (long)ringbuf_trace_writer_pid(rb);
+	if (pid > 0)
+		start = rbrec_proc(pid, &state);
+	ringbuf_tracedat_info_of(rb, &reg, &info);
+	info.version = version;
+	if (!info.tsc)
+		info.clock = ringbuf_clock_name(rb);
+	r = ringbuf_tracedat_open(out, &info, &w);
+	if (r < 0) {
+		fprintf(stderr, "ringbuf-record: %s: cannot write: %s%s%s\n", out, ringbuf_strerror(r),
+			r == RINGBUF_ESYS ? ": " : "", r == RINGBUF_ESYS ? strerror(errno) : "");
+		ringbuf_trace_registry_free(&reg);
+		ringbuf_destroy(rb);
+		return RBREC_FILE;
+	}
+
+	/* live: whole pages while the process runs */
+	while (!rbrec_stop) {
+		if (pid <= 0 ? ringbuf_trace_writer_alive(rb) == 0 : rbrec_gone(pid, start)) {
+			gone = 1;
+			break;
+		}
+		ringbuf_wait(rb, RINGBUF_ALL_CPUS, 50, 100);
+		r = rbrec_drain(w, rb, RINGBUF_READ_FULL, &ringbuf_record_last.bad_pages, 1);
+		if (r < 0) {
+			fprintf(stderr, "ringbuf-record: %s: reading stopped: %s\n", path, ringbuf_strerror(r));
+			rc = RBREC_FILE;
+			break;
+		}
+		ringbuf_record_last.live_pages += (uint64_t)r;
+	}
+	/* the end: repair a buffer whose writers are gone, then take the rest */
+	if (gone) {
+		ringbuf_record_last.recovered = 1;
+		r = ringbuf_recover(rb);
+		if (r < 0) {
+			fprintf(stderr, "ringbuf-record: %s: recovery failed: %s\n", path, ringbuf_strerror(r));
+			rc = RBREC_FILE;
+		}
+	}
+	if (rc == RBREC_OK) {
+		r = rbrec_drain(w, rb, 0, &ringbuf_record_last.bad_pages, !gone);
+		if (r < 0) {
+			fprintf(stderr, "ringbuf-record: %s: reading stopped: %s\n", path, ringbuf_strerror(r));
+			rc = RBREC_FILE;
+		} else {
+			ringbuf_record_last.recovered_pages = (uint64_t)r;
+		}
+	}
+	r = ringbuf_tracedat_finish(w, &st);
+	if (r < 0) {
+		fprintf(stderr, "ringbuf-record: %s: cannot write: %s%s%s\n", out, ringbuf_strerror(r),
+			r == RINGBUF_ESYS ? ": " : "", r == RINGBUF_ESYS ? strerror(errno) : "");
+		rc = RBREC_FILE;
+	}
+	ringbuf_record_last.events = st.events;
+	ringbuf_record_last.lost = st.lost;
+	if (!quiet)
+		fprintf(stderr, "ringbuf-record: %s -> %s: %llu events in %llu pages (%llu while it ran, %llu %s), "
+				"%llu lost before them%s, %llu malformed pages left out\n",
+			path, out, (unsigned long long)st.events, (unsigned long long)st.pages,
+			(unsigned long long)ringbuf_record_last.live_pages,
+			(unsigned long long)ringbuf_record_last.recovered_pages,
+			gone ? "recovered after it was gone" : "at the stop", (unsigned long long)st.lost,
+			st.lost_unknown ? " (and gaps of unknown size)" : "",
+			(unsigned long long)ringbuf_record_last.bad_pages);
+	ringbuf_trace_registry_free(&reg);
+	ringbuf_destroy(rb);
+	return rc;
+}
+
+#ifdef RINGBUF_RECORD_TOOL_NO_MAIN
+static int ringbuf_record_main(int argc, char **argv)
+{
+	return rbrec_run(argc, argv);
+}
+#else
+static void rbrec_on_signal(int sig)
+{
+	(void)sig;
+	rbrec_stop = 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = rbrec_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return rbrec_run(argc, argv);
+}
+#endif
