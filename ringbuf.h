@@ -1113,7 +1113,10 @@ enum ringbuf__tp {
 	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
 	RINGBUF__TP_WAIT_SLEEP,     /* nothing found, before it sleeps */
 	/* ringbuf_quiesce (outside the count as well) */
-	RINGBUF__TP_QUIESCE_WAIT = 80 /* Q3 done for a CPU with a writer in flight, before Q4 */
+	RINGBUF__TP_QUIESCE_WAIT = 80, /* Q3 done for a CPU with a writer in flight, before Q4 */
+	/* ringbuf_open_file's validation of a block (V1-V3, >>file) */
+	RINGBUF__TP_VALIDATE_TAIL = 90, /* V1: commit and tail pages loaded, before the ring walk */
+	RINGBUF__TP_VALIDATE_WALKED     /* V2: first pass over the links done, before the second */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
@@ -6382,6 +6385,7 @@ static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
 
 /* Everything a reader trusts in a block that came from outside: the header
  * against the geometry it claims, and each per-CPU index and link. */
+#define RINGBUF__VALIDATE_TRIES 64 /* V3: walks of the ring before its flags go unchecked */
 static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 {
 	struct ringbuf__geom g;
@@ -6429,26 +6433,92 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 			    ringbuf__page_commit(rb, cpu, i) > rb->bsize)
 				return RINGBUF_ECORRUPT;
 		}
-		/* the ring: from the page after the reader page's successor... simply
-		 * walk n steps from the tail and come back to it, never meeting the
-		 * reader page, with at most one head flag (two while a push was cut) */
-		x = RINGBUF__LOAD(&c->tail_page);
-		if (x == rp && RINGBUF__LOAD(&c->commit_page) != rp)
-			return RINGBUF_ECORRUPT;
-		if (x == rp)
-			x = ringbuf__next_idx(rb, cpu, rp); /* tail on the reader page: enter the ring */
-		for (i = 0; i < n; i++) {
-			uint64_t link = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, x)->next);
-			if (x == rp)
+		/* V1-V3: the ring, checked against a writer that may be running in
+		 * another process (ringbuf-record opens a live block): every check
+		 * below compares values that one consistent state of the block holds
+		 * together, never a value with a re-load a writer may have moved
+		 * meanwhile (the old check compared the end of its walk with a
+		 * second load of tail_page, and counted head flags that a writer in
+		 * overwrite mode moved under the walk: RINGBUF_ECORRUPT for a sound
+		 * block, about one open in 500 while a writer ran).
+		 *   V1  commit page, then tail page, each loaded once (acquire). A
+		 *       tail on the reader page with the commit elsewhere is corrupt:
+		 *       the tail leaves the reader page (U3, seq_cst) before the
+		 *       commit walk stores the next commit page ([W-cpage], release),
+		 *       so a tail load after an acquire load that read a commit page
+		 *       off the reader page reads that move or a later tail, never
+		 *       the reader page (which is off the ring: the tail never
+		 *       returns to it). The other order misfired.
+		 *   V2  walk n links from that tail (its successor when it is on the
+		 *       reader page) and come back to it without meeting the reader
+		 *       page. Writers never change a link's index, only its flags
+		 *       (>>design, RING), so the shape is the same whatever the
+		 *       writer does meanwhile; only a reader's swap changes it, and
+		 *       every change of a link, flags or index, bumps its tag.
+		 *   V3  the head flags: one (two while a push was cut, UPDATE on
+		 *       T.next and HEADER on N.next), counted on a snapshot: a second
+		 *       pass re-loads the same links (acquire) and the sum of their
+		 *       tags must be the same. Tags only grow (one per change; a
+		 *       wrap needs 2^32 changes of one link between two loads, the
+		 *       bound ABA already assumes), so every link held the value of
+		 *       its first load until its second one. C11: all link changes
+		 *       are seq_cst CASes (or the reader's stores to its own off-ring
+		 *       page, published by its S3 CAS) by writers ordered among
+		 *       themselves (one owner, nested handlers, the reader lock), so
+		 *       if a first-pass load read a change w2 (acquire from a seq_cst
+		 *       RMW: synchronizes with it), every link change w1 that
+		 *       happens before w2 happens before every later load: a link
+		 *       read unchanged in both passes shows w1 or later. The values
+		 *       are a cut closed under happens-before: a state the ring was
+		 *       in, where the count holds. A walk whose links changed is
+		 *       retried (RINGBUF__VALIDATE_TRIES); a writer that keeps
+		 *       moving the head faster than two walks leaves the count
+		 *       unchecked (nothing is refused for it: a ring without a head
+		 *       gives the reader RINGBUF_EAGAIN, bounded, in find_head). */
+		{
+			uint32_t cp = atomic_load_explicit(&c->commit_page, memory_order_acquire);
+			uint32_t t0 = atomic_load_explicit(&c->tail_page, memory_order_acquire);
+			uint32_t start, tries;
+			if (t0 == rp && cp != rp)
 				return RINGBUF_ECORRUPT;
-			if (link & RINGBUF__F_MASK)
-				heads++;
-			x = ringbuf__link_idx(link);
+			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_VALIDATE_TAIL);
+			/* tail on the reader page: enter the ring (its index is the
+			 * reader's: stable against writers) */
+			start = t0 == rp ? ringbuf__next_idx(rb, cpu, rp) : t0;
+			if (start > n)
+				return RINGBUF_ECORRUPT;
+			for (tries = 0; tries < RINGBUF__VALIDATE_TRIES; tries++) {
+				uint64_t tags = 0, tags2 = 0;
+				heads = 0;
+				for (x = start, i = 0; i < n; i++) {
+					uint64_t link = ringbuf__load_link(ringbuf__bp(rb, cpu, x));
+					if (x == rp)
+						return RINGBUF_ECORRUPT;
+					if (link & RINGBUF__F_MASK)
+						heads++;
+					tags += link >> RINGBUF__TAG_SHIFT;
+					x = ringbuf__link_idx(link);
+					if (x > n) /* the range check above was another load */
+						return RINGBUF_ECORRUPT;
+				}
+				if (x != start)
+					return RINGBUF_ECORRUPT;
+				RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_VALIDATE_WALKED);
+				for (x = start, i = 0; i < n; i++) {
+					uint64_t link = ringbuf__load_link(ringbuf__bp(rb, cpu, x));
+					tags2 += link >> RINGBUF__TAG_SHIFT;
+					x = ringbuf__link_idx(link);
+					if (x > n)
+						return RINGBUF_ECORRUPT;
+				}
+				if (tags2 == tags && x == start)
+					break; /* a snapshot: check its flags */
+				heads = 1; /* changed under the walk: again */
+				ringbuf__yield();
+			}
+			if (heads < 1 || heads > 2)
+				return RINGBUF_ECORRUPT;
 		}
-		if (x != (RINGBUF__LOAD(&c->tail_page) == rp ? ringbuf__next_idx(rb, cpu, rp)
-							     : RINGBUF__LOAD(&c->tail_page)) ||
-		    heads < 1 || heads > 2)
-			return RINGBUF_ECORRUPT;
 		for (i = 0; i < RINGBUF_MAX_NEST; i++) {
 			const struct ringbuf__slot *sl = &c->slots[i];
 			/* a slot with len 0 is being written (or done): its other
