@@ -1024,7 +1024,8 @@ struct ringbuf {
 	uint32_t max_event; /* largest payload */
 	uint32_t page_shift;/* log2(page_size) */
 	uint32_t owned;     /* 1: allocated by ringbuf_create (RINGBUF_MALLOC), 2: a file
-			     * or memfd mapping, 3: ringbuf_create's anonymous mapping */
+			     * or memfd mapping, 3: ringbuf_create's anonymous mapping,
+			     * 4: a private (copy-on-write) view of a file, open without RDWR */
 	uint32_t clock_kind;/* RINGBUF__CLK_*: how writers read the clock */
 	uint32_t tsc_shift; /* TSC clock, read time: ns = tsc_ns0 + ((ts - tsc0) * tsc_mult >> tsc_shift) */
 	uint64_t tsc_mult;
@@ -4891,6 +4892,14 @@ static void ringbuf__merged_fence(struct ringbuf *rb, uint64_t *fenced, uint64_t
 static bool ringbuf__merged_inflight(struct ringbuf *rb, unsigned cpu, uint64_t b)
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	/* A private view of another process's file (ringbuf_open_file without
+	 * RDWR): its CPU structs are a copy taken when the view first wrote their
+	 * page (at open), so a writer in an event then stays "in flight" in the
+	 * copy forever; waiting would return RINGBUF_EAGAIN for good. Such a view
+	 * reads what the pages hold, in the order peeked (no guarantee against a
+	 * writer that commits an older event later: open RDWR for that). */
+	if (rb->owned == 4)
+		return false;
 	/* acquire: pairs with [M3] (0: the entries before are committed) */
 	if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0)
 		return false;
@@ -6828,7 +6837,10 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		}
 		rb->clock = rb->clock_kind == RINGBUF__CLK_TSC ? ringbuf_clock_tsc : ringbuf__default_clock;
 		rb->clock_ctx = NULL;
-		rb->owned = 2;
+		/* 4: the page holding the header (and the CPU structs that share
+		 * it) is this process's copy from here on, so the view cannot see
+		 * writers leave an event: merged readers must not wait for them */
+		rb->owned = 4;
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
 		rb->shared = 0;
@@ -7027,7 +7039,7 @@ RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
 	if (!rb || rb->magic != RINGBUF__MAGIC)
 		return;
 	ringbuf__fork_unregister(rb);
-	if (rb->owned == 2) {
+	if (rb->owned == 2 || rb->owned == 4) {
 #if defined(__linux__)
 		/* A file or memfd block starts its mapping, of total_size bytes
 		 * (validated, the same in every process). Not rb->mem / map_len:

@@ -525,6 +525,49 @@ static void reset_of_the_pick_before_consume(void **state)
 	expect_stream(&g, ts, cpu, 2, "ringbuf_consume_merged across a reset");
 }
 
+/* A private view of a file another writer is in (ringbuf_open_file without
+ * RDWR): the view's CPU structs are its own copy from the open on, so an event
+ * in flight then never ends there. The merged reader must still hand out what
+ * the view holds (it returned RINGBUF_EAGAIN for good: ringbuf-read printed
+ * nothing when it opened a live buffer while a writer was in an event). */
+static void merged_consume_of_a_private_view_does_not_wait_for_a_frozen_writer(void **state)
+{
+	char path[] = "/tmp/ringbuf-test-merged-view-XXXXXX";
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *view = NULL;
+	struct ringbuf_record rec;
+	uint32_t v = 7;
+	void *held;
+	int fd, r, tries;
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	unlink(path);
+	cfg.ncpu = 2;
+	cfg.size_per_cpu = 4 * 4096;
+	assert_int_equal(ringbuf_create_file(path, &cfg, &g_rb), 0);
+	/* cpu 1: an event reserved first (older) and not committed */
+	held = ringbuf_reserve(g_rb, 1, 8);
+	assert_non_null(held);
+	/* cpu 0: a newer committed one */
+	assert_int_equal(ringbuf_write(g_rb, 0, &v, sizeof v), 0);
+	assert_int_equal(ringbuf_open_file(path, 0, &view), 0);
+	/* the view sees cpu 1 in flight, older than cpu 0's head, for good */
+	for (tries = 0; tries < 1000; tries++)
+		if ((r = ringbuf_consume_merged(view, &rec)) != RINGBUF_EAGAIN)
+			break;
+	assert_int_equal(r, 1);
+	assert_int_equal(rec.cpu, 0);
+	assert_int_equal(rec.len >= sizeof v, 1);
+	assert_memory_equal(rec.data, &v, sizeof v);
+	assert_int_equal(ringbuf_consume_merged(view, &rec), 0);
+	ringbuf_destroy(view);
+	/* the writer's own handle still waits for its own event in flight */
+	ringbuf_commit(g_rb, 1, held);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -536,6 +579,7 @@ int main(void)
 		T(merged_consume_with_two_writer_threads_never_steps_back),
 		T(merged_iterator_in_overwrite_mode_with_two_writer_threads_never_steps_back),
 		T(reset_of_the_pick_before_consume),
+		T(merged_consume_of_a_private_view_does_not_wait_for_a_frozen_writer),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
