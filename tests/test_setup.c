@@ -129,8 +129,10 @@ static void anonymous_create_touches_no_data_page(void **state)
 	print_message("anonymous: %zu of %zu data pages resident, RSS +%ld KiB (metadata %zu KiB)\n", res,
 		      data_len(rb) / ps, (after - before) * (long)ps / 1024, meta_bytes(rb) / 1024);
 	assert_true(res <= 1);
-	/* the metadata and a little slack (stdio, cmocka), far below the data */
-	assert_true((size_t)(after - before) * ps <= meta_bytes(rb) + ((size_t)1 << 20));
+	/* the metadata and some slack (stdio, cmocka, a sanitizer's shadow of the
+	 * metadata: +1.6 MiB under TSan), far below the data (writing every page
+	 * header made the whole data resident) */
+	assert_true((size_t)(after - before) * ps <= meta_bytes(rb) + data_len(rb) / 8);
 	/* it works: every CPU reads empty, then a few events each; only the
 	 * pages they reach become resident */
 	for (cpu = 0; cpu < NCPU; cpu++)
