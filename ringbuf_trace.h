@@ -4330,16 +4330,14 @@ static bool ringbuf_trace__fdrain(void)
 			if (tries < 1000) {
 				sched_yield();
 			} else {
-				struct timespec ts = {0, 1000000};
-				nanosleep(&ts, NULL);
+				ringbuf__sleep_ms(1); /* ringbuf.h's (nanosleep is hidden under strict C11) */
 			}
 		}
 	}
 	for (tries = 0; atomic_load_explicit(&ringbuf_trace__fshared, memory_order_acquire) != 0; tries++) {
-		struct timespec ts = {0, 1000000};
 		if (tries > 1000)
 			return false;
-		nanosleep(&ts, NULL);
+		ringbuf__sleep_ms(1);
 	}
 	return true;
 }
