@@ -119,6 +119,7 @@
 #define ringbuf_trace_thread_id          RINGBUF__NS(ringbuf_trace_thread_id)
 #define ringbuf_trace_thread_name        RINGBUF__NS(ringbuf_trace_thread_name)
 #define ringbuf_trace_thread_reset       RINGBUF__NS(ringbuf_trace_thread_reset)
+#define ringbuf_trace_tracedat_filters   RINGBUF__NS(ringbuf_trace_tracedat_filters)
 #define ringbuf_trace_user_size          RINGBUF__NS(ringbuf_trace_user_size)
 #define ringbuf_trace_write_tracedat     RINGBUF__NS(ringbuf_trace_write_tracedat)
 #define ringbuf_trace_writer_alive       RINGBUF__NS(ringbuf_trace_writer_alive)
@@ -824,7 +825,22 @@ RINGBUF_API int ringbuf_trace_consume_foreach(struct ringbuf *rb, unsigned cpu, 
  * and OFFSET options with the buffer's calibration, so trace-cmd shows
  * CLOCK_MONOTONIC seconds, and raw cycles with --raw-ts), "local" for a custom
  * clock (assumed to count nanoseconds; name it "counter" otherwise).
+ *
+ * FILTERS. The kernel shows an event's filter in its `filter` file, not in
+ * its format, and trace.dat has no block for it. The export writes the
+ * filter text of every event of reg that has one (ringbuf_trace_set_filter,
+ * as it is when the file is written) in an option of its own, id
+ * RINGBUF_TRACE_TRACEDAT_OPT_FILTERS, in the options list (v6) or the OPTIONS
+ * section (v7): pairs "event\0filter\0" in event id order; no filter, no
+ * option (the file is then what it was before filters existed). trace-cmd
+ * skips an option it does not know (3.1.6: the report is unchanged; `dump
+ * --options` lists it as unknown); ringbuf_trace_tracedat_filters() reads the
+ * filters back. ringbuf_tracedat.h's writer writes the same option (its
+ * registry's filters at finish()).
  */
+
+/* Far above trace-cmd's own option ids (0..25 as of trace-cmd 3.3). */
+#define RINGBUF_TRACE_TRACEDAT_OPT_FILTERS 0x5246u
 
 struct ringbuf_trace_capture;
 
@@ -878,6 +894,16 @@ RINGBUF_API int ringbuf_trace_write_tracedat(struct ringbuf *rb, const struct ri
 /** The same into a file created (or truncated) at path, mode 0644. */
 RINGBUF_API int ringbuf_trace_save_tracedat(struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
 					    const char *path, const struct ringbuf_trace_tracedat_opts *opts);
+/** The event filters that a trace.dat of v6 or v7 (uncompressed options)
+ * carries (FILTERS above): fn(ctx, event, filter) once per event with a
+ * filter, in the file's order, until fn returns nonzero. Returns the number
+ * of calls made, 0 for a file without the option (trace-cmd's own files),
+ * RINGBUF_EINVAL (bad arguments), RINGBUF_ESYS (path cannot be opened or
+ * read; errno) or RINGBUF_ECORRUPT (not a trace.dat this can walk: bad
+ * magic, truncated, compressed v7 options, a malformed filters option). */
+RINGBUF_API int ringbuf_trace_tracedat_filters(const char *path,
+					       int (*fn)(void *ctx, const char *event, const char *filter),
+					       void *ctx);
 
 
 /* ==== >>flight ========================================================== *
@@ -2062,7 +2088,7 @@ RINGBUF_API const void *ringbuf_trace_capture_page(const struct ringbuf_trace_ca
  *   u32 1 system "name\0" u32 nevents {u64 len, format}
  *   u32 len kallsyms text (l->kallsyms, else 0) | u32 0 printk | u64 len cmdlines | u32 ncpu
  *   "options  \0" {u16 id, u32 len, data}: TRACECLOCK "[clock]\0", [TSC2NSEC,
- *   OFFSET], CPUCOUNT; u16 0
+ *   OFFSET], CPUCOUNT, [FILTERS (>>tracedat FILTERS)]; u16 0
  *   "flyrecord\0" {u64 offset, u64 size} per CPU, u64 len "[clock]"
  *   zeros to a page boundary, then each CPU's pages
  *
@@ -2401,6 +2427,54 @@ static void ringbuf_trace__clock_options(struct ringbuf_trace__out *o, const cha
 	}
 }
 
+/* RINGBUF_TRACE_TRACEDAT_OPT_FILTERS: "event\0filter\0" per event of the
+ * registry with a filter, in id order; nothing when none has one. */
+static void ringbuf_trace__filter_option(struct ringbuf_trace__out *o)
+{
+	const struct ringbuf_trace_registry *reg = o->l->reg;
+	const struct ringbuf_trace_event *e, *next;
+	size_t start = o->len, at;
+	unsigned last = 0;
+	int any = 0;
+	if (!reg || o->err)
+		return;
+	ringbuf_trace__num(o, 2, RINGBUF_TRACE_TRACEDAT_OPT_FILTERS);
+	at = o->len;
+	ringbuf_trace__num(o, 4, 0);
+	for (;;) {
+		size_t name, text;
+		int len;
+		next = NULL;
+		for (e = ringbuf_trace__first(reg); e; e = e->next)
+			if (e->id > last && (!next || e->id < next->id))
+				next = e;
+		if (!next)
+			break;
+		last = next->id;
+		len = ringbuf_trace_get_filter(next, NULL, 0);
+		if (len <= 0)
+			continue;
+		name = o->len;
+		ringbuf_trace__str(o, next->name);
+		text = o->len;
+		ringbuf_trace__put(o, NULL, (size_t)len + 1); /* room, then fill */
+		if (o->err)
+			return;
+		ringbuf_trace_get_filter(next, (char *)o->p + text, (size_t)len + 1);
+		if (strcmp((const char *)o->p + text, "none") == 0) { /* none (or cleared since) */
+			o->len = name;
+			continue;
+		}
+		/* a filter set since the length was taken is cut to it */
+		o->len = text + strlen((const char *)o->p + text) + 1;
+		any = 1;
+	}
+	if (!any)
+		o->len = start;
+	else
+		ringbuf_trace__set_num(o, at, 4, o->len - at - 4);
+}
+
 static size_t ringbuf_trace__align(size_t v, size_t a)
 {
 	return (v + a - 1) / a * a;
@@ -2419,6 +2493,7 @@ static int ringbuf_trace__v6(struct ringbuf_trace__out *o, int fd, const char *c
 	ringbuf_trace__num(o, 4, l->ncpu);
 	ringbuf_trace__put(o, "options  ", 10);
 	ringbuf_trace__clock_options(o, clk);
+	ringbuf_trace__filter_option(o);
 	ringbuf_trace__num(o, 2, 0); /* end of options */
 	ringbuf_trace__put(o, "flyrecord", 10);
 	table = o->len;
@@ -2509,6 +2584,7 @@ static int ringbuf_trace__v7(struct ringbuf_trace__out *o, int fd, const char *c
 		ringbuf_trace__num(o, 8, sec[i]);
 	}
 	ringbuf_trace__clock_options(o, clk);
+	ringbuf_trace__filter_option(o);
 	ringbuf_trace__num(o, 2, 3); /* BUFFER */
 	ringbuf_trace__num(o, 4, 8 + 1 + strlen(l->clock) + 1 + 4 + 4 + (size_t)ncpu * 20);
 	ringbuf_trace__num(o, 8, buf_sec);
@@ -2657,6 +2733,222 @@ RINGBUF_API int ringbuf_trace_save_tracedat(struct ringbuf *rb, const struct rin
 	if (close(fd) != 0 && !r)
 		r = RINGBUF_EINVAL;
 	return r;
+}
+
+/* -- reading the filters back (ringbuf_trace_tracedat_filters) --
+ * A bounded walk over the metadata: every length is checked against the
+ * file's size before it is skipped or read, so a truncated or hostile file
+ * gives RINGBUF_ECORRUPT, never a read past what was checked. */
+
+struct ringbuf_trace__frd {
+	int fd, be;
+	uint64_t off, size;
+};
+
+static int ringbuf_trace__frd_bytes(struct ringbuf_trace__frd *r, void *buf, size_t n)
+{
+	unsigned char *p = (unsigned char *)buf;
+	if (n > r->size || r->off > r->size - n)
+		return RINGBUF_ECORRUPT;
+	if (lseek(r->fd, (off_t)r->off, SEEK_SET) == (off_t)-1)
+		return RINGBUF_ESYS;
+	r->off += n;
+	while (n) {
+		ssize_t k = read(r->fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? RINGBUF_ESYS : RINGBUF_ECORRUPT;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int ringbuf_trace__frd_num(struct ringbuf_trace__frd *r, unsigned n, uint64_t *v)
+{
+	unsigned char b[8];
+	unsigned i;
+	int e = ringbuf_trace__frd_bytes(r, b, n);
+	*v = 0;
+	for (i = 0; i < n && !e; i++)
+		*v |= (uint64_t)b[r->be ? i : n - 1 - i] << (8 * (n - 1 - i));
+	return e;
+}
+
+static int ringbuf_trace__frd_skip(struct ringbuf_trace__frd *r, uint64_t n)
+{
+	if (n > r->size || r->off > r->size - n)
+		return RINGBUF_ECORRUPT;
+	r->off += n;
+	return 0;
+}
+
+/* skip a NUL-terminated string of at most max bytes (NUL included) */
+static int ringbuf_trace__frd_skipstr(struct ringbuf_trace__frd *r, size_t max)
+{
+	char c = 1;
+	size_t i;
+	for (i = 0; i < max && c; i++)
+		if (ringbuf_trace__frd_bytes(r, &c, 1) < 0)
+			return RINGBUF_ECORRUPT;
+	return c ? RINGBUF_ECORRUPT : 0;
+}
+
+/* skip count blocks of a u<lw> length each and its bytes */
+static int ringbuf_trace__frd_blocks(struct ringbuf_trace__frd *r, uint64_t count, unsigned lw)
+{
+	uint64_t len;
+	int e = 0;
+	while (count-- && !e)
+		if (!(e = ringbuf_trace__frd_num(r, lw, &len)))
+			e = ringbuf_trace__frd_skip(r, len);
+	return e;
+}
+
+/* One options list ({u16 id, u32 size, data} up to id 0): the filters
+ * option's pairs to fn. *next gets v7's DONE offset (0: none). */
+static int ringbuf_trace__frd_options(struct ringbuf_trace__frd *r, int v7, uint64_t *next,
+				     int (*fn)(void *, const char *, const char *), void *ctx, int *calls,
+				     int *stop)
+{
+	uint64_t id, size;
+	int e;
+	*next = 0;
+	for (;;) {
+		if ((e = ringbuf_trace__frd_num(r, 2, &id)) < 0)
+			return e;
+		if (id == 0 && !v7)
+			return 0;
+		if ((e = ringbuf_trace__frd_num(r, 4, &size)) < 0)
+			return e;
+		if (id == 0)
+			return size == 8 ? ringbuf_trace__frd_num(r, 8, next) : RINGBUF_ECORRUPT;
+		if (id != RINGBUF_TRACE_TRACEDAT_OPT_FILTERS || *stop) {
+			if ((e = ringbuf_trace__frd_skip(r, size)) < 0)
+				return e;
+			continue;
+		}
+		{
+			char *d;
+			size_t i = 0;
+			if (size > r->size - r->off || size > ((size_t)1 << 30))
+				return RINGBUF_ECORRUPT;
+			d = (char *)malloc((size_t)size + 1);
+			if (!d)
+				return RINGBUF_ENOMEM;
+			if ((e = ringbuf_trace__frd_bytes(r, d, (size_t)size)) < 0) {
+				free(d);
+				return e;
+			}
+			while (i < size && !e) {
+				/* both strings end inside the option */
+				const char *z1 = (const char *)memchr(d + i, 0, (size_t)size - i);
+				const char *z2 = z1 ? (const char *)memchr(z1 + 1, 0, (size_t)(d + size - z1 - 1)) : NULL;
+				size_t ln, lf;
+				if (!z2) {
+					e = RINGBUF_ECORRUPT;
+					break;
+				}
+				ln = (size_t)(z1 - (d + i));
+				lf = (size_t)(z2 - z1 - 1);
+				if (!*stop) {
+					++*calls;
+					*stop = fn(ctx, d + i, d + i + ln + 1) != 0;
+				}
+				i += ln + 1 + lf + 1;
+			}
+			free(d);
+			if (e < 0)
+				return e;
+		}
+	}
+}
+
+RINGBUF_API int ringbuf_trace_tracedat_filters(const char *path,
+					       int (*fn)(void *ctx, const char *event, const char *filter),
+					       void *ctx)
+{
+	struct ringbuf_trace__frd r = {-1, 0, 0, 0};
+	unsigned char head[18];
+	struct stat st;
+	uint64_t n, k, next = 0;
+	int e, calls = 0, stop = 0, v7, hops;
+	if (!path || !fn)
+		return RINGBUF_EINVAL;
+	r.fd = open(path, O_RDONLY | RINGBUF__O_CLOEXEC);
+	if (r.fd < 0)
+		return RINGBUF_ESYS;
+	if (fstat(r.fd, &st) != 0) {
+		e = RINGBUF_ESYS;
+		goto out;
+	}
+	r.size = (uint64_t)st.st_size;
+	/* magic, "6\0" or "7\0", endian, long size, u32 page size */
+	if ((e = ringbuf_trace__frd_bytes(&r, head, 18)) < 0)
+		goto out;
+	e = RINGBUF_ECORRUPT;
+	if (memcmp(head, "\x17\x08\x44tracing", 10) != 0 || (head[10] != '6' && head[10] != '7') ||
+	    head[11] != 0 || head[12] > 1)
+		goto out;
+	v7 = head[10] == '7';
+	r.be = head[12];
+	if (v7) {
+		/* compression name and version, then the first options offset */
+		if ((e = ringbuf_trace__frd_skipstr(&r, 64)) < 0 || (e = ringbuf_trace__frd_skipstr(&r, 64)) < 0 ||
+		    (e = ringbuf_trace__frd_num(&r, 8, &next)) < 0)
+			goto out;
+		for (hops = 0; next && hops < 64 && !stop; hops++) {
+			uint64_t id, flags;
+			r.off = next;
+			if ((e = ringbuf_trace__frd_num(&r, 2, &id)) < 0 || (e = ringbuf_trace__frd_num(&r, 2, &flags)) < 0 ||
+			    (e = ringbuf_trace__frd_skip(&r, 4 + 8)) < 0)
+				goto out;
+			if (id != 0 || (flags & 1)) { /* not OPTIONS, or compressed */
+				e = RINGBUF_ECORRUPT;
+				goto out;
+			}
+			if ((e = ringbuf_trace__frd_options(&r, 1, &next, fn, ctx, &calls, &stop)) < 0)
+				goto out;
+		}
+		e = 0;
+		goto out;
+	}
+	/* v6: header_page, header_event, ftrace formats, systems, kallsyms,
+	 * printk, cmdlines, ncpu, then "options  \0" (absent: no options) */
+	{
+		char tag[13];
+		if ((e = ringbuf_trace__frd_bytes(&r, tag, 12)) < 0)
+			goto out;
+		if (memcmp(tag, "header_page", 12) != 0 || (e = ringbuf_trace__frd_blocks(&r, 1, 8)) < 0 ||
+		    (e = ringbuf_trace__frd_bytes(&r, tag, 13)) < 0 || memcmp(tag, "header_event", 13) != 0 ||
+		    (e = ringbuf_trace__frd_blocks(&r, 1, 8)) < 0) {
+			e = e < 0 ? e : RINGBUF_ECORRUPT;
+			goto out;
+		}
+	}
+	if ((e = ringbuf_trace__frd_num(&r, 4, &n)) < 0 || (e = ringbuf_trace__frd_blocks(&r, n, 8)) < 0 ||
+	    (e = ringbuf_trace__frd_num(&r, 4, &n)) < 0)
+		goto out;
+	for (k = 0; k < n; k++) {
+		uint64_t nev;
+		if ((e = ringbuf_trace__frd_skipstr(&r, 4096)) < 0 || (e = ringbuf_trace__frd_num(&r, 4, &nev)) < 0 ||
+		    (e = ringbuf_trace__frd_blocks(&r, nev, 8)) < 0)
+			goto out;
+	}
+	if ((e = ringbuf_trace__frd_blocks(&r, 2, 4)) < 0 || (e = ringbuf_trace__frd_blocks(&r, 1, 8)) < 0 ||
+	    (e = ringbuf_trace__frd_skip(&r, 4)) < 0)
+		goto out;
+	{
+		char tag[10];
+		if ((e = ringbuf_trace__frd_bytes(&r, tag, 10)) < 0)
+			goto out;
+		if (memcmp(tag, "options  ", 10) == 0)
+			e = ringbuf_trace__frd_options(&r, 0, &next, fn, ctx, &calls, &stop);
+	}
+out:
+	close(r.fd);
+	return e < 0 ? e : calls;
 }
 
 /* ---- >>flight: formats and thread names in the user area -----------------

@@ -95,7 +95,8 @@ struct ringbuf_tracedat_info {
 	const char *clock;      /* trace clock name (NULL: "mono"), < 64 chars; see
 				 * ringbuf_trace.h >>tracedat CLOCK */
 	const struct ringbuf_trace_registry *reg; /* event formats (NULL: none) and, at
-				 * finish(), thread names; must stay valid until finish() */
+				 * finish(), thread names and event filters (ringbuf_trace.h
+				 * >>tracedat FILTERS); must stay valid until finish() */
 	const char *cmdlines;   /* "pid comm\n" lines to write instead of reg's thread
 				 * names (NULL: reg's); must stay valid until finish() */
 	int tsc;                /* the pages hold TSC cycles: write trace-cmd's TSC2NSEC
@@ -183,7 +184,8 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
  *
  *   v6: magic "6" endian long page_size | header_page | header_event | 0
  *       ftrace formats | 1 system {formats} | 0 kallsyms | 0 printk |
- *       cmdlines | ncpu | options (TRACECLOCK, [TSC2NSEC, OFFSET], CPUCOUNT)
+ *       cmdlines | ncpu | options (TRACECLOCK, [TSC2NSEC, OFFSET], CPUCOUNT,
+ *       [FILTERS])
  *       | flyrecord {offset, size} per CPU, "[clock]" | zeros to a page
  *       boundary | CPU 0's pages | CPU 1's pages | ...
  *   v7: magic "7" ... "none" "" options-offset | strings | sections 16..21 |
