@@ -46,12 +46,6 @@ RINGBUF_TRACE_EVENT(mark, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_S
 		    RINGBUF_PRINT("seq=%u text=%s", REC->seq, __get_str(text)));
 
 static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("ringbuf");
-static uint64_t now;
-static uint64_t test_clock(void *ctx)
-{
-	(void)ctx;
-	return now;
-}
 
 /* This build writes big-endian files (s390x); see tests/pagewalk.h. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -344,18 +338,6 @@ static int setup(void **state)
 			return -1;
 	}
 	ringbuf_trace_enable(&reg, "*");
-	return 0;
-}
-
-static int teardown_all(void **state)
-{
-	char cmd[128];
-	(void)state;
-	if (tmpdir[0]) {
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			return -1;
-	}
 	return 0;
 }
 

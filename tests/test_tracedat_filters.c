@@ -33,12 +33,6 @@ RINGBUF_TRACE_EVENT(note, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_S
 RINGBUF_TRACE_EVENT(idle, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq)), RINGBUF_PRINT("seq=%u", REC->seq));
 
 static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("ringbuf");
-static uint64_t now;
-static uint64_t test_clock(void *ctx)
-{
-	(void)ctx;
-	return now;
-}
 
 #define TICK_FILTER "seq < 50 && big != 3"
 #define NOTE_FILTER "text ~ \"a*\" || (seq & 1)"
@@ -130,18 +124,6 @@ static int setup(void **state)
 	}
 	/* each test starts without filters */
 	return ringbuf_trace_set_filter(&reg, "*", NULL, NULL) < 0 ? -1 : 0;
-}
-
-static int teardown_all(void **state)
-{
-	char cmd[128];
-	(void)state;
-	if (tmpdir[0]) {
-		snprintf(cmd, sizeof cmd, getenv("KEEP") ? "true %s" : "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			return -1;
-	}
-	return 0;
 }
 
 /* ---- the in-memory export ---------------------------------------------------- */

@@ -35,12 +35,6 @@ RINGBUF_TRACE_EVENT(note, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_S
 		    RINGBUF_PRINT("seq=%u text=%s", REC->seq, __get_str(text)));
 
 static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("ringbuf");
-static uint64_t now;
-static uint64_t test_clock(void *ctx)
-{
-	(void)ctx;
-	return now;
-}
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -99,18 +93,6 @@ static int setup(void **state)
 			return -1;
 		if (ringbuf_trace_register_event(&reg, &ringbuf_event_tick) < 0 ||
 		    ringbuf_trace_register_event(&reg, &ringbuf_event_note) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-static int teardown_all(void **state)
-{
-	char cmd[128];
-	(void)state;
-	if (tmpdir[0]) {
-		snprintf(cmd, sizeof cmd, getenv("KEEP") ? "true %s" : "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
 			return -1;
 	}
 	return 0;

@@ -12,11 +12,20 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static char tmpdir[64];
+
+/* The tests' clock (single-threaded tests set now before each event). */
+static uint64_t now;
+static inline uint64_t test_clock(void *ctx)
+{
+	(void)ctx;
+	return now;
+}
 
 /* tmpdir/name, in one of 4 rotating buffers */
 static inline char *path_of(const char *name)
@@ -26,6 +35,20 @@ static inline char *path_of(const char *name)
 	char *b = buf[k++ & 3];
 	snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
 	return b;
+}
+
+/* Group teardown: remove tmpdir and what is in it (KEEP=1 in the
+ * environment keeps it, to look at the files). */
+static inline int teardown_all(void **state)
+{
+	char cmd[128];
+	(void)state;
+	if (tmpdir[0]) {
+		snprintf(cmd, sizeof cmd, getenv("KEEP") ? "true %s" : "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* Is trace-cmd installed? Under CI=true its absence fails the test. */
