@@ -95,7 +95,8 @@ struct ringbuf_tracedat_info {
 	const char *clock;      /* trace clock name (NULL: "mono"), < 64 chars; see
 				 * ringbuf_trace.h >>tracedat CLOCK */
 	const struct ringbuf_trace_registry *reg; /* event formats (NULL: none) and, at
-				 * finish(), thread names; must stay valid until finish() */
+				 * finish(), thread names and event filters (ringbuf_trace.h
+				 * >>tracedat FILTERS); must stay valid until finish() */
 	const char *cmdlines;   /* "pid comm\n" lines to write instead of reg's thread
 				 * names (NULL: reg's); must stay valid until finish() */
 	int tsc;                /* the pages hold TSC cycles: write trace-cmd's TSC2NSEC
@@ -176,13 +177,15 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 
 /* ==== >>tdat_design ======================================================
  *
- * FILE. The same layout as ringbuf_trace.h's exporter (see >>tracedat there),
- * with every number in the byte order chosen by info.big_endian, and the
- * header_page text's commit size = info.long_size:
+ * FILE. Written by ringbuf_trace.h's layout writer (>>tracedat: the file
+ * there; its in-memory export uses the same code), with every number in the
+ * byte order chosen by info.big_endian, and the header_page text's commit
+ * size = info.long_size:
  *
  *   v6: magic "6" endian long page_size | header_page | header_event | 0
  *       ftrace formats | 1 system {formats} | 0 kallsyms | 0 printk |
- *       cmdlines | ncpu | options (TRACECLOCK, [TSC2NSEC, OFFSET], CPUCOUNT)
+ *       cmdlines | ncpu | options (TRACECLOCK, [TSC2NSEC, OFFSET], CPUCOUNT,
+ *       [FILTERS])
  *       | flyrecord {offset, size} per CPU, "[clock]" | zeros to a page
  *       boundary | CPU 0's pages | CPU 1's pages | ...
  *   v7: magic "7" ... "none" "" options-offset | strings | sections 16..21 |
@@ -272,13 +275,6 @@ static uint64_t ringbuf_tdat__get(const unsigned char *p, unsigned n, int be)
 	for (i = 0; i < n; i++)
 		v |= (uint64_t)p[be ? i : n - 1 - i] << (8 * (n - 1 - i));
 	return v;
-}
-
-static void ringbuf_tdat__set(unsigned char *p, unsigned n, int be, uint64_t v)
-{
-	unsigned i;
-	for (i = 0; i < n; i++)
-		p[be ? n - 1 - i : i] = (unsigned char)(v >> (8 * i));
 }
 
 /* ---- the page check (A2) ------------------------------------------------ */
@@ -462,24 +458,6 @@ RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tra
 	return 0;
 }
 
-static int ringbuf_tdat__write_all(int fd, const void *buf, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)buf;
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (k == 0)
-				errno = ENOSPC;
-			return RINGBUF_ESYS;
-		}
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* A2..A4 on w->page */
 static int ringbuf_tdat__take(struct ringbuf_tracedat *w, unsigned cpu)
 {
@@ -499,7 +477,7 @@ static int ringbuf_tdat__take(struct ringbuf_tracedat *w, unsigned cpu)
 	}
 	end = 8 + ls + len + ((commit & (1u << 30)) ? ls : 0);
 	memset(w->page + end, 0, ps - end);
-	if (ringbuf_tdat__write_all(w->fd[cpu], w->page, ps) < 0) {
+	if (ringbuf_trace__write_all(w->fd[cpu], w->page, ps) < 0) {
 		w->broken = 1;
 		return RINGBUF_ESYS;
 	}
@@ -592,193 +570,18 @@ RINGBUF_API int ringbuf_tracedat_stats(const struct ringbuf_tracedat *w, struct 
 
 /* ---- finish: the metadata, then the pages ------------------------------- */
 
-struct ringbuf_tdat__out {
-	struct ringbuf_tracedat *w;
-	unsigned char *p;
-	size_t len, cap;
-	int err, be;
-};
+/* The file's layout is ringbuf_trace.h's (>>tracedat: the file there), fed
+ * from the per-CPU temporary files. */
 
-static void ringbuf_tdat__put(struct ringbuf_tdat__out *o, const void *d, size_t n)
+static uint64_t ringbuf_tdat__cpu_pages(void *ctx, unsigned cpu)
 {
-	if (o->err)
-		return;
-	if (o->len + n > o->cap) {
-		size_t nc = o->cap ? o->cap : 4096;
-		unsigned char *p;
-		while (nc < o->len + n)
-			nc *= 2;
-		p = (unsigned char *)ringbuf_tdat__alloc(o->w, nc);
-		if (!p) {
-			o->err = RINGBUF_ENOMEM;
-			return;
-		}
-		if (o->len)
-			memcpy(p, o->p, o->len);
-		ringbuf_tdat__free(o->w, o->p);
-		o->p = p;
-		o->cap = nc;
-	}
-	if (n && d)
-		memcpy(o->p + o->len, d, n);
-	else if (n)
-		memset(o->p + o->len, 0, n);
-	o->len += n;
-}
-static void ringbuf_tdat__num(struct ringbuf_tdat__out *o, unsigned n, uint64_t v)
-{
-	unsigned char b[8];
-	ringbuf_tdat__set(b, n, o->be, v);
-	ringbuf_tdat__put(o, b, n);
-}
-static void ringbuf_tdat__str(struct ringbuf_tdat__out *o, const char *s)
-{
-	ringbuf_tdat__put(o, s, strlen(s) + 1);
-}
-static void ringbuf_tdat__set_at(struct ringbuf_tdat__out *o, size_t at, unsigned n, uint64_t v)
-{
-	if (!o->err)
-		ringbuf_tdat__set(o->p + at, n, o->be, v);
-}
-
-static void ringbuf_tdat__headers(struct ringbuf_tdat__out *o)
-{
-	static const char ev[] = "# compressed entry header\n"
-				 "\ttype_len    :    5 bits\n"
-				 "\ttime_delta  :   27 bits\n"
-				 "\tarray       :   32 bits\n"
-				 "\n"
-				 "\tpadding     : type == 29\n"
-				 "\ttime_extend : type == 30\n"
-				 "\ttime_stamp : type == 31\n"
-				 "\tdata max type_len  == 28\n";
-	const struct ringbuf_tracedat_info *in = &o->w->info;
-	char t[512];
-	int n = snprintf(t, sizeof t,
-			 "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
-			 "\tfield: local_t commit;\toffset:8;\tsize:%u;\tsigned:1;\n"
-			 "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
-			 "\tfield: char data;\toffset:%u;\tsize:%u;\tsigned:0;\n",
-			 in->long_size, 8 + in->long_size, (unsigned)(in->page_size - 8 - in->long_size));
-	ringbuf_tdat__put(o, "header_page", 12);
-	ringbuf_tdat__num(o, 8, (uint64_t)n);
-	ringbuf_tdat__put(o, t, (size_t)n);
-	ringbuf_tdat__put(o, "header_event", 13);
-	ringbuf_tdat__num(o, 8, sizeof ev - 1);
-	ringbuf_tdat__put(o, ev, sizeof ev - 1);
-}
-
-/* One system, the events of reg in id order (ringbuf_trace.h's list is newest first). */
-static void ringbuf_tdat__formats(struct ringbuf_tdat__out *o)
-{
-	const struct ringbuf_trace_registry *reg = o->w->info.reg;
-	const struct ringbuf_trace_event *e;
-	unsigned n = 0, last = 0;
-	if (!reg) {
-		ringbuf_tdat__num(o, 4, 0);
-		return;
-	}
-	for (e = ringbuf_trace__first(reg); e; e = e->next)
-		n++;
-	ringbuf_tdat__num(o, 4, 1);
-	ringbuf_tdat__str(o, reg->system ? reg->system : "ringbuf");
-	ringbuf_tdat__num(o, 4, n);
-	while (n--) {
-		const struct ringbuf_trace_event *next = NULL;
-		size_t at;
-		int len;
-		for (e = ringbuf_trace__first(reg); e; e = e->next)
-			if (e->id > last && (!next || e->id < next->id))
-				next = e;
-		if (!next) { /* cannot happen: n counted the same list */
-			o->err = RINGBUF_EINVAL;
-			return;
-		}
-		last = next->id;
-		len = ringbuf_trace_format_text(next, NULL, 0);
-		if (len < 0) {
-			o->err = len;
-			return;
-		}
-		ringbuf_tdat__num(o, 8, (uint64_t)len);
-		at = o->len;
-		ringbuf_tdat__put(o, NULL, (size_t)len + 1);
-		if (!o->err) {
-			ringbuf_trace_format_text(next, (char *)o->p + at, (size_t)len + 1);
-			o->len--; /* no NUL in the file */
-		}
-	}
-}
-
-/* u64 length + "pid comm\n" lines: the caller's, or reg's (ringbuf_trace.h). */
-static void ringbuf_tdat__cmdlines(struct ringbuf_tdat__out *o)
-{
-	const struct ringbuf_tracedat_info *in = &o->w->info;
-	struct ringbuf_trace__out t = {NULL, 0, 0, 0, NULL};
-	const char *text = in->cmdlines;
-	size_t n = text ? strlen(text) : 0;
-	if (!text && in->reg) {
-		/* host-order u64 length, then the text */
-		ringbuf_trace__cmdlines(&t, in->reg);
-		if (t.err || t.len < 8) {
-			o->err = t.err ? t.err : RINGBUF_ENOMEM;
-			free(t.p);
-			return;
-		}
-		o->w->st.heap_bytes += t.cap; /* counted while it lives */
-		if (o->w->st.heap_bytes > o->w->st.heap_peak)
-			o->w->st.heap_peak = o->w->st.heap_bytes;
-		text = (const char *)t.p + 8;
-		n = t.len - 8;
-	}
-	ringbuf_tdat__num(o, 8, n);
-	ringbuf_tdat__put(o, text, n);
-	if (t.p) {
-		o->w->st.heap_bytes -= t.cap;
-		free(t.p);
-	}
-}
-
-/* v6: TRACECLOCK, [TSC], CPUCOUNT; v7: CPUCOUNT, TRACECLOCK, [TSC] (the
- * order of ringbuf_trace.h's exporter: the two give the same bytes) */
-static void ringbuf_tdat__clock_options(struct ringbuf_tdat__out *o, const char *clk)
-{
-	const struct ringbuf_tracedat_info *in = &o->w->info;
-	if (in->version == 7) {
-		ringbuf_tdat__num(o, 2, 8); /* CPUCOUNT */
-		ringbuf_tdat__num(o, 4, 4);
-		ringbuf_tdat__num(o, 4, in->ncpu);
-	}
-	ringbuf_tdat__num(o, 2, 4); /* TRACECLOCK */
-	ringbuf_tdat__num(o, 4, strlen(clk) + 1);
-	ringbuf_tdat__str(o, clk);
-	if (in->tsc) {
-		char buf[32];
-		ringbuf_tdat__num(o, 2, 14); /* TSC2NSEC: u32 mult, u32 shift, u64 offset (unused) */
-		ringbuf_tdat__num(o, 4, 16);
-		ringbuf_tdat__num(o, 4, in->tsc_mult);
-		ringbuf_tdat__num(o, 4, in->tsc_shift);
-		ringbuf_tdat__num(o, 8, 0);
-		snprintf(buf, sizeof buf, "%lld", (long long)in->tsc_offset);
-		ringbuf_tdat__num(o, 2, 7); /* OFFSET */
-		ringbuf_tdat__num(o, 4, strlen(buf) + 1);
-		ringbuf_tdat__str(o, buf);
-	}
-	if (in->version != 7) {
-		ringbuf_tdat__num(o, 2, 8); /* CPUCOUNT */
-		ringbuf_tdat__num(o, 4, 4);
-		ringbuf_tdat__num(o, 4, in->ncpu);
-	}
-}
-
-static size_t ringbuf_tdat__align(size_t v, size_t a)
-{
-	return (v + a - 1) / a * a;
+	return ((const struct ringbuf_tracedat *)ctx)->cpu_pages[cpu];
 }
 
 /* Append cpu's temporary file to out (through w->page). */
-static int ringbuf_tdat__copy_cpu(struct ringbuf_tracedat *w, unsigned cpu, int out)
+static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
 {
+	struct ringbuf_tracedat *w = (struct ringbuf_tracedat *)ctx;
 	uint64_t left = w->cpu_pages[cpu];
 	if (lseek(w->fd[cpu], 0, SEEK_SET) != 0)
 		return RINGBUF_ESYS;
@@ -795,172 +598,16 @@ static int ringbuf_tdat__copy_cpu(struct ringbuf_tracedat *w, unsigned cpu, int 
 			}
 			got += (size_t)k;
 		}
-		if (ringbuf_tdat__write_all(out, w->page, w->info.page_size) < 0)
+		if (ringbuf_trace__write_all(out, w->page, w->info.page_size) < 0)
 			return RINGBUF_ESYS;
 		left--;
 	}
 	return 0;
 }
 
-static int ringbuf_tdat__flush(struct ringbuf_tdat__out *o, int fd)
-{
-	int r = o->err ? o->err : ringbuf_tdat__write_all(fd, o->p, o->len);
-	o->len = 0;
-	return r;
-}
-
-/* Everything after the 16-byte file header, version 6. */
-static int ringbuf_tdat__v6(struct ringbuf_tdat__out *o, int fd, const char *clk)
-{
-	struct ringbuf_tracedat *w = o->w;
-	const size_t ps = w->info.page_size;
-	size_t table, data;
-	unsigned i;
-	int r;
-	ringbuf_tdat__headers(o);
-	ringbuf_tdat__num(o, 4, 0); /* ftrace event formats */
-	ringbuf_tdat__formats(o);
-	ringbuf_tdat__num(o, 4, 0); /* kallsyms */
-	ringbuf_tdat__num(o, 4, 0); /* printk formats */
-	ringbuf_tdat__cmdlines(o);
-	ringbuf_tdat__num(o, 4, w->info.ncpu);
-	ringbuf_tdat__put(o, "options  ", 10);
-	ringbuf_tdat__clock_options(o, clk);
-	ringbuf_tdat__num(o, 2, 0); /* end of options */
-	ringbuf_tdat__put(o, "flyrecord", 10);
-	table = o->len;
-	ringbuf_tdat__put(o, NULL, 16 * (size_t)w->info.ncpu);
-	ringbuf_tdat__num(o, 8, strlen(clk)); /* read because TRACECLOCK is there */
-	ringbuf_tdat__put(o, clk, strlen(clk));
-	data = ringbuf_tdat__align(o->len, ps);
-	for (i = 0; i < w->info.ncpu; i++) {
-		uint64_t sz = w->cpu_pages[i] * ps;
-		ringbuf_tdat__set_at(o, table + 16 * i, 8, data);
-		ringbuf_tdat__set_at(o, table + 16 * i + 8, 8, sz);
-		data += sz;
-	}
-	ringbuf_tdat__put(o, NULL, ringbuf_tdat__align(o->len, ps) - o->len);
-	if ((r = ringbuf_tdat__flush(o, fd)) < 0)
-		return r;
-	for (i = 0; i < w->info.ncpu; i++)
-		if ((r = ringbuf_tdat__copy_cpu(w, i, fd)) < 0)
-			return r;
-	return 0;
-}
-
-/* v7 section header; returns where its size goes. */
-static size_t ringbuf_tdat__section(struct ringbuf_tdat__out *o, uint16_t id, uint32_t str)
-{
-	size_t at;
-	ringbuf_tdat__num(o, 2, id);
-	ringbuf_tdat__num(o, 2, 0);
-	ringbuf_tdat__num(o, 4, str);
-	at = o->len;
-	ringbuf_tdat__num(o, 8, 0);
-	return at;
-}
-static void ringbuf_tdat__section_end(struct ringbuf_tdat__out *o, size_t at)
-{
-	ringbuf_tdat__set_at(o, at, 8, o->len - at - 8);
-}
-
-/* Everything after the 16-byte file header, version 7 (o->len counts from 0
- * at the file's start: base = 16 already written into o). */
-static int ringbuf_tdat__v7(struct ringbuf_tdat__out *o, int fd, const char *clk)
-{
-	static const char strings[] = "headers\0ftrace events\0events format\0kallsyms\0printk\0"
-				      "command lines\0options\0buffer flyrecord \0strings";
-	enum { S_HEADERS = 0, S_FTRACE = 8, S_EVENTS = 22, S_KALLSYMS = 36, S_PRINTK = 45,
-	       S_CMDLINES = 52, S_OPTIONS = 66, S_BUFFER = 74, S_STRINGS = 92 };
-	struct ringbuf_tracedat *w = o->w;
-	const size_t ps = w->info.page_size;
-	const unsigned ncpu = w->info.ncpu;
-	size_t opt_at, sec[6], at, buf_sec, data, written;
-	uint64_t total = 0, off;
-	unsigned i;
-	int r;
-	ringbuf_tdat__put(o, "none", 5);
-	ringbuf_tdat__put(o, "", 1);
-	opt_at = o->len;
-	ringbuf_tdat__num(o, 8, 0);
-	at = ringbuf_tdat__section(o, 15, S_STRINGS);
-	ringbuf_tdat__put(o, strings, sizeof strings);
-	ringbuf_tdat__section_end(o, at);
-	sec[0] = o->len;
-	at = ringbuf_tdat__section(o, 16, S_HEADERS);
-	ringbuf_tdat__headers(o);
-	ringbuf_tdat__section_end(o, at);
-	sec[1] = o->len;
-	at = ringbuf_tdat__section(o, 17, S_FTRACE);
-	ringbuf_tdat__num(o, 4, 0);
-	ringbuf_tdat__section_end(o, at);
-	sec[2] = o->len;
-	at = ringbuf_tdat__section(o, 18, S_EVENTS);
-	ringbuf_tdat__formats(o);
-	ringbuf_tdat__section_end(o, at);
-	sec[3] = o->len;
-	at = ringbuf_tdat__section(o, 19, S_KALLSYMS);
-	ringbuf_tdat__num(o, 4, 0);
-	ringbuf_tdat__section_end(o, at);
-	sec[4] = o->len;
-	at = ringbuf_tdat__section(o, 20, S_PRINTK);
-	ringbuf_tdat__num(o, 4, 0);
-	ringbuf_tdat__section_end(o, at);
-	sec[5] = o->len;
-	at = ringbuf_tdat__section(o, 21, S_CMDLINES);
-	ringbuf_tdat__cmdlines(o);
-	ringbuf_tdat__section_end(o, at);
-	buf_sec = o->len;
-	at = ringbuf_tdat__section(o, 3, S_BUFFER);
-	data = ringbuf_tdat__align(o->len, ps);
-	for (i = 0; i < ncpu; i++)
-		total += w->cpu_pages[i] * ps;
-	ringbuf_tdat__set_at(o, at, 8, data - o->len + total);
-	ringbuf_tdat__set_at(o, opt_at, 8, data + total);
-	ringbuf_tdat__put(o, NULL, data - o->len);
-	written = o->len;
-	if ((r = ringbuf_tdat__flush(o, fd)) < 0)
-		return r;
-	for (i = 0; i < ncpu; i++)
-		if ((r = ringbuf_tdat__copy_cpu(w, i, fd)) < 0)
-			return r;
-	(void)written;
-	/* the OPTIONS section, after the data */
-	at = ringbuf_tdat__section(o, 0, S_OPTIONS);
-	for (i = 0; i < 6; i++) {
-		ringbuf_tdat__num(o, 2, 16 + i);
-		ringbuf_tdat__num(o, 4, 8);
-		ringbuf_tdat__num(o, 8, sec[i]);
-	}
-	ringbuf_tdat__clock_options(o, clk);
-	ringbuf_tdat__num(o, 2, 3); /* BUFFER */
-	ringbuf_tdat__num(o, 4, 8 + 1 + strlen(w->clock) + 1 + 4 + 4 + (size_t)ncpu * 20);
-	ringbuf_tdat__num(o, 8, buf_sec);
-	ringbuf_tdat__str(o, "");
-	ringbuf_tdat__str(o, w->clock);
-	ringbuf_tdat__num(o, 4, ps);
-	ringbuf_tdat__num(o, 4, ncpu);
-	off = data;
-	for (i = 0; i < ncpu; i++) {
-		uint64_t sz = w->cpu_pages[i] * ps;
-		ringbuf_tdat__num(o, 4, i);
-		ringbuf_tdat__num(o, 8, off);
-		ringbuf_tdat__num(o, 8, sz);
-		off += sz;
-	}
-	ringbuf_tdat__num(o, 2, 0); /* DONE */
-	ringbuf_tdat__num(o, 4, 8);
-	ringbuf_tdat__num(o, 8, 0);
-	/* section size relative to the section's own buffer position: o restarted at 0 */
-	ringbuf_tdat__section_end(o, at);
-	return ringbuf_tdat__flush(o, fd);
-}
-
 RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringbuf_tracedat_stats *st)
 {
-	struct ringbuf_tdat__out o;
-	unsigned char hdr[2];
-	char clk[80];
+	struct ringbuf_trace__layout l;
 	int fd, r;
 	if (!w)
 		return RINGBUF_EINVAL;
@@ -970,10 +617,6 @@ RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringb
 		ringbuf_tracedat_abort(w);
 		return RINGBUF_ESYS;
 	}
-	memset(&o, 0, sizeof o);
-	o.w = w;
-	o.be = w->info.big_endian;
-	snprintf(clk, sizeof clk, "[%s]", w->clock);
 	fd = ringbuf_tdat__mkfile(w, ".part", w->info.file_mode ? w->info.file_mode : 0600, w->part,
 				  strlen(w->path) + 48);
 	if (fd < 0) {
@@ -988,15 +631,28 @@ RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringb
 		r = RINGBUF_ESYS;
 		goto out;
 	}
-	ringbuf_tdat__put(&o, "\x17\x08\x44tracing", 10);
-	ringbuf_tdat__str(&o, w->info.version == 7 ? "7" : "6");
-	hdr[0] = (unsigned char)o.be;
-	hdr[1] = (unsigned char)w->info.long_size;
-	ringbuf_tdat__put(&o, hdr, 2);
-	ringbuf_tdat__num(&o, 4, w->info.page_size);
-	r = w->info.version == 7 ? ringbuf_tdat__v7(&o, fd, clk) : ringbuf_tdat__v6(&o, fd, clk);
+	memset(&l, 0, sizeof l);
+	l.version = w->info.version;
+	l.be = w->info.big_endian;
+	l.long_size = w->info.long_size;
+	l.ncpu = w->info.ncpu;
+	l.page_size = w->info.page_size;
+	l.clock = w->clock;
+	l.reg = w->info.reg;
+	l.cmdlines = w->info.cmdlines;
+	l.tsc = w->info.tsc;
+	l.tsc_mult = w->info.tsc_mult;
+	l.tsc_shift = w->info.tsc_shift;
+	l.tsc_offset = w->info.tsc_offset;
+	l.ioerr = RINGBUF_ESYS;
+	l.cpu_pages = ringbuf_tdat__cpu_pages;
+	l.write_cpu = ringbuf_tdat__copy_cpu;
+	l.ctx = w;
+	l.heap = &w->st.heap_bytes;
+	l.peak = &w->st.heap_peak;
+	l.allocs = &w->st.allocs;
+	r = ringbuf_trace__layout_write(&l, fd);
 out:
-	ringbuf_tdat__free(w, o.p);
 	if (st)
 		*st = w->st;
 	if (close(fd) != 0 && !r)

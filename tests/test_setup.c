@@ -27,6 +27,8 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 #define NCPU 16
 #define PER_CPU ((size_t)2 << 20) /* 16 x 2 MiB: 32 MiB of data pages */
 
@@ -100,19 +102,6 @@ static void write_some(struct ringbuf *rb, unsigned cpu, unsigned n)
 		assert_int_equal(ringbuf_write(rb, cpu, &i, sizeof i), 0);
 }
 
-static unsigned consume_all(struct ringbuf *rb, unsigned cpu)
-{
-	struct ringbuf_record rec;
-	unsigned n = 0;
-	int r;
-	while ((r = ringbuf_consume(rb, cpu, &rec)) > 0) {
-		assert_int_equal(*(const unsigned *)rec.data, n);
-		n++;
-	}
-	assert_int_equal(r, 0);
-	return n;
-}
-
 /* ringbuf_create: no data page resident, the RSS grows by the metadata only */
 static void anonymous_create_touches_no_data_page(void **state)
 {
@@ -142,7 +131,7 @@ static void anonymous_create_touches_no_data_page(void **state)
 	res = resident(data_start(rb), data_len(rb));
 	assert_true(res >= NCPU && res <= 3 * NCPU);
 	for (cpu = 0; cpu < NCPU; cpu++)
-		assert_int_equal(consume_all(rb, cpu), 100);
+		assert_int_equal(consume_seq(rb, cpu), 100);
 	ringbuf_destroy(rb);
 }
 
@@ -179,7 +168,7 @@ static void file_create_allocates_no_data_block(void **state)
 	/* a crash copy: recovery on pages never written reads them as empty */
 	assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RECOVER, &ro), 0);
 	for (cpu = 0; cpu < NCPU; cpu++)
-		assert_int_equal(consume_all(ro, cpu), cpu == 3 ? 1000 : 0);
+		assert_int_equal(consume_seq(ro, cpu), cpu == 3 ? 1000 : 0);
 	ringbuf_destroy(ro);
 }
 
@@ -198,10 +187,10 @@ static void fresh_file_recovers_empty(void **state)
 	assert_int_equal(stt.entries, 0);
 	assert_int_equal(stt.bytes, 0);
 	for (cpu = 0; cpu < NCPU; cpu++)
-		assert_int_equal(consume_all(ro, cpu), 0);
+		assert_int_equal(consume_seq(ro, cpu), 0);
 	/* and it records */
 	write_some(ro, 0, 10);
-	assert_int_equal(consume_all(ro, 0), 10);
+	assert_int_equal(consume_seq(ro, 0), 10);
 	ringbuf_destroy(ro);
 }
 
@@ -266,8 +255,8 @@ static void zeroed_flag(void **state)
 	assert_int_equal(rb->flags, RINGBUF_F_ALIGN8);
 	assert_true(resident(data_start(rb), data_len(rb)) <= 1);
 	write_some(rb, 1, 50);
-	assert_int_equal(consume_all(rb, 1), 50);
-	assert_int_equal(consume_all(rb, 0), 0);
+	assert_int_equal(consume_seq(rb, 1), 50);
+	assert_int_equal(consume_seq(rb, 0), 0);
 	ringbuf_destroy(rb);
 	munmap(map, len);
 	cfg.flags = 1u << 2;

@@ -31,25 +31,14 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
+
 static struct ringbuf_config config(unsigned ncpu, size_t per_cpu)
 {
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 	cfg.ncpu = ncpu;
 	cfg.size_per_cpu = per_cpu;
 	return cfg;
-}
-
-static unsigned consume_seq(struct ringbuf *rb, unsigned cpu)
-{
-	struct ringbuf_record rec;
-	unsigned n = 0;
-	int r;
-	while ((r = ringbuf_consume(rb, cpu, &rec)) > 0) {
-		assert_int_equal(*(const unsigned *)rec.data, n);
-		n++;
-	}
-	assert_int_equal(r, 0);
-	return n;
 }
 
 static void memfd_properties(void **state)

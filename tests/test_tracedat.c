@@ -26,6 +26,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tracedat_util.h"
+
 RINGBUF_TRACE_EVENT(sample,
 	RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq),
 		       RINGBUF_FIELD(uint64_t, value),
@@ -44,14 +46,6 @@ RINGBUF_TRACE_EVENT(mark, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_S
 		    RINGBUF_PRINT("seq=%u text=%s", REC->seq, __get_str(text)));
 
 static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("ringbuf");
-static char tmpdir[64];
-
-static uint64_t now;
-static uint64_t test_clock(void *ctx)
-{
-	(void)ctx;
-	return now;
-}
 
 /* This build writes big-endian files (s390x); see tests/pagewalk.h. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -59,68 +53,6 @@ static uint64_t test_clock(void *ctx)
 #else
 #define BIG_ENDIAN_FILE 0
 #endif
-
-/* ---- running trace-cmd ---------------------------------------------------- */
-
-static bool have_trace_cmd(void)
-{
-	static int have = -1;
-	if (have < 0)
-		have = system("command -v trace-cmd >/dev/null 2>&1") == 0;
-	return have;
-}
-
-#define NEED_TRACE_CMD()                                                                 \
-	do {                                                                             \
-		if (!have_trace_cmd()) {                                                 \
-			const char *ci = getenv("CI");                                   \
-			if (ci && strcmp(ci, "true") == 0)                               \
-				fail_msg("trace-cmd is not installed (required under CI=true)"); \
-			skip();                                                          \
-		}                                                                        \
-	} while (0)
-
-/* Output (stdout and stderr) of a shell command; caller frees. */
-static char *run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *run(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	FILE *p;
-	size_t len = 0, cap = 65536;
-	char *out = malloc(cap);
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	strcat(cmd, " 2>&1");
-	assert_non_null(out);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	for (;;) {
-		size_t n;
-		if (cap - len < 4096) {
-			cap *= 2;
-			out = realloc(out, cap);
-			assert_non_null(out);
-		}
-		n = fread(out + len, 1, cap - len - 1, p);
-		if (n == 0)
-			break;
-		len += n;
-	}
-	out[len] = 0;
-	pclose(p);
-	return out;
-}
-
-static char *path_of(const char *name)
-{
-	static char buf[4][160];
-	static int k;
-	char *b = buf[k++ & 3];
-	snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
-	return b;
-}
 
 /* ---- expected events ------------------------------------------------------ */
 
@@ -409,18 +341,6 @@ static int setup(void **state)
 	return 0;
 }
 
-static int teardown_all(void **state)
-{
-	char cmd[128];
-	(void)state;
-	if (tmpdir[0]) {
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			return -1;
-	}
-	return 0;
-}
-
 static void report_v6_and_v7_show_every_event_exactly(void **state)
 {
 	struct ringbuf *rb = make_rb(3, 64 * 1024, 0);
@@ -473,18 +393,6 @@ static void report_of_a_drained_buffer_and_cpu_option(void **state)
 	assert_string_equal(out, "cpus=3\n");
 	free(out);
 	ringbuf_destroy(rb);
-}
-
-/* Lines of out containing needle. */
-static int count_lines(const char *out, const char *needle)
-{
-	int n = 0;
-	const char *p = out;
-	while ((p = strstr(p, needle)) != NULL) {
-		n++;
-		p += strlen(needle);
-	}
-	return n;
 }
 
 static void report_filters_select_by_field_and_event(void **state)
