@@ -122,11 +122,12 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 	done
 	@$(CXX_COMPILE_CHECKS)
 
-$(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_ftrace.h $(TEST_HDRS) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_net.h ringbuf_ftrace.h $(TEST_HDRS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
 # tests that include a tool's source
 $(BUILD)/tests/test_read_tool: tools/ringbuf-read.c
 $(BUILD)/tests/test_record: tools/ringbuf-record.c
+$(BUILD)/tests/test_record_net: tools/ringbuf-record.c
 
 $(BUILD)/tests/%: tests/%.cpp ringbuf.h ringbuf_trace.h $(TEST_HDRS) $(wildcard tests/cxx_*.c) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@-c.o $(call c_sources,$<)
@@ -172,7 +173,7 @@ $(BUILD)/examples/%: examples/%.c ringbuf.h ringbuf_trace.h ringbuf_ftrace.h | $
 
 tools: $(TOOL_BINS) ## build tools/*.c (ringbuf-read) into build/tools/
 
-$(BUILD)/tools/%: tools/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h | $(BUILD)/tools
+$(BUILD)/tools/%: tools/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_net.h | $(BUILD)/tools
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
 
 demo-ftrace: ## the function tracer: build and run examples/ftrace_demo.c, write build/ftrace.dat, show trace-cmd report

@@ -72,8 +72,10 @@
 #define ringbuf_tracedat_check_page      RINGBUF__NS(ringbuf_tracedat_check_page)
 #define ringbuf_tracedat_drain           RINGBUF__NS(ringbuf_tracedat_drain)
 #define ringbuf_tracedat_finish          RINGBUF__NS(ringbuf_tracedat_finish)
+#define ringbuf_tracedat_header          RINGBUF__NS(ringbuf_tracedat_header)
 #define ringbuf_tracedat_info_of         RINGBUF__NS(ringbuf_tracedat_info_of)
 #define ringbuf_tracedat_open            RINGBUF__NS(ringbuf_tracedat_open)
+#define ringbuf_tracedat_open_fds        RINGBUF__NS(ringbuf_tracedat_open_fds)
 #define ringbuf_tracedat_stats           RINGBUF__NS(ringbuf_tracedat_stats)
 #endif
 
@@ -132,6 +134,25 @@ RINGBUF_API int ringbuf_tracedat_info_of(const struct ringbuf *rb, const struct 
  * RINGBUF_ENOMEM, RINGBUF_ESYS (a temporary file could not be made; errno). */
 RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tracedat_info *info,
 				      struct ringbuf_tracedat **out);
+/** A writer that streams each CPU's pages to the caller's descriptor
+ * fds[cpu] (a socket, a pipe; one per CPU, info->ncpu of them) as they come,
+ * instead of keeping them for a file: add_page() and drain() check and copy
+ * each page as for a file, then write it whole to fds[cpu] (a write that
+ * fails or times out, e.g. SO_SNDTIMEO on a socket, gives RINGBUF_ESYS and
+ * poisons the writer). finish() writes no file and leaves the descriptors
+ * open (the caller closes them); it gives the counters. The metadata for
+ * the other end is ringbuf_tracedat_header(). Returns 0, RINGBUF_EINVAL,
+ * RINGBUF_ENOMEM. Used by ringbuf_net.h (trace-cmd listen). */
+RINGBUF_API int ringbuf_tracedat_open_fds(const struct ringbuf_tracedat_info *info, const int *fds,
+					  struct ringbuf_tracedat **out);
+/** The start of a version 6 trace.dat for info: everything before the
+ * flyrecord section (file header, header_page, header_event, formats,
+ * kallsyms, printk, thread names, CPU count, options), the part of the file
+ * that `trace-cmd record -N` sends to `trace-cmd listen`, which appends the
+ * flyrecord section itself. The thread names are info's (reg's) now.
+ * *buf is malloc'ed (free() it). Returns 0, RINGBUF_EINVAL (bad info, or a
+ * version other than 6), RINGBUF_ENOMEM. */
+RINGBUF_API int ringbuf_tracedat_header(const struct ringbuf_tracedat_info *info, void **buf, size_t *len);
 /** Check one page (size must be info.page_size) and append it to cpu's data.
  * The page is read once, into the writer's copy; bytes after the records are
  * written as zeros. Returns 1 (written), 0 (a page without records: skipped),
@@ -218,6 +239,7 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -233,6 +255,7 @@ struct ringbuf_tracedat {
 	unsigned char *page;  /* the copy (A1), then finish()'s copy buffer */
 	struct ringbuf_tracedat_stats st;
 	int broken;           /* a write failed (RINGBUF_ESYS) */
+	int streamed;         /* open_fds(): fd[] are the caller's, no file at finish() */
 };
 
 /* ---- heap accounting ---------------------------------------------------- */
@@ -350,7 +373,7 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 static void ringbuf_tdat__release(struct ringbuf_tracedat *w)
 {
 	unsigned i;
-	if (w->fd)
+	if (w->fd && !w->streamed)
 		for (i = 0; i < w->info.ncpu; i++)
 			if (w->fd[i] >= 0)
 				close(w->fd[i]);
@@ -404,20 +427,23 @@ RINGBUF_API int ringbuf_tracedat_info_of(const struct ringbuf *rb, const struct 
 	return 0;
 }
 
-RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tracedat_info *info,
-				      struct ringbuf_tracedat **out)
+static int ringbuf_tdat__info_ok(const struct ringbuf_tracedat_info *info)
+{
+	return info && info->ncpu >= 1 && info->ncpu <= RINGBUF_TDAT__MAX_CPUS && info->page_size >= 64 &&
+	       info->page_size <= ((size_t)1 << 20) && (info->page_size & (info->page_size - 1)) == 0 &&
+	       (info->long_size == 4 || info->long_size == 8) &&
+	       (info->version == 0 || info->version == 6 || info->version == 7) &&
+	       !(info->clock && strlen(info->clock) >= 64) && (info->file_mode & ~07777u) == 0;
+}
+
+/* A writer for info with its memory (path: its copy; "" for a streamed one),
+ * no descriptors yet (all -1). */
+static int ringbuf_tdat__new(const char *path, const struct ringbuf_tracedat_info *info,
+			     struct ringbuf_tracedat **out)
 {
 	struct ringbuf_tracedat *w;
 	size_t plen;
 	unsigned i;
-	if (out)
-		*out = NULL;
-	if (!path || !*path || !info || !out || info->ncpu < 1 || info->ncpu > RINGBUF_TDAT__MAX_CPUS ||
-	    info->page_size < 64 || info->page_size > ((size_t)1 << 20) ||
-	    (info->page_size & (info->page_size - 1)) != 0 || (info->long_size != 4 && info->long_size != 8) ||
-	    (info->version != 0 && info->version != 6 && info->version != 7) ||
-	    (info->clock && strlen(info->clock) >= 64) || (info->file_mode & ~07777u) != 0)
-		return RINGBUF_EINVAL;
 	w = (struct ringbuf_tracedat *)calloc(1, sizeof *w);
 	if (!w)
 		return RINGBUF_ENOMEM;
@@ -445,6 +471,24 @@ RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tra
 	memcpy(w->path, path, plen + 1);
 	for (i = 0; i < info->ncpu; i++)
 		w->fd[i] = -1;
+	*out = w;
+	return 0;
+}
+
+RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tracedat_info *info,
+				      struct ringbuf_tracedat **out)
+{
+	struct ringbuf_tracedat *w;
+	size_t plen;
+	unsigned i;
+	int r;
+	if (out)
+		*out = NULL;
+	if (!path || !*path || !out || !ringbuf_tdat__info_ok(info))
+		return RINGBUF_EINVAL;
+	if ((r = ringbuf_tdat__new(path, info, &w)) < 0)
+		return r;
+	plen = strlen(path);
 	for (i = 0; i < info->ncpu; i++) {
 		char suffix[24];
 		snprintf(suffix, sizeof suffix, ".cpu%u", i);
@@ -462,11 +506,43 @@ RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tra
 	return 0;
 }
 
-static int ringbuf_tdat__write_all(int fd, const void *buf, size_t n)
+RINGBUF_API int ringbuf_tracedat_open_fds(const struct ringbuf_tracedat_info *info, const int *fds,
+					  struct ringbuf_tracedat **out)
+{
+	struct ringbuf_tracedat *w;
+	unsigned i;
+	int r;
+	if (out)
+		*out = NULL;
+	if (!fds || !out || !ringbuf_tdat__info_ok(info))
+		return RINGBUF_EINVAL;
+	for (i = 0; i < info->ncpu; i++)
+		if (fds[i] < 0)
+			return RINGBUF_EINVAL;
+	if ((r = ringbuf_tdat__new("", info, &w)) < 0)
+		return r;
+	w->streamed = 1;
+	for (i = 0; i < info->ncpu; i++)
+		w->fd[i] = fds[i];
+	*out = w;
+	return 0;
+}
+
+/* sock: fd may be a socket of a streamed writer: send() without SIGPIPE when
+ * the peer has gone (EPIPE instead), write() for anything else */
+static int ringbuf_tdat__write_fd(int fd, const void *buf, size_t n, int sock)
 {
 	const unsigned char *p = (const unsigned char *)buf;
 	while (n) {
-		ssize_t k = write(fd, p, n);
+		ssize_t k;
+#if defined(MSG_NOSIGNAL)
+		if (sock) {
+			k = send(fd, p, n, MSG_NOSIGNAL);
+			if (k < 0 && errno == ENOTSOCK)
+				k = write(fd, p, n);
+		} else
+#endif
+			k = write(fd, p, n);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -477,7 +553,13 @@ static int ringbuf_tdat__write_all(int fd, const void *buf, size_t n)
 		p += k;
 		n -= (size_t)k;
 	}
+	(void)sock;
 	return 0;
+}
+
+static int ringbuf_tdat__write_all(int fd, const void *buf, size_t n)
+{
+	return ringbuf_tdat__write_fd(fd, buf, n, 0);
 }
 
 /* A2..A4 on w->page */
@@ -499,7 +581,7 @@ static int ringbuf_tdat__take(struct ringbuf_tracedat *w, unsigned cpu)
 	}
 	end = 8 + ls + len + ((commit & (1u << 30)) ? ls : 0);
 	memset(w->page + end, 0, ps - end);
-	if (ringbuf_tdat__write_all(w->fd[cpu], w->page, ps) < 0) {
+	if (ringbuf_tdat__write_fd(w->fd[cpu], w->page, ps, w->streamed) < 0) {
 		w->broken = 1;
 		return RINGBUF_ESYS;
 	}
@@ -809,6 +891,33 @@ static int ringbuf_tdat__flush(struct ringbuf_tdat__out *o, int fd)
 	return r;
 }
 
+/* The 16-byte file header. */
+static void ringbuf_tdat__file_header(struct ringbuf_tdat__out *o)
+{
+	unsigned char hdr[2];
+	ringbuf_tdat__put(o, "\x17\x08\x44tracing", 10);
+	ringbuf_tdat__str(o, o->w->info.version == 7 ? "7" : "6");
+	hdr[0] = (unsigned char)o->be;
+	hdr[1] = (unsigned char)o->w->info.long_size;
+	ringbuf_tdat__put(o, hdr, 2);
+	ringbuf_tdat__num(o, 4, o->w->info.page_size);
+}
+
+/* Version 6 after the file header, up to the flyrecord section. */
+static void ringbuf_tdat__v6_meta(struct ringbuf_tdat__out *o, const char *clk)
+{
+	ringbuf_tdat__headers(o);
+	ringbuf_tdat__num(o, 4, 0); /* ftrace event formats */
+	ringbuf_tdat__formats(o);
+	ringbuf_tdat__num(o, 4, 0); /* kallsyms */
+	ringbuf_tdat__num(o, 4, 0); /* printk formats */
+	ringbuf_tdat__cmdlines(o);
+	ringbuf_tdat__num(o, 4, o->w->info.ncpu);
+	ringbuf_tdat__put(o, "options  ", 10);
+	ringbuf_tdat__clock_options(o, clk);
+	ringbuf_tdat__num(o, 2, 0); /* end of options */
+}
+
 /* Everything after the 16-byte file header, version 6. */
 static int ringbuf_tdat__v6(struct ringbuf_tdat__out *o, int fd, const char *clk)
 {
@@ -817,16 +926,7 @@ static int ringbuf_tdat__v6(struct ringbuf_tdat__out *o, int fd, const char *clk
 	size_t table, data;
 	unsigned i;
 	int r;
-	ringbuf_tdat__headers(o);
-	ringbuf_tdat__num(o, 4, 0); /* ftrace event formats */
-	ringbuf_tdat__formats(o);
-	ringbuf_tdat__num(o, 4, 0); /* kallsyms */
-	ringbuf_tdat__num(o, 4, 0); /* printk formats */
-	ringbuf_tdat__cmdlines(o);
-	ringbuf_tdat__num(o, 4, w->info.ncpu);
-	ringbuf_tdat__put(o, "options  ", 10);
-	ringbuf_tdat__clock_options(o, clk);
-	ringbuf_tdat__num(o, 2, 0); /* end of options */
+	ringbuf_tdat__v6_meta(o, clk);
 	ringbuf_tdat__put(o, "flyrecord", 10);
 	table = o->len;
 	ringbuf_tdat__put(o, NULL, 16 * (size_t)w->info.ncpu);
@@ -959,7 +1059,6 @@ static int ringbuf_tdat__v7(struct ringbuf_tdat__out *o, int fd, const char *clk
 RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringbuf_tracedat_stats *st)
 {
 	struct ringbuf_tdat__out o;
-	unsigned char hdr[2];
 	char clk[80];
 	int fd, r;
 	if (!w)
@@ -969,6 +1068,10 @@ RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringb
 	if (w->broken) {
 		ringbuf_tracedat_abort(w);
 		return RINGBUF_ESYS;
+	}
+	if (w->streamed) { /* every page went out already */
+		ringbuf_tdat__release(w);
+		return 0;
 	}
 	memset(&o, 0, sizeof o);
 	o.w = w;
@@ -988,12 +1091,7 @@ RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringb
 		r = RINGBUF_ESYS;
 		goto out;
 	}
-	ringbuf_tdat__put(&o, "\x17\x08\x44tracing", 10);
-	ringbuf_tdat__str(&o, w->info.version == 7 ? "7" : "6");
-	hdr[0] = (unsigned char)o.be;
-	hdr[1] = (unsigned char)w->info.long_size;
-	ringbuf_tdat__put(&o, hdr, 2);
-	ringbuf_tdat__num(&o, 4, w->info.page_size);
+	ringbuf_tdat__file_header(&o);
 	r = w->info.version == 7 ? ringbuf_tdat__v7(&o, fd, clk) : ringbuf_tdat__v6(&o, fd, clk);
 out:
 	ringbuf_tdat__free(w, o.p);
@@ -1012,6 +1110,42 @@ out:
 	w->part[0] = 0;
 	ringbuf_tdat__release(w);
 	return 0;
+}
+
+RINGBUF_API int ringbuf_tracedat_header(const struct ringbuf_tracedat_info *info, void **buf, size_t *len)
+{
+	struct ringbuf_tracedat *w;
+	struct ringbuf_tdat__out o;
+	char clk[80];
+	int r;
+	if (buf)
+		*buf = NULL;
+	if (len)
+		*len = 0;
+	if (!buf || !len || !ringbuf_tdat__info_ok(info) || info->version == 7)
+		return RINGBUF_EINVAL;
+	if ((r = ringbuf_tdat__new("", info, &w)) < 0)
+		return r;
+	memset(&o, 0, sizeof o);
+	o.w = w;
+	o.be = w->info.big_endian;
+	snprintf(clk, sizeof clk, "[%s]", w->clock);
+	ringbuf_tdat__file_header(&o);
+	ringbuf_tdat__v6_meta(&o, clk);
+	r = o.err;
+	if (!r) {
+		*buf = malloc(o.len ? o.len : 1);
+		if (!*buf)
+			r = RINGBUF_ENOMEM;
+		else
+			memcpy(*buf, o.p, o.len);
+		*len = o.len;
+	}
+	ringbuf_tdat__free(w, o.p);
+	ringbuf_tdat__release(w);
+	if (r)
+		*len = 0;
+	return r;
 }
 
 #endif /* RINGBUF_IMPLEMENTATION */

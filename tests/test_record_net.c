@@ -1,0 +1,513 @@
+/* ringbuf-record -N HOST:PORT (ringbuf_net.h): the trace goes to a real
+ * `trace-cmd listen` over loopback, and the file listen writes must hold the
+ * same events as a local recording of the same run.
+ *
+ * The same run twice: a child writes numbered events into a file-backed
+ * buffer and exits; the buffer file is copied, and each copy is recorded
+ * (the writer is gone: the recorder repairs and takes every page), one to a
+ * local trace.dat, one with -N to trace-cmd listen. `trace-cmd report` of
+ * the two must print the same events, line for line, and the count must be
+ * what the child committed. Nothing depends on timing: the recorder returns
+ * after listen has closed the connection, which it does once its file is
+ * written; listen's readiness is read from /proc/net/tcp*.
+ *
+ * Against fake servers (threads of this test on ports bound to 0): a refused
+ * connection (a bound socket that does not listen), a server that is not
+ * trace-cmd, one that answers another protocol version, one that closes
+ * early, one that never answers (-T 1), and hostile RINIT messages (size too
+ * big, port out of range, missing NUL, CPU count mismatch): each gives exit
+ * status 3 and a message, never a crash or a hang.
+ *
+ * Skipped (and says so) when trace-cmd is not installed (the fake-server
+ * cases run anyway).
+ */
+#define _GNU_SOURCE 1
+#define RINGBUF_RECORD_TOOL_NO_MAIN
+#include "tools/ringbuf-record.c"
+#define RINGBUF_TRACE_DEFINE_EVENTS
+#include "ringbuf_trace.h"
+#undef RINGBUF_TRACE_DEFINE_EVENTS
+
+#include <arpa/inet.h>
+#include <glob.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+RINGBUF_TRACE_EVENT(num, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, cpu), RINGBUF_FIELD(uint32_t, seq)),
+		    RINGBUF_PRINT("cpu=%u seq=%u", REC->cpu, REC->seq));
+
+#define NEVENTS 20000u
+
+static char tmpdir[64];
+
+static char *path_of(const char *name)
+{
+	static char buf[8][200];
+	static int k;
+	char *b = buf[k++ & 7];
+	snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
+	return b;
+}
+
+static int have_tracecmd(void)
+{
+	return system("command -v trace-cmd >/dev/null 2>&1") == 0;
+}
+
+/* ---- the run: NEVENTS numbered events, then exit ------------------------- */
+
+static void write_run(const char *path)
+{
+	pid_t pid = fork();
+	int status;
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("rec");
+		struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+		struct ringbuf *rb;
+		uint32_t i, seq[2] = {0, 0};
+		if (ringbuf_trace_register_event(&reg, &ringbuf_event_num) < 0)
+			_exit(10);
+		cfg.ncpu = 2;
+		cfg.size_per_cpu = 1 << 20; /* room for every event: none dropped */
+		cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+		cfg.user_size = ringbuf_trace_user_size(&reg);
+		if (ringbuf_create_file(path, &cfg, &rb) < 0 || ringbuf_trace_store_registry(rb, &reg) < 0)
+			_exit(11);
+		for (i = 0; i < NEVENTS; i++) {
+			unsigned cpu = i & 1;
+			if (trace_num(rb, cpu, cpu, seq[cpu]++) != 1)
+				_exit(12);
+		}
+		exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* ringbuf_record_main with these arguments (NULL-terminated). */
+static int record(const char *first, ...)
+{
+	char *argv[16];
+	int argc = 0;
+	va_list ap;
+	const char *a;
+	argv[argc++] = (char *)"ringbuf-record";
+	va_start(ap, first);
+	for (a = first; a && argc < 15; a = va_arg(ap, const char *))
+		argv[argc++] = (char *)a;
+	va_end(ap);
+	argv[argc] = NULL;
+	return ringbuf_record_main(argc, argv);
+}
+
+/* ---- trace-cmd listen ------------------------------------------------------ */
+
+/* Whether a TCP socket listens on port (any address), from /proc/net/tcp{,6}. */
+static int port_listening(unsigned port)
+{
+	static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+	unsigned f;
+	for (f = 0; f < 2; f++) {
+		FILE *fp = fopen(files[f], "r");
+		char line[512];
+		if (!fp)
+			continue;
+		while (fgets(line, sizeof line, fp)) {
+			char local[128];
+			unsigned st, lp;
+			char *colon;
+			if (sscanf(line, " %*d: %127s %*s %x", local, &st) != 2)
+				continue;
+			colon = strrchr(local, ':');
+			if (!colon || sscanf(colon + 1, "%x", &lp) != 1)
+				continue;
+			if (lp == port && st == 0x0A) {
+				fclose(fp);
+				return 1;
+			}
+		}
+		fclose(fp);
+	}
+	return 0;
+}
+
+/* A port free now (bound to 0 and released); listen may still lose it to
+ * another program: start_listen retries. */
+static unsigned free_port(void)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof sa;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+/* trace-cmd listen in the foreground, writing dir/net.*.dat; returns its pid
+ * once it listens. */
+static pid_t start_listen(const char *dir, unsigned *port)
+{
+	int tries;
+	for (tries = 0; tries < 20; tries++) {
+		char p[16];
+		pid_t pid;
+		*port = free_port();
+		snprintf(p, sizeof p, "%u", *port);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			int null = open("/dev/null", O_WRONLY);
+			if (null >= 0) {
+				dup2(null, 1);
+				dup2(null, 2);
+			}
+			execlp("trace-cmd", "trace-cmd", "listen", "-p", p, "-d", dir, "-o", "net", (char *)NULL);
+			_exit(127);
+		}
+		for (;;) {
+			int status;
+			if (port_listening(*port))
+				return pid;
+			if (waitpid(pid, &status, WNOHANG) == pid)
+				break; /* it exited: the port was taken meanwhile; another */
+			poll(NULL, 0, 10);
+		}
+	}
+	fail_msg("trace-cmd listen did not start (20 ports tried)");
+	return -1;
+}
+
+static void stop_listen(pid_t pid)
+{
+	int status;
+	kill(pid, SIGINT);
+	waitpid(pid, &status, 0);
+}
+
+/* `trace-cmd report` of path into a malloc'ed string; *lines: event lines. */
+static char *report(const char *path, unsigned long *lines)
+{
+	char cmd[512], *out = NULL;
+	size_t cap = 0, len = 0, k;
+	FILE *p;
+	snprintf(cmd, sizeof cmd, "trace-cmd report '%s' 2>&1", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	*lines = 0;
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? cap * 2 : 65536;
+			out = realloc(out, cap);
+			assert_non_null(out);
+		}
+		k = fread(out + len, 1, 4096, p);
+		if (k == 0)
+			break;
+		len += k;
+	}
+	out[len] = 0;
+	pclose(p);
+	{
+		const char *s = out;
+		while ((s = strstr(s, " cpu=")) != NULL) {
+			unsigned c, q;
+			if (sscanf(s, " cpu=%u seq=%u", &c, &q) == 2)
+				++*lines;
+			s++;
+		}
+	}
+	return out;
+}
+
+static void same_run_local_and_via_listen(void **state)
+{
+	char *local_rep, *net_rep, where[32], *dir = path_of("listen");
+	unsigned long local_lines, net_lines;
+	unsigned port;
+	glob_t g;
+	pid_t lp;
+	(void)state;
+	if (!have_tracecmd()) {
+		print_message("      trace-cmd is not installed: the comparison with trace-cmd listen is skipped "
+			      "(tools/check-deps.sh installs it)\n");
+		skip();
+	}
+	write_run(path_of("run.rb"));
+	copy_file(path_of("run.rb"), path_of("run-local.rb"));
+	copy_file(path_of("run.rb"), path_of("run-net.rb"));
+	assert_int_equal(mkdir(dir, 0700), 0);
+
+	assert_int_equal(record("-q", "-o", path_of("local.dat"), path_of("run-local.rb"), NULL), 0);
+	assert_int_equal(ringbuf_record_last.events, NEVENTS);
+
+	lp = start_listen(dir, &port);
+	snprintf(where, sizeof where, "127.0.0.1:%u", port);
+	assert_int_equal(record("-q", "-N", where, "-T", "60", path_of("run-net.rb"), NULL), 0);
+	assert_int_equal(ringbuf_record_last.events, NEVENTS);
+	assert_int_equal(ringbuf_record_last.bad_pages, 0);
+
+	/* listen has written its file before it closed the connection */
+	assert_int_equal(glob(path_of("listen/net.*.dat"), 0, NULL, &g), 0);
+	assert_int_equal(g.gl_pathc, 1);
+	local_rep = report(path_of("local.dat"), &local_lines);
+	net_rep = report(g.gl_pathv[0], &net_lines);
+	print_message("      local: %lu events; via trace-cmd listen (%s): %lu events\n", local_lines,
+		      strrchr(g.gl_pathv[0], '/') + 1, net_lines);
+	assert_int_equal(local_lines, NEVENTS);
+	assert_int_equal(net_lines, NEVENTS);
+	if (strcmp(local_rep, net_rep) != 0) {
+		size_t i = 0;
+		while (local_rep[i] && local_rep[i] == net_rep[i])
+			i++;
+		fail_msg("the reports differ at byte %zu:\nlocal: %.200s\nnet:   %.200s", i, local_rep + i,
+			 net_rep + i);
+	}
+	/* a second trace on the same listener: a second file */
+	copy_file(path_of("run.rb"), path_of("run-net2.rb"));
+	assert_int_equal(record("-q", "-N", where, path_of("run-net2.rb"), NULL), 0);
+	globfree(&g);
+	assert_int_equal(glob(path_of("listen/net.*.dat"), 0, NULL, &g), 0);
+	assert_int_equal(g.gl_pathc, 2);
+	globfree(&g);
+	stop_listen(lp);
+	free(local_rep);
+	free(net_rep);
+}
+
+/* ---- fake servers ------------------------------------------------------------ */
+
+enum fake_kind {
+	FAKE_NOT_TRACECMD, FAKE_OTHER_VERSION, FAKE_CLOSE_AFTER_GREETING, FAKE_SILENT, FAKE_RINIT_TOO_BIG,
+	FAKE_RINIT_BAD_PORT, FAKE_RINIT_NO_NUL, FAKE_RINIT_CPUS, FAKE_RINIT_ZERO_PORT, FAKE_CLOSE_MSG
+};
+
+struct fake {
+	int lfd;
+	enum fake_kind kind;
+	pthread_t th;
+};
+
+static int read_n(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k = read(fd, (char *)buf + got, n - got);
+		if (k <= 0)
+			return -1;
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24);
+	p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8);
+	p[3] = (unsigned char)v;
+}
+
+static void *fake_server(void *arg)
+{
+	struct fake *f = arg;
+	unsigned char buf[256], msg[64];
+	int c = accept(f->lfd, NULL, NULL);
+	if (c < 0)
+		return NULL;
+	if (f->kind == FAKE_NOT_TRACECMD) {
+		(void)!write(c, "SSH-2.0-", 8);
+		goto out;
+	}
+	(void)!write(c, "tracecmd", 8);
+	if (f->kind == FAKE_CLOSE_AFTER_GREETING)
+		goto out;
+	if (f->kind == FAKE_SILENT) { /* reads and never answers: the client's timeout ends it */
+		while (read(c, buf, sizeof buf) > 0)
+			;
+		goto out;
+	}
+	if (read_n(c, buf, 5) < 0)
+		goto out;
+	if (f->kind == FAKE_OTHER_VERSION) {
+		(void)!write(c, "V4", 3);
+		goto out;
+	}
+	(void)!write(c, "V3", 3);
+	if (read_n(c, buf, 8) < 0)
+		goto out;
+	(void)!write(c, "OK", 2);
+	if (read_n(c, buf, 28) < 0) /* TINIT with "tcp" */
+		goto out;
+	memset(msg, 0, sizeof msg);
+	put_be32(msg + 4, 2);      /* RINIT */
+	put_be32(msg + 8, 4);
+	put_be32(msg + 12, 2);     /* cpus */
+	switch (f->kind) {
+	case FAKE_CLOSE_MSG:
+		put_be32(msg, 12);
+		put_be32(msg + 4, 0);
+		put_be32(msg + 8, 0);
+		(void)!write(c, msg, 12);
+		break;
+	case FAKE_RINIT_TOO_BIG:
+		put_be32(msg, 100000);
+		(void)!write(c, msg, 16);
+		break;
+	case FAKE_RINIT_BAD_PORT:
+		memcpy(msg + 16, "70000\0" "1\0", 8);
+		put_be32(msg, 24);
+		(void)!write(c, msg, 24);
+		break;
+	case FAKE_RINIT_ZERO_PORT:
+		memcpy(msg + 16, "0\0" "1\0", 4);
+		put_be32(msg, 20);
+		(void)!write(c, msg, 20);
+		break;
+	case FAKE_RINIT_NO_NUL:
+		memcpy(msg + 16, "1234\0" "12", 7);
+		put_be32(msg, 23);
+		(void)!write(c, msg, 23);
+		break;
+	case FAKE_RINIT_CPUS:
+		put_be32(msg + 12, 64);
+		memcpy(msg + 16, "1\0" "2\0", 4);
+		put_be32(msg, 20);
+		(void)!write(c, msg, 20);
+		break;
+	default:
+		break;
+	}
+	/* wait for the client to hang up */
+	while (read(c, buf, sizeof buf) > 0)
+		;
+out:
+	close(c);
+	return NULL;
+}
+
+static unsigned fake_start(struct fake *f, enum fake_kind kind)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof sa;
+	f->kind = kind;
+	f->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(f->lfd >= 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(f->lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(listen(f->lfd, 1), 0);
+	assert_int_equal(getsockname(f->lfd, (struct sockaddr *)&sa, &len), 0);
+	assert_int_equal(pthread_create(&f->th, NULL, fake_server, f), 0);
+	return ntohs(sa.sin_port);
+}
+
+static void fake_run(enum fake_kind kind, const char *timeout, const char *what)
+{
+	struct fake f;
+	char where[32], rb[64];
+	unsigned port = fake_start(&f, kind);
+	snprintf(where, sizeof where, "127.0.0.1:%u", port);
+	snprintf(rb, sizeof rb, "fake-%d.rb", (int)kind);
+	copy_file(path_of("run.rb"), path_of(rb));
+	print_message("      %s: ", what);
+	fflush(stdout);
+	assert_int_equal(record("-q", "-N", where, "-T", timeout, path_of(rb), NULL), RBREC_NET);
+	assert_int_equal(pthread_join(f.th, NULL), 0);
+	close(f.lfd);
+}
+
+static void bad_servers_give_clear_errors(void **state)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof sa;
+	char where[32];
+	int fd;
+	(void)state;
+	write_run(path_of("run.rb"));
+
+	/* refused: bound, not listening (no other program can take the port meanwhile) */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	snprintf(where, sizeof where, "127.0.0.1:%u", ntohs(sa.sin_port));
+	copy_file(path_of("run.rb"), path_of("refused.rb"));
+	print_message("      refused: ");
+	fflush(stdout);
+	assert_int_equal(record("-q", "-N", where, path_of("refused.rb"), NULL), RBREC_NET);
+	close(fd);
+
+	fake_run(FAKE_NOT_TRACECMD, "30", "not trace-cmd");
+	fake_run(FAKE_OTHER_VERSION, "30", "version mismatch");
+	fake_run(FAKE_CLOSE_AFTER_GREETING, "30", "closes early");
+	fake_run(FAKE_SILENT, "1", "never answers (-T 1)");
+	fake_run(FAKE_CLOSE_MSG, "30", "CLOSE instead of RINIT");
+	fake_run(FAKE_RINIT_TOO_BIG, "30", "RINIT size 100000");
+	fake_run(FAKE_RINIT_BAD_PORT, "30", "RINIT port 70000");
+	fake_run(FAKE_RINIT_ZERO_PORT, "30", "RINIT port 0");
+	fake_run(FAKE_RINIT_NO_NUL, "30", "RINIT ports without NUL");
+	fake_run(FAKE_RINIT_CPUS, "30", "RINIT for 64 CPUs");
+
+	/* usage errors */
+	assert_int_equal(record("-q", "-N", "host:", path_of("run.rb"), NULL), RBREC_USAGE);
+	assert_int_equal(record("-q", "-N", "host:99999", path_of("run.rb"), NULL), RBREC_USAGE);
+	assert_int_equal(record("-q", "-N", "1234", "-V", "7", path_of("run.rb"), NULL), RBREC_USAGE);
+	assert_int_equal(record("-q", "-N", "1234", "-T", "0", path_of("run.rb"), NULL), RBREC_USAGE);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/ringbuf-net-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	(void)state;
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(same_run_local_and_via_listen),
+		cmocka_unit_test(bad_servers_give_clear_errors),
+	};
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
