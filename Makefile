@@ -313,7 +313,7 @@ INC_REL = $(shell realpath -m --relative-to='$(CMAKEDIR)' '$(INCLUDEDIR)' 2>/dev
 PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
 CMAKE_INCLUDE = $(if $(INC_REL),$${CMAKE_CURRENT_LIST_DIR}/$(INC_REL),$(INCLUDEDIR))
 
-install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf_tracedat.h, ringbuf_ftrace.h, ringbuf.pc and the CMake config under DESTDIR
+install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf_tracedat.h, ringbuf_net.h, ringbuf_ftrace.h, ringbuf.pc and the CMake config under DESTDIR
 	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@includedir@|$(PC_INCLUDEDIR)|' \
 		-e 's|@version@|$(VERSION)|' cmake/ringbuf.pc.in > $(BUILD)/ringbuf.pc
 	sed -e 's|@INCLUDE@|$(CMAKE_INCLUDE)|' cmake/ringbufConfig.make.in > $(BUILD)/ringbufConfig.cmake
@@ -321,12 +321,12 @@ install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf_tracedat.h, r
 		-e 's|@MINOR@|$(word 2,$(subst ., ,$(VERSION)))|' \
 		cmake/ringbufConfigVersion.make.in > $(BUILD)/ringbufConfigVersion.cmake
 	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR)
-	install -m 644 ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_ftrace.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_net.h ringbuf_ftrace.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 $(BUILD)/ringbuf.pc $(DESTDIR)$(PKGCONFIGDIR)/ringbuf.pc
 	install -m 644 $(BUILD)/ringbufConfig.cmake $(BUILD)/ringbufConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
 
 uninstall: ## remove what install installed (same DESTDIR, PREFIX and directories)
-	rm -f $(DESTDIR)$(INCLUDEDIR)/ringbuf.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_trace.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_tracedat.h \
+	rm -f $(DESTDIR)$(INCLUDEDIR)/ringbuf.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_trace.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_tracedat.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_net.h \
 		$(DESTDIR)$(INCLUDEDIR)/ringbuf_ftrace.h \
 		$(DESTDIR)$(PKGCONFIGDIR)/ringbuf.pc \
 		$(DESTDIR)$(CMAKEDIR)/ringbufConfig.cmake $(DESTDIR)$(CMAKEDIR)/ringbufConfigVersion.cmake
