@@ -11,6 +11,10 @@
  * after listen has closed the connection, which it does once its file is
  * written; listen's readiness is read from /proc/net/tcp*.
  *
+ * Live: a child writes while `ringbuf-record -N` sends pages to listen
+ * (>= 4 pages while it runs, counted); listen's file must hold every event
+ * the buffer committed, each CPU's sequence numbers rising.
+ *
  * Against fake servers (threads of this test on ports bound to 0): a refused
  * connection (a bound socket that does not listen), a server that is not
  * trace-cmd, one that answers another protocol version, one that closes
@@ -33,6 +37,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -300,6 +305,125 @@ static void same_run_local_and_via_listen(void **state)
 	free(net_rep);
 }
 
+/* Live: the child writes while the recorder sends pages to listen; it exits
+ * once it has written 100000 events and the recorder has taken >= 4 pages
+ * (counted, not timed). listen's file must hold every committed event, each
+ * CPU's sequence rising. */
+struct live_rec {
+	const char *where, *path;
+	int rc;
+	atomic_int done;
+};
+
+static void *live_recorder(void *arg)
+{
+	struct live_rec *l = arg;
+	l->rc = record("-q", "-N", l->where, "-T", "60", l->path, NULL);
+	atomic_store(&l->done, 1);
+	return NULL;
+}
+
+static void live_recording_via_listen(void **state)
+{
+	char where[32], *dir = path_of("listen-live"), *path = path_of("live.rb"), *rep;
+	struct live_rec l;
+	struct ringbuf_stats st;
+	struct ringbuf *rb;
+	unsigned long lines;
+	unsigned port, c;
+	uint32_t next[2] = {0, 0};
+	const char *s;
+	pthread_t th;
+	glob_t g;
+	pid_t lp, pid;
+	int fds[2], status;
+	char ch;
+	(void)state;
+	if (!have_tracecmd()) {
+		print_message("      trace-cmd is not installed: skipped\n");
+		skip();
+	}
+	assert_int_equal(mkdir(dir, 0700), 0);
+	lp = start_listen(dir, &port);
+	snprintf(where, sizeof where, "localhost:%u", port);
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("rec");
+		struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+		uint32_t seq[2] = {0, 0};
+		uint64_t i;
+		close(fds[0]);
+		if (ringbuf_trace_register_event(&reg, &ringbuf_event_num) < 0)
+			_exit(10);
+		cfg.ncpu = 2;
+		cfg.size_per_cpu = 64 << 10;
+		cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+		cfg.user_size = ringbuf_trace_user_size(&reg);
+		if (ringbuf_create_file(path, &cfg, &rb) < 0 || ringbuf_trace_store_registry(rb, &reg) < 0)
+			_exit(11);
+		if (write(fds[1], "r", 1) != 1)
+			_exit(12);
+		for (i = 0;; i++) {
+			unsigned cpu = i & 1;
+			int r = trace_num(rb, cpu, cpu, seq[cpu]++);
+			if (r != 1 && r != RINGBUF_ENOSPC)
+				_exit(13);
+			if (i >= 100000 && (i & 1023) == 0 && ringbuf_stats(rb, &st) == 0 && st.pages_read >= 4)
+				exit(0);
+		}
+	}
+	close(fds[1]);
+	assert_int_equal(read(fds[0], &ch, 1), 1);
+	close(fds[0]);
+	l.where = where;
+	l.path = path;
+	l.rc = -1;
+	atomic_init(&l.done, 0);
+	assert_int_equal(pthread_create(&th, NULL, live_recorder, &l), 0);
+	/* a recorder that stops while the child runs would leave it waiting
+	 * for pages_read forever: fail at once instead */
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (atomic_load(&l.done)) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			stop_listen(lp);
+			fail_msg("the recorder stopped (rc %d) while the child ran", l.rc);
+		}
+		poll(NULL, 0, 10);
+	}
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(l.rc, 0);
+	assert_true(ringbuf_record_last.live_pages >= 4);
+	assert_int_equal(ringbuf_open_file(path, 0, &rb), 0);
+	assert_int_equal(ringbuf_stats(rb, &st), 0);
+	ringbuf_destroy(rb);
+	assert_int_equal(ringbuf_record_last.events, st.committed);
+
+	assert_int_equal(glob(path_of("listen-live/net.*.dat"), 0, NULL, &g), 0);
+	assert_int_equal(g.gl_pathc, 1);
+	rep = report(g.gl_pathv[0], &lines);
+	print_message("      live: %llu events committed (%llu dropped), %lu in listen's file; %llu pages sent "
+		      "while it ran\n", (unsigned long long)st.committed, (unsigned long long)st.dropped_events,
+		      lines, (unsigned long long)ringbuf_record_last.live_pages);
+	assert_int_equal(lines, st.committed);
+	/* per CPU the sequence rises (gaps only where events were dropped) */
+	for (s = rep; (s = strstr(s, " cpu=")) != NULL; s++) {
+		unsigned q;
+		if (sscanf(s, " cpu=%u seq=%u", &c, &q) != 2)
+			continue;
+		assert_true(c < 2);
+		if (q < next[c])
+			fail_msg("cpu %u: seq %u after %u", c, q, next[c] - 1);
+		next[c] = q + 1;
+	}
+	globfree(&g);
+	free(rep);
+	stop_listen(lp);
+}
+
 /* ---- fake servers ------------------------------------------------------------ */
 
 enum fake_kind {
@@ -506,6 +630,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(same_run_local_and_via_listen),
+		cmocka_unit_test(live_recording_via_listen),
 		cmocka_unit_test(bad_servers_give_clear_errors),
 	};
 	signal(SIGPIPE, SIG_IGN);
