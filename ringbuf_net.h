@@ -138,7 +138,11 @@ RINGBUF_API void ringbuf_net_abort(struct ringbuf_net *n);
  *
  * Why F1 waits: listen signals its readers to stop about a second after
  * CLOSE; a reader still draining its socket then would lose the rest. With
- * F1, CLOSE goes only when every reader has seen the end of its data.
+ * F1, CLOSE goes only when every reader has seen the end of its data. The
+ * protocol has no acknowledgement of pages: a server that closes a data
+ * connection early is seen when the kernel reports it (a send failing with
+ * EPIPE/ECONNRESET, or F1's read with ECONNRESET: an error), not in every
+ * interleaving.
  *
  * TIMEOUTS. Connects poll for writability; reads poll before each read;
  * the control connection's sends poll too; the data connections get
@@ -283,7 +287,8 @@ static int ringbuf_net__recv(int fd, void *buf, size_t n, int timeout_ms, size_t
 }
 
 /* Wait until the peer closes fd (reading and dropping at most limit bytes
- * meanwhile). 0, or RINGBUF_ESYS (ETIMEDOUT, EMSGSIZE: it kept sending). */
+ * meanwhile). 0, or RINGBUF_ESYS (ETIMEDOUT; EMSGSIZE: it kept sending;
+ * ECONNRESET: it closed without reading everything we sent). */
 static int ringbuf_net__wait_eof(int fd, int timeout_ms, size_t limit)
 {
 	unsigned char buf[256];
@@ -296,7 +301,7 @@ static int ringbuf_net__wait_eof(int fd, int timeout_ms, size_t limit)
 		if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 			continue;
 		if (k < 0)
-			return errno == ECONNRESET ? 0 : RINGBUF_ESYS; /* closed with unread data */
+			return RINGBUF_ESYS;
 		if (k == 0)
 			return 0;
 		total += (size_t)k;
@@ -362,7 +367,7 @@ static int ringbuf_net__send_msg(struct ringbuf_net *n, uint32_t cmd, const void
 
 static const char *ringbuf_net__why(int e)
 {
-	return e == ECONNRESET ? "the server closed the connection"
+	return e == ECONNRESET ? "the server closed the connection (early)"
 	       : e == ETIMEDOUT ? "no answer within the timeout (connection timed out)"
 				: strerror(e);
 }

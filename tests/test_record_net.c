@@ -23,7 +23,8 @@
  * status 3 and a message, never a crash or a hang.
  *
  * Skipped (and says so) when trace-cmd is not installed (the fake-server
- * cases run anyway).
+ * cases run anyway). NET_TEST_LOG=FILE: trace-cmd listen's output goes there
+ * (else /dev/null).
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_RECORD_TOOL_NO_MAIN
@@ -187,7 +188,7 @@ static pid_t start_listen(const char *dir, unsigned *port)
 		pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
-			int null = open("/dev/null", O_WRONLY);
+			int null = open(getenv("NET_TEST_LOG") ? getenv("NET_TEST_LOG") : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0600);
 			if (null >= 0) {
 				dup2(null, 1);
 				dup2(null, 2);
@@ -250,14 +251,52 @@ static char *report(const char *path, unsigned long *lines)
 	return out;
 }
 
+/* ringbuf_tracedat_header() for the buffer (as the recorder fills info) is
+ * byte for byte the start of the local v6 file, up to "flyrecord". */
+static void header_is_local_prefix(const char *rbpath, const char *dat)
+{
+	struct ringbuf_trace_registry reg;
+	struct ringbuf_tracedat_info info;
+	struct ringbuf *rb;
+	unsigned char *file;
+	void *hdr;
+	size_t len, flen;
+	FILE *f;
+	assert_int_equal(ringbuf_open_file(rbpath, 0, &rb), 0);
+	assert_int_equal(ringbuf_trace_load_registry(rb, &reg), 0);
+	assert_int_equal(ringbuf_tracedat_info_of(rb, &reg, &info), 0);
+	if (!info.tsc)
+		info.clock = ringbuf_clock_name(rb);
+	assert_int_equal(ringbuf_tracedat_header(&info, &hdr, &len), 0);
+	info.version = 7;
+	assert_int_equal(ringbuf_tracedat_header(&info, &hdr, &len), RINGBUF_EINVAL);
+	assert_null(hdr);
+	info.version = 6;
+	assert_int_equal(ringbuf_tracedat_header(&info, &hdr, &len), 0);
+	f = fopen(dat, "rb");
+	assert_non_null(f);
+	file = malloc(len + 10);
+	assert_non_null(file);
+	flen = fread(file, 1, len + 10, f);
+	fclose(f);
+	assert_int_equal(flen, len + 10);
+	assert_memory_equal(file, hdr, len);
+	assert_memory_equal(file + len, "flyrecord", 10);
+	free(file);
+	free(hdr);
+	ringbuf_trace_registry_free(&reg);
+	ringbuf_destroy(rb);
+}
+
 static void same_run_local_and_via_listen(void **state)
 {
-	char *local_rep, *net_rep, where[32], *dir = path_of("listen");
+	char *local_rep, *net_rep, where[32], dir[200];
 	unsigned long local_lines, net_lines;
 	unsigned port;
 	glob_t g;
 	pid_t lp;
 	(void)state;
+	snprintf(dir, sizeof dir, "%s", path_of("listen")); /* path_of's buffers rotate */
 	if (!have_tracecmd()) {
 		print_message("      trace-cmd is not installed: the comparison with trace-cmd listen is skipped "
 			      "(tools/check-deps.sh installs it)\n");
@@ -270,6 +309,9 @@ static void same_run_local_and_via_listen(void **state)
 
 	assert_int_equal(record("-q", "-o", path_of("local.dat"), path_of("run-local.rb"), NULL), 0);
 	assert_int_equal(ringbuf_record_last.events, NEVENTS);
+
+	/* what -N sends as metadata is the local file up to its flyrecord section */
+	header_is_local_prefix(path_of("run.rb"), path_of("local.dat"));
 
 	lp = start_listen(dir, &port);
 	snprintf(where, sizeof where, "127.0.0.1:%u", port);
@@ -325,7 +367,7 @@ static void *live_recorder(void *arg)
 
 static void live_recording_via_listen(void **state)
 {
-	char where[32], *dir = path_of("listen-live"), *path = path_of("live.rb"), *rep;
+	char where[32], dir[200], path[200], *rep;
 	struct live_rec l;
 	struct ringbuf_stats st;
 	struct ringbuf *rb;
@@ -339,6 +381,8 @@ static void live_recording_via_listen(void **state)
 	int fds[2], status;
 	char ch;
 	(void)state;
+	snprintf(dir, sizeof dir, "%s", path_of("listen-live")); /* path_of's buffers rotate */
+	snprintf(path, sizeof path, "%s", path_of("live.rb"));
 	if (!have_tracecmd()) {
 		print_message("      trace-cmd is not installed: skipped\n");
 		skip();
