@@ -268,6 +268,7 @@ static void header_is_local_prefix(const char *rbpath, const char *dat)
 	if (!info.tsc)
 		info.clock = ringbuf_clock_name(rb);
 	assert_int_equal(ringbuf_tracedat_header(&info, &hdr, &len), 0);
+	free(hdr);
 	info.version = 7;
 	assert_int_equal(ringbuf_tracedat_header(&info, &hdr, &len), RINGBUF_EINVAL);
 	assert_null(hdr);
