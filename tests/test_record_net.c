@@ -175,6 +175,9 @@ static unsigned free_port(void)
 	return ntohs(sa.sin_port);
 }
 
+/* the listener running, for teardown when a test fails before stop_listen */
+static pid_t listen_pid;
+
 /* trace-cmd listen in the foreground, writing dir/net.*.dat; returns its pid
  * once it listens. */
 static pid_t start_listen(const char *dir, unsigned *port)
@@ -198,8 +201,10 @@ static pid_t start_listen(const char *dir, unsigned *port)
 		}
 		for (;;) {
 			int status;
-			if (port_listening(*port))
+			if (port_listening(*port)) {
+				listen_pid = pid;
 				return pid;
+			}
 			if (waitpid(pid, &status, WNOHANG) == pid)
 				break; /* it exited: the port was taken meanwhile; another */
 			poll(NULL, 0, 10);
@@ -214,6 +219,27 @@ static void stop_listen(pid_t pid)
 	int status;
 	kill(pid, SIGINT);
 	waitpid(pid, &status, 0);
+	listen_pid = 0;
+}
+
+/* " cpu=C seq=Q" at s: 1 and c, q set, or 0. (Not sscanf: glibc's takes
+ * strlen of the rest of the string each call, quadratic over a report.) */
+static int cpu_seq(const char *s, unsigned *c, unsigned *q)
+{
+	char *end;
+	unsigned long v;
+	if (strncmp(s, " cpu=", 5) != 0)
+		return 0;
+	v = strtoul(s + 5, &end, 10);
+	if (end == s + 5 || strncmp(end, " seq=", 5) != 0)
+		return 0;
+	*c = (unsigned)v;
+	s = end + 5;
+	v = strtoul(s, &end, 10);
+	if (end == s)
+		return 0;
+	*q = (unsigned)v;
+	return 1;
 }
 
 /* `trace-cmd report` of path into a malloc'ed string; *lines: event lines. */
@@ -243,7 +269,7 @@ static char *report(const char *path, unsigned long *lines)
 		const char *s = out;
 		while ((s = strstr(s, " cpu=")) != NULL) {
 			unsigned c, q;
-			if (sscanf(s, " cpu=%u seq=%u", &c, &q) == 2)
+			if (cpu_seq(s, &c, &q))
 				++*lines;
 			s++;
 		}
@@ -457,7 +483,7 @@ static void live_recording_via_listen(void **state)
 	/* per CPU the sequence rises (gaps only where events were dropped) */
 	for (s = rep; (s = strstr(s, " cpu=")) != NULL; s++) {
 		unsigned q;
-		if (sscanf(s, " cpu=%u seq=%u", &c, &q) != 2)
+		if (!cpu_seq(s, &c, &q))
 			continue;
 		assert_true(c < 2);
 		if (q < next[c])
@@ -654,6 +680,15 @@ static void bad_servers_give_clear_errors(void **state)
 	assert_int_equal(record("-q", "-N", "1234", "-T", "0", path_of("run.rb"), NULL), RBREC_USAGE);
 }
 
+/* after each test, also a failed one: no listener left behind */
+static int stop_listener(void **state)
+{
+	(void)state;
+	if (listen_pid > 0)
+		stop_listen(listen_pid);
+	return 0;
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -674,8 +709,8 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(same_run_local_and_via_listen),
-		cmocka_unit_test(live_recording_via_listen),
+		cmocka_unit_test_teardown(same_run_local_and_via_listen, stop_listener),
+		cmocka_unit_test_teardown(live_recording_via_listen, stop_listener),
 		cmocka_unit_test(bad_servers_give_clear_errors),
 	};
 	signal(SIGPIPE, SIG_IGN);
