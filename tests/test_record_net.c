@@ -678,6 +678,75 @@ static void bad_servers_give_clear_errors(void **state)
 	assert_int_equal(record("-q", "-N", "host:99999", path_of("run.rb"), NULL), RBREC_USAGE);
 	assert_int_equal(record("-q", "-N", "1234", "-V", "7", path_of("run.rb"), NULL), RBREC_USAGE);
 	assert_int_equal(record("-q", "-N", "1234", "-T", "0", path_of("run.rb"), NULL), RBREC_USAGE);
+	assert_int_equal(record("-q", "-N", "1234", "-o", "x.dat", path_of("run.rb"), NULL), RBREC_USAGE);
+}
+
+/* ringbuf_tracedat_open_fds: each page checked and written whole to its
+ * CPU's descriptor; bad arguments refused; finish() leaves the descriptors
+ * open and gives the counters; a peer gone is RINGBUF_ESYS, not SIGPIPE. */
+static void tracedat_streams_to_descriptors(void **state)
+{
+	union { uint16_t u; unsigned char b[2]; } endian;
+	struct ringbuf_tracedat_info info;
+	struct ringbuf_tracedat_stats st;
+	struct ringbuf_tracedat *w;
+	unsigned char page[4096], got[4096];
+	int fds[2][2], use[2], bad[2] = {3, -1};
+	long commit = 8;
+	uint32_t word, payload = 0x12345678;
+	unsigned i;
+	(void)state;
+	endian.u = 1;
+	memset(&info, 0, sizeof info);
+	info.ncpu = 2;
+	info.page_size = sizeof page;
+	info.big_endian = endian.b[0] != 1;
+	info.long_size = sizeof(long);
+	info.version = 6;
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, fds[i]), 0);
+		use[i] = fds[i][0];
+	}
+	assert_int_equal(ringbuf_tracedat_open_fds(&info, bad, &w), RINGBUF_EINVAL);
+	assert_null(w);
+	assert_int_equal(ringbuf_tracedat_open_fds(NULL, use, &w), RINGBUF_EINVAL);
+	assert_int_equal(ringbuf_tracedat_open_fds(&info, use, &w), 0);
+	/* one 4-byte record (type_len 1), garbage after commit: sent as zeros */
+	memset(page, 0xee, sizeof page);
+	memset(page, 0, 8);
+	memcpy(page + 8, &commit, sizeof commit);
+	word = info.big_endian ? 1u << 27 : 1u;
+	memcpy(page + 8 + sizeof(long), &word, 4);
+	memcpy(page + 12 + sizeof(long), &payload, 4);
+	assert_int_equal(ringbuf_tracedat_add_page(w, 1, page, sizeof page), 1);
+	assert_int_equal(read_n(fds[1][1], got, sizeof got), 0);
+	assert_memory_equal(got, page, 16 + sizeof(long));
+	for (i = 16 + sizeof(long); i < sizeof got; i++)
+		assert_int_equal(got[i], 0);
+	/* a malformed page: refused, nothing sent */
+	commit = 5000;
+	memcpy(page + 8, &commit, sizeof commit);
+	assert_int_equal(ringbuf_tracedat_add_page(w, 0, page, sizeof page), RINGBUF_ECORRUPT);
+	assert_int_equal(ringbuf_tracedat_finish(w, &st), 0);
+	assert_int_equal(st.pages, 1);
+	assert_int_equal(st.events, 1);
+	assert_int_equal(st.pages_rejected, 1);
+	/* still open: the caller's; nothing arrived on CPU 0's */
+	assert_int_equal(write(use[0], "x", 1), 1);
+	assert_int_equal(read_n(fds[0][1], got, 1), 0);
+	assert_int_equal(got[0], 'x');
+	/* the peer gone: an error, no SIGPIPE (this test does ignore SIGPIPE,
+	 * the error is what is checked) */
+	assert_int_equal(ringbuf_tracedat_open_fds(&info, use, &w), 0);
+	close(fds[1][1]);
+	commit = 8;
+	memcpy(page + 8, &commit, sizeof commit);
+	assert_int_equal(ringbuf_tracedat_add_page(w, 1, page, sizeof page), RINGBUF_ESYS);
+	assert_int_equal(errno, EPIPE);
+	assert_int_equal(ringbuf_tracedat_finish(w, NULL), RINGBUF_ESYS);
+	close(fds[0][0]);
+	close(fds[0][1]);
+	close(fds[1][0]);
 }
 
 /* after each test, also a failed one: no listener left behind */
@@ -711,6 +780,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(same_run_local_and_via_listen, stop_listener),
 		cmocka_unit_test_teardown(live_recording_via_listen, stop_listener),
+		cmocka_unit_test(tracedat_streams_to_descriptors),
 		cmocka_unit_test(bad_servers_give_clear_errors),
 	};
 	signal(SIGPIPE, SIG_IGN);

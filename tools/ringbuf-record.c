@@ -220,7 +220,7 @@ static int rbrec_run(int argc, char **argv)
 	struct ringbuf *rb = NULL;
 	unsigned long long start = 0;
 	long pid = 0;
-	int version = 6, quiet = 0, i, r, rc = RBREC_OK, gone = 0;
+	int version = 6, quiet = 0, i, r, rc = RBREC_OK, gone = 0, have_out = 0;
 	char state;
 
 	memset(&ringbuf_record_last, 0, sizeof ringbuf_record_last);
@@ -230,6 +230,7 @@ static int rbrec_run(int argc, char **argv)
 		char *end;
 		if (strcmp(a, "-o") == 0 && i + 1 < argc) {
 			out = argv[++i];
+			have_out = 1;
 		} else if (strcmp(a, "-N") == 0 && i + 1 < argc) {
 			net = argv[++i];
 		} else if (strcmp(a, "-T") == 0 && i + 1 < argc) {
@@ -270,6 +271,10 @@ static int rbrec_run(int argc, char **argv)
 	}
 	if (net && rbrec_hostport(net, host, sizeof host, port, sizeof port) < 0) {
 		fprintf(stderr, "ringbuf-record: -N %s: not HOST:PORT (or PORT, or [IPV6]:PORT)\n", net);
+		return RBREC_USAGE;
+	}
+	if (net && have_out) {
+		fprintf(stderr, "ringbuf-record: -o and -N: one or the other (with -N the listener writes the file)\n");
 		return RBREC_USAGE;
 	}
 	if (net && version != 6) {
