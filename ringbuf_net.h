@@ -48,7 +48,9 @@
  *   connections are TCP (the "tcp" option; trace-cmd's default UDP loses
  *   pages under load). No time synchronisation, no instances, no
  *   compression. The thread names are sent when connecting: names stored
- *   later are not in the remote trace.
+ *   later are not in the remote trace. Name resolution (getaddrinfo) has
+ *   the system resolver's own timeouts, not timeout_ms. The protocol has no
+ *   acknowledgement of pages (see F1).
  */
 #ifndef RINGBUF_NET_H
 #define RINGBUF_NET_H
