@@ -122,11 +122,12 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 	done
 	@$(CXX_COMPILE_CHECKS)
 
-$(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_ftrace.h $(TEST_HDRS) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_net.h ringbuf_ftrace.h $(TEST_HDRS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
 # tests that include a tool's source
 $(BUILD)/tests/test_read_tool: tools/ringbuf-read.c
 $(BUILD)/tests/test_record: tools/ringbuf-record.c
+$(BUILD)/tests/test_record_net: tools/ringbuf-record.c
 
 $(BUILD)/tests/%: tests/%.cpp ringbuf.h ringbuf_trace.h $(TEST_HDRS) $(wildcard tests/cxx_*.c) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@-c.o $(call c_sources,$<)
@@ -172,7 +173,7 @@ $(BUILD)/examples/%: examples/%.c ringbuf.h ringbuf_trace.h ringbuf_ftrace.h | $
 
 tools: $(TOOL_BINS) ## build tools/*.c (ringbuf-read) into build/tools/
 
-$(BUILD)/tools/%: tools/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h | $(BUILD)/tools
+$(BUILD)/tools/%: tools/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_net.h | $(BUILD)/tools
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
 
 demo-ftrace: ## the function tracer: build and run examples/ftrace_demo.c, write build/ftrace.dat, show trace-cmd report
@@ -312,7 +313,7 @@ INC_REL = $(shell realpath -m --relative-to='$(CMAKEDIR)' '$(INCLUDEDIR)' 2>/dev
 PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
 CMAKE_INCLUDE = $(if $(INC_REL),$${CMAKE_CURRENT_LIST_DIR}/$(INC_REL),$(INCLUDEDIR))
 
-install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf_tracedat.h, ringbuf_ftrace.h, ringbuf.pc and the CMake config under DESTDIR
+install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf_tracedat.h, ringbuf_net.h, ringbuf_ftrace.h, ringbuf.pc and the CMake config under DESTDIR
 	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@includedir@|$(PC_INCLUDEDIR)|' \
 		-e 's|@version@|$(VERSION)|' cmake/ringbuf.pc.in > $(BUILD)/ringbuf.pc
 	sed -e 's|@INCLUDE@|$(CMAKE_INCLUDE)|' cmake/ringbufConfig.make.in > $(BUILD)/ringbufConfig.cmake
@@ -320,12 +321,12 @@ install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf_tracedat.h, r
 		-e 's|@MINOR@|$(word 2,$(subst ., ,$(VERSION)))|' \
 		cmake/ringbufConfigVersion.make.in > $(BUILD)/ringbufConfigVersion.cmake
 	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR)
-	install -m 644 ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_ftrace.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_net.h ringbuf_ftrace.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 $(BUILD)/ringbuf.pc $(DESTDIR)$(PKGCONFIGDIR)/ringbuf.pc
 	install -m 644 $(BUILD)/ringbufConfig.cmake $(BUILD)/ringbufConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
 
 uninstall: ## remove what install installed (same DESTDIR, PREFIX and directories)
-	rm -f $(DESTDIR)$(INCLUDEDIR)/ringbuf.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_trace.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_tracedat.h \
+	rm -f $(DESTDIR)$(INCLUDEDIR)/ringbuf.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_trace.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_tracedat.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_net.h \
 		$(DESTDIR)$(INCLUDEDIR)/ringbuf_ftrace.h \
 		$(DESTDIR)$(PKGCONFIGDIR)/ringbuf.pc \
 		$(DESTDIR)$(CMAKEDIR)/ringbufConfig.cmake $(DESTDIR)$(CMAKEDIR)/ringbufConfigVersion.cmake

@@ -2480,6 +2480,21 @@ static size_t ringbuf_trace__align(size_t v, size_t a)
 	return (v + a - 1) / a * a;
 }
 
+/* Version 6 after the 16-byte file header, up to the flyrecord section:
+ * what `trace-cmd record -N` sends to `trace-cmd listen` (which appends the
+ * flyrecord section itself; ringbuf_tracedat_header()). */
+static void ringbuf_trace__v6_meta(struct ringbuf_trace__out *o, const char *clk)
+{
+	unsigned i;
+	for (i = 16; i <= 21; i++)
+		ringbuf_trace__block(o, i);
+	ringbuf_trace__num(o, 4, o->l->ncpu);
+	ringbuf_trace__put(o, "options  ", 10);
+	ringbuf_trace__clock_options(o, clk);
+	ringbuf_trace__filter_option(o);
+	ringbuf_trace__num(o, 2, 0); /* end of options */
+}
+
 /* Everything after the 16-byte file header, version 6. */
 static int ringbuf_trace__v6(struct ringbuf_trace__out *o, int fd, const char *clk)
 {
@@ -2488,13 +2503,7 @@ static int ringbuf_trace__v6(struct ringbuf_trace__out *o, int fd, const char *c
 	size_t table, data;
 	unsigned i;
 	int r;
-	for (i = 16; i <= 21; i++)
-		ringbuf_trace__block(o, i);
-	ringbuf_trace__num(o, 4, l->ncpu);
-	ringbuf_trace__put(o, "options  ", 10);
-	ringbuf_trace__clock_options(o, clk);
-	ringbuf_trace__filter_option(o);
-	ringbuf_trace__num(o, 2, 0); /* end of options */
+	ringbuf_trace__v6_meta(o, clk);
 	ringbuf_trace__put(o, "flyrecord", 10);
 	table = o->len;
 	ringbuf_trace__put(o, NULL, 16 * (size_t)l->ncpu);
@@ -2607,25 +2616,54 @@ static int ringbuf_trace__v7(struct ringbuf_trace__out *o, int fd, const char *c
 	return ringbuf_trace__flush(o, fd, 0);
 }
 
+/* The 16-byte file header into o; clk (80 bytes) gets "[clock]". */
+static void ringbuf_trace__file_header(struct ringbuf_trace__out *o, char *clk)
+{
+	const struct ringbuf_trace__layout *l = o->l;
+	unsigned char hdr[2];
+	snprintf(clk, 80, "[%s]", l->clock);
+	ringbuf_trace__put(o, "\x17\x08\x44tracing", 10);
+	ringbuf_trace__str(o, l->version == 7 ? "7" : "6");
+	hdr[0] = (unsigned char)(l->be != 0);
+	hdr[1] = (unsigned char)l->long_size;
+	ringbuf_trace__put(o, hdr, 2);
+	ringbuf_trace__num(o, 4, l->page_size);
+}
+
 /* The whole file to fd, sequentially. Returns 0, o's error (ENOMEM...),
  * l->ioerr for a failed write, or write_cpu's error. */
 static int ringbuf_trace__layout_write(const struct ringbuf_trace__layout *l, int fd)
 {
 	struct ringbuf_trace__out o = {NULL, 0, 0, 0, NULL};
-	unsigned char hdr[2];
 	char clk[80];
 	int r;
 	o.l = l;
-	snprintf(clk, sizeof clk, "[%s]", l->clock);
-	ringbuf_trace__put(&o, "\x17\x08\x44tracing", 10);
-	ringbuf_trace__str(&o, l->version == 7 ? "7" : "6");
-	hdr[0] = (unsigned char)(l->be != 0);
-	hdr[1] = (unsigned char)l->long_size;
-	ringbuf_trace__put(&o, hdr, 2);
-	ringbuf_trace__num(&o, 4, l->page_size);
+	ringbuf_trace__file_header(&o, clk);
 	r = l->version == 7 ? ringbuf_trace__v7(&o, fd, clk) : ringbuf_trace__v6(&o, fd, clk);
 	ringbuf_trace__release_out(&o);
 	return r;
+}
+
+/* A version 6 file (l->version is ignored) up to the flyrecord section, in
+ * memory: *buf (malloc'ed, the caller frees it), *len. l's page callbacks
+ * are not called. Returns 0 or RINGBUF_ENOMEM. */
+static inline int ringbuf_trace__layout_v6_header(const struct ringbuf_trace__layout *l, void **buf, size_t *len)
+{
+	struct ringbuf_trace__layout l6 = *l;
+	struct ringbuf_trace__out o = {NULL, 0, 0, 0, NULL};
+	char clk[80];
+	l6.version = 6;
+	l6.heap = l6.peak = l6.allocs = NULL; /* the buffer leaves with the caller */
+	o.l = &l6;
+	ringbuf_trace__file_header(&o, clk);
+	ringbuf_trace__v6_meta(&o, clk);
+	if (o.err) {
+		ringbuf_trace__release_out(&o);
+		return o.err;
+	}
+	*buf = o.p;
+	*len = o.len;
+	return 0;
 }
 
 /* -- the in-memory export: the pages of up to two captures per CPU -- */

@@ -72,8 +72,10 @@
 #define ringbuf_tracedat_check_page      RINGBUF__NS(ringbuf_tracedat_check_page)
 #define ringbuf_tracedat_drain           RINGBUF__NS(ringbuf_tracedat_drain)
 #define ringbuf_tracedat_finish          RINGBUF__NS(ringbuf_tracedat_finish)
+#define ringbuf_tracedat_header          RINGBUF__NS(ringbuf_tracedat_header)
 #define ringbuf_tracedat_info_of         RINGBUF__NS(ringbuf_tracedat_info_of)
 #define ringbuf_tracedat_open            RINGBUF__NS(ringbuf_tracedat_open)
+#define ringbuf_tracedat_open_fds        RINGBUF__NS(ringbuf_tracedat_open_fds)
 #define ringbuf_tracedat_stats           RINGBUF__NS(ringbuf_tracedat_stats)
 #endif
 
@@ -133,6 +135,25 @@ RINGBUF_API int ringbuf_tracedat_info_of(const struct ringbuf *rb, const struct 
  * RINGBUF_ENOMEM, RINGBUF_ESYS (a temporary file could not be made; errno). */
 RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tracedat_info *info,
 				      struct ringbuf_tracedat **out);
+/** A writer that streams each CPU's pages to the caller's descriptor
+ * fds[cpu] (a socket, a pipe; one per CPU, info->ncpu of them) as they come,
+ * instead of keeping them for a file: add_page() and drain() check and copy
+ * each page as for a file, then write it whole to fds[cpu] (a write that
+ * fails or times out, e.g. SO_SNDTIMEO on a socket, gives RINGBUF_ESYS and
+ * poisons the writer). finish() writes no file and leaves the descriptors
+ * open (the caller closes them); it gives the counters. The metadata for
+ * the other end is ringbuf_tracedat_header(). Returns 0, RINGBUF_EINVAL,
+ * RINGBUF_ENOMEM. Used by ringbuf_net.h (trace-cmd listen). */
+RINGBUF_API int ringbuf_tracedat_open_fds(const struct ringbuf_tracedat_info *info, const int *fds,
+					  struct ringbuf_tracedat **out);
+/** The start of a version 6 trace.dat for info: everything before the
+ * flyrecord section (file header, header_page, header_event, formats,
+ * kallsyms, printk, thread names, CPU count, options), the part of the file
+ * that `trace-cmd record -N` sends to `trace-cmd listen`, which appends the
+ * flyrecord section itself. The thread names are info's (reg's) now.
+ * *buf is malloc'ed (free() it). Returns 0, RINGBUF_EINVAL (bad info, or a
+ * version other than 6), RINGBUF_ENOMEM. */
+RINGBUF_API int ringbuf_tracedat_header(const struct ringbuf_tracedat_info *info, void **buf, size_t *len);
 /** Check one page (size must be info.page_size) and append it to cpu's data.
  * The page is read once, into the writer's copy; bytes after the records are
  * written as zeros. Returns 1 (written), 0 (a page without records: skipped),
@@ -221,6 +242,7 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -236,6 +258,7 @@ struct ringbuf_tracedat {
 	unsigned char *page;  /* the copy (A1), then finish()'s copy buffer */
 	struct ringbuf_tracedat_stats st;
 	int broken;           /* a write failed (RINGBUF_ESYS) */
+	int streamed;         /* open_fds(): fd[] are the caller's, no file at finish() */
 };
 
 /* ---- heap accounting ---------------------------------------------------- */
@@ -346,7 +369,7 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 static void ringbuf_tdat__release(struct ringbuf_tracedat *w)
 {
 	unsigned i;
-	if (w->fd)
+	if (w->fd && !w->streamed)
 		for (i = 0; i < w->info.ncpu; i++)
 			if (w->fd[i] >= 0)
 				close(w->fd[i]);
@@ -400,20 +423,23 @@ RINGBUF_API int ringbuf_tracedat_info_of(const struct ringbuf *rb, const struct 
 	return 0;
 }
 
-RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tracedat_info *info,
-				      struct ringbuf_tracedat **out)
+static int ringbuf_tdat__info_ok(const struct ringbuf_tracedat_info *info)
+{
+	return info && info->ncpu >= 1 && info->ncpu <= RINGBUF_TDAT__MAX_CPUS && info->page_size >= 64 &&
+	       info->page_size <= ((size_t)1 << 20) && (info->page_size & (info->page_size - 1)) == 0 &&
+	       (info->long_size == 4 || info->long_size == 8) &&
+	       (info->version == 0 || info->version == 6 || info->version == 7) &&
+	       !(info->clock && strlen(info->clock) >= 64) && (info->file_mode & ~07777u) == 0;
+}
+
+/* A writer for info with its memory (path: its copy; "" for a streamed one),
+ * no descriptors yet (all -1). */
+static int ringbuf_tdat__new(const char *path, const struct ringbuf_tracedat_info *info,
+			     struct ringbuf_tracedat **out)
 {
 	struct ringbuf_tracedat *w;
 	size_t plen;
 	unsigned i;
-	if (out)
-		*out = NULL;
-	if (!path || !*path || !info || !out || info->ncpu < 1 || info->ncpu > RINGBUF_TDAT__MAX_CPUS ||
-	    info->page_size < 64 || info->page_size > ((size_t)1 << 20) ||
-	    (info->page_size & (info->page_size - 1)) != 0 || (info->long_size != 4 && info->long_size != 8) ||
-	    (info->version != 0 && info->version != 6 && info->version != 7) ||
-	    (info->clock && strlen(info->clock) >= 64) || (info->file_mode & ~07777u) != 0)
-		return RINGBUF_EINVAL;
 	w = (struct ringbuf_tracedat *)calloc(1, sizeof *w);
 	if (!w)
 		return RINGBUF_ENOMEM;
@@ -441,6 +467,24 @@ RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tra
 	memcpy(w->path, path, plen + 1);
 	for (i = 0; i < info->ncpu; i++)
 		w->fd[i] = -1;
+	*out = w;
+	return 0;
+}
+
+RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tracedat_info *info,
+				      struct ringbuf_tracedat **out)
+{
+	struct ringbuf_tracedat *w;
+	size_t plen;
+	unsigned i;
+	int r;
+	if (out)
+		*out = NULL;
+	if (!path || !*path || !out || !ringbuf_tdat__info_ok(info))
+		return RINGBUF_EINVAL;
+	if ((r = ringbuf_tdat__new(path, info, &w)) < 0)
+		return r;
+	plen = strlen(path);
 	for (i = 0; i < info->ncpu; i++) {
 		char suffix[24];
 		snprintf(suffix, sizeof suffix, ".cpu%u", i);
@@ -455,6 +499,57 @@ RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tra
 	}
 	w->part[0] = 0;
 	*out = w;
+	return 0;
+}
+
+RINGBUF_API int ringbuf_tracedat_open_fds(const struct ringbuf_tracedat_info *info, const int *fds,
+					  struct ringbuf_tracedat **out)
+{
+	struct ringbuf_tracedat *w;
+	unsigned i;
+	int r;
+	if (out)
+		*out = NULL;
+	if (!fds || !out || !ringbuf_tdat__info_ok(info))
+		return RINGBUF_EINVAL;
+	for (i = 0; i < info->ncpu; i++)
+		if (fds[i] < 0)
+			return RINGBUF_EINVAL;
+	if ((r = ringbuf_tdat__new("", info, &w)) < 0)
+		return r;
+	w->streamed = 1;
+	for (i = 0; i < info->ncpu; i++)
+		w->fd[i] = fds[i];
+	*out = w;
+	return 0;
+}
+
+/* sock: fd may be a socket of a streamed writer: send() without SIGPIPE when
+ * the peer has gone (EPIPE instead), write() for anything else */
+static int ringbuf_tdat__write_fd(int fd, const void *buf, size_t n, int sock)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	while (n) {
+		ssize_t k;
+#if defined(MSG_NOSIGNAL)
+		if (sock) {
+			k = send(fd, p, n, MSG_NOSIGNAL);
+			if (k < 0 && errno == ENOTSOCK)
+				k = write(fd, p, n);
+		} else
+#endif
+			k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = ENOSPC;
+			return RINGBUF_ESYS;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	(void)sock;
 	return 0;
 }
 
@@ -477,7 +572,7 @@ static int ringbuf_tdat__take(struct ringbuf_tracedat *w, unsigned cpu)
 	}
 	end = 8 + ls + len + ((commit & (1u << 30)) ? ls : 0);
 	memset(w->page + end, 0, ps - end);
-	if (ringbuf_trace__write_all(w->fd[cpu], w->page, ps) < 0) {
+	if (ringbuf_tdat__write_fd(w->fd[cpu], w->page, ps, w->streamed) < 0) {
 		w->broken = 1;
 		return RINGBUF_ESYS;
 	}
@@ -605,6 +700,31 @@ static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
 	return 0;
 }
 
+/* w described for ringbuf_trace.h's layout writer */
+static void ringbuf_tdat__layout(struct ringbuf_tracedat *w, struct ringbuf_trace__layout *l)
+{
+	memset(l, 0, sizeof *l);
+	l->version = w->info.version;
+	l->be = w->info.big_endian;
+	l->long_size = w->info.long_size;
+	l->ncpu = w->info.ncpu;
+	l->page_size = w->info.page_size;
+	l->clock = w->clock;
+	l->reg = w->info.reg;
+	l->cmdlines = w->info.cmdlines;
+	l->tsc = w->info.tsc;
+	l->tsc_mult = w->info.tsc_mult;
+	l->tsc_shift = w->info.tsc_shift;
+	l->tsc_offset = w->info.tsc_offset;
+	l->ioerr = RINGBUF_ESYS;
+	l->cpu_pages = ringbuf_tdat__cpu_pages;
+	l->write_cpu = ringbuf_tdat__copy_cpu;
+	l->ctx = w;
+	l->heap = &w->st.heap_bytes;
+	l->peak = &w->st.heap_peak;
+	l->allocs = &w->st.allocs;
+}
+
 RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringbuf_tracedat_stats *st)
 {
 	struct ringbuf_trace__layout l;
@@ -616,6 +736,10 @@ RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringb
 	if (w->broken) {
 		ringbuf_tracedat_abort(w);
 		return RINGBUF_ESYS;
+	}
+	if (w->streamed) { /* every page went out already */
+		ringbuf_tdat__release(w);
+		return 0;
 	}
 	fd = ringbuf_tdat__mkfile(w, ".part", w->info.file_mode ? w->info.file_mode : 0600, w->part,
 				  strlen(w->path) + 48);
@@ -631,26 +755,7 @@ RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringb
 		r = RINGBUF_ESYS;
 		goto out;
 	}
-	memset(&l, 0, sizeof l);
-	l.version = w->info.version;
-	l.be = w->info.big_endian;
-	l.long_size = w->info.long_size;
-	l.ncpu = w->info.ncpu;
-	l.page_size = w->info.page_size;
-	l.clock = w->clock;
-	l.reg = w->info.reg;
-	l.cmdlines = w->info.cmdlines;
-	l.tsc = w->info.tsc;
-	l.tsc_mult = w->info.tsc_mult;
-	l.tsc_shift = w->info.tsc_shift;
-	l.tsc_offset = w->info.tsc_offset;
-	l.ioerr = RINGBUF_ESYS;
-	l.cpu_pages = ringbuf_tdat__cpu_pages;
-	l.write_cpu = ringbuf_tdat__copy_cpu;
-	l.ctx = w;
-	l.heap = &w->st.heap_bytes;
-	l.peak = &w->st.heap_peak;
-	l.allocs = &w->st.allocs;
+	ringbuf_tdat__layout(w, &l);
 	r = ringbuf_trace__layout_write(&l, fd);
 out:
 	if (st)
@@ -668,6 +773,25 @@ out:
 	w->part[0] = 0;
 	ringbuf_tdat__release(w);
 	return 0;
+}
+
+RINGBUF_API int ringbuf_tracedat_header(const struct ringbuf_tracedat_info *info, void **buf, size_t *len)
+{
+	struct ringbuf_tracedat *w;
+	struct ringbuf_trace__layout l;
+	int r;
+	if (buf)
+		*buf = NULL;
+	if (len)
+		*len = 0;
+	if (!buf || !len || !ringbuf_tdat__info_ok(info) || info->version == 7)
+		return RINGBUF_EINVAL;
+	if ((r = ringbuf_tdat__new("", info, &w)) < 0)
+		return r;
+	ringbuf_tdat__layout(w, &l);
+	r = ringbuf_trace__layout_v6_header(&l, buf, len);
+	ringbuf_tdat__release(w);
+	return r;
 }
 
 #endif /* RINGBUF_IMPLEMENTATION */

@@ -1,6 +1,6 @@
 /* ringbuf-record - record a running process's file-backed ringbuf.h buffer to trace.dat.
  *
- *   ringbuf-record [-o OUT.dat] [-p PID] [-V 6|7] [-q] FILE.rb
+ *   ringbuf-record [-o OUT.dat | -N HOST:PORT [-T SECONDS]] [-p PID] [-V 6|7] [-q] FILE.rb
  *
  * Like `trace-cmd record` for this library. FILE.rb is a buffer made with
  * ringbuf_create_file() whose user area holds the event formats and thread
@@ -18,13 +18,22 @@
  * SIGINT/SIGTERM it takes what is committed now and stops (no repair: the
  * process still runs).
  *
+ * With -N HOST:PORT the trace goes to a `trace-cmd listen -p PORT` on HOST
+ * instead of a file (like `trace-cmd record -N`), over trace-cmd's own
+ * network protocol (ringbuf_net.h: protocol v3, TCP data connections, one
+ * per CPU; trace.dat version 6); the listener writes the trace.dat on its
+ * side. -T bounds each network wait (default 30 s): a server that stops
+ * answering ends the run with an error, never a hang.
+ *
  * The mapping is shared with a process that may be broken or hostile: every
  * page is copied once and checked from the copy (a malformed page is
  * counted and left out), the user area is validated by
  * ringbuf_trace_load_registry().
  *
  * Exit status: 0 success, 1 usage error, 2 file error (buffer missing,
- * foreign or corrupted; output not writable). Statistics go to stderr
+ * foreign or corrupted; output not writable), 3 network error (-N: name not
+ * resolved, connection refused, protocol mismatch, the server closed early
+ * or timed out, a malformed answer). Statistics go to stderr
  * (-q: none).
  *
  * Built by `make tools` into build/tools/ringbuf-record. Defining
@@ -34,7 +43,7 @@
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_IMPLEMENTATION
-#include "ringbuf_tracedat.h"
+#include "ringbuf_net.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -47,6 +56,7 @@
 #define RBREC_OK 0
 #define RBREC_USAGE 1
 #define RBREC_FILE 2
+#define RBREC_NET 3
 
 /* Counters of the last ringbuf_record_main() run. */
 struct ringbuf_record_counts {
@@ -61,12 +71,46 @@ static volatile sig_atomic_t rbrec_stop; /* SIGINT/SIGTERM (main only) */
 
 static void rbrec_usage(FILE *f)
 {
-	fprintf(f, "usage: ringbuf-record [-o OUT.dat] [-p PID] [-V 6|7] [-q] FILE.rb\n"
-		   "  -o FILE   trace.dat to write (default trace.dat)\n"
-		   "  -p PID    the traced process (default: the pid stored in FILE.rb's user area)\n"
-		   "  -V 6|7    trace.dat file version (default 6)\n"
-		   "  -q        no statistics on stderr\n"
-		   "exit status: 0 ok, 1 usage error, 2 file error\n");
+	fprintf(f, "usage: ringbuf-record [-o OUT.dat | -N HOST:PORT [-T SECONDS]] [-p PID] [-V 6|7] [-q] FILE.rb\n"
+		   "  -o FILE       trace.dat to write (default trace.dat)\n"
+		   "  -N HOST:PORT  send the trace to `trace-cmd listen -p PORT` running on HOST\n"
+		   "                (trace-cmd's network protocol v3, as `trace-cmd record -N`; TCP;\n"
+		   "                the listener writes the trace.dat; version 6 only)\n"
+		   "  -T SECONDS    -N: the longest wait for the server at each step (default 30)\n"
+		   "  -p PID        the traced process (default: the pid stored in FILE.rb's user area)\n"
+		   "  -V 6|7        trace.dat file version (default 6)\n"
+		   "  -q            no statistics on stderr\n"
+		   "exit status: 0 ok, 1 usage error, 2 file error, 3 network error\n");
+}
+
+/* -N's argument: "HOST:PORT", "[IPV6]:PORT", or "PORT" (localhost, as
+ * trace-cmd). 0 or -1. */
+static int rbrec_hostport(const char *s, char *host, size_t hl, char *port, size_t pl)
+{
+	const char *colon = strrchr(s, ':'), *h = s, *p;
+	size_t n;
+	if (!colon) {
+		h = "localhost";
+		n = strlen(h);
+		p = s;
+	} else if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (!close || close[1] != ':')
+			return -1;
+		h = s + 1;
+		n = (size_t)(close - h);
+		p = close + 2;
+	} else {
+		n = (size_t)(colon - s);
+		p = colon + 1;
+	}
+	if (n == 0 || n >= hl || !*p || strlen(p) >= pl || strspn(p, "0123456789") != strlen(p) || atol(p) < 1 ||
+	    atol(p) > 65535)
+		return -1;
+	memcpy(host, h, n);
+	host[n] = 0;
+	strcpy(port, p);
+	return 0;
 }
 
 /* Start time (clock ticks since boot) and state of pid from /proc; 0 if none. */
@@ -165,7 +209,10 @@ static int rbrec_drain(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned 
 
 static int rbrec_run(int argc, char **argv)
 {
-	const char *path = NULL, *out = "trace.dat";
+	const char *path = NULL, *out = "trace.dat", *net = NULL;
+	char host[256], port[32], neterr[320];
+	struct ringbuf_net *conn = NULL;
+	long timeout_s = 30;
 	struct ringbuf_trace_registry reg;
 	struct ringbuf_tracedat_info info;
 	struct ringbuf_tracedat_stats st;
@@ -173,7 +220,7 @@ static int rbrec_run(int argc, char **argv)
 	struct ringbuf *rb = NULL;
 	unsigned long long start = 0;
 	long pid = 0;
-	int version = 6, quiet = 0, i, r, rc = RBREC_OK, gone = 0;
+	int version = 6, quiet = 0, i, r, rc = RBREC_OK, gone = 0, have_out = 0;
 	char state;
 
 	memset(&ringbuf_record_last, 0, sizeof ringbuf_record_last);
@@ -183,6 +230,16 @@ static int rbrec_run(int argc, char **argv)
 		char *end;
 		if (strcmp(a, "-o") == 0 && i + 1 < argc) {
 			out = argv[++i];
+			have_out = 1;
+		} else if (strcmp(a, "-N") == 0 && i + 1 < argc) {
+			net = argv[++i];
+		} else if (strcmp(a, "-T") == 0 && i + 1 < argc) {
+			errno = 0;
+			timeout_s = strtol(argv[++i], &end, 10);
+			if (errno || *end || timeout_s <= 0 || timeout_s > 86400) {
+				fprintf(stderr, "ringbuf-record: -T %s: seconds, 1..86400\n", argv[i]);
+				return RBREC_USAGE;
+			}
 		} else if (strcmp(a, "-p") == 0 && i + 1 < argc) {
 			errno = 0;
 			pid = strtol(argv[++i], &end, 10);
@@ -212,6 +269,18 @@ static int rbrec_run(int argc, char **argv)
 		rbrec_usage(stderr);
 		return RBREC_USAGE;
 	}
+	if (net && rbrec_hostport(net, host, sizeof host, port, sizeof port) < 0) {
+		fprintf(stderr, "ringbuf-record: -N %s: not HOST:PORT (or PORT, or [IPV6]:PORT)\n", net);
+		return RBREC_USAGE;
+	}
+	if (net && have_out) {
+		fprintf(stderr, "ringbuf-record: -o and -N: one or the other (with -N the listener writes the file)\n");
+		return RBREC_USAGE;
+	}
+	if (net && version != 6) {
+		fprintf(stderr, "ringbuf-record: -N: trace-cmd listen takes version 6 only\n");
+		return RBREC_USAGE;
+	}
 	r = ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &rb);
 	if (r < 0) {
 		fprintf(stderr, "ringbuf-record: %s: %s%s%s\n", path, ringbuf_strerror(r),
@@ -233,7 +302,19 @@ static int rbrec_run(int argc, char **argv)
 	info.version = version;
 	if (!info.tsc)
 		info.clock = ringbuf_clock_name(rb);
-	r = ringbuf_tracedat_open(out, &info, &w);
+	if (net) {
+		out = net;
+		r = ringbuf_net_connect(host, port, &info, (int)(timeout_s * 1000), &conn, neterr, sizeof neterr);
+		if (r < 0) {
+			fprintf(stderr, "ringbuf-record: -N %s\n", neterr);
+			ringbuf_trace_registry_free(&reg);
+			ringbuf_destroy(rb);
+			return RBREC_NET;
+		}
+		w = ringbuf_net_writer(conn);
+	} else {
+		r = ringbuf_tracedat_open(out, &info, &w);
+	}
 	if (r < 0) {
 		fprintf(stderr, "ringbuf-record: %s: cannot write: %s%s%s\n", out, ringbuf_strerror(r),
 			r == RINGBUF_ESYS ? ": " : "", r == RINGBUF_ESYS ? strerror(errno) : "");
@@ -251,8 +332,10 @@ static int rbrec_run(int argc, char **argv)
 		ringbuf_wait(rb, RINGBUF_ALL_CPUS, 50, 100);
 		r = rbrec_drain(w, rb, RINGBUF_READ_FULL, &ringbuf_record_last.bad_pages, 1);
 		if (r < 0) {
-			fprintf(stderr, "ringbuf-record: %s: reading stopped: %s\n", path, ringbuf_strerror(r));
-			rc = RBREC_FILE;
+			fprintf(stderr, "ringbuf-record: %s: %s stopped: %s%s%s\n", path,
+				conn && r == RINGBUF_ESYS ? "sending" : "reading", ringbuf_strerror(r),
+				r == RINGBUF_ESYS ? ": " : "", r == RINGBUF_ESYS ? strerror(errno) : "");
+			rc = conn && r == RINGBUF_ESYS ? RBREC_NET : RBREC_FILE;
 			break;
 		}
 		ringbuf_record_last.live_pages += (uint64_t)r;
@@ -269,14 +352,24 @@ static int rbrec_run(int argc, char **argv)
 	if (rc == RBREC_OK) {
 		r = rbrec_drain(w, rb, 0, &ringbuf_record_last.bad_pages, !gone);
 		if (r < 0) {
-			fprintf(stderr, "ringbuf-record: %s: reading stopped: %s\n", path, ringbuf_strerror(r));
-			rc = RBREC_FILE;
+			fprintf(stderr, "ringbuf-record: %s: %s stopped: %s%s%s\n", path,
+				conn && r == RINGBUF_ESYS ? "sending" : "reading", ringbuf_strerror(r),
+				r == RINGBUF_ESYS ? ": " : "", r == RINGBUF_ESYS ? strerror(errno) : "");
+			rc = conn && r == RINGBUF_ESYS ? RBREC_NET : RBREC_FILE;
 		} else {
 			ringbuf_record_last.recovered_pages = (uint64_t)r;
 		}
 	}
-	r = ringbuf_tracedat_finish(w, &st);
-	if (r < 0) {
+	if (conn) {
+		memset(&st, 0, sizeof st);
+		if (rc != RBREC_OK) {
+			ringbuf_tracedat_stats(w, &st);
+			ringbuf_net_abort(conn);
+		} else if (ringbuf_net_finish(conn, &st, neterr, sizeof neterr) < 0) {
+			fprintf(stderr, "ringbuf-record: -N %s\n", neterr);
+			rc = RBREC_NET;
+		}
+	} else if ((r = ringbuf_tracedat_finish(w, &st)) < 0) {
 		fprintf(stderr, "ringbuf-record: %s: cannot write: %s%s%s\n", out, ringbuf_strerror(r),
 			r == RINGBUF_ESYS ? ": " : "", r == RINGBUF_ESYS ? strerror(errno) : "");
 		rc = RBREC_FILE;

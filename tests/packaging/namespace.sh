@@ -28,7 +28,7 @@ flags=(-std=c11 -Wall -Wextra -pedantic -Werror -O0 -pthread)
 
 rm -rf "$out"
 mkdir -p "$out/vendor/ringbuf"
-cp "$root/ringbuf.h" "$root/ringbuf_trace.h" "$root/ringbuf_tracedat.h" "$out/vendor/ringbuf/"
+cp "$root/ringbuf.h" "$root/ringbuf_trace.h" "$root/ringbuf_tracedat.h" "$root/ringbuf_net.h" "$out/vendor/ringbuf/"
 have_cxx=0
 command -v "${CXX%% *}" >/dev/null 2>&1 && have_cxx=1
 
@@ -64,7 +64,7 @@ else
 	echo "namespace: no C++ compiler ($CXX): C++ part skipped"
 fi
 listed=$(sed -n 's/^#define \(ringbuf[a-z0-9_]*\)  *RINGBUF__NS(\1)$/\1/p' \
-		"$root/ringbuf.h" "$root/ringbuf_trace.h" "$root/ringbuf_tracedat.h"
+		"$root/ringbuf.h" "$root/ringbuf_trace.h" "$root/ringbuf_tracedat.h" "$root/ringbuf_net.h"
 	 sed -n 's/.*RINGBUF__NS_LABEL(\(ringbuf[a-z0-9_]*\));.*/\1/p' "$root/ringbuf.h")
 [ "$(echo "$listed" | wc -l)" -gt 50 ] || fail "could not read the rename lists from the headers"
 stale=$(for s in $listed; do grep -qx "_\{0,1\}$ns$s" "$out/symbols" || echo "$s"; done)
@@ -74,7 +74,8 @@ echo "namespace: $(echo "$listed" | wc -l) names renamed, no unprefixed symbol i
 # ---- 2. two copies in one program ------------------------------------------
 $CC "${flags[@]}" -DCOPY_FN=copy_plain -I"$root" -c -o "$out/plain.o" "$src/copy.c"
 # the vendored copy, with the prefix in the file itself
-{ echo '#define RINGBUF_NAMESPACE rbns_'; sed 's|#include "ringbuf_tracedat.h"|#include <ringbuf/ringbuf_tracedat.h>|' "$src/copy.c"; } \
+{ echo '#define RINGBUF_NAMESPACE rbns_'; sed -e 's|#include "ringbuf_tracedat.h"|#include <ringbuf/ringbuf_tracedat.h>|' \
+	-e 's|#include "ringbuf_net.h"|#include <ringbuf/ringbuf_net.h>|' "$src/copy.c"; } \
 	> "$out/copy_vendored.c"
 $CC "${flags[@]}" -DCOPY_FN=copy_ns -I"$out/vendor" -c -o "$out/vendored.o" "$out/copy_vendored.c"
 objs=("$out/plain.o" "$out/vendored.o" "$out/user1.o")

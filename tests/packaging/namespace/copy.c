@@ -3,9 +3,11 @@
  * repository's headers) and once with -DRINGBUF_NAMESPACE=rbns_
  * (COPY_FN=copy_ns, a vendored copy under build/). Both copies go into one
  * program; each round trip must see only its own events. */
+#define _POSIX_C_SOURCE 200809L /* ringbuf_net.h: sockets, getaddrinfo */
 #define RINGBUF_IMPLEMENTATION
 #define RINGBUF_TRACE_DEFINE_EVENTS
 #include "ringbuf_tracedat.h"
+#include "ringbuf_net.h"
 
 #ifndef COPY_FN
 #error "define COPY_FN"
