@@ -579,13 +579,20 @@ RINGBUF_FTRACE__HOT const void *ringbuf_ftrace__key(const void *hookframe, const
 	if (p[0] == site)
 		return p; /* tail-called hook */
 	p += sizeof(void *) == 4 ? 3 : 1; /* i386: over the hook's two argument words */
+	/* the common case first, before any bound is computed: the slot within
+	 * a few words (the function's saved registers); these words are always
+	 * mapped (the function's frame, else its caller's: every function has
+	 * one, a thread's start routine too) */
+	for (i = 0; i < 4; i++)
+		if (p[i] == site)
+			return &p[i];
 	if (t->depth && t->depth <= RINGBUF_FTRACE_MAX_DEPTH &&
 	    (top = t->st[0].frame) != UINTPTR_MAX && top >= (uintptr_t)p) {
 		n = (top - (uintptr_t)p) / sizeof(void *) + 1;
 		if (n > RINGBUF_FTRACE_SCAN_WORDS)
 			n = RINGBUF_FTRACE_SCAN_WORDS;
 	}
-	for (i = 0; i < n; i++)
+	for (i = 4; i < n; i++)
 		if (p[i] == site)
 			return &p[i];
 	return NULL;

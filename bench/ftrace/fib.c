@@ -9,8 +9,8 @@
  *                              -DKEEP: RINGBUF_FTRACE_KEEP_CLOCK (CLOCK_MONOTONIC);
  *                              -DFUNC: the `function` event, one record per call;
  *                              -DLIVE: producer/consumer mode with a live recorder,
- *                              a thread that consumes the records while fib runs
- *                              (counts them: recorded + lost == 2 x calls)
+ *                              a thread that reads whole pages while fib runs
+ *                              (ringbuf_read_page); prints records read and lost
  *   -finstrument-functions     for LTTng-UST's cyg-profile wrapper (LD_PRELOAD)
  *   -pg                        for `uftrace record`
  * Prints the time of the fib(n) call (the thread's CPU time, so time given to
@@ -33,19 +33,17 @@ __attribute__((noinline)) int fib(int n)
 }
 
 #ifdef LIVE
+/* the live recorder: a thread that takes whole pages out of the buffer as
+ * they fill (ringbuf_read_page, as trace-cmd record reads the kernel's) */
 static struct ringbuf *live_rb;
 static volatile int live_done;
-static unsigned long long live_recorded, live_lost;
+static unsigned char live_page[1 << 16];
 
 __attribute__((no_instrument_function)) static unsigned long long live_drain(void)
 {
-	struct ringbuf_record rec;
 	unsigned long long n = 0;
-	while (ringbuf_consume(live_rb, 0, &rec) > 0) {
-		live_lost += rec.lost;
+	while (ringbuf_read_page(live_rb, 0, live_page, sizeof live_page, 0) > 0)
 		n++;
-	}
-	live_recorded += n;
 	return n;
 }
 
@@ -114,10 +112,13 @@ int main(int argc, char **argv)
 	__atomic_store_n(&live_done, 1, __ATOMIC_RELEASE);
 	pthread_join(reader, NULL);
 	live_drain();
-	printf(" recorded=%llu lost=%llu", live_recorded, live_lost);
 #endif
 	ringbuf_ftrace_get_stats(&st);
 	ringbuf_stats_cpu(rb, 0, &rs);
+#ifdef LIVE
+	printf(" recorded=%llu lost=%llu", (unsigned long long)rs.read_events,
+	       (unsigned long long)(rs.dropped_events + rs.commit_overrun));
+#endif
 	printf(" clock=%s dropped=%llu overwritten=%llu", ringbuf_clock_name(rb), (unsigned long long)st.dropped,
 	       (unsigned long long)rs.overrun);
 	ringbuf_ftrace_free();

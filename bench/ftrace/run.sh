@@ -11,7 +11,7 @@
 # picks (the TSC when it is invariant), the same with CLOCK_MONOTONIC
 # (RINGBUF_FTRACE_KEEP_CLOCK), the `function` event (one record per call),
 # and funcgraph in producer/consumer mode with a live recorder thread
-# consuming the records (its losses are reported); -pg for `uftrace record`
+# reading whole pages (ringbuf_read_page; its losses are reported); -pg for `uftrace record`
 # (its default options, recording to a temporary directory);
 # -finstrument-functions with LD_PRELOAD=liblttng-ust-cyg-profile.so and
 # -fast.so, in an LTTng session of its own (a user-space channel of 4 x 256 KiB
@@ -118,7 +118,7 @@ fi
 
 ns_of() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
-for v in plain $rbvariants uftrace lttng lttng_fast; do : > "$out/$v"; done
+for v in plain $rbvariants uftrace lttng lttng_fast rb_live.lost; do : > "$out/$v"; done
 for ((r = 0; r < rounds; r++)); do
 	"$out/fib_plain" "$n" | ns_of >> "$out/plain"
 	for v in $rbvariants; do
@@ -148,7 +148,7 @@ plain=$(median < "$out/plain")
 calls=$(sed -n 's/.*calls=\([0-9]*\).*/\1/p' "$out/rb.last")
 echo "function tracer: fib($n), $calls calls, median of $rounds rounds (ns per call, entry + exit; thread CPU time)"
 echo "  last ringbuf run: $(sed 's/.*calls=[0-9]* //' "$out/rb.last")"
-echo "  live recorder (producer/consumer, 1 MiB, a consumer thread): records lost per round: $(tr '\n' ' ' < "$out/rb_live.lost")(of $((2 * calls)))"
+echo "  live recorder (producer/consumer, 1 MiB, a thread reading pages): records lost per round: $(tr '\n' ' ' < "$out/rb_live.lost")(of $((2 * calls)))"
 uf=$(median < "$out/uftrace")
 lt=$(median < "$out/lttng")
 ltf=$(median < "$out/lttng_fast")
