@@ -26,7 +26,8 @@
  *   ringbuf_create(&rb, ...);                                 // a buffer per thread/CPU
  *   ringbuf_ftrace_set_filter("work_* parse*");               // optional, globs
  *   ringbuf_ftrace_set_notrace("*_hot");                      // optional
- *   ringbuf_ftrace_start(rb, RINGBUF_CPU_THREAD, RINGBUF_FTRACE_GRAPH);
+ *   ringbuf_ftrace_start(rb, RINGBUF_CPU_THREAD, RINGBUF_FTRACE_GRAPH); // the TSC clock when
+ *                                                             // invariant (see >>design, TIME)
  *   run();                                                    // traced
  *   ringbuf_ftrace_stop();
  *   ringbuf_ftrace_save_tracedat(rb, NULL, "ftrace.dat", NULL); // trace-cmd report ftrace.dat
@@ -216,7 +217,8 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * FRAME KEY (x86-64, i386). The address of the stack slot that holds the
  * traced function's return address (the hook's `site` argument): the hook
  * scans up from its own return-address slot for that value (a tail-called
- * exit hook's own slot is that slot). Siblings called from one frame get the
+ * exit hook's own slot is that slot; the first 4 words are looked at before
+ * any bound: the function's saved registers, always mapped). Siblings called from one frame get the
  * same key, a callee a lower key, whatever the functions' prologues push;
  * an inlined function's hooks run in its container's frame and get the
  * container's key and site. The scan reads at most RINGBUF_FTRACE_SCAN_WORDS
@@ -291,11 +293,28 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * thread may still be reading one (there is no grace period to wait for).
  *
  * TIME. calltime and rettime are the time stamps of the entry and exit
- * records themselves (ns; TSC converted), read back from the CPU buffer's
- * write_stamp right after the reservation: one clock read per record. With
+ * records themselves (ns; TSC converted inline: one multiply), read back from
+ * the CPU buffer's write_stamp right after the reservation: one clock read
+ * per hook, two per traced call, the least a duration needs. With
  * RINGBUF_CPU_CURRENT, a dropped record, or a repaired frame, the clock is
  * read (ringbuf_time_stamp). rettime >= calltime always. trace-cmd prints
- * rettime - calltime as the duration.
+ * rettime - calltime as the duration. The clock is the buffer's: the two
+ * reads are most of a traced call's cost (rdtsc 8-11 ns, clock_gettime ~25 ns
+ * on the VM of the numbers in docs/tracing.md), so ringbuf_ftrace_start()
+ * switches a private buffer with the default clock and no event yet to the
+ * TSC clock where the TSC is invariant and the kernel's clocksource
+ * (RINGBUF_FTRACE_KEEP_CLOCK keeps it; file, memfd and caller-memory buffers
+ * keep theirs, as writers in other processes may share them).
+ *
+ * COST. The hooks compile the common path into themselves: one TLS access
+ * (the thread's struct; initial-exec in a program, a __tls_get_addr call in
+ * a shared object), the tracer state, the filter search (when a filter is
+ * set), ringbuf.h's >>inline reserve/commit and ringbuf_trace.h's header
+ * (ringbuf_trace__reserve_in), the record stamp and its conversion. The
+ * repair checks cost one compare with the top frame (the caller's frame on
+ * top at an entry, the function's own at an exit); the exit hook looks for
+ * its frame key only when a repair needs it. Repairs, drops and overruns are
+ * out of line.
  */
 
 #ifdef __cplusplus
