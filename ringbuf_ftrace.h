@@ -616,14 +616,15 @@ RINGBUF_FTRACE__HOT const void *ringbuf_ftrace__key(const void *hookframe, const
 			return &p[i];
 	return NULL;
 }
-#define RINGBUF_FTRACE__KEY(site) ringbuf_ftrace__key(__builtin_frame_address(0), (site))
 #define RINGBUF_FTRACE__NOASAN __attribute__((no_sanitize_address))
 #else
-#define RINGBUF_FTRACE__KEY(site) ((void)(site), (const void *)0)
 #define RINGBUF_FTRACE__NOASAN
 #endif
 
-RINGBUF_FTRACE__HOT void ringbuf_ftrace__enter(void *fn, void *site, const void *frame)
+/* hookframe: the entry hook's own frame, from which the frame key is found
+ * when the shadow stack is in use (funcgraph, or frames left on it); NULL:
+ * `frame` is the key (ringbuf_ftrace_enter). */
+RINGBUF_FTRACE__HOT void ringbuf_ftrace__enter(void *fn, void *site, const void *frame, const void *hookframe)
 {
 	struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t; /* the one TLS access */
 	struct ringbuf_ftrace__set *s;
@@ -649,6 +650,12 @@ RINGBUF_FTRACE__HOT void ringbuf_ftrace__enter(void *fn, void *site, const void 
 	 * for dead: key UINTPTR_MAX). The caller's frame on top (its key
 	 * above ours) is the common case: nothing to pop, no call. */
 	d = t->depth;
+#if RINGBUF_FTRACE_FRAME_KEYS
+	if (hookframe && ((mode & RINGBUF_FTRACE_GRAPH) || d)) /* `function` alone: no stack, no key */
+		frame = ringbuf_ftrace__key(hookframe, site);
+#else
+	(void)hookframe;
+#endif
 	if (frame && d && d <= RINGBUF_FTRACE_MAX_DEPTH && t->st[d - 1].frame <= (uintptr_t)frame)
 		ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, 0, &now);
 	/* H4: acquire pairs with the release store of set_filter/notrace */
@@ -750,7 +757,7 @@ out:	/* H6 */
 
 RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *site, const void *frame)
 {
-	ringbuf_ftrace__enter(fn, site, frame);
+	ringbuf_ftrace__enter(fn, site, frame, NULL);
 }
 
 RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame)
@@ -766,7 +773,11 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_FTRACE__NOASAN __attribute__((noinline)) void __
 RINGBUF_FTRACE__NOINSTR RINGBUF_FTRACE__NOASAN __attribute__((noinline)) void __cyg_profile_func_enter(void *fn,
 												      void *site)
 {
-	ringbuf_ftrace__enter(fn, site, RINGBUF_FTRACE__KEY(site));
+#if RINGBUF_FTRACE_FRAME_KEYS
+	ringbuf_ftrace__enter(fn, site, NULL, __builtin_frame_address(0)); /* the key when needed */
+#else
+	ringbuf_ftrace__enter(fn, site, NULL, NULL);
+#endif
 }
 RINGBUF_FTRACE__NOINSTR RINGBUF_FTRACE__NOASAN __attribute__((noinline)) void __cyg_profile_func_exit(void *fn,
 												     void *site)
