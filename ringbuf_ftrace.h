@@ -26,7 +26,8 @@
  *   ringbuf_create(&rb, ...);                                 // a buffer per thread/CPU
  *   ringbuf_ftrace_set_filter("work_* parse*");               // optional, globs
  *   ringbuf_ftrace_set_notrace("*_hot");                      // optional
- *   ringbuf_ftrace_start(rb, RINGBUF_CPU_THREAD, RINGBUF_FTRACE_GRAPH);
+ *   ringbuf_ftrace_start(rb, RINGBUF_CPU_THREAD, RINGBUF_FTRACE_GRAPH); // the TSC clock when
+ *                                                             // invariant (see >>design, TIME)
  *   run();                                                    // traced
  *   ringbuf_ftrace_stop();
  *   ringbuf_ftrace_save_tracedat(rb, NULL, "ftrace.dat", NULL); // trace-cmd report ftrace.dat
@@ -134,12 +135,19 @@ struct ringbuf_ftrace_graph_ret {
 enum ringbuf_ftrace_mode {
 	RINGBUF_FTRACE_GRAPH = 1,    /* funcgraph_entry + funcgraph_exit (function_graph tracer) */
 	RINGBUF_FTRACE_FUNCTION = 2, /* function (ip, parent_ip) at each entry (function tracer) */
+	RINGBUF_FTRACE_KEEP_CLOCK = 4, /* never switch rb to the TSC clock (see ringbuf_ftrace_start) */
 };
 
 /** Start tracing into rb: cpu is what the hooks pass to ringbuf_reserve (an
  * index, RINGBUF_CPU_THREAD: one buffer per thread, the best for the graph
  * view, or RINGBUF_CPU_CURRENT); mode a mix of enum ringbuf_ftrace_mode.
- * Loads the symbol tables on first use. Returns 0 or RINGBUF_EINVAL/ENOMEM. */
+ * Loads the symbol tables on first use. The clock: a buffer made by
+ * ringbuf_create() with the default clock that has had no event yet is
+ * switched to the TSC clock (RINGBUF_CLOCK_TSC: half the cost of a traced
+ * call) when the CPU has an invariant TSC that the kernel uses as its
+ * clocksource (x86-64); RINGBUF_FTRACE_KEEP_CLOCK in mode keeps the clock.
+ * File, memfd and caller-memory buffers (maybe shared with writers in other
+ * processes) keep theirs. Returns 0 or RINGBUF_EINVAL/ENOMEM. */
 RINGBUF_API int ringbuf_ftrace_start(struct ringbuf *rb, unsigned cpu, unsigned mode);
 /** Stop: hooks record nothing from their next call (a hook already running
  * finishes its record). Frames stay on the threads' shadow stacks, so a
@@ -209,7 +217,8 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * FRAME KEY (x86-64, i386). The address of the stack slot that holds the
  * traced function's return address (the hook's `site` argument): the hook
  * scans up from its own return-address slot for that value (a tail-called
- * exit hook's own slot is that slot). Siblings called from one frame get the
+ * exit hook's own slot is that slot; the first 4 words are looked at before
+ * any bound: the function's saved registers, always mapped). Siblings called from one frame get the
  * same key, a callee a lower key, whatever the functions' prologues push;
  * an inlined function's hooks run in its container's frame and get the
  * container's key and site. The scan reads at most RINGBUF_FTRACE_SCAN_WORDS
@@ -284,11 +293,28 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * thread may still be reading one (there is no grace period to wait for).
  *
  * TIME. calltime and rettime are the time stamps of the entry and exit
- * records themselves (ns; TSC converted), read back from the CPU buffer's
- * write_stamp right after the reservation: one clock read per record. With
+ * records themselves (ns; TSC converted inline: one multiply), read back from
+ * the CPU buffer's write_stamp right after the reservation: one clock read
+ * per hook, two per traced call, the least a duration needs. With
  * RINGBUF_CPU_CURRENT, a dropped record, or a repaired frame, the clock is
  * read (ringbuf_time_stamp). rettime >= calltime always. trace-cmd prints
- * rettime - calltime as the duration.
+ * rettime - calltime as the duration. The clock is the buffer's: the two
+ * reads are most of a traced call's cost (rdtsc 8-11 ns, clock_gettime ~25 ns
+ * on the VM of the numbers in docs/tracing.md), so ringbuf_ftrace_start()
+ * switches a private buffer with the default clock and no event yet to the
+ * TSC clock where the TSC is invariant and the kernel's clocksource
+ * (RINGBUF_FTRACE_KEEP_CLOCK keeps it; file, memfd and caller-memory buffers
+ * keep theirs, as writers in other processes may share them).
+ *
+ * COST. The hooks compile the common path into themselves: one TLS access
+ * (the thread's struct; initial-exec in a program, a __tls_get_addr call in
+ * a shared object), the tracer state, the filter search (when a filter is
+ * set), ringbuf.h's >>inline reserve/commit and ringbuf_trace.h's header
+ * (ringbuf_trace__reserve_in), the record stamp and its conversion. The
+ * repair checks cost one compare with the top frame (the caller's frame on
+ * top at an entry, the function's own at an exit); the exit hook looks for
+ * its frame key only when a repair needs it. Repairs, drops and overruns are
+ * out of line.
  */
 
 #ifdef __cplusplus
@@ -372,7 +398,7 @@ static struct {
 
 /* ---- >>fimpl: hooks ------------------------------------------------------ */
 
-RINGBUF_FTRACE__NOINSTR static bool ringbuf_ftrace__in(const struct ringbuf_ftrace__set *s, uintptr_t a)
+RINGBUF_FTRACE__NOINSTR static inline bool ringbuf_ftrace__in(const struct ringbuf_ftrace__set *s, uintptr_t a)
 {
 	size_t lo = 0, hi = s->n;
 	while (lo < hi) {
@@ -398,36 +424,61 @@ RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__count(RINGBUF__ATOMIC(uint64
 		memcpy((char *)(p) + offsetof(type, field), &ringbuf__v, sizeof ringbuf__v); \
 	} while (0)
 
-/* The time stamp (ns) of the record this writer reserved last on cpu: the
- * CPU buffer's write_stamp, which every reservation stores (step D of
+/* The hooks' common path is compiled into the hooks themselves (no call into
+ * the library: ringbuf.h's >>inline reserve/commit, the trace header, the
+ * frame key, the time stamps); what is rare (repairs, drops, overruns) is out
+ * of line. */
+#define RINGBUF_FTRACE__HOT RINGBUF_FTRACE__NOINSTR static inline __attribute__((always_inline))
+#define RINGBUF_FTRACE__COLD RINGBUF_FTRACE__NOINSTR static __attribute__((noinline, cold))
+
+/* ns of a time stamp of rb's clock: ringbuf_ts_to_ns without the call (the
+ * TSC's conversion, ns0 + (ts - tsc0) * mult >> 32, one 64x64->128 multiply
+ * where the compiler has one; the same value as ringbuf.h's mulshift32). */
+RINGBUF_FTRACE__HOT uint64_t ringbuf_ftrace__ns(const struct ringbuf *rb, uint64_t ts)
+{
+	if (RINGBUF__LIKELY(rb->clock_kind != RINGBUF__CLK_TSC))
+		return ts;
+#ifdef __SIZEOF_INT128__
+	if (RINGBUF__LIKELY(ts >= rb->tsc0))
+		return rb->tsc_ns0 +
+		       (uint64_t)(__extension__(((unsigned __int128)(ts - rb->tsc0) * rb->tsc_mult) >> 32));
+#endif
+	return ringbuf_ts_to_ns(rb, ts);
+}
+
+/* The time stamp (ns) of the record this writer just reserved on CPU buffer
+ * `at`: the buffer's write_stamp, which every reservation stores (step D of
  * ringbuf.h's >>design) before it returns; read by the same thread, so the
  * relaxed load sees it, or a later one when a nested writer (a signal
  * handler's event) came in between: then that writer's, a little later.
- * Saves a clock read per record. RINGBUF_CPU_CURRENT: the buffer is not
- * known afterwards, so the clock is read. */
-RINGBUF_FTRACE__NOINSTR static uint64_t ringbuf_ftrace__rec_ts(struct ringbuf *rb, unsigned cpu)
+ * Saves a clock read per record. RINGBUF_CPU_CURRENT (`at` unknown): the
+ * clock is read. */
+RINGBUF_FTRACE__HOT uint64_t ringbuf_ftrace__rec_ts(struct ringbuf *rb, unsigned at)
 {
-	if (cpu >= ringbuf_ncpu(rb)) {
-		int c = cpu == RINGBUF_CPU_THREAD ? ringbuf_thread_cpu(rb) : -1;
-		if (c < 0)
-			return ringbuf_time_stamp(rb);
-		cpu = (unsigned)c;
-	}
-	return ringbuf_ts_to_ns(rb, RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->write_stamp));
+	if (RINGBUF__UNLIKELY(at >= rb->ncpu))
+		return ringbuf_time_stamp(rb);
+	return ringbuf_ftrace__ns(rb, RINGBUF__LOAD(&ringbuf__cpu(rb, at)->write_stamp));
 }
 
-RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__emit_ret(struct ringbuf *rb, unsigned cpu,
-							       const struct ringbuf_ftrace__frame *f,
-							       uint32_t depth, uint32_t overrun, uint64_t now)
+RINGBUF_FTRACE__COLD void ringbuf_ftrace__dropped(void)
 {
-	void *p = ringbuf_trace__reserve(rb, cpu, RINGBUF_FTRACE_ID_GRAPH_RET, sizeof(struct ringbuf_ftrace_graph_ret));
-	if (!p) {
-		ringbuf_ftrace__count(&ringbuf_ftrace__g.dropped);
+	ringbuf_ftrace__count(&ringbuf_ftrace__g.dropped);
+}
+
+RINGBUF_FTRACE__HOT void ringbuf_ftrace__emit_ret(struct ringbuf *rb, unsigned cpu,
+						   const struct ringbuf_ftrace__frame *f, uint32_t depth,
+						   uint32_t overrun, uint64_t now)
+{
+	unsigned at;
+	void *p = ringbuf_trace__reserve_in(rb, cpu, RINGBUF_FTRACE_ID_GRAPH_RET,
+					    sizeof(struct ringbuf_ftrace_graph_ret), &at);
+	if (RINGBUF__UNLIKELY(!p)) {
+		ringbuf_ftrace__dropped();
 		return;
 	}
 	if (!now) /* the record's own time stamp */
-		now = ringbuf_ftrace__rec_ts(rb, cpu);
-	if (now < f->calltime)
+		now = ringbuf_ftrace__rec_ts(rb, at);
+	if (RINGBUF__UNLIKELY(now < f->calltime))
 		now = f->calltime;
 	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ret, func, unsigned long, f->func);
 	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ret, depth, int, depth);
@@ -439,10 +490,13 @@ RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__emit_ret(struct ringbuf *rb,
 
 /* H3: entry (fn == 0): pop the frames below `frame`, and those at `frame`
  * from another call site (dead siblings; same site: an inlined parent).
- * Exit: pop the frames below `frame` down to the first frame of fn. */
-RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__repair(struct ringbuf_ftrace__thread *t, struct ringbuf *rb,
-							     unsigned cpu, unsigned mode, uintptr_t frame,
-							     uintptr_t site, uintptr_t fn, uint64_t *now)
+ * Exit: pop the frames below `frame` down to the first frame of fn. The
+ * hooks call it only when the top frame fails the first test (the common
+ * case, the caller's frame on top at an entry, the function's own at an
+ * exit, pops nothing and costs no call). */
+RINGBUF_FTRACE__COLD void ringbuf_ftrace__repair(struct ringbuf_ftrace__thread *t, struct ringbuf *rb,
+						 unsigned cpu, unsigned mode, uintptr_t frame, uintptr_t site,
+						 uintptr_t fn, uint64_t *now)
 {
 	while (t->depth) {
 		uint32_t d = t->depth - 1;
@@ -466,9 +520,8 @@ RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__repair(struct ringbuf_ftrace
 /* H3 without frame keys, at an exit whose function is not on top: if fn is
  * traced and on the shadow stack, the frames above its topmost instance are
  * dead (longjmp, an exception without exit hooks): pop them. */
-RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__repair_to(struct ringbuf_ftrace__thread *t, struct ringbuf *rb,
-								unsigned cpu, unsigned mode, uintptr_t fn,
-								uint64_t *now)
+RINGBUF_FTRACE__COLD void ringbuf_ftrace__repair_to(struct ringbuf_ftrace__thread *t, struct ringbuf *rb,
+						    unsigned cpu, unsigned mode, uintptr_t fn, uint64_t *now)
 {
 	const struct ringbuf_ftrace__set *s;
 	uint32_t i = t->depth;
@@ -493,17 +546,96 @@ RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__repair_to(struct ringbuf_ftr
 	}
 }
 
-RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *site, const void *frame)
+RINGBUF_FTRACE__COLD void ringbuf_ftrace__nested(void)
 {
-	struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t;
+	ringbuf_ftrace__count(&ringbuf_ftrace__g.nested);
+}
+
+RINGBUF_FTRACE__COLD void ringbuf_ftrace__overrun(struct ringbuf_ftrace__thread *t, uint32_t d)
+{
+	t->depth = d + 1;
+	ringbuf_ftrace__count(&ringbuf_ftrace__g.overrun);
+}
+
+/* FUNCTION mode: one `function` record {ip, parent_ip} per call */
+RINGBUF_FTRACE__HOT void ringbuf_ftrace__emit_fn(struct ringbuf *rb, unsigned cpu, uintptr_t a, uintptr_t site)
+{
+	unsigned at;
+	void *p = ringbuf_trace__reserve_in(rb, cpu, RINGBUF_FTRACE_ID_FUNCTION,
+					    sizeof(struct ringbuf_ftrace_function), &at);
+	if (RINGBUF__UNLIKELY(!p)) {
+		ringbuf_ftrace__dropped();
+		return;
+	}
+	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_function, ip, unsigned long, a);
+	RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_function, parent_ip, unsigned long, site);
+	ringbuf_commit(rb, cpu, p);
+}
+
+/* The frame key of the instrumented function that called a hook: the
+ * address of the stack slot holding its return address (site), found by
+ * scanning up from the hook's own return address slot (a tail-called exit
+ * hook's slot is that very slot). Siblings called from one frame get the
+ * same key, a callee a lower one, whatever their own prologues push; an
+ * inlined function gets its container's key. x86 only (the return address is
+ * on the stack at the call); NULL (unknown: no repair) elsewhere or when it
+ * is not found. The scan never reads above the thread's outermost traced
+ * frame (mapped stack) when there is one, and reads at most
+ * RINGBUF_FTRACE_SCAN_WORDS (64 words when no frame is known: the stack top
+ * holds at least the loader's or the thread's data above any function).
+ * Inlined into the hooks, which are not instrumented by ASan themselves (the
+ * scan reads the caller's frame, redzones included). */
+#ifndef RINGBUF_FTRACE_SCAN_WORDS
+#define RINGBUF_FTRACE_SCAN_WORDS 512
+#endif
+#if RINGBUF_FTRACE_FRAME_KEYS
+RINGBUF_FTRACE__HOT const void *ringbuf_ftrace__key(const void *hookframe, const void *site)
+{
+	const struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t;
+	const void *const *p = (const void *const *)hookframe + 1; /* the hook's return address */
+	uintptr_t n = 64, top;
+	unsigned i;
+	if (p[0] == site)
+		return p; /* tail-called hook */
+	p += sizeof(void *) == 4 ? 3 : 1; /* i386: over the hook's two argument words */
+	/* the common case first, before any bound is computed: the slot within
+	 * a few words (the function's saved registers); these words are always
+	 * mapped (the function's frame, else its caller's: every function has
+	 * one, a thread's start routine too) */
+	for (i = 0; i < 4; i++)
+		if (p[i] == site)
+			return &p[i];
+	if (t->depth && t->depth <= RINGBUF_FTRACE_MAX_DEPTH &&
+	    (top = t->st[0].frame) != UINTPTR_MAX && top >= (uintptr_t)p) {
+		n = (top - (uintptr_t)p) / sizeof(void *) + 1;
+		if (n > RINGBUF_FTRACE_SCAN_WORDS)
+			n = RINGBUF_FTRACE_SCAN_WORDS;
+	}
+	for (i = 4; i < n; i++)
+		if (p[i] == site)
+			return &p[i];
+	return NULL;
+}
+#define RINGBUF_FTRACE__NOASAN __attribute__((no_sanitize_address))
+#else
+#define RINGBUF_FTRACE__NOASAN
+#endif
+
+/* hookframe: the entry hook's own frame, from which the frame key is found
+ * when the shadow stack is in use (funcgraph, or frames left on it); NULL:
+ * `frame` is the key (ringbuf_ftrace_enter). */
+RINGBUF_FTRACE__HOT void ringbuf_ftrace__enter(void *fn, void *site, const void *frame, const void *hookframe)
+{
+	struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t; /* the one TLS access */
 	struct ringbuf_ftrace__set *s;
 	struct ringbuf *rb;
 	unsigned cpu, mode;
+	uint32_t d;
 	uint64_t now = 0;
 	uintptr_t a = (uintptr_t)fn;
 	/* H1 */
-	if (t->busy) {
-		ringbuf_ftrace__count(&ringbuf_ftrace__g.nested);
+	if (RINGBUF__UNLIKELY(t->busy)) {
+		ringbuf_ftrace__nested();
 		return;
 	}
 	t->busy = 1;
@@ -515,8 +647,16 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *si
 	cpu = atomic_load_explicit(&ringbuf_ftrace__g.cpu, memory_order_relaxed);
 	mode = atomic_load_explicit(&ringbuf_ftrace__g.mode, memory_order_relaxed);
 	/* H3 (an unknown frame key: no repair, and the frame is never taken
-	 * for dead: key UINTPTR_MAX) */
-	if (frame)
+	 * for dead: key UINTPTR_MAX). The caller's frame on top (its key
+	 * above ours) is the common case: nothing to pop, no call. */
+	d = t->depth;
+#if RINGBUF_FTRACE_FRAME_KEYS
+	if (hookframe && ((mode & RINGBUF_FTRACE_GRAPH) || d)) /* `function` alone: no stack, no key */
+		frame = ringbuf_ftrace__key(hookframe, site);
+#else
+	(void)hookframe;
+#endif
+	if (frame && d && d <= RINGBUF_FTRACE_MAX_DEPTH && t->st[d - 1].frame <= (uintptr_t)frame)
 		ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, 0, &now);
 	/* H4: acquire pairs with the release store of set_filter/notrace */
 	s = atomic_load_explicit(&ringbuf_ftrace__g.filter, memory_order_acquire);
@@ -526,35 +666,25 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *si
 	if (s && ringbuf_ftrace__in(s, a))
 		goto out;
 	/* H5 */
-	if (mode & RINGBUF_FTRACE_FUNCTION) {
-		void *p = ringbuf_trace__reserve(rb, cpu, RINGBUF_FTRACE_ID_FUNCTION,
-						 sizeof(struct ringbuf_ftrace_function));
-		if (p) {
-			RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_function, ip, unsigned long, a);
-			RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_function, parent_ip, unsigned long,
-					    (uintptr_t)site);
-			ringbuf_commit(rb, cpu, p);
-		} else {
-			ringbuf_ftrace__count(&ringbuf_ftrace__g.dropped);
-		}
-	}
+	if (mode & RINGBUF_FTRACE_FUNCTION)
+		ringbuf_ftrace__emit_fn(rb, cpu, a, (uintptr_t)site);
 	if (mode & RINGBUF_FTRACE_GRAPH) {
-		uint32_t d = t->depth;
+		unsigned at;
 		void *p;
-		if (d >= RINGBUF_FTRACE_MAX_DEPTH) {
-			t->depth = d + 1;
-			ringbuf_ftrace__count(&ringbuf_ftrace__g.overrun);
+		d = t->depth;
+		if (RINGBUF__UNLIKELY(d >= RINGBUF_FTRACE_MAX_DEPTH)) {
+			ringbuf_ftrace__overrun(t, d);
 			goto out;
 		}
-		p = ringbuf_trace__reserve(rb, cpu, RINGBUF_FTRACE_ID_GRAPH_ENT,
-					   sizeof(struct ringbuf_ftrace_graph_ent));
-		if (p) {
-			t->st[d].calltime = ringbuf_ftrace__rec_ts(rb, cpu); /* the record's time */
+		p = ringbuf_trace__reserve_in(rb, cpu, RINGBUF_FTRACE_ID_GRAPH_ENT,
+					      sizeof(struct ringbuf_ftrace_graph_ent), &at);
+		if (RINGBUF__LIKELY(p != NULL)) {
+			t->st[d].calltime = ringbuf_ftrace__rec_ts(rb, at); /* the record's time */
 			RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ent, func, unsigned long, a);
 			RINGBUF_FTRACE__PUT(p, struct ringbuf_ftrace_graph_ent, depth, int, d);
 			ringbuf_commit(rb, cpu, p);
 		} else {
-			ringbuf_ftrace__count(&ringbuf_ftrace__g.dropped);
+			ringbuf_ftrace__dropped();
 			t->st[d].calltime = ringbuf_time_stamp(rb);
 		}
 		/* pushed even when the record was dropped: the exit stays paired */
@@ -568,15 +698,19 @@ out:	/* H6 */
 	t->busy = 0;
 }
 
-RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame)
+/* hookframe: the exit hook's own frame, from which the frame key is found
+ * only when it is needed (the function's frame is not on top: a repair);
+ * NULL: `frame` is the key (ringbuf_ftrace_exit). */
+RINGBUF_FTRACE__HOT void ringbuf_ftrace__exit(void *fn, void *site, const void *frame, const void *hookframe)
 {
-	struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t;
+	struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t; /* the one TLS access */
 	struct ringbuf *rb;
 	unsigned cpu, mode;
 	uint64_t now = 0;
+	uintptr_t a = (uintptr_t)fn;
 	uint32_t d;
-	if (t->busy) { /* H1 */
-		ringbuf_ftrace__count(&ringbuf_ftrace__g.nested);
+	if (RINGBUF__UNLIKELY(t->busy)) { /* H1 */
+		ringbuf_ftrace__nested();
 		return;
 	}
 	t->busy = 1;
@@ -587,19 +721,31 @@ RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *sit
 	/* stopped or disabled: keep the stack paired, record nothing */
 	if (!rb || t->off)
 		rb = NULL;
-	if (frame) /* H3 */
-		ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, (uintptr_t)fn, &now);
-	else if (t->depth && t->depth <= RINGBUF_FTRACE_MAX_DEPTH && t->st[t->depth - 1].func != (uintptr_t)fn)
-		ringbuf_ftrace__repair_to(t, rb, cpu, mode, (uintptr_t)fn, &now); /* H3 without keys */
+	/* H3: the function's own frame on top is the common case (no call) */
 	d = t->depth;
+	if (d && d <= RINGBUF_FTRACE_MAX_DEPTH && t->st[d - 1].func != a) {
+#if RINGBUF_FTRACE_FRAME_KEYS
+		if (hookframe)
+			frame = ringbuf_ftrace__key(hookframe, site);
+#else
+		(void)hookframe;
+#endif
+		if (frame) {
+			if (t->st[d - 1].frame < (uintptr_t)frame)
+				ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, a, &now);
+		} else {
+			ringbuf_ftrace__repair_to(t, rb, cpu, mode, a, &now); /* H3 without keys */
+		}
+		d = t->depth;
+	}
 	if (!d)
 		goto out;
-	if (d > RINGBUF_FTRACE_MAX_DEPTH) {
+	if (RINGBUF__UNLIKELY(d > RINGBUF_FTRACE_MAX_DEPTH)) {
 		/* the top frame was not tracked: assume it is this one */
 		t->depth = d - 1;
 		goto out;
 	}
-	if (t->st[d - 1].func != (uintptr_t)fn)
+	if (t->st[d - 1].func != a)
 		goto out; /* H5: not ours (entry filtered or before start) */
 	t->depth = d - 1;
 	if (rb && (mode & RINGBUF_FTRACE_GRAPH))
@@ -609,57 +755,38 @@ out:	/* H6 */
 	t->busy = 0;
 }
 
-/* The frame key of the instrumented function that called a hook: the
- * address of the stack slot holding its return address (site), found by
- * scanning up from the hook's own return address slot (a tail-called exit
- * hook's slot is that very slot). Siblings called from one frame get the
- * same key, a callee a lower one, whatever their own prologues push; an
- * inlined function gets its container's key. x86 only (the return address is
- * on the stack at the call); NULL (unknown: no repair) elsewhere or when it
- * is not found. The scan never reads above the thread's outermost traced
- * frame (mapped stack) when there is one, and reads at most
- * RINGBUF_FTRACE_SCAN_WORDS (64 words when no frame is known: the stack top
- * holds at least the loader's or the thread's data above any function). */
-#ifndef RINGBUF_FTRACE_SCAN_WORDS
-#define RINGBUF_FTRACE_SCAN_WORDS 512
-#endif
-#if RINGBUF_FTRACE_FRAME_KEYS
-RINGBUF_FTRACE__NOINSTR __attribute__((no_sanitize_address)) static const void *
-ringbuf_ftrace__key(const void *hookframe, const void *site)
+RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_enter(void *fn, void *site, const void *frame)
 {
-	const struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t;
-	const void *const *p = (const void *const *)hookframe + 1; /* the hook's return address */
-	uintptr_t n = 64, top;
-	unsigned i;
-	if (p[0] == site)
-		return p; /* tail-called hook */
-	p += sizeof(void *) == 4 ? 3 : 1; /* i386: over the hook's two argument words */
-	if (t->depth && t->depth <= RINGBUF_FTRACE_MAX_DEPTH &&
-	    (top = t->st[0].frame) != UINTPTR_MAX && top >= (uintptr_t)p) {
-		n = (top - (uintptr_t)p) / sizeof(void *) + 1;
-		if (n > RINGBUF_FTRACE_SCAN_WORDS)
-			n = RINGBUF_FTRACE_SCAN_WORDS;
-	}
-	for (i = 0; i < n; i++)
-		if (p[i] == site)
-			return &p[i];
-	return NULL;
+	ringbuf_ftrace__enter(fn, site, frame, NULL);
 }
-#define RINGBUF_FTRACE__KEY(site) ringbuf_ftrace__key(__builtin_frame_address(0), (site))
-#else
-#define RINGBUF_FTRACE__KEY(site) ((void)(site), (const void *)0)
-#endif
+
+RINGBUF_FTRACE__NOINSTR RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame)
+{
+	ringbuf_ftrace__exit(fn, site, frame, NULL);
+}
 
 #ifndef RINGBUF_FTRACE_NO_HOOKS
-RINGBUF_FTRACE__NOINSTR __attribute__((noinline)) void __cyg_profile_func_enter(void *fn, void *site);
-RINGBUF_FTRACE__NOINSTR __attribute__((noinline)) void __cyg_profile_func_exit(void *fn, void *site);
-RINGBUF_FTRACE__NOINSTR __attribute__((noinline)) void __cyg_profile_func_enter(void *fn, void *site)
+RINGBUF_FTRACE__NOINSTR RINGBUF_FTRACE__NOASAN __attribute__((noinline)) void __cyg_profile_func_enter(void *fn,
+												      void *site);
+RINGBUF_FTRACE__NOINSTR RINGBUF_FTRACE__NOASAN __attribute__((noinline)) void __cyg_profile_func_exit(void *fn,
+												     void *site);
+RINGBUF_FTRACE__NOINSTR RINGBUF_FTRACE__NOASAN __attribute__((noinline)) void __cyg_profile_func_enter(void *fn,
+												      void *site)
 {
-	ringbuf_ftrace_enter(fn, site, RINGBUF_FTRACE__KEY(site));
+#if RINGBUF_FTRACE_FRAME_KEYS
+	ringbuf_ftrace__enter(fn, site, NULL, __builtin_frame_address(0)); /* the key when needed */
+#else
+	ringbuf_ftrace__enter(fn, site, NULL, NULL);
+#endif
 }
-RINGBUF_FTRACE__NOINSTR __attribute__((noinline)) void __cyg_profile_func_exit(void *fn, void *site)
+RINGBUF_FTRACE__NOINSTR RINGBUF_FTRACE__NOASAN __attribute__((noinline)) void __cyg_profile_func_exit(void *fn,
+												     void *site)
 {
-	ringbuf_ftrace_exit(fn, site, RINGBUF_FTRACE__KEY(site));
+#if RINGBUF_FTRACE_FRAME_KEYS
+	ringbuf_ftrace__exit(fn, site, NULL, __builtin_frame_address(0)); /* the key when needed */
+#else
+	ringbuf_ftrace__exit(fn, site, NULL, NULL);
+#endif
 }
 #endif
 
@@ -940,15 +1067,60 @@ RINGBUF_API int ringbuf_ftrace_set_notrace(const char *globs)
 
 /* ---- >>fimpl: start, stop, export ---------------------------------------- */
 
+/* An invariant TSC (CPUID 0x80000007 EDX bit 8) that the kernel uses as its
+ * clocksource (when the sysfs file can be read): what RINGBUF_CLOCK_TSC
+ * assumes (synchronized across CPUs). x86-64 only. */
+static bool ringbuf_ftrace__tsc_ok(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	unsigned a, b, c, d;
+	char buf[16];
+	ssize_t n;
+	int fd;
+	__asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0u));
+	if (a < 0x80000007u)
+		return false;
+	__asm__ __volatile__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0u));
+	if (!(d & (1u << 8)))
+		return false;
+	fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | RINGBUF__O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	return n >= 4 && memcmp(buf, "tsc\n", 4) == 0;
+#else
+	return false;
+#endif
+}
+
+/* The TSC clock for a private buffer that has the default clock and no
+ * event yet (see ringbuf_ftrace_start). */
+static void ringbuf_ftrace__pick_clock(struct ringbuf *rb, unsigned mode)
+{
+	unsigned i;
+	if ((mode & RINGBUF_FTRACE_KEEP_CLOCK) || rb->clock_kind != RINGBUF__CLK_MONO ||
+	    (rb->owned != 1 && rb->owned != 3))
+		return;
+	for (i = 0; i < rb->ncpu; i++) /* an outermost writer ever: not empty */
+		if (atomic_load_explicit(&ringbuf__cpu(rb, i)->commits, memory_order_acquire) != 0)
+			return;
+	if (ringbuf_ftrace__tsc_ok())
+		(void)ringbuf_set_clock(rb, RINGBUF_CLOCK_TSC, NULL);
+}
+
 RINGBUF_API int ringbuf_ftrace_start(struct ringbuf *rb, unsigned cpu, unsigned mode)
 {
 	int r;
-	if (!rb || !mode || (mode & ~(unsigned)(RINGBUF_FTRACE_GRAPH | RINGBUF_FTRACE_FUNCTION)))
+	if (!rb || !(mode & (RINGBUF_FTRACE_GRAPH | RINGBUF_FTRACE_FUNCTION)) ||
+	    (mode & ~(unsigned)(RINGBUF_FTRACE_GRAPH | RINGBUF_FTRACE_FUNCTION | RINGBUF_FTRACE_KEEP_CLOCK)))
 		return RINGBUF_EINVAL;
 	if (cpu >= ringbuf_ncpu(rb) && cpu != RINGBUF_CPU_THREAD && cpu != RINGBUF_CPU_CURRENT)
 		return RINGBUF_EINVAL;
 	if (!ringbuf_ftrace__g.nsyms && (r = ringbuf_ftrace_load_symbols()) < 0)
 		return r;
+	ringbuf_ftrace__pick_clock(rb, mode);
+	mode &= ~(unsigned)RINGBUF_FTRACE_KEEP_CLOCK;
 	atomic_store_explicit(&ringbuf_ftrace__g.cpu, cpu, memory_order_relaxed);
 	atomic_store_explicit(&ringbuf_ftrace__g.mode, mode, memory_order_relaxed);
 	/* release: pairs with the hooks' acquire load of rb (H2): cpu and mode are seen */

@@ -1181,7 +1181,11 @@ RINGBUF_API void ringbuf_trace_signal_exit(void)
 
 static void ringbuf_trace__publish_self(struct ringbuf *rb); /* >>flight */
 
-RINGBUF_API void *ringbuf_trace__reserve(struct ringbuf *rb, unsigned cpu, uint32_t id, size_t len)
+/* The body of ringbuf_trace__reserve, inlined by writers that run per event
+ * and must not pay a call (ringbuf_ftrace.h's hooks); *at: the CPU buffer the
+ * event went to, ~0u when not known (RINGBUF_CPU_CURRENT). */
+RINGBUF__INLINE void *ringbuf_trace__reserve_in(struct ringbuf *rb, unsigned cpu, uint32_t id, size_t len,
+					      unsigned *at)
 {
 	struct ringbuf_trace_entry *e = (struct ringbuf_trace_entry *)ringbuf_reserve(rb, cpu, len);
 	uint32_t depth, sd;
@@ -1191,15 +1195,18 @@ RINGBUF_API void *ringbuf_trace__reserve(struct ringbuf *rb, unsigned cpu, uint3
 	 * this writer's nesting depth (1 = outermost). For a mapped writer
 	 * context (RINGBUF_CPU_THREAD/CURRENT) the buffer is the thread's claimed
 	 * one; where it cannot be known here only the signal depth counts. */
-	if (cpu >= ringbuf_ncpu(rb)) {
+	if (cpu >= rb->ncpu) {
 #ifdef RINGBUF_CPU_THREAD
-		int claimed = cpu == RINGBUF_CPU_THREAD ? ringbuf_thread_cpu(rb) : -1;
+		/* the inline lookup of the thread's claim first (no call) */
+		unsigned x = cpu == RINGBUF_CPU_THREAD ? ringbuf__thread_buffer(rb) : ~0u;
+		int claimed = x < rb->ncpu ? (int)x : cpu == RINGBUF_CPU_THREAD ? ringbuf_thread_cpu(rb) : -1;
 		cpu = claimed >= 0 ? (unsigned)claimed : ~0u;
 #else
 		cpu = ~0u;
 #endif
 	}
-	depth = cpu < ringbuf_ncpu(rb) ? RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing) : 1;
+	*at = cpu;
+	depth = cpu < rb->ncpu ? RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing) : 1;
 	sd = ringbuf_trace__self.sigdepth + 1;
 	if (sd > depth)
 		depth = sd;
@@ -1208,13 +1215,20 @@ RINGBUF_API void *ringbuf_trace__reserve(struct ringbuf *rb, unsigned cpu, uint3
 		   : depth == 2 ? RINGBUF_TRACE_FLAG_HARDIRQ
 				: RINGBUF_TRACE_FLAG_NMI | RINGBUF_TRACE_FLAG_HARDIRQ;
 	e->preempt_count = (uint8_t)(depth - 1 > 255 ? 255 : depth - 1);
-	e->pid = ringbuf_trace_thread_id();
+	e->pid = RINGBUF__LIKELY(ringbuf_trace__self.tid != 0) ? ringbuf_trace__self.tid
+							       : ringbuf_trace__init_self(NULL);
 	/* the thread's name into a file-backed buffer's user area, once per
 	 * buffer and name (two TLS loads on the fast path) */
 	if (RINGBUF__UNLIKELY(ringbuf_trace__self.comm_rb != (const void *)rb ||
 			      ringbuf_trace__self.comm_gen != ringbuf_trace__self.name_gen))
 		ringbuf_trace__publish_self(rb);
 	return e;
+}
+
+RINGBUF_API void *ringbuf_trace__reserve(struct ringbuf *rb, unsigned cpu, uint32_t id, size_t len)
+{
+	unsigned at;
+	return ringbuf_trace__reserve_in(rb, cpu, id, len, &at);
 }
 
 /* ---- >>events: registry -------------------------------------------------- */

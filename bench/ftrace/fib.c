@@ -3,17 +3,27 @@
  * worst case for a function tracer (the call itself costs ~1 ns). Built:
  *   plain                      untraced
  *   -finstrument-functions -DRB + ringbuf_ftrace.h (impl.c, not instrumented):
- *                              funcgraph_entry/exit into a 1 MiB per-CPU buffer
- *                              (CLOCK_MONOTONIC; -DTSC: the TSC clock)
+ *                              funcgraph_entry/exit into a 1 MiB per-CPU buffer,
+ *                              overwrite mode (a flight recorder), the clock
+ *                              ringbuf_ftrace_start picks (the TSC when invariant);
+ *                              -DKEEP: RINGBUF_FTRACE_KEEP_CLOCK (CLOCK_MONOTONIC);
+ *                              -DFUNC: the `function` event, one record per call;
+ *                              -DLIVE: producer/consumer mode with a live recorder,
+ *                              a thread that reads whole pages while fib runs
+ *                              (ringbuf_read_page); prints records read and lost
+ *   -finstrument-functions     for LTTng-UST's cyg-profile wrapper (LD_PRELOAD)
  *   -pg                        for `uftrace record`
  * Prints the time of the fib(n) call (the thread's CPU time, so time given to
- * other processes on a shared machine does not count; in the program, so the
- * tracer's start-up and the recorder's file writing are not counted) per call. */
+ * other processes on a shared machine does not count, nor the live recorder's
+ * thread; in the program, so the tracer's start-up and the recorder's file
+ * writing are not counted) per call. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #ifdef RB
+#include <pthread.h>
+#include <sched.h>
 #include "ringbuf_ftrace.h"
 #endif
 
@@ -21,6 +31,36 @@ __attribute__((noinline)) int fib(int n)
 {
 	return n < 2 ? n : fib(n - 1) + fib(n - 2);
 }
+
+#ifdef LIVE
+/* the live recorder: a thread that takes whole pages out of the buffer as
+ * they fill (ringbuf_read_page, as trace-cmd record reads the kernel's) */
+static struct ringbuf *live_rb;
+static volatile int live_done;
+static unsigned char live_page[1 << 16];
+
+__attribute__((no_instrument_function)) static unsigned long long live_drain(void)
+{
+	unsigned long long n = 0;
+	while (ringbuf_read_page(live_rb, 0, live_page, sizeof live_page, 0) > 0)
+		n++;
+	return n;
+}
+
+__attribute__((no_instrument_function)) static void *live_reader(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int done = __atomic_load_n(&live_done, __ATOMIC_ACQUIRE);
+		if (!live_drain()) {
+			if (done)
+				break;
+			sched_yield();
+		}
+	}
+	return NULL;
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -30,17 +70,30 @@ int main(int argc, char **argv)
 	double ns;
 #ifdef RB
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT; /* 1 CPU, 1 MiB, overwrite */
-#ifdef TSC /* RINGBUF_CLOCK_TSC: rdtsc instead of clock_gettime */
-	cfg.clock = RINGBUF_CLOCK_TSC;
-#endif
+	unsigned mode = RINGBUF_FTRACE_GRAPH;
 	struct ringbuf *rb;
 	struct ringbuf_ftrace_stats st;
 	struct ringbuf_stats rs;
+#ifdef KEEP
+	mode |= RINGBUF_FTRACE_KEEP_CLOCK;
+#endif
+#ifdef FUNC
+	mode = RINGBUF_FTRACE_FUNCTION;
+#endif
+#ifdef LIVE
+	pthread_t reader;
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+#endif
 	if (ringbuf_create(&cfg, &rb) < 0 || ringbuf_ftrace_set_filter("fib") != 1 ||
-	    ringbuf_ftrace_start(rb, 0, RINGBUF_FTRACE_GRAPH) < 0) {
+	    ringbuf_ftrace_start(rb, 0, mode) < 0) {
 		fprintf(stderr, "ringbuf set-up failed\n");
 		return 1;
 	}
+#ifdef LIVE
+	live_rb = rb;
+	if (pthread_create(&reader, NULL, live_reader, NULL) != 0)
+		return 1;
+#endif
 #endif
 	for (i = 0; i < (unsigned long long)n + 1; i++) { /* b = fib(n + 1) */
 		unsigned long long c = a + b;
@@ -55,9 +108,18 @@ int main(int argc, char **argv)
 	printf("fib(%d)=%d calls=%llu ns_per_call=%.3f", n, r, calls, ns / (double)calls);
 #ifdef RB
 	ringbuf_ftrace_stop();
+#ifdef LIVE
+	__atomic_store_n(&live_done, 1, __ATOMIC_RELEASE);
+	pthread_join(reader, NULL);
+	live_drain();
+#endif
 	ringbuf_ftrace_get_stats(&st);
 	ringbuf_stats_cpu(rb, 0, &rs);
-	printf(" dropped=%llu overwritten=%llu", (unsigned long long)st.dropped,
+#ifdef LIVE
+	printf(" recorded=%llu lost=%llu", (unsigned long long)rs.read_events,
+	       (unsigned long long)(rs.dropped_events + rs.commit_overrun));
+#endif
+	printf(" clock=%s dropped=%llu overwritten=%llu", ringbuf_clock_name(rb), (unsigned long long)st.dropped,
 	       (unsigned long long)rs.overrun);
 	ringbuf_ftrace_free();
 	ringbuf_destroy(rb);

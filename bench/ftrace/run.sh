@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # run.sh - cost per traced call (entry + exit) of the function tracer, side by
-# side with uftrace when it is installed (make bench-ftrace).
+# side with uftrace and LTTng-UST's cyg-profile wrapper when they are installed
+# (make bench-ftrace).
 #
 #   bench/ftrace/run.sh BUILD_DIR        (CC, CFLAGS, FTRACE_N, FTRACE_ROUNDS)
 #
-# bench/ftrace/fib.c is built three ways: untraced; -finstrument-functions with
-# ringbuf_ftrace.h (funcgraph_entry/exit into a 1 MiB per-CPU buffer,
-# overwrite mode: a flight recorder, no live reader), with the default clock
-# and with the TSC clock (each traced call reads the clock four times: two
-# record time stamps, calltime and rettime); -pg for `uftrace record`
-# (its default options, recording to a temporary directory). Each round runs
-# every variant once, in turn; the program times its own fib(n) call (thread
-# CPU time: other processes on a shared machine do not count), so
-# start-up and the recorder's file writing are outside the timed part.
-# Reported: the median ns per call over the rounds, the overhead per call
-# (traced - untraced) and the ratio of overheads, all from the same run.
+# bench/ftrace/fib.c is built: untraced; -finstrument-functions with
+# ringbuf_ftrace.h (a 1 MiB per-CPU buffer, overwrite mode: a flight recorder,
+# no live reader): funcgraph_entry/exit with the clock ringbuf_ftrace_start
+# picks (the TSC when it is invariant), the same with CLOCK_MONOTONIC
+# (RINGBUF_FTRACE_KEEP_CLOCK), the `function` event (one record per call),
+# and funcgraph in producer/consumer mode with a live recorder thread
+# reading whole pages (ringbuf_read_page; its losses are reported); -pg for `uftrace record`
+# (its default options, recording to a temporary directory);
+# -finstrument-functions with LD_PRELOAD=liblttng-ust-cyg-profile.so and
+# -fast.so, in an LTTng session of its own (a user-space channel of 4 x 256 KiB
+# sub-buffers = 1 MiB per CPU, discard mode, both providers' events enabled).
+# Each round runs every variant once, in turn; the program times its own
+# fib(n) call (thread CPU time: other processes on a shared machine, the live
+# recorder thread and LTTng's consumer daemon do not count), so start-up and
+# the recorders' file writing are outside the timed part. Reported: the median
+# ns per call over the rounds, the overhead per call (traced - untraced) and
+# the ratios of overheads to uftrace's and LTTng's, all from the same run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-build}/bench-ftrace
@@ -25,50 +32,140 @@ CFLAGS=${CFLAGS:--O2 -g}
 # under -finstrument-functions)
 FIBFLAGS=-fno-optimize-sibling-calls
 n=${FTRACE_N:-27}
-rounds=${FTRACE_ROUNDS:-5}
+rounds=${FTRACE_ROUNDS:-7}
 mkdir -p "$out"
+rbvariants="rb rb_mono rb_func rb_live"
 # shellcheck disable=SC2086 # CFLAGS is a list of flags
 {
 	$CC $CFLAGS $FIBFLAGS -I"$root" -o "$out/fib_plain" "$root/bench/ftrace/fib.c"
 	$CC $CFLAGS -std=c11 -pthread -I"$root" -c -o "$out/impl.o" "$root/bench/ftrace/impl.c"
-	$CC $CFLAGS $FIBFLAGS -DRB -finstrument-functions -pthread -I"$root" -o "$out/fib_rb" \
-		"$root/bench/ftrace/fib.c" "$out/impl.o"
-	$CC $CFLAGS $FIBFLAGS -DRB -DTSC -finstrument-functions -pthread -I"$root" -o "$out/fib_rb_tsc" \
-		"$root/bench/ftrace/fib.c" "$out/impl.o"
+	for v in $rbvariants; do
+		case $v in
+		rb) d="" ;; rb_mono) d=-DKEEP ;; rb_func) d=-DFUNC ;; rb_live) d=-DLIVE ;;
+		esac
+		$CC $CFLAGS $FIBFLAGS -DRB $d -finstrument-functions -pthread -I"$root" -o "$out/fib_$v" \
+			"$root/bench/ftrace/fib.c" "$out/impl.o"
+	done
 }
 have_uftrace=0
 if command -v uftrace >/dev/null 2>&1; then
 	# shellcheck disable=SC2086
 	$CC $CFLAGS $FIBFLAGS -pg -o "$out/fib_pg" "$root/bench/ftrace/fib.c" && have_uftrace=1
+else
+	echo "uftrace: not installed (apt-get install -y uftrace): no uftrace numbers"
+fi
+
+# LTTng-UST: the cyg-profile wrappers (liblttng-ust-dev) and the session tools
+# (lttng-tools); installed here when run as root, else the line to run
+lttng_libs() { ldconfig -p 2>/dev/null | grep -q 'liblttng-ust-cyg-profile-fast\.so\.1 ' && command -v lttng >/dev/null 2>&1 && command -v lttng-sessiond >/dev/null 2>&1; }
+have_lttng=0
+if ! lttng_libs && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "LTTng: installing liblttng-ust-dev lttng-tools (apt-get, as root)"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q liblttng-ust-dev lttng-tools >/dev/null 2>&1 || true
+fi
+if lttng_libs; then
+	# shellcheck disable=SC2086
+	$CC $CFLAGS $FIBFLAGS -finstrument-functions -o "$out/fib_cyg" "$root/bench/ftrace/fib.c" && have_lttng=1
+else
+	echo "LTTng: skipped: liblttng-ust-cyg-profile or lttng-tools missing (apt-get install -y liblttng-ust-dev lttng-tools)"
+fi
+tmp=""
+sd=""
+session="ringbuf-ftrace-$$"
+cleanup() {
+	if [ -n "$tmp" ]; then
+		lttng destroy "$session" >/dev/null 2>&1 || true
+		if [ -n "$sd" ]; then
+			kill "$sd" 2>/dev/null || true
+			wait "$sd" 2>/dev/null || true
+		fi
+		rm -rf "$tmp"
+	fi
+}
+trap cleanup EXIT INT TERM
+if [ $have_lttng = 1 ]; then
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/ringbuf-ftrace.XXXXXX")
+	# a session daemon already running (another user of the machine) is
+	# shared, with a session of our own; else one of our own, stopped after
+	if ! lttng list >/dev/null 2>&1; then
+		lttng-sessiond --no-kernel >"$tmp/sessiond.log" 2>&1 &
+		sd=$!
+		i=0
+		until lttng list >/dev/null 2>&1; do
+			i=$((i + 1))
+			if [ $i -gt 100 ] || ! kill -0 "$sd" 2>/dev/null; then
+				echo "LTTng: skipped: lttng-sessiond did not start:"
+				sed 's/^/  /' "$tmp/sessiond.log"
+				have_lttng=0
+				break
+			fi
+			sleep 0.1
+		done
+	fi
+fi
+if [ $have_lttng = 1 ]; then
+	if lttng create "$session" --output="$tmp/trace" >/dev/null &&
+		lttng enable-channel -s "$session" -u --discard --subbuf-size=256K --num-subbuf=4 cyg >/dev/null &&
+		lttng enable-event -s "$session" -u -c cyg 'lttng_ust_cyg_profile:*' >/dev/null &&
+		lttng enable-event -s "$session" -u -c cyg 'lttng_ust_cyg_profile_fast:*' >/dev/null &&
+		lttng start "$session" >/dev/null; then
+		echo "LTTng: $(lttng --version | head -n 1), session $session (1 MiB per CPU, discard mode)"
+	else
+		echo "LTTng: skipped: could not set up the session"
+		have_lttng=0
+	fi
 fi
 
 ns_of() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'; }
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-: > "$out/plain"; : > "$out/rb"; : > "$out/rb_tsc"; : > "$out/uftrace"
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+for v in plain $rbvariants uftrace lttng lttng_fast rb_live.lost; do : > "$out/$v"; done
 for ((r = 0; r < rounds; r++)); do
 	"$out/fib_plain" "$n" | ns_of >> "$out/plain"
-	line=$("$out/fib_rb" "$n")
-	echo "$line" | ns_of >> "$out/rb"
-	"$out/fib_rb_tsc" "$n" | ns_of >> "$out/rb_tsc"
+	for v in $rbvariants; do
+		line=$("$out/fib_$v" "$n")
+		echo "$line" | ns_of >> "$out/$v"
+		echo "$line" > "$out/$v.last"
+		if [ $v = rb_live ]; then
+			echo "$line" | sed -n 's/.*lost=\([0-9]*\).*/\1/p' >> "$out/rb_live.lost"
+		fi
+	done
 	if [ $have_uftrace = 1 ]; then
 		rm -rf "$out/uftrace.data"
 		uftrace record -d "$out/uftrace.data" "$out/fib_pg" "$n" 2>/dev/null | ns_of >> "$out/uftrace"
 	fi
+	if [ $have_lttng = 1 ]; then
+		LD_PRELOAD=liblttng-ust-cyg-profile.so.1 "$out/fib_cyg" "$n" | ns_of >> "$out/lttng"
+		LD_PRELOAD=liblttng-ust-cyg-profile-fast.so.1 "$out/fib_cyg" "$n" | ns_of >> "$out/lttng_fast"
+	fi
 done
-plain=$(median < "$out/plain")
-rb=$(median < "$out/rb")
-rbt=$(median < "$out/rb_tsc")
-echo "function tracer: fib($n), $(sed -n 's/.*calls=\([0-9]*\).*/\1/p' <<<"$line") calls, median of $rounds rounds (ns per call, entry + exit)"
-echo "  ringbuf run: ${line#* calls=* }"
-awk -v p="$plain" -v r="$rb" -v t="$rbt" 'BEGIN {
-	printf "  %-34s %8.2f ns\n", "untraced", p
-	printf "  %-34s %8.2f ns   overhead %7.2f ns/call  (%.1fx untraced)\n", "ringbuf_ftrace, CLOCK_MONOTONIC", r, r - p, r / p
-	printf "  %-34s %8.2f ns   overhead %7.2f ns/call  (%.1fx untraced)\n", "ringbuf_ftrace, TSC clock", t, t - p, t / p }'
-if [ $have_uftrace = 1 ] && [ -s "$out/uftrace" ]; then
-	uf=$(median < "$out/uftrace")
-	awk -v p="$plain" -v r="$rb" -v t="$rbt" -v u="$uf" 'BEGIN {
-	printf "  %-34s %8.2f ns   overhead %7.2f ns/call  (%.1fx untraced)\n", "uftrace record (-pg)", u, u - p, u / p
-	printf "  overhead ratio ringbuf_ftrace / uftrace: %.2f (CLOCK_MONOTONIC), %.2f (TSC) (goal <= 0.33)\n", (r - p) / (u - p), (t - p) / (u - p) }'
-else
-	echo "  uftrace: not installed (apt-get install uftrace): no side-by-side numbers"
+if [ $have_lttng = 1 ]; then
+	stop_out=$(lttng stop "$session" 2>&1 || true)
+	discarded=$(printf '%s\n' "$stop_out" | sed -n 's/.*[^0-9]\([0-9][0-9]*\) events* were discarded.*/\1/p' | head -n 1)
+	echo "LTTng: events discarded by its 1 MiB per-CPU channel (all LTTng rounds): ${discarded:-0}"
 fi
+
+plain=$(median < "$out/plain")
+calls=$(sed -n 's/.*calls=\([0-9]*\).*/\1/p' "$out/rb.last")
+echo "function tracer: fib($n), $calls calls, median of $rounds rounds (ns per call, entry + exit; thread CPU time)"
+echo "  last ringbuf run: $(sed 's/.*calls=[0-9]* //' "$out/rb.last")"
+echo "  live recorder (producer/consumer, 1 MiB, a thread reading pages): records lost per round: $(tr '\n' ' ' < "$out/rb_live.lost")(of $((2 * calls)))"
+uf=$(median < "$out/uftrace")
+lt=$(median < "$out/lttng")
+ltf=$(median < "$out/lttng_fast")
+row() { # label median
+	awk -v l="$1" -v x="$2" -v p="$plain" -v u="$uf" -v t="$lt" -v f="$ltf" 'BEGIN {
+		o = x - p; s = ""
+		if (u != "") s = s sprintf("  %.2fx uftrace", o / (u - p))
+		if (t != "") s = s sprintf("  %.2fx lttng", o / (t - p))
+		if (f != "") s = s sprintf("  %.2fx lttng-fast", o / (f - p))
+		printf "  %-40s %8.2f ns   overhead %7.2f ns/call%s\n", l, x, o, s }'
+}
+printf "  %-40s %8.2f ns\n" "untraced" "$plain"
+row "ringbuf_ftrace graph, TSC (default)" "$(median < "$out/rb")"
+row "ringbuf_ftrace graph, CLOCK_MONOTONIC" "$(median < "$out/rb_mono")"
+row "ringbuf_ftrace function (1 record)" "$(median < "$out/rb_func")"
+row "ringbuf_ftrace graph, live recorder" "$(median < "$out/rb_live")"
+[ -n "$uf" ] && row "uftrace record (-pg)" "$uf"
+[ -n "$lt" ] && row "lttng-ust cyg-profile" "$lt"
+[ -n "$ltf" ] && row "lttng-ust cyg-profile-fast" "$ltf"
+echo "  (ratios: overhead / the peer's overhead; goal <= 0.33 for the graph tracer vs uftrace and LTTng)"

@@ -3,8 +3,8 @@
 #
 #   tests/packaging/namespace.sh BUILD_DIR      (run by tools/test-packaging.sh)
 #
-# 1. The implementation (ringbuf.h + ringbuf_trace.h) and a user file of the
-#    inline fast path, in C and C++, are compiled with RINGBUF_NAMESPACE=rbns_
+# 1. The implementation (ringbuf.h + ringbuf_trace.h; and with ringbuf_ftrace.h)
+#    and a user file of the inline fast path, in C and C++, are compiled with RINGBUF_NAMESPACE=rbns_
 #    under several configurations; nm must show no global symbol, defined or
 #    referenced, that starts with ringbuf (the program's own event descriptors
 #    ringbuf_event_<name> aside), and every name the headers' rename lists hold
@@ -55,6 +55,10 @@ for v in "${variants[@]}"; do
 	# shellcheck disable=SC2086
 	$CC "${flags[@]}" $v -DRINGBUF_NAMESPACE=$ns -I"$root" -c -o "$out/user$i.o" "$src/user.c"
 	check_nm "$out/user$i.o"
+	# the function tracer (ringbuf_ftrace.h) on top of the same two headers
+	# shellcheck disable=SC2086
+	$CC "${flags[@]}" $v -DRINGBUF_NAMESPACE=$ns -I"$root" -c -o "$out/ftrace$i.o" "$src/ftrace.c"
+	check_nm "$out/ftrace$i.o"
 done
 if [ $have_cxx = 1 ]; then
 	$CXX -std=c++11 -Wall -Wextra -pedantic -Werror -DRINGBUF_NAMESPACE=$ns -I"$root" \
@@ -64,7 +68,8 @@ else
 	echo "namespace: no C++ compiler ($CXX): C++ part skipped"
 fi
 listed=$(sed -n 's/^#define \(ringbuf[a-z0-9_]*\)  *RINGBUF__NS(\1)$/\1/p' \
-		"$root/ringbuf.h" "$root/ringbuf_trace.h" "$root/ringbuf_tracedat.h" "$root/ringbuf_net.h"
+		"$root/ringbuf.h" "$root/ringbuf_trace.h" "$root/ringbuf_tracedat.h" "$root/ringbuf_net.h" \
+		"$root/ringbuf_ftrace.h"
 	 sed -n 's/.*RINGBUF__NS_LABEL(\(ringbuf[a-z0-9_]*\));.*/\1/p' "$root/ringbuf.h")
 [ "$(echo "$listed" | wc -l)" -gt 50 ] || fail "could not read the rename lists from the headers"
 stale=$(for s in $listed; do grep -qx "_\{0,1\}$ns$s" "$out/symbols" || echo "$s"; done)
