@@ -3301,6 +3301,36 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  *     the tid by us, comes after the dead writer's last store: its bytes
  *     happen-before our recovery. The CAS fails if the word changed since it
  *     was judged, and a dead owner's word never comes back (its token).
+ *
+ * RSEQ (issue 13: G2 without the locked instruction; considered, not used).
+ * A restartable sequence (check that rseq's cpu_id is c and owner[c] is 0,
+ * then store our id as the commit instruction) excludes only threads that run
+ * on CPU c: the kernel aborts it on preemption, migration or a signal, but a
+ * plain store from CPU c and a CAS from CPU d on the same word still both
+ * read 0 and both own it. owner[x] is written from any CPU: G2 goes on to
+ * any free buffer when the thread's own is held; with fewer buffers than
+ * CPUs two CPUs share buffer cpu % ncpu; RINGBUF_CPU_THREAD claims, shared
+ * takes (F2, F4b) and dead-owner takeovers CAS the same words; writers of a
+ * MAP_SHARED block run in other processes. A safe rseq claim needs every such
+ * taker excluded asymmetrically: a word parked for CPU c (free for rseq
+ * claims there only), which any other taker first marks by CAS and then
+ * waits out with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) on CPU c
+ * before it may own it (a system call per such take, one process only, so
+ * never on a shared block), with the judge, fork and release paths taught the
+ * parked value, and an argument outside the C11 model (membarrier as the
+ * asymmetric fence). Not worth it by measurement (make bench, x86-64 2-vCPU
+ * VM, glibc 2.36, Linux 6.18): claim and release alone cost 2.2 ns per event
+ * with the CAS (claim_cas) and 1.0 ns with the rseq store (claim_rseq, the
+ * sequence in bench/bench.c); a plain store in place of G2's CAS (unsafe, an
+ * experiment) takes rb_current_16 from 43.4-44.0 to 41.6 ns against 29.0 ns
+ * for the explicit index. The rest of the +14.5 ns is the out-of-line path
+ * around the claim (entry lookup at reserve and again at commit, G3/G4, the
+ * reserve and commit called out of line); RINGBUF_CPU_THREAD, which claims
+ * nothing per event, pays +3.4 ns for its inline lookup alone.
+ * mm_cid (Linux >= 6.3, a dense per-process CPU id) is filled in by this
+ * kernel (AT_RSEQ_FEATURE_SIZE 28), but glibc 2.36 reports __rseq_size 20 and
+ * the field may be read only when __rseq_size >= 28 (glibc >= 2.40): not used.
+ * qemu-user has no rseq (ENOSYS; glibc leaves __rseq_size 0): sched_getcpu.
  */
 
 /* The owner word: token << 32 | PERSIST | RELEASING | tid. */
