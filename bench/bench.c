@@ -417,6 +417,39 @@ static double run_mapped(struct variant *v, size_t n)
 	return per(ns, n);
 }
 
+/* RINGBUF_CPU_CURRENT through the out-of-line G1-G5 only (>>contexts): what
+ * the inline claim falls back to, and what every event paid before it. The
+ * same loop as rb_loop_16, calling the out-of-line entries directly. */
+static BENCH_NOINLINE uint64_t rb_outline_loop_16(struct ringbuf *rb, unsigned cpu, size_t n)
+{
+	unsigned char src[16] __attribute__((aligned(8)));
+	uint64_t nulls = 0;
+	memset(src, 0x5a, sizeof src);
+	for (size_t i = 0; i < n; i++) {
+		void *p;
+		memcpy(src, &i, 8);
+		BENCH_OPAQUE(src);
+		p = ringbuf__reserve_slow(rb, cpu, 16);
+		if (BENCH_UNLIKELY(!p)) {
+			nulls++;
+			continue;
+		}
+		memcpy(p, src, 16);
+		ringbuf__commit_slow(rb, cpu, p);
+	}
+	return nulls;
+}
+
+static double run_mapped_outline(struct variant *v, size_t n)
+{
+	struct stamp t0 = timed_begin();
+	uint64_t nulls = rb_outline_loop_16(v->rb, mapped_cpu(v), n);
+	uint64_t ns = timed_end(t0);
+	v->nulls += nulls;
+	v->events += n;
+	return per(ns, n);
+}
+
 /* -- the owner-word claim of RINGBUF_CPU_CURRENT alone (issue 13) --
  * What one event's G2 + G5 (>>contexts) cost, without the ring buffer:
  *   claim_cas   the shipped protocol: CAS owner 0 -> id (acq_rel, one
@@ -929,6 +962,9 @@ static struct variant variants[] = {
 	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_THREAD },
 	{ .id = "rb_current_16", .what = "rb guarded per-CPU mapping, 16 B", .unit = NS_EVENT,
 	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_CURRENT },
+	{ .id = "rb_current_outline_16", .what = "rb guarded per-CPU, out-of-line claim, 16 B",
+	  .unit = NS_EVENT, .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped_outline,
+	  .extra_cfg = MAP_CURRENT },
 	/* the owner-word claim of RINGBUF_CPU_CURRENT alone: the shipped CAS, and
 	 * an rseq claim (measured only, not used: see run_claim) */
 	{ .id = "claim_cas", .what = "owner claim+release: CAS (shipped)", .unit = NS_EVENT,
@@ -1691,7 +1727,7 @@ int main(void)
 			v->skip = "no C++ compiler (CXX) when bench was built";
 		else if (v->run == run_claim && !(BENCH_HAVE_RSEQ && rseq_ok()))
 			v->skip = "needs x86-64 and glibc's rseq registration";
-		else if (!BENCH_HAVE_MAPPED && v->run == run_mapped)
+		else if (!BENCH_HAVE_MAPPED && (v->run == run_mapped || v->run == run_mapped_outline))
 			v->skip = "no API (RINGBUF_CPU_THREAD/CURRENT) in this ringbuf.h";
 		else if (ncpus_online < 2 &&
 			 (v->run == run_live_reader || v->run == run_two_writers))
