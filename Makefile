@@ -129,6 +129,14 @@ $(BUILD)/tests/test_read_tool: tools/ringbuf-read.c
 $(BUILD)/tests/test_record: tools/ringbuf-record.c
 $(BUILD)/tests/test_record_net: tools/ringbuf-record.c
 
+# tests/test_X_outline.c includes tests/test_X.c (the same tests with
+# RINGBUF__CURRENT_OUTLINE): rebuilt when that file changes
+$(BUILD)/tests/test_contexts_outline: tests/test_contexts.c
+$(BUILD)/tests/test_owners_outline: tests/test_owners.c
+$(BUILD)/tests/test_signal_writers_outline: tests/test_signal_writers.c
+$(BUILD)/tests/test_reset_outline: tests/test_reset.c
+$(BUILD)/tests/test_quiesce_outline: tests/test_quiesce.c
+
 $(BUILD)/tests/%: tests/%.cpp ringbuf.h ringbuf_trace.h $(TEST_HDRS) $(wildcard tests/cxx_*.c) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@-c.o $(call c_sources,$<)
 	$(CXX) $(ALL_CXXFLAGS) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< $@-c.o -lcmocka $(call extra_ldflags,$<)

@@ -1470,7 +1470,9 @@ struct ringbuf__tctx {
 	_Atomic(uint32_t) miss_gen;
 	_Atomic(uint32_t) miss_left;
 	_Atomic(uint32_t) miss_wait;
-	uint32_t pad_;
+	/* the tid of this thread's owner id in the buffer, cached for the
+	 * inline RINGBUF_CPU_CURRENT claim (0: not yet; cleared in a fork child) */
+	_Atomic(uint32_t) tid;
 };
 /* RINGBUF_TLS_MODEL (>>config): initial-exec is one load from the thread
  * pointer and never allocates, so it is async-signal-safe from a thread's very
@@ -1515,6 +1517,27 @@ RINGBUF__INLINE unsigned ringbuf__thread_buffer(const struct ringbuf *rb)
 		return ~0u;
 	x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
 	return x - 1; /* 0 (none) gives ~0u */
+}
+
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__)) && defined(__GNUC__) && \
+	(__GNUC__ >= 11 || defined(__clang__))
+/* glibc >= 2.35 registers rseq for every thread and exports where: the
+ * kernel keeps the thread's CPU number in it (one load, no syscall). */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+#define RINGBUF__HAVE_RSEQ 1
+#endif
+
+/* The CPU number in the thread's rseq area, or -1 (rseq not registered:
+ * no glibc >= 2.35, GLIBC_TUNABLES=glibc.pthread.rseq=0, qemu-user, musl,
+ * another architecture). */
+RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
+{
+#ifdef RINGBUF__HAVE_RSEQ
+	if (&__rseq_size && __rseq_size >= 8)
+		return *(volatile int32_t *)(void *)((char *)__builtin_thread_pointer() + __rseq_offset + 4);
+#endif
+	return -1;
 }
 
 /* ---- the write path's common case -------------------------------------- */
@@ -1574,6 +1597,10 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 }
 
 
+RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, size_t len);
+RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len);
+RINGBUF__INLINE void ringbuf__commit_index(struct ringbuf *rb, unsigned cpu, void *data);
+
 /* ringbuf_reserve for the outermost writer of an explicit CPU index: enter
  * (committing = 1), then A-D on the tail page. Nested writers, mapped writer
  * contexts, bad arguments and RINGBUF_DEBUG builds take ringbuf__reserve_slow,
@@ -1583,17 +1610,25 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 #ifdef RINGBUF_DEBUG
 	return ringbuf__reserve_slow(rb, cpu, len);
 #else
-	struct ringbuf__cpu *c;
 	unsigned x = cpu;
-	void *ev;
 	/* len - 1 wraps for 0: one compare for 1 <= len <= max_event */
 	if (RINGBUF__UNLIKELY(!rb || len - 1 >= (size_t)rb->max_event))
 		return ringbuf__reserve_slow(rb, cpu, len);
-	if (RINGBUF__UNLIKELY(x >= rb->ncpu) &&
-	    (x != RINGBUF_CPU_THREAD || (x = ringbuf__thread_buffer(rb)) >= rb->ncpu))
-		return ringbuf__reserve_slow(rb, cpu, len);
-	cpu = x;
-	c = ringbuf__cpu(rb, cpu);
+	if (RINGBUF__UNLIKELY(x >= rb->ncpu)) {
+		if (x == RINGBUF_CPU_CURRENT)
+			return ringbuf__current_reserve(rb, len);
+		if (x != RINGBUF_CPU_THREAD || (x = ringbuf__thread_buffer(rb)) >= rb->ncpu)
+			return ringbuf__reserve_slow(rb, cpu, len);
+	}
+	return ringbuf__reserve_index(rb, x, len);
+#endif
+}
+
+/* ringbuf__reserve_inline for a valid index 0..ncpu-1, len checked. */
+RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, size_t len)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	void *ev;
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->committing) != 0))
 		return ringbuf__reserve_slow(rb, cpu, len); /* nested */
 	/* No reservation at depth 1 yet: the slot may still describe the last
@@ -1618,6 +1653,47 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 	if (RINGBUF__UNLIKELY(!ev))
 		ringbuf__end_commit(rb, cpu, c);
 	return ev;
+}
+
+/* RINGBUF_CPU_CURRENT, the outermost event's common case in the caller
+ * (INLINE in >>contexts): G1-G3, then the reserve on the buffer. Anything
+ * else goes out of line, which starts again at G1. */
+RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
+{
+#ifndef RINGBUF__CURRENT_OUTLINE
+	struct ringbuf__tctx *e = &ringbuf__tctx[ringbuf__tctx_last % RINGBUF__TCTX];
+	uint32_t tok, tid;
+	int32_t b;
+	uint64_t me, zero = 0;
+	void *p;
+	if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->gen, memory_order_relaxed) != rb->gen ||
+			      atomic_load_explicit(&e->cur, memory_order_relaxed) != 0 ||
+			      !(tok = atomic_load_explicit(&e->token, memory_order_relaxed)) ||
+			      !(tid = atomic_load_explicit(&e->tid, memory_order_relaxed))))
+		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
+	b = ringbuf__rseq_cpu(); /* G1 */
+	if (RINGBUF__UNLIKELY(b < 0 || (uint32_t)b >= rb->ncpu))
+		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
+	me = (uint64_t)tok << 32 | tid;
+	/* G2: acq_rel, as ringbuf__take's (THE OWNER WORD) */
+	if (RINGBUF__UNLIKELY(!atomic_compare_exchange_strong_explicit(&ringbuf__cpu(rb, (unsigned)b)->owner,
+								       &zero, me, memory_order_acq_rel,
+								       memory_order_relaxed)))
+		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
+	/* G3: buffer b + 1, depth 1, acquired (RINGBUF__CUR in >>contexts) */
+	atomic_store_explicit(&e->cur, ((uint64_t)b + 1) | ((uint64_t)1 << 24) | ((uint64_t)1 << 32),
+			      memory_order_relaxed);
+	RINGBUF__BARRIER();
+	p = ringbuf__reserve_index(rb, (unsigned)b, len);
+	if (RINGBUF__UNLIKELY(!p)) {
+		atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
+		RINGBUF__BARRIER();
+		/* G5 */
+		atomic_store_explicit(&ringbuf__cpu(rb, (unsigned)b)->owner, 0, memory_order_release);
+	}
+	return p;
+#else
+	return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 #endif
 }
 
@@ -1675,16 +1751,41 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 #ifdef RINGBUF_DEBUG
 	ringbuf__commit_slow(rb, cpu, data);
 #else
-	struct ringbuf__cpu *c;
 	unsigned x = cpu;
+#ifndef RINGBUF__CURRENT_OUTLINE
+	if (RINGBUF__UNLIKELY(x == RINGBUF_CPU_CURRENT) && rb && data) {
+		/* the outermost event of an inline (or out-of-line) G1-G3: G4, G5
+		 * here, as ringbuf__held_end; nested or shared: out of line */
+		struct ringbuf__tctx *e = &ringbuf__tctx[ringbuf__tctx_last % RINGBUF__TCTX];
+		uint64_t cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
+		uint32_t b = (uint32_t)(cur & 0xffffffu) - 1;
+		if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->gen, memory_order_relaxed) != rb->gen ||
+				      cur != (((uint64_t)b + 1) | ((uint64_t)1 << 24) | ((uint64_t)1 << 32)) ||
+				      b >= rb->ncpu)) {
+			ringbuf__commit_slow(rb, cpu, data);
+			return;
+		}
+		ringbuf__commit_index(rb, b, data);
+		atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
+		RINGBUF__BARRIER();
+		atomic_store_explicit(&ringbuf__cpu(rb, b)->owner, 0, memory_order_release); /* G5 */
+		return;
+	}
+#endif
 	if (RINGBUF__UNLIKELY(!rb || !data ||
 			      (x >= rb->ncpu &&
 			       (x != RINGBUF_CPU_THREAD || (x = ringbuf__thread_buffer(rb)) >= rb->ncpu)))) {
 		ringbuf__commit_slow(rb, cpu, data);
 		return;
 	}
-	cpu = x;
-	c = ringbuf__cpu(rb, cpu);
+	ringbuf__commit_index(rb, x, data);
+#endif
+}
+
+/* ringbuf__commit_inline for a valid index 0..ncpu-1, data not NULL. */
+RINGBUF__INLINE void ringbuf__commit_index(struct ringbuf *rb, unsigned cpu, void *data)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->committing) != 1)) {
 		ringbuf__commit_slow(rb, cpu, data);
 		return;
@@ -1697,7 +1798,6 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 	if (RINGBUF__LIKELY(ringbuf__commit_fast(rb, cpu, c)))
 		return;
 	ringbuf__end_commit(rb, cpu, c);
-#endif
 }
 
 /* Callers get the inline versions; (ringbuf_reserve)(...) and the address of
@@ -1985,7 +2085,8 @@ extern int clock_gettime(int, struct timespec *);
  *
  * INLINE FAST PATH (>>inline, in the caller): the outermost writer with an
  * explicit index (or a RINGBUF_CPU_THREAD buffer found through the thread's
- * last-used entry) enters (slot len 0, inflight_ts, committing = 1, commits),
+ * last-used entry, or a RINGBUF_CPU_CURRENT buffer claimed inline: INLINE in
+ * >>contexts) enters (slot len 0, inflight_ts, committing = 1, commits),
  * checks the disable flags, then runs A-D only when the write index is not 0,
  * before_stamp == write_stamp, the event fits the page, the delta fits 27 bits
  * and the mode is delta: one clock read, one slot description, one CAS, one
@@ -3205,6 +3306,24 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  * (judged only when a full scan is due: F1, F3 below; a drop does not pay a
  * system call).
  * (G4 stores back the PENDING bit of the state it interrupted, see F4a.)
+ * INLINE (>>inline, ringbuf__current_reserve and ringbuf__commit_inline): the
+ * outermost event's G1-G5 run in the caller when the thread's last-used entry
+ * is rb's with cur == 0 (no event, not PENDING, not SCANNING), its token and
+ * tid are known (our id = token << 32 | tid; the tid is cached in the entry by
+ * the out-of-line path and cleared in a fork child), rseq gives the CPU id
+ * and it is < ncpu: G1 is that id, G2 the same CAS on that word only (acq_rel),
+ * G3 the same single store of cur (buffer, depth 1, acquired), then the
+ * reserve on the buffer; a failed reserve undoes G4, G5 at once. The commit
+ * does G4, G5 in the caller when cur is exactly (buffer, depth 1, acquired);
+ * any other state (nested, shared, PENDING) goes to ringbuf__held_end. Any
+ * failed check or CAS calls the out-of-line path, which starts again at G1
+ * (nothing of the inline attempt is kept: a failed CAS wrote nothing).
+ * Same steps, orders and windows as out of line: a handler that lands
+ * between G2 and G3 finds cur == 0 and the word ours, its own inline CAS
+ * fails, and out of line it nests (took = false); one that lands after G3
+ * finds depth 1 and nests; between the commit and G4 it nests on the
+ * committed buffer, still ours. RINGBUF__CURRENT_OUTLINE (internal, for the
+ * tests' *_outline variants) keeps the whole of G1-G5 out of line.
  * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
  * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
  * progress, so that a handler of ours can take it back). A claim whose buffer
@@ -3301,6 +3420,38 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  *     the tid by us, comes after the dead writer's last store: its bytes
  *     happen-before our recovery. The CAS fails if the word changed since it
  *     was judged, and a dead owner's word never comes back (its token).
+ *
+ * RSEQ (issue 13: G2 without the locked instruction; considered, not used).
+ * A restartable sequence (check that rseq's cpu_id is c and owner[c] is 0,
+ * then store our id as the commit instruction) excludes only threads that run
+ * on CPU c: the kernel aborts it on preemption, migration or a signal, but a
+ * plain store from CPU c and a CAS from CPU d on the same word still both
+ * read 0 and both own it. owner[x] is written from any CPU: G2 goes on to
+ * any free buffer when the thread's own is held; with fewer buffers than
+ * CPUs two CPUs share buffer cpu % ncpu; RINGBUF_CPU_THREAD claims, shared
+ * takes (F2, F4b) and dead-owner takeovers CAS the same words; writers of a
+ * MAP_SHARED block run in other processes. A safe rseq claim needs every such
+ * taker excluded asymmetrically: a word parked for CPU c (free for rseq
+ * claims there only), which any other taker first marks by CAS and then
+ * waits out with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) on CPU c
+ * before it may own it (a system call per such take, one process only, so
+ * never on a shared block), with the judge, fork and release paths taught the
+ * parked value, and an argument outside the C11 model (membarrier as the
+ * asymmetric fence). Not worth it by measurement (make bench, x86-64 2-vCPU
+ * VM, glibc 2.36, Linux 6.18): claim and release alone cost 2.2 ns per event
+ * with the CAS (claim_cas) and 1.0 ns with the rseq store (claim_rseq, the
+ * sequence in bench/bench.c). Before INLINE, rb_current_16 was 43.4-44.0 ns
+ * against 29.0 for the explicit index, and a plain store in place of G2's
+ * CAS (unsafe, an experiment) took it to 41.6 only: the gap was the
+ * out-of-line path (lookups, calls), which INLINE removes (36.2-36.9 ns).
+ * On the inline path the same unsafe store measured 1.2 ns below the CAS
+ * (33.4 vs 34.6 ns, in a prototype): rseq could buy about that, still above
+ * +3 ns over the explicit index; RINGBUF_CPU_THREAD, which claims nothing
+ * per event, pays +3.4 ns for its inline lookup alone.
+ * mm_cid (Linux >= 6.3, a dense per-process CPU id) is filled in by this
+ * kernel (AT_RSEQ_FEATURE_SIZE 28), but glibc 2.36 reports __rseq_size 20 and
+ * the field may be read only when __rseq_size >= 28 (glibc >= 2.40): not used.
+ * qemu-user has no rseq (ENOSYS; glibc leaves __rseq_size 0): sched_getcpu.
  */
 
 /* The owner word: token << 32 | PERSIST | RELEASING | tid. */
@@ -3381,14 +3532,6 @@ static uint32_t ringbuf__gettid(void)
 	return t;
 }
 
-#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__)) && defined(__GNUC__) && \
-	(__GNUC__ >= 11 || defined(__clang__))
-/* glibc >= 2.35 registers rseq for every thread and exports where: the
- * kernel keeps the thread's CPU number in it (one load, no syscall). */
-extern const ptrdiff_t __rseq_offset __attribute__((weak));
-extern const unsigned int __rseq_size __attribute__((weak));
-#define RINGBUF__HAVE_RSEQ 1
-#endif
 #if defined(__linux__) && defined(_GNU_SOURCE)
 #include <sched.h> /* sched_getcpu (g++ and clang++ always define _GNU_SOURCE) */
 #elif defined(__linux__)
@@ -3406,13 +3549,9 @@ static inline unsigned ringbuf__cpu_buffer(const struct ringbuf *rb)
 
 static inline unsigned ringbuf__current_cpu(void)
 {
-#ifdef RINGBUF__HAVE_RSEQ
-	if (&__rseq_size && __rseq_size >= 8) {
-		int32_t id = *(volatile int32_t *)(void *)((char *)__builtin_thread_pointer() + __rseq_offset + 4);
-		if (id >= 0)
-			return (unsigned)id;
-	}
-#endif
+	int32_t rid = ringbuf__rseq_cpu();
+	if (rid >= 0)
+		return (unsigned)rid;
 #if defined(__linux__)
 	{
 		int id = sched_getcpu();
@@ -3464,6 +3603,7 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 			atomic_store_explicit(&e->miss_gen, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->miss_left, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->tid, 0, memory_order_relaxed);
 			old = 0;
 			if (atomic_compare_exchange_strong_explicit(&e->gen, &old, gen, memory_order_relaxed,
 								    memory_order_relaxed))
@@ -3779,7 +3919,9 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 			return ringbuf__thread_fallback(rb, e, me, len);
 		return ringbuf_reserve(rb, x - 1, len);
 	}
-	/* RINGBUF_CPU_CURRENT */
+	/* RINGBUF_CPU_CURRENT; the inline claim takes our id from the entry */
+	if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->tid, memory_order_relaxed) != (uint32_t)me))
+		atomic_store_explicit(&e->tid, (uint32_t)me, memory_order_relaxed);
 	cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
 	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
 		/* a handler inside our full scan (F2) */
@@ -3990,6 +4132,8 @@ static void ringbuf__atfork_child(void)
 	uint32_t parent_tid = ringbuf__tid;
 	struct ringbuf__reg *r;
 	ringbuf__tid = 0;
+	for (k = 0; k < RINGBUF__TCTX; k++)
+		atomic_store(&ringbuf__tctx[k].tid, 0); /* our tid changed (inline claim) */
 	RINGBUF__REG_EACH(r)
 	for (i = 0; i < RINGBUF__NREG; i++) {
 		struct ringbuf *rb = atomic_load(&r->rb[i]);

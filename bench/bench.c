@@ -417,6 +417,147 @@ static double run_mapped(struct variant *v, size_t n)
 	return per(ns, n);
 }
 
+/* RINGBUF_CPU_CURRENT through the out-of-line G1-G5 only (>>contexts): what
+ * the inline claim falls back to, and what every event paid before it. The
+ * same loop as rb_loop_16, calling the out-of-line entries directly. */
+static BENCH_NOINLINE uint64_t rb_outline_loop_16(struct ringbuf *rb, unsigned cpu, size_t n)
+{
+	unsigned char src[16] __attribute__((aligned(8)));
+	uint64_t nulls = 0;
+	memset(src, 0x5a, sizeof src);
+	for (size_t i = 0; i < n; i++) {
+		void *p;
+		memcpy(src, &i, 8);
+		BENCH_OPAQUE(src);
+		p = ringbuf__reserve_slow(rb, cpu, 16);
+		if (BENCH_UNLIKELY(!p)) {
+			nulls++;
+			continue;
+		}
+		memcpy(p, src, 16);
+		ringbuf__commit_slow(rb, cpu, p);
+	}
+	return nulls;
+}
+
+static double run_mapped_outline(struct variant *v, size_t n)
+{
+	struct stamp t0 = timed_begin();
+	uint64_t nulls = rb_outline_loop_16(v->rb, mapped_cpu(v), n);
+	uint64_t ns = timed_end(t0);
+	v->nulls += nulls;
+	v->events += n;
+	return per(ns, n);
+}
+
+/* -- the owner-word claim of RINGBUF_CPU_CURRENT alone (issue 13) --
+ * What one event's G2 + G5 (>>contexts) cost, without the ring buffer:
+ *   claim_cas   the shipped protocol: CAS owner 0 -> id (acq_rel, one
+ *               LOCK CMPXCHG on x86-64) and the release store of 0;
+ *   claim_rseq  the restartable-sequence claim considered in issue 13: an
+ *               rseq critical section checks the CPU number and that the word
+ *               is free, and claims it with a plain store (the commit
+ *               instruction); the release store frees it. Measured only, NOT
+ *               used by ringbuf.h: a plain store excludes only writers on the
+ *               same CPU, while the owner word is also taken by CAS from
+ *               other CPUs (see the note on rseq in >>contexts).
+ * Both read the CPU number from the thread's rseq area, index a per-CPU
+ * word array and hide the word from the optimiser, so they differ only in
+ * the claim. x86-64 with glibc's rseq registration only. */
+#if defined(__x86_64__) && defined(__linux__) && defined(RINGBUF__HAVE_RSEQ)
+#define BENCH_HAVE_RSEQ 1
+#define BENCH_CLAIM_WORDS 1024
+static _Atomic(uint64_t) claim_words[BENCH_CLAIM_WORDS];
+#define BENCH_CLAIM_ID ((uint64_t)7 << 32 | 1234u)
+
+static bool rseq_ok(void)
+{
+	return &__rseq_size && __rseq_size >= 8;
+}
+
+static inline unsigned rseq_area_cpu(void)
+{
+	return *(volatile uint32_t *)((char *)__builtin_thread_pointer() + __rseq_offset + 4);
+}
+
+/* 0: claimed; 1: the word was not free or the thread is on another CPU;
+ * -1: the sequence was aborted (preemption, migration, signal): retry. The
+ * abort handler sits in its own section behind glibc's signature
+ * (RSEQ_SIG, 0x53053053 on x86, the 4 bytes before the abort address). */
+static inline int rseq_claim(_Atomic(uint64_t) *w, uint32_t cpu, uint64_t id)
+{
+	char *rs = (char *)__builtin_thread_pointer() + __rseq_offset;
+	__asm__ goto(".pushsection __rseq_cs, \"aw\"\n\t"
+		     ".balign 32\n\t"
+		     "3: .long 0, 0\n\t"
+		     ".quad 1f, 2f - 1f, 4f\n\t"
+		     ".popsection\n\t"
+		     ".pushsection __rseq_failure, \"ax\"\n\t"
+		     ".byte 0x0f, 0xb9, 0x3d\n\t"
+		     ".long 0x53053053\n\t"
+		     "4: jmp %l[aborted]\n\t"
+		     ".popsection\n\t"
+		     "leaq 3b(%%rip), %%rax\n\t"
+		     "movq %%rax, 8(%[rs])\n\t"
+		     "1: cmpl %[cpu], 4(%[rs])\n\t"
+		     "jnz %l[other]\n\t"
+		     "cmpq $0, (%[w])\n\t"
+		     "jnz %l[other]\n\t"
+		     "movq %[id], (%[w])\n\t"
+		     "2:\n\t"
+		     :
+		     : [rs] "r"(rs), [cpu] "r"(cpu), [w] "r"(w), [id] "r"(id)
+		     : "memory", "cc", "rax"
+		     : aborted, other);
+	return 0;
+aborted:
+	return -1;
+other:
+	return 1;
+}
+
+static double run_claim(struct variant *v, size_t n)
+{
+	uint64_t misses = 0;
+	struct stamp t0 = timed_begin();
+	for (size_t k = 0; k < n; k++) {
+		unsigned cpu = rseq_area_cpu() % BENCH_CLAIM_WORDS;
+		_Atomic(uint64_t) *w = &claim_words[cpu];
+		if (v->extra_cfg) {
+			int r;
+			while ((r = rseq_claim(w, cpu, BENCH_CLAIM_ID)) != 0) {
+				cpu = rseq_area_cpu() % BENCH_CLAIM_WORDS; /* moved or aborted */
+				w = &claim_words[cpu];
+				misses++;
+			}
+		} else {
+			uint64_t zero = 0;
+			if (!atomic_compare_exchange_strong_explicit(w, &zero, BENCH_CLAIM_ID, memory_order_acq_rel,
+								     memory_order_relaxed))
+				misses++;
+		}
+		BENCH_OPAQUE(w);
+		atomic_store_explicit(w, 0, memory_order_release);
+	}
+	uint64_t ns = timed_end(t0);
+	v->extra += misses;
+	v->events += n;
+	return per(ns, n);
+}
+#else
+#define BENCH_HAVE_RSEQ 0
+static bool rseq_ok(void)
+{
+	return false;
+}
+static double run_claim(struct variant *v, size_t n)
+{
+	(void)v;
+	(void)n;
+	return 0;
+}
+#endif
+
 /* -- nested write from a signal handler -- */
 
 static struct ringbuf *sig_rb;
@@ -821,6 +962,15 @@ static struct variant variants[] = {
 	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_THREAD },
 	{ .id = "rb_current_16", .what = "rb guarded per-CPU mapping, 16 B", .unit = NS_EVENT,
 	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_CURRENT },
+	{ .id = "rb_current_outline_16", .what = "rb guarded per-CPU, out-of-line claim, 16 B",
+	  .unit = NS_EVENT, .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped_outline,
+	  .extra_cfg = MAP_CURRENT },
+	/* the owner-word claim of RINGBUF_CPU_CURRENT alone: the shipped CAS, and
+	 * an rseq claim (measured only, not used: see run_claim) */
+	{ .id = "claim_cas", .what = "owner claim+release: CAS (shipped)", .unit = NS_EVENT,
+	  .run = run_claim },
+	{ .id = "claim_rseq", .what = "owner claim+release: rseq store (unused)", .unit = NS_EVENT,
+	  .vs = "claim_cas", .run = run_claim, .extra_cfg = 1 },
 	/* RINGBUF_CPU_THREAD, a thread beyond the buffer count, against an owner's */
 	{ .id = "rb_thread_shared_16", .what = "rb per-thread, beyond count: shared, 16 B",
 	  .unit = NS_EVENT, .vs = "rb_thread_16", .setup = setup_mapped_beyond, .run = run_mapped,
@@ -1575,7 +1725,9 @@ int main(void)
 			v->skip = "no rdtsc on this architecture";
 		else if (!BENCH_HAVE_CXX && v->rb_loop == CXX_LOOP_16 && !strncmp(v->id, "rb_cxx_", 7))
 			v->skip = "no C++ compiler (CXX) when bench was built";
-		else if (!BENCH_HAVE_MAPPED && v->run == run_mapped)
+		else if (v->run == run_claim && !(BENCH_HAVE_RSEQ && rseq_ok()))
+			v->skip = "needs x86-64 and glibc's rseq registration";
+		else if (!BENCH_HAVE_MAPPED && (v->run == run_mapped || v->run == run_mapped_outline))
 			v->skip = "no API (RINGBUF_CPU_THREAD/CURRENT) in this ringbuf.h";
 		else if (ncpus_online < 2 &&
 			 (v->run == run_live_reader || v->run == run_two_writers))

@@ -19,7 +19,8 @@
  *     buffers -> the other one.
  * Stress: 64 threads pinned to 2 cores, flipping affinity, per-thread timer
  *   signals with nested events, concurrent readers, exact accounting, for
- *   THREAD (ncpu 16), THREAD (ncpu 64) and CURRENT (ncpu 2 * nproc).
+ *   THREAD (ncpu 16), THREAD (ncpu 64), CURRENT (ncpu 2 * nproc) and
+ *   CURRENT (ncpu nproc: the inline claim's CPU buffer often held).
  *   Knobs (environment): RB_STRESS_THREADS (64), RB_STRESS_MS (1500 per
  *   mode), RB_STRESS_HZ (timer rate per thread, 2000).
  * Reproducers for races of the contexts code, where a signal handler's event
@@ -1625,6 +1626,17 @@ static void stress_64_threads_current_mode_2x_nproc_buffers(void **state)
 	run_stress(RINGBUF_CPU_CURRENT, (unsigned)(2 * (n > 0 ? n : 1)), "CURRENT, ncpu 2*nproc:");
 }
 
+/* As many buffers as CPUs: the inline claim (INLINE in >>contexts) finds its
+ * CPU's buffer held by a thread preempted or migrated mid-event far more
+ * often, and falls back to the out-of-line G1-G5 (another free buffer, or a
+ * counted drop): the same exact accounting. */
+static void stress_64_threads_current_mode_nproc_buffers(void **state)
+{
+	(void)state;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	run_stress(RINGBUF_CPU_CURRENT, (unsigned)(n > 0 ? n : 1), "CURRENT, ncpu nproc:");
+}
+
 /* ---- reproducers for races in the claim code ------------------------------ */
 
 /* One thread writes RINGBUF_CPU_CURRENT events in a loop; another thread
@@ -2468,6 +2480,7 @@ int main(void)
 		cmocka_unit_test_teardown(stress_64_threads_thread_mode_16_buffers, teardown),
 		cmocka_unit_test_teardown(stress_64_threads_thread_mode_64_buffers, teardown),
 		cmocka_unit_test_teardown(stress_64_threads_current_mode_2x_nproc_buffers, teardown),
+		cmocka_unit_test_teardown(stress_64_threads_current_mode_nproc_buffers, teardown),
 		cmocka_unit_test_teardown(current_mode_handler_inside_the_claim_never_loses_the_outer_commit,
 					  teardown),
 		cmocka_unit_test_teardown(
