@@ -54,7 +54,10 @@ TEST_CXX_SRCS := $(wildcard tests/test_*.cpp)
 TEST_CXX_BINS := $(if $(HAVE_CXX),$(patsubst tests/%.cpp,$(BUILD)/tests/%,$(TEST_CXX_SRCS)))
 TEST_HDRS    := $(wildcard tests/*.h)
 EXAMPLE_SRCS := $(wildcard examples/*.c)
-EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRCS))
+# examples/malloc_trace.c is an LD_PRELOAD shared object (malloc_trace.so)
+EXAMPLE_SO_SRCS := examples/malloc_trace.c
+EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(filter-out $(EXAMPLE_SO_SRCS),$(EXAMPLE_SRCS))) \
+	$(patsubst examples/%.c,$(BUILD)/examples/%.so,$(EXAMPLE_SO_SRCS))
 TOOL_SRCS    := $(wildcard tools/*.c)
 TOOL_BINS    := $(patsubst tools/%.c,$(BUILD)/tools/%,$(TOOL_SRCS))
 BENCH_SRCS   := $(wildcard bench/*.c)
@@ -168,6 +171,9 @@ sanitize: asan ubsan tsan ## all three sanitizer runs
 examples: $(EXAMPLE_BINS) ## build examples/*.c into build/examples/
 
 $(BUILD)/examples/%: examples/%.c ringbuf.h ringbuf_trace.h ringbuf_ftrace.h | $(BUILD)/examples
+	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
+
+$(BUILD)/examples/%.so: examples/%.c ringbuf.h ringbuf_trace.h | $(BUILD)/examples
 	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
 
 tools: $(TOOL_BINS) ## build tools/*.c (ringbuf-read) into build/tools/
