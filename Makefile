@@ -130,6 +130,9 @@ $(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf
 # tests that include a tool's source
 $(BUILD)/tests/test_read_tool: tools/ringbuf-read.c
 $(BUILD)/tests/test_record: tools/ringbuf-record.c
+# the preload example's end-to-end test: runs the .so it names
+$(BUILD)/tests/test_malloc_trace: tools/ringbuf-record.c examples/malloc_check.c $(BUILD)/examples/malloc_trace.so
+$(BUILD)/tests/test_malloc_trace: ALL_CFLAGS += -DMALLOC_TRACE_SO='"$(abspath $(BUILD))/examples/malloc_trace.so"'
 
 $(BUILD)/tests/%: tests/%.cpp ringbuf.h ringbuf_trace.h $(TEST_HDRS) $(wildcard tests/cxx_*.c) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@-c.o $(call c_sources,$<)
