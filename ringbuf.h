@@ -1855,6 +1855,14 @@ extern int clock_gettime(int, struct timespec *);
  *       (atomic_init: 16 bytes per page, so every data page is touched).
  * ringbuf_reset_cpu (R5) still stores every page header: the pages hold old
  * events there. ringbuf_recover reads a zero header as an empty page.
+ *   Z6  Opening (ringbuf_open_file) reads no page that is a hole of the file:
+ *       its commit field is 0 by Z1-Z2, which passes the range check
+ *       without a load (ringbuf__is_hole: SEEK_DATA/SEEK_HOLE on the open
+ *       descriptor). A read through a shared mapping would allocate a
+ *       tmpfs/memfd hole. A hole filled after the question is no different
+ *       from a page a live writer fills after validation. ringbuf_recover
+ *       still reads every page header (it has no descriptor): it allocates
+ *       the holes of a tmpfs buffer, once, after its writers are gone.
  *
  * RING. Links are `next` words in the page descriptors:
  *
@@ -6395,7 +6403,76 @@ static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
 /* Everything a reader trusts in a block that came from outside: the header
  * against the geometry it claims, and each per-CPU index and link. */
 #define RINGBUF__VALIDATE_TRIES 64 /* V3: walks of the ring before its flags go unchecked */
+/* Pages of a block's file that are holes (never written, so they read as
+ * zeros: an empty page) need not be read to be validated, and must not be:
+ * reading a hole of a tmpfs file or memfd through a shared mapping allocates
+ * it, so opening a 64 MiB buffer that a writer has barely used made all
+ * 64 MiB resident (ringbuf-record opens every buffer of a traced tree).
+ * The extent last asked about (SEEK_DATA / SEEK_HOLE) is cached: pages are
+ * checked in file order, so a fresh file costs a few lseek calls. A page
+ * filled after the question is read as usual (the writer made it resident);
+ * one that is data is always read. fd < 0: no file, read every page. */
+struct ringbuf__holes {
+	int fd;
+	int64_t lo, hi; /* cached extent [lo, hi) */
+	int hole;       /* ... is a hole (1), data (0); -1 nothing cached */
+};
+
+/* Linux's values (<unistd.h> names them only with _GNU_SOURCE) */
+#if defined(__linux__)
+#define RINGBUF__SEEK_DATA 3
+#define RINGBUF__SEEK_HOLE 4
+#endif
+
+static int ringbuf__is_hole(struct ringbuf__holes *h, int64_t off, int64_t len)
+{
+#if defined(__linux__)
+	int64_t d, e;
+	if (!h || h->fd < 0)
+		return 0;
+	if (h->hole >= 0 && off >= h->lo && off + len <= h->hi)
+		return h->hole;
+	if (h->hole == 0 && off >= h->lo && off < h->hi)
+		return 0; /* starts in data */
+	d = (int64_t)lseek(h->fd, (off_t)off, RINGBUF__SEEK_DATA);
+	if (d < 0) { /* ENXIO: a hole to the end of the file; else (EINVAL: no
+		      * support): unknown, read every page */
+		if (errno != ENXIO) {
+			h->fd = -1;
+			return 0;
+		}
+		h->lo = off;
+		h->hi = INT64_MAX;
+		h->hole = 1;
+		return 1;
+	}
+	if (d >= off + len) {
+		h->lo = off;
+		h->hi = d;
+		h->hole = 1;
+		return 1;
+	}
+	e = (int64_t)lseek(h->fd, (off_t)d, RINGBUF__SEEK_HOLE);
+	h->lo = d;
+	h->hi = e > d ? e : d + len;
+	h->hole = 0;
+	return 0;
+#else
+	(void)h;
+	(void)off;
+	(void)len;
+	return 0;
+#endif
+}
+
+static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbuf__holes *holes);
+
 static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
+{
+	return ringbuf__validate_in(rb, size, NULL);
+}
+
+static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbuf__holes *holes)
 {
 	struct ringbuf__geom g;
 	unsigned cpu;
@@ -6439,7 +6516,9 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 			uint64_t link = RINGBUF__LOAD(&bp->next);
 			if (ringbuf__link_idx(link) > n || bp->prev > n ||
 			    (link & RINGBUF__F_MASK) == RINGBUF__F_MASK ||
-			    ringbuf__page_commit(rb, cpu, i) > rb->bsize)
+			    (!ringbuf__is_hole(holes, (int64_t)((char *)ringbuf__dp(rb, cpu, i) - (char *)rb),
+					       (int64_t)rb->page_size) &&
+			     ringbuf__page_commit(rb, cpu, i) > rb->bsize))
 				return RINGBUF_ECORRUPT;
 		}
 		/* V1-V3: the ring, checked against a writer that may be running in
@@ -6783,13 +6862,18 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		   PROT_READ | (((flags & RINGBUF_OPEN_RDWR) || (flags & RINGBUF_OPEN_RECOVER)) ? PROT_WRITE : 0),
 		   mflags, fd, 0);
 	e = errno;
-	close(fd);
 	if (map == MAP_FAILED) {
+		close(fd);
 		errno = e;
 		return RINGBUF_ESYS;
 	}
 	rb = (struct ringbuf *)map;
-	if ((r = ringbuf__validate(rb, hdr.total_size)) < 0) {
+	{
+		struct ringbuf__holes holes = {fd, 0, 0, -1};
+		r = ringbuf__validate_in(rb, hdr.total_size, &holes);
+	}
+	close(fd);
+	if (r < 0) {
 		munmap(map, (size_t)hdr.total_size);
 		return r;
 	}
@@ -6825,13 +6909,18 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 			return RINGBUF_ESYS;
 		map = mmap(NULL, (size_t)hdr.total_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 		e = errno;
-		close(fd);
 		if (map == MAP_FAILED) {
+			close(fd);
 			errno = e;
 			return RINGBUF_ESYS;
 		}
 		rb = (struct ringbuf *)map;
-		if ((r = ringbuf__validate(rb, hdr.total_size)) < 0) {
+		{
+			struct ringbuf__holes holes = {fd, 0, 0, -1};
+			r = ringbuf__validate_in(rb, hdr.total_size, &holes);
+		}
+		close(fd);
+		if (r < 0) {
 			munmap(map, (size_t)hdr.total_size);
 			return r;
 		}
