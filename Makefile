@@ -79,7 +79,7 @@ extra_cflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*CFLAGS:[[:space:]]*
 VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
 
 .DELETE_ON_ERROR:
-.PHONY: test-cross verify all test tests compile-checks examples tools demo demo-ftrace asan ubsan tsan sanitize lint bench bench-ftrace bench-peers fuzz \
+.PHONY: test-cross verify all test tests compile-checks examples tools demo demo-ftrace asan ubsan tsan sanitize lint bench bench-ftrace bench-peers bench-real fuzz \
 	install uninstall clean help
 
 all: examples tools tests ## build the examples, the tools and the tests (without running them)
@@ -239,6 +239,10 @@ $(BUILD)/bench/%: bench/%.c ringbuf.h ringbuf_trace.h $(wildcard bench/*.h) $(BE
 
 bench-ftrace: ## the function tracer's cost per traced call, vs untraced and uftrace (bench/ftrace/; FTRACE_N, FTRACE_ROUNDS)
 	@CC="$(CC)" CFLAGS="$(CFLAGS)" bench/ftrace/run.sh $(BUILD)
+
+bench-real: ## malloc tracer on sqlite3, CPython, gcc: plain / malloc_trace.so + ringbuf-record / LTTng libc wrapper (not CI; BENCH_REAL_ROUNDS, BENCH_REAL_ONLY)
+	@$(MAKE) --no-print-directory $(BUILD)/tools/ringbuf-record $(BUILD)/examples/malloc_trace.so $(BUILD)/examples/malloc_check
+	@python3 bench/real/bench_real.py $(BUILD)
 
 bench-peers: ## LTTng-UST side by side with ringbuf.h (bench/peers/; skipped if not installed)
 	@$(MAKE) --no-print-directory -f bench/peers/peers.mk BUILD=$(BUILD) CC="$(CC)" CFLAGS="$(CFLAGS)"

@@ -238,6 +238,7 @@ static size_t load_all(const char *dir, const char *out, struct mc_trace *t, siz
 		snprintf(path, sizeof path, "%s/%s", out, e->d_name);
 		assert_int_equal(mc_load(strdup(path), &t[n]), 0);
 		snprintf(rbpath, sizeof rbpath, "%s/%.*s.rb", dir, (int)(len - 4), e->d_name);
+		memset(&st, 0, sizeof st);
 		assert_int_equal(ringbuf_open_file(rbpath, 0, &rb), 0);
 		assert_int_equal(ringbuf_stats(rb, &st), 0);
 		/* every committed event in the file, and nothing left behind */
