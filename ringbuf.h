@@ -1038,7 +1038,8 @@ struct ringbuf {
 	void *clock_ctx;
 	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
 	uint64_t map_len;       /* owned 2, 3: length of the mapping to unmap */
-	uint64_t gen;           /* process-local: this creation/open, for per-thread state */
+	uint64_t gen;           /* this creation, for per-thread state: unique across processes,
+				 * kept by an RDWR open (other processes' writers name it) */
 	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
 	_Atomic(int) mode;
@@ -3358,6 +3359,11 @@ struct ringbuf__reg {
 	_Atomic(struct ringbuf__reg *) next;
 };
 static _Atomic(uint64_t) ringbuf__gen_counter;
+/* The high half of this process's generations (0: not chosen yet; a fork
+ * child chooses its own): generations are unique across processes, so a
+ * block opened RDWR keeps the generation its creator gave it (see
+ * ringbuf__fork_register). */
+static _Atomic(uint64_t) ringbuf__gen_hi;
 static struct ringbuf__reg ringbuf__reg0;
 #define RINGBUF__REG_EACH(r) \
 	for ((r) = &ringbuf__reg0; (r); (r) = atomic_load_explicit(&(r)->next, memory_order_acquire))
@@ -3998,6 +4004,7 @@ static void ringbuf__atfork_child(void)
 	uint32_t parent_tid = ringbuf__tid;
 	struct ringbuf__reg *r;
 	ringbuf__tid = 0;
+	atomic_store(&ringbuf__gen_hi, 0); /* the child's generations are its own */
 	RINGBUF__REG_EACH(r)
 	for (i = 0; i < RINGBUF__NREG; i++) {
 		struct ringbuf *rb = atomic_load(&r->rb[i]);
@@ -4057,15 +4064,40 @@ RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
 static void ringbuf__atfork_setup(void) {}
 #endif
 
-/* Every buffer gets a generation at creation (and at each open of a file):
- * per-thread entries name it, the fork handler finds it here. Fails only
- * when a new chunk cannot be allocated (RINGBUF_ENOMEM). */
-static int ringbuf__fork_register(struct ringbuf *rb)
+/* A new generation: this process's high half (the pid mixed with the time
+ * of the first call, so a reused pid gets another one) and a counter. */
+static uint64_t ringbuf__gen_new(void)
+{
+	uint64_t hi = atomic_load_explicit(&ringbuf__gen_hi, memory_order_relaxed);
+	if (!hi) {
+		uint64_t x = 0, expect = 0;
+#if defined(__linux__)
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		x = ((uint64_t)(uint32_t)getpid() << 32) ^ ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+#endif
+		x *= 0x9e3779b97f4a7c15ull; /* spread: the high half depends on every bit */
+		hi = (x & ~(uint64_t)0xffffffffu) | ((uint64_t)1 << 63);
+		if (!atomic_compare_exchange_strong(&ringbuf__gen_hi, &expect, hi))
+			hi = expect; /* another thread chose first */
+	}
+	return hi | (uint32_t)(atomic_fetch_add(&ringbuf__gen_counter, 1) + 1);
+}
+
+/* Every buffer gets a generation at creation: per-thread entries name it, the
+ * fork handler finds it here. keep (a block opened RDWR or for recovery):
+ * a generation already in the block stays, so the writers of other
+ * processes, whose thread entries name it, keep their claims (a new one
+ * stored in the shared header took them away: their next event claimed
+ * another buffer and an event in flight was committed to the wrong one).
+ * Fails only when a new chunk cannot be allocated (RINGBUF_ENOMEM). */
+static int ringbuf__fork_register_as(struct ringbuf *rb, int keep)
 {
 	struct ringbuf__reg *r, *last = NULL, *nr;
 	unsigned i;
 	ringbuf__atfork_setup();
-	rb->gen = atomic_fetch_add(&ringbuf__gen_counter, 1) + 1;
+	if (!keep || rb->gen == 0)
+		rb->gen = ringbuf__gen_new();
 	for (;;) {
 		RINGBUF__REG_EACH(r) {
 			last = r;
@@ -4089,12 +4121,17 @@ static int ringbuf__fork_register(struct ringbuf *rb)
 	}
 }
 
+static int ringbuf__fork_register(struct ringbuf *rb)
+{
+	return ringbuf__fork_register_as(rb, 0);
+}
+
 static void ringbuf__fork_unregister(struct ringbuf *rb)
 {
 	struct ringbuf__reg *r;
 	unsigned i;
-	/* by address, not by rb->gen: the header of a shared block holds the
-	 * generation of whichever process opened it last */
+	/* by address, not by rb->gen: another handle of this process on the
+	 * same shared block has the same generation */
 	RINGBUF__REG_EACH(r)
 		for (i = 0; i < RINGBUF__NREG; i++)
 			if (atomic_load(&r->rb[i]) == rb) {
@@ -6895,7 +6932,8 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 			munmap(map, (size_t)hdr.total_size);
 			return r;
 		}
-		if ((r = ringbuf__fork_register(rb)) < 0) {
+		/* shared: keep the creator's generation (its writers' claims) */
+		if ((r = ringbuf__fork_register_as(rb, rb->shared)) < 0) {
 			munmap(map, (size_t)hdr.total_size);
 			return r;
 		}
