@@ -64,6 +64,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -460,15 +461,22 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 	}
 	if (ringbuf_record_last.bad_buffers)
 		rc = RBREC_FILE;
-	if (!quiet)
+	if (!quiet) {
+		struct rusage ru;
+		memset(&ru, 0, sizeof ru);
+		getrusage(RUSAGE_SELF, &ru); /* the recorder alone, not the tree */
 		fprintf(stderr, "ringbuf-record: %s -> %s: %llu buffers, %llu events, %llu lost, %llu pages while "
-				"running, %llu after, %llu malformed pages, %llu buffers left out\n",
+				"running, %llu after, %llu malformed pages, %llu buffers left out; recorder CPU "
+				"%.3f s user, %.3f s system\n",
 			dir, outdir, (unsigned long long)ringbuf_record_last.buffers,
 			(unsigned long long)ringbuf_record_last.events, (unsigned long long)ringbuf_record_last.lost,
 			(unsigned long long)ringbuf_record_last.live_pages,
 			(unsigned long long)ringbuf_record_last.recovered_pages,
 			(unsigned long long)ringbuf_record_last.bad_pages,
-			(unsigned long long)ringbuf_record_last.bad_buffers);
+			(unsigned long long)ringbuf_record_last.bad_buffers,
+			(double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+			(double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+	}
 	return rc;
 }
 
