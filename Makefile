@@ -54,7 +54,10 @@ TEST_CXX_SRCS := $(wildcard tests/test_*.cpp)
 TEST_CXX_BINS := $(if $(HAVE_CXX),$(patsubst tests/%.cpp,$(BUILD)/tests/%,$(TEST_CXX_SRCS)))
 TEST_HDRS    := $(wildcard tests/*.h)
 EXAMPLE_SRCS := $(wildcard examples/*.c)
-EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRCS))
+# examples/malloc_trace.c is an LD_PRELOAD shared object (malloc_trace.so)
+EXAMPLE_SO_SRCS := examples/malloc_trace.c
+EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(filter-out $(EXAMPLE_SO_SRCS),$(EXAMPLE_SRCS))) \
+	$(patsubst examples/%.c,$(BUILD)/examples/%.so,$(EXAMPLE_SO_SRCS))
 TOOL_SRCS    := $(wildcard tools/*.c)
 TOOL_BINS    := $(patsubst tools/%.c,$(BUILD)/tools/%,$(TOOL_SRCS))
 BENCH_SRCS   := $(wildcard bench/*.c)
@@ -76,7 +79,7 @@ extra_cflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*CFLAGS:[[:space:]]*
 VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
 
 .DELETE_ON_ERROR:
-.PHONY: test-cross verify all test tests compile-checks examples tools demo demo-ftrace asan ubsan tsan sanitize lint bench bench-ftrace bench-peers fuzz \
+.PHONY: test-cross verify all test tests compile-checks examples tools demo demo-ftrace asan ubsan tsan sanitize lint bench bench-ftrace bench-peers bench-real fuzz \
 	install uninstall clean help
 
 all: examples tools tests ## build the examples, the tools and the tests (without running them)
@@ -136,6 +139,9 @@ $(BUILD)/tests/test_owners_outline: tests/test_owners.c
 $(BUILD)/tests/test_signal_writers_outline: tests/test_signal_writers.c
 $(BUILD)/tests/test_reset_outline: tests/test_reset.c
 $(BUILD)/tests/test_quiesce_outline: tests/test_quiesce.c
+# the preload example's end-to-end test: runs the .so it names
+$(BUILD)/tests/test_malloc_trace: tools/ringbuf-record.c examples/malloc_check.c $(BUILD)/examples/malloc_trace.so
+$(BUILD)/tests/test_malloc_trace: ALL_CFLAGS += -DMALLOC_TRACE_SO='"$(abspath $(BUILD))/examples/malloc_trace.so"'
 
 $(BUILD)/tests/%: tests/%.cpp ringbuf.h ringbuf_trace.h $(TEST_HDRS) $(wildcard tests/cxx_*.c) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@-c.o $(call c_sources,$<)
@@ -177,6 +183,9 @@ sanitize: asan ubsan tsan ## all three sanitizer runs
 examples: $(EXAMPLE_BINS) ## build examples/*.c into build/examples/
 
 $(BUILD)/examples/%: examples/%.c ringbuf.h ringbuf_trace.h ringbuf_ftrace.h | $(BUILD)/examples
+	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
+
+$(BUILD)/examples/%.so: examples/%.c ringbuf.h ringbuf_trace.h | $(BUILD)/examples
 	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
 
 tools: $(TOOL_BINS) ## build tools/*.c (ringbuf-read) into build/tools/
@@ -239,6 +248,10 @@ $(BUILD)/bench/%: bench/%.c ringbuf.h ringbuf_trace.h $(wildcard bench/*.h) $(BE
 
 bench-ftrace: ## the function tracer's cost per traced call, vs untraced and uftrace (bench/ftrace/; FTRACE_N, FTRACE_ROUNDS)
 	@CC="$(CC)" CFLAGS="$(CFLAGS)" bench/ftrace/run.sh $(BUILD)
+
+bench-real: ## malloc tracer on sqlite3, CPython, gcc: plain / malloc_trace.so + ringbuf-record / LTTng libc wrapper (not CI; BENCH_REAL_ROUNDS, BENCH_REAL_ONLY)
+	@$(MAKE) --no-print-directory $(BUILD)/tools/ringbuf-record $(BUILD)/examples/malloc_trace.so $(BUILD)/examples/malloc_check
+	@python3 bench/real/bench_real.py $(BUILD)
 
 bench-peers: ## LTTng-UST side by side with ringbuf.h (bench/peers/; skipped if not installed)
 	@$(MAKE) --no-print-directory -f bench/peers/peers.mk BUILD=$(BUILD) CC="$(CC)" CFLAGS="$(CFLAGS)"

@@ -1038,7 +1038,8 @@ struct ringbuf {
 	void *clock_ctx;
 	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
 	uint64_t map_len;       /* owned 2, 3: length of the mapping to unmap */
-	uint64_t gen;           /* process-local: this creation/open, for per-thread state */
+	uint64_t gen;           /* this creation, for per-thread state: unique across processes,
+				 * kept by an RDWR open (other processes' writers name it) */
 	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
 	_Atomic(int) mode;
@@ -1955,6 +1956,14 @@ extern int clock_gettime(int, struct timespec *);
  *       (atomic_init: 16 bytes per page, so every data page is touched).
  * ringbuf_reset_cpu (R5) still stores every page header: the pages hold old
  * events there. ringbuf_recover reads a zero header as an empty page.
+ *   Z6  Opening (ringbuf_open_file) reads no page that is a hole of the file:
+ *       its commit field is 0 by Z1-Z2, which passes the range check
+ *       without a load (ringbuf__is_hole: SEEK_DATA/SEEK_HOLE on the open
+ *       descriptor). A read through a shared mapping would allocate a
+ *       tmpfs/memfd hole. A hole filled after the question is no different
+ *       from a page a live writer fills after validation. ringbuf_recover
+ *       still reads every page header (it has no descriptor): it allocates
+ *       the holes of a tmpfs buffer, once, after its writers are gone.
  *
  * RING. Links are `next` words in the page descriptors:
  *
@@ -3501,6 +3510,11 @@ struct ringbuf__reg {
 	_Atomic(struct ringbuf__reg *) next;
 };
 static _Atomic(uint64_t) ringbuf__gen_counter;
+/* The high half of this process's generations (0: not chosen yet; a fork
+ * child chooses its own): generations are unique across processes, so a
+ * block opened RDWR keeps the generation its creator gave it (see
+ * ringbuf__fork_register). */
+static _Atomic(uint64_t) ringbuf__gen_hi;
 static struct ringbuf__reg ringbuf__reg0;
 #define RINGBUF__REG_EACH(r) \
 	for ((r) = &ringbuf__reg0; (r); (r) = atomic_load_explicit(&(r)->next, memory_order_acquire))
@@ -4134,6 +4148,7 @@ static void ringbuf__atfork_child(void)
 	ringbuf__tid = 0;
 	for (k = 0; k < RINGBUF__TCTX; k++)
 		atomic_store(&ringbuf__tctx[k].tid, 0); /* our tid changed (inline claim) */
+	atomic_store(&ringbuf__gen_hi, 0); /* the child's generations are its own */
 	RINGBUF__REG_EACH(r)
 	for (i = 0; i < RINGBUF__NREG; i++) {
 		struct ringbuf *rb = atomic_load(&r->rb[i]);
@@ -4193,15 +4208,38 @@ RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
 static void ringbuf__atfork_setup(void) {}
 #endif
 
-/* Every buffer gets a generation at creation (and at each open of a file):
- * per-thread entries name it, the fork handler finds it here. Fails only
- * when a new chunk cannot be allocated (RINGBUF_ENOMEM). */
-static int ringbuf__fork_register(struct ringbuf *rb)
+/* A new generation: this process's high half (the pid mixed with the time
+ * of the first call, so a reused pid gets another one) and a counter. */
+static uint64_t ringbuf__gen_new(void)
+{
+	uint64_t hi = atomic_load_explicit(&ringbuf__gen_hi, memory_order_relaxed);
+	if (!hi) {
+		uint64_t x = ringbuf__default_clock(NULL), expect = 0;
+#if defined(__linux__)
+		x ^= (uint64_t)(uint32_t)getpid() << 32;
+#endif
+		x *= 0x9e3779b97f4a7c15ull; /* spread: the high half depends on every bit */
+		hi = (x & ~(uint64_t)0xffffffffu) | ((uint64_t)1 << 63);
+		if (!atomic_compare_exchange_strong(&ringbuf__gen_hi, &expect, hi))
+			hi = expect; /* another thread chose first */
+	}
+	return hi | (uint32_t)(atomic_fetch_add(&ringbuf__gen_counter, 1) + 1);
+}
+
+/* Every buffer gets a generation at creation: per-thread entries name it, the
+ * fork handler finds it here. keep (a block opened RDWR or for recovery):
+ * a generation already in the block stays, so the writers of other
+ * processes, whose thread entries name it, keep their claims (a new one
+ * stored in the shared header took them away: their next event claimed
+ * another buffer and an event in flight was committed to the wrong one).
+ * Fails only when a new chunk cannot be allocated (RINGBUF_ENOMEM). */
+static int ringbuf__fork_register_as(struct ringbuf *rb, int keep)
 {
 	struct ringbuf__reg *r, *last = NULL, *nr;
 	unsigned i;
 	ringbuf__atfork_setup();
-	rb->gen = atomic_fetch_add(&ringbuf__gen_counter, 1) + 1;
+	if (!keep || rb->gen == 0)
+		rb->gen = ringbuf__gen_new();
 	for (;;) {
 		RINGBUF__REG_EACH(r) {
 			last = r;
@@ -4225,12 +4263,17 @@ static int ringbuf__fork_register(struct ringbuf *rb)
 	}
 }
 
+static int ringbuf__fork_register(struct ringbuf *rb)
+{
+	return ringbuf__fork_register_as(rb, 0);
+}
+
 static void ringbuf__fork_unregister(struct ringbuf *rb)
 {
 	struct ringbuf__reg *r;
 	unsigned i;
-	/* by address, not by rb->gen: the header of a shared block holds the
-	 * generation of whichever process opened it last */
+	/* by address, not by rb->gen: another handle of this process on the
+	 * same shared block has the same generation */
 	RINGBUF__REG_EACH(r)
 		for (i = 0; i < RINGBUF__NREG; i++)
 			if (atomic_load(&r->rb[i]) == rb) {
@@ -6539,7 +6582,76 @@ static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
 /* Everything a reader trusts in a block that came from outside: the header
  * against the geometry it claims, and each per-CPU index and link. */
 #define RINGBUF__VALIDATE_TRIES 64 /* V3: walks of the ring before its flags go unchecked */
+/* Pages of a block's file that are holes (never written, so they read as
+ * zeros: an empty page) need not be read to be validated, and must not be:
+ * reading a hole of a tmpfs file or memfd through a shared mapping allocates
+ * it, so opening a 64 MiB buffer that a writer has barely used made all
+ * 64 MiB resident (ringbuf-record opens every buffer of a traced tree).
+ * The extent last asked about (SEEK_DATA / SEEK_HOLE) is cached: pages are
+ * checked in file order, so a fresh file costs a few lseek calls. A page
+ * filled after the question is read as usual (the writer made it resident);
+ * one that is data is always read. fd < 0: no file, read every page. */
+struct ringbuf__holes {
+	int fd;
+	int64_t lo, hi; /* cached extent [lo, hi) */
+	int hole;       /* ... is a hole (1), data (0); -1 nothing cached */
+};
+
+/* Linux's values (<unistd.h> names them only with _GNU_SOURCE) */
+#if defined(__linux__)
+#define RINGBUF__SEEK_DATA 3
+#define RINGBUF__SEEK_HOLE 4
+#endif
+
+static int ringbuf__is_hole(struct ringbuf__holes *h, int64_t off, int64_t len)
+{
+#if defined(__linux__)
+	int64_t d, e;
+	if (!h || h->fd < 0)
+		return 0;
+	if (h->hole >= 0 && off >= h->lo && off + len <= h->hi)
+		return h->hole;
+	if (h->hole == 0 && off >= h->lo && off < h->hi)
+		return 0; /* starts in data */
+	d = (int64_t)lseek(h->fd, (off_t)off, RINGBUF__SEEK_DATA);
+	if (d < 0) { /* ENXIO: a hole to the end of the file; else (EINVAL: no
+		      * support): unknown, read every page */
+		if (errno != ENXIO) {
+			h->fd = -1;
+			return 0;
+		}
+		h->lo = off;
+		h->hi = INT64_MAX;
+		h->hole = 1;
+		return 1;
+	}
+	if (d >= off + len) {
+		h->lo = off;
+		h->hi = d;
+		h->hole = 1;
+		return 1;
+	}
+	e = (int64_t)lseek(h->fd, (off_t)d, RINGBUF__SEEK_HOLE);
+	h->lo = d;
+	h->hi = e > d ? e : d + len;
+	h->hole = 0;
+	return 0;
+#else
+	(void)h;
+	(void)off;
+	(void)len;
+	return 0;
+#endif
+}
+
+static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbuf__holes *holes);
+
 static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
+{
+	return ringbuf__validate_in(rb, size, NULL);
+}
+
+static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbuf__holes *holes)
 {
 	struct ringbuf__geom g;
 	unsigned cpu;
@@ -6583,7 +6695,9 @@ static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 			uint64_t link = RINGBUF__LOAD(&bp->next);
 			if (ringbuf__link_idx(link) > n || bp->prev > n ||
 			    (link & RINGBUF__F_MASK) == RINGBUF__F_MASK ||
-			    ringbuf__page_commit(rb, cpu, i) > rb->bsize)
+			    (!ringbuf__is_hole(holes, (int64_t)((char *)ringbuf__dp(rb, cpu, i) - (char *)rb),
+					       (int64_t)rb->page_size) &&
+			     ringbuf__page_commit(rb, cpu, i) > rb->bsize))
 				return RINGBUF_ECORRUPT;
 		}
 		/* V1-V3: the ring, checked against a writer that may be running in
@@ -6927,13 +7041,18 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		   PROT_READ | (((flags & RINGBUF_OPEN_RDWR) || (flags & RINGBUF_OPEN_RECOVER)) ? PROT_WRITE : 0),
 		   mflags, fd, 0);
 	e = errno;
-	close(fd);
 	if (map == MAP_FAILED) {
+		close(fd);
 		errno = e;
 		return RINGBUF_ESYS;
 	}
 	rb = (struct ringbuf *)map;
-	if ((r = ringbuf__validate(rb, hdr.total_size)) < 0) {
+	{
+		struct ringbuf__holes holes = {fd, 0, 0, -1};
+		r = ringbuf__validate_in(rb, hdr.total_size, &holes);
+	}
+	close(fd);
+	if (r < 0) {
 		munmap(map, (size_t)hdr.total_size);
 		return r;
 	}
@@ -6955,7 +7074,8 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 			munmap(map, (size_t)hdr.total_size);
 			return r;
 		}
-		if ((r = ringbuf__fork_register(rb)) < 0) {
+		/* shared: keep the creator's generation (its writers' claims) */
+		if ((r = ringbuf__fork_register_as(rb, rb->shared)) < 0) {
 			munmap(map, (size_t)hdr.total_size);
 			return r;
 		}
@@ -6969,13 +7089,18 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 			return RINGBUF_ESYS;
 		map = mmap(NULL, (size_t)hdr.total_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 		e = errno;
-		close(fd);
 		if (map == MAP_FAILED) {
+			close(fd);
 			errno = e;
 			return RINGBUF_ESYS;
 		}
 		rb = (struct ringbuf *)map;
-		if ((r = ringbuf__validate(rb, hdr.total_size)) < 0) {
+		{
+			struct ringbuf__holes holes = {fd, 0, 0, -1};
+			r = ringbuf__validate_in(rb, hdr.total_size, &holes);
+		}
+		close(fd);
+		if (r < 0) {
 			munmap(map, (size_t)hdr.total_size);
 			return r;
 		}

@@ -673,17 +673,34 @@ static uint64_t ringbuf_tdat__cpu_pages(void *ctx, unsigned cpu)
 	return ((const struct ringbuf_tracedat *)ctx)->cpu_pages[cpu];
 }
 
-/* Append cpu's temporary file to out (through w->page). */
+/* Append cpu's temporary file to out: in the kernel (copy_file_range: no
+ * copy through user memory, one call for many pages; the temporary file is
+ * next to out, on the same filesystem), else, or for what it did not copy
+ * (an old kernel, another filesystem), through w->page. */
 static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
 {
 	struct ringbuf_tracedat *w = (struct ringbuf_tracedat *)ctx;
-	uint64_t left = w->cpu_pages[cpu];
-	if (lseek(w->fd[cpu], 0, SEEK_SET) != 0)
+	uint64_t left = w->cpu_pages[cpu] * (uint64_t)w->info.page_size;
+	int64_t off = 0; /* loff_t */
+#if defined(__linux__) && defined(SYS_copy_file_range)
+	while (left) {
+		size_t chunk = left > ((uint64_t)1 << 30) ? (size_t)1 << 30 : (size_t)left;
+		long k = syscall(SYS_copy_file_range, w->fd[cpu], &off, out, NULL, chunk, 0u);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break; /* the rest through user memory, from off */
+		left -= (uint64_t)k;
+	}
+#endif
+	if (!left)
+		return 0;
+	if (lseek(w->fd[cpu], (off_t)off, SEEK_SET) != (off_t)off)
 		return RINGBUF_ESYS;
 	while (left) {
-		size_t got = 0;
-		while (got < w->info.page_size) {
-			ssize_t k = read(w->fd[cpu], w->page + got, w->info.page_size - got);
+		size_t want = left < w->info.page_size ? (size_t)left : w->info.page_size, got = 0;
+		while (got < want) {
+			ssize_t k = read(w->fd[cpu], w->page + got, want - got);
 			if (k < 0 && errno == EINTR)
 				continue;
 			if (k <= 0) {
@@ -693,9 +710,9 @@ static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
 			}
 			got += (size_t)k;
 		}
-		if (ringbuf_trace__write_all(out, w->page, w->info.page_size) < 0)
+		if (ringbuf_trace__write_all(out, w->page, want) < 0)
 			return RINGBUF_ESYS;
-		left--;
+		left -= want;
 	}
 	return 0;
 }

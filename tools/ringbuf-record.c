@@ -1,6 +1,7 @@
 /* ringbuf-record - record a running process's file-backed ringbuf.h buffer to trace.dat.
  *
  *   ringbuf-record [-o OUT.dat | -N HOST:PORT [-T SECONDS]] [-p PID] [-V 6|7] [-q] FILE.rb
+ *   ringbuf-record -d DIR [-o OUTDIR] [-k] [-V 6|7] [-q] [--preload LIB.so] [-- COMMAND ARGS...]
  *
  * Like `trace-cmd record` for this library. FILE.rb is a buffer made with
  * ringbuf_create_file() whose user area holds the event formats and thread
@@ -30,6 +31,24 @@
  * counted and left out), the user area is validated by
  * ringbuf_trace_load_registry().
  *
+ * FOLLOWING A PROCESS TREE (-d DIR). Every process of the tree makes its own
+ * buffer in DIR and announces it by the protocol of examples/malloc_trace.c
+ * (>>follow below): created under a dot name, locked with flock(LOCK_EX) on a
+ * descriptor the process keeps (close-on-exec), then renamed to NAME.rb. The
+ * recorder scans DIR, follows every NAME.rb it finds (drains whole pages while
+ * the writer runs) and, when the lock can be taken shared (the writer exited,
+ * was killed or exec'd: the kernel dropped the lock), repairs the buffer,
+ * takes the rest and writes OUTDIR/NAME.dat (one trace.dat per process
+ * image; `trace-cmd report -i A.dat -i B.dat` merges them by time), then
+ * removes NAME.rb (-k keeps it). With a COMMAND, the recorder starts it with
+ * RINGBUF_RECORD_DIR=DIR (and LD_PRELOAD=LIB.so with --preload) in its
+ * environment, as a child subreaper (PR_SET_CHILD_SUBREAPER: orphans of the
+ * tree become its children), and stops once every process of the tree has
+ * been reaped and every buffer in DIR is finished. Without one it stops on
+ * SIGINT/SIGTERM. A child made by fork() creates and locks its buffer before
+ * it lets go of the lock it inherited (malloc_trace.c, FORK), so when a
+ * parent's buffer looks finished, the child's is already in DIR.
+ *
  * Exit status: 0 success, 1 usage error, 2 file error (buffer missing,
  * foreign or corrupted; output not writable), 3 network error (-N: name not
  * resolved, connection refused, protocol mismatch, the server closed early
@@ -51,7 +70,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 
 #define RBREC_OK 0
 #define RBREC_USAGE 1
@@ -64,6 +92,9 @@ struct ringbuf_record_counts {
 	uint64_t recovered_pages; /* pages taken after it was gone */
 	uint64_t events, lost, bad_pages;
 	int recovered;            /* the process was gone: the buffer was repaired */
+	uint64_t buffers;         /* -d: buffers followed to the end (one per process image) */
+	uint64_t bad_buffers;     /* -d: NAME.rb files that could not be opened or written */
+	int command_status;       /* -d with a COMMAND: its wait status */
 };
 static struct ringbuf_record_counts ringbuf_record_last;
 
@@ -72,6 +103,10 @@ static volatile sig_atomic_t rbrec_stop; /* SIGINT/SIGTERM (main only) */
 static void rbrec_usage(FILE *f)
 {
 	fprintf(f, "usage: ringbuf-record [-o OUT.dat | -N HOST:PORT [-T SECONDS]] [-p PID] [-V 6|7] [-q] FILE.rb\n"
+		   "       ringbuf-record -d DIR [-o OUTDIR] [-k] [-V 6|7] [-q] [--preload LIB] [-- COMMAND...]\n"
+		   "  -d DIR        follow every process's buffer DIR/NAME.rb, write OUTDIR/NAME.dat each\n"
+		   "  -k            -d: keep the NAME.rb files (default: removed once recorded)\n"
+		   "  --preload LIB -d with COMMAND: run it with LD_PRELOAD=LIB\n"
 		   "  -o FILE       trace.dat to write (default trace.dat)\n"
 		   "  -N HOST:PORT  send the trace to `trace-cmd listen -p PORT` running on HOST\n"
 		   "                (trace-cmd's network protocol v3, as `trace-cmd record -N`; TCP;\n"
@@ -207,9 +242,293 @@ static int rbrec_drain(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned 
 	}
 }
 
+/* ==== >>follow: a process tree, one buffer per process image in a directory ==== */
+
+struct rbrec_buf {
+	struct rbrec_buf *next;
+	char *name;                  /* NAME.rb in the directory */
+	struct ringbuf *rb;          /* NULL: could not be followed (counted), or finished */
+	struct ringbuf_trace_registry reg;
+	struct ringbuf_tracedat *w;
+	int lock_fd;                 /* the writer holds LOCK_EX while it may write */
+	uint64_t live_pages;
+};
+
+struct rbrec_follow {
+	const char *dir, *outdir;
+	int version, quiet, keep;
+	struct rbrec_buf *bufs;      /* every NAME.rb seen (never opened twice) */
+	unsigned active;
+};
+
+static int rbrec_is_buffer_name(const char *n)
+{
+	size_t len = strlen(n);
+	return n[0] != '.' && len > 3 && strcmp(n + len - 3, ".rb") == 0 && !strchr(n, '/');
+}
+
+static char *rbrec_join(const char *dir, const char *name, const char *newext)
+{
+	size_t d = strlen(dir), n = strlen(name);
+	char *p;
+	if (newext)
+		n -= 3; /* ".rb" */
+	p = malloc(d + n + 2 + (newext ? strlen(newext) : 0));
+	if (!p)
+		return NULL;
+	memcpy(p, dir, d);
+	p[d] = '/';
+	memcpy(p + d + 1, name, n);
+	p[d + 1 + n] = 0;
+	if (newext)
+		strcat(p, newext);
+	return p;
+}
+
+/* Open a new NAME.rb: the buffer (shared), its formats, its lock, the output. */
+static void rbrec_follow_open(struct rbrec_follow *f, struct rbrec_buf *b)
+{
+	struct ringbuf_tracedat_info info;
+	char *path = rbrec_join(f->dir, b->name, NULL), *out = rbrec_join(f->outdir, b->name, ".dat");
+	int r = RINGBUF_ENOMEM;
+	const char *what = "out of memory";
+	b->lock_fd = -1;
+	if (!path || !out)
+		goto fail;
+	what = "open";
+	r = ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &b->rb);
+	if (r < 0)
+		goto fail;
+	b->lock_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (b->lock_fd < 0) {
+		r = RINGBUF_ESYS;
+		goto fail;
+	}
+	what = "event formats";
+	r = ringbuf_trace_load_registry(b->rb, &b->reg);
+	if (r < 0)
+		goto fail;
+	ringbuf_tracedat_info_of(b->rb, &b->reg, &info);
+	info.version = f->version;
+	if (!info.tsc)
+		info.clock = ringbuf_clock_name(b->rb);
+	what = "output";
+	r = ringbuf_tracedat_open(out, &info, &b->w);
+	if (r < 0) {
+		ringbuf_trace_registry_free(&b->reg);
+		goto fail;
+	}
+	f->active++;
+	free(path);
+	free(out);
+	return;
+fail:
+	fprintf(stderr, "ringbuf-record: %s: %s: %s%s%s (left out)\n", path ? path : b->name, what,
+		ringbuf_strerror(r), r == RINGBUF_ESYS ? ": " : "", r == RINGBUF_ESYS ? strerror(errno) : "");
+	ringbuf_record_last.bad_buffers++;
+	if (b->rb)
+		ringbuf_destroy(b->rb);
+	b->rb = NULL;
+	if (b->lock_fd >= 0)
+		close(b->lock_fd);
+	b->lock_fd = -1;
+	free(path);
+	free(out);
+}
+
+/* Find the NAME.rb files not seen yet. Returns how many were added. */
+static int rbrec_follow_scan(struct rbrec_follow *f)
+{
+	DIR *d = opendir(f->dir);
+	struct dirent *e;
+	int added = 0;
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		struct rbrec_buf *b;
+		if (!rbrec_is_buffer_name(e->d_name))
+			continue;
+		for (b = f->bufs; b; b = b->next)
+			if (strcmp(b->name, e->d_name) == 0)
+				break;
+		if (b)
+			continue;
+		b = calloc(1, sizeof *b);
+		if (!b || !(b->name = strdup(e->d_name))) {
+			free(b);
+			break;
+		}
+		b->next = f->bufs;
+		f->bufs = b;
+		rbrec_follow_open(f, b);
+		added++;
+	}
+	closedir(d);
+	return added;
+}
+
+/* The end of one buffer: gone (the writer let go of its lock): repair, take
+ * the rest, write the file; stop (SIGINT with the writer alive): take what is
+ * committed, no repair. */
+static void rbrec_follow_finish(struct rbrec_follow *f, struct rbrec_buf *b, int gone)
+{
+	struct ringbuf_tracedat_stats st;
+	uint64_t bad = 0;
+	int r = 0, rec = 0;
+	memset(&st, 0, sizeof st);
+	if (gone)
+		r = ringbuf_recover(b->rb);
+	if (r >= 0) {
+		rec = rbrec_drain(b->w, b->rb, 0, &bad, !gone);
+		r = rec < 0 ? rec : 0;
+	}
+	if (r < 0) {
+		fprintf(stderr, "ringbuf-record: %s/%s: %s\n", f->dir, b->name, ringbuf_strerror(r));
+		ringbuf_tracedat_abort(b->w);
+		ringbuf_record_last.bad_buffers++;
+	} else if ((r = ringbuf_tracedat_finish(b->w, &st)) < 0) {
+		fprintf(stderr, "ringbuf-record: %s/%s: cannot write: %s\n", f->outdir, b->name, ringbuf_strerror(r));
+		ringbuf_record_last.bad_buffers++;
+	} else {
+		ringbuf_record_last.buffers++;
+		ringbuf_record_last.events += st.events;
+		ringbuf_record_last.lost += st.lost;
+		ringbuf_record_last.live_pages += b->live_pages;
+		ringbuf_record_last.recovered_pages += (uint64_t)rec;
+		ringbuf_record_last.bad_pages += bad;
+		if (!f->quiet)
+			fprintf(stderr, "ringbuf-record: %s: %llu events (%llu pages while it ran, %llu %s), %llu lost%s\n",
+				b->name, (unsigned long long)st.events, (unsigned long long)b->live_pages,
+				(unsigned long long)rec, gone ? "after" : "at the stop", (unsigned long long)st.lost,
+				st.lost_unknown ? " (and gaps of unknown size)" : "");
+	}
+	b->w = NULL;
+	ringbuf_trace_registry_free(&b->reg);
+	ringbuf_destroy(b->rb);
+	b->rb = NULL;
+	close(b->lock_fd);
+	b->lock_fd = -1;
+	f->active--;
+	if (gone && !f->keep) {
+		char *path = rbrec_join(f->dir, b->name, NULL);
+		if (path)
+			unlink(path);
+		free(path);
+	}
+}
+
+static int rbrec_follow_run(const char *dir, const char *outdir, int version, int quiet, int keep,
+			    const char *preload, char **cmd)
+{
+	struct rbrec_follow f;
+	pid_t child = -1;
+	int children = 0, rc = RBREC_OK;
+	memset(&f, 0, sizeof f);
+	f.dir = dir;
+	f.outdir = outdir;
+	f.version = version;
+	f.quiet = quiet;
+	f.keep = keep;
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		fprintf(stderr, "ringbuf-record: %s: %s\n", dir, strerror(errno));
+		return RBREC_FILE;
+	}
+	if (mkdir(outdir, 0755) != 0 && errno != EEXIST) {
+		fprintf(stderr, "ringbuf-record: %s: %s\n", outdir, strerror(errno));
+		return RBREC_FILE;
+	}
+	if (cmd && cmd[0]) {
+#if defined(__linux__) && defined(PR_SET_CHILD_SUBREAPER)
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); /* orphans of the tree come here */
+#endif
+		child = fork();
+		if (child < 0) {
+			fprintf(stderr, "ringbuf-record: fork: %s\n", strerror(errno));
+			return RBREC_FILE;
+		}
+		if (child == 0) {
+			if (setenv("RINGBUF_RECORD_DIR", dir, 1) != 0 ||
+			    (preload && setenv("LD_PRELOAD", preload, 1) != 0))
+				_exit(127);
+			execvp(cmd[0], cmd);
+			fprintf(stderr, "ringbuf-record: %s: %s\n", cmd[0], strerror(errno));
+			_exit(127);
+		}
+		children = 1;
+	}
+	for (;;) {
+		struct rbrec_buf *b;
+		int taken = 0;
+		rbrec_follow_scan(&f);
+		for (b = f.bufs; b; b = b->next) {
+			int r;
+			if (!b->rb)
+				continue;
+			/* the lock first, then the pages: once the writer is gone
+			 * everything it committed is in the buffer */
+			if (flock(b->lock_fd, LOCK_SH | LOCK_NB) == 0) {
+				rbrec_follow_finish(&f, b, 1);
+				continue;
+			}
+			r = rbrec_drain(b->w, b->rb, RINGBUF_READ_FULL, &ringbuf_record_last.bad_pages, 1);
+			if (r > 0) {
+				b->live_pages += (uint64_t)r;
+				taken += r;
+			}
+		}
+		while (children) {
+			int status;
+			pid_t p = waitpid(-1, &status, WNOHANG);
+			if (p == child)
+				ringbuf_record_last.command_status = status;
+			if (p == 0)
+				break;
+			if (p < 0) /* ECHILD: the whole tree is reaped */
+				children = 0;
+		}
+		if (rbrec_stop)
+			break;
+		/* the tree is gone: a last scan finds the buffers of its last
+		 * processes; stop when nothing is left to follow */
+		if (child > 0 && !children && !f.active && rbrec_follow_scan(&f) == 0)
+			break;
+		if (!taken)
+			poll(NULL, 0, 10);
+	}
+	while (f.bufs) {
+		struct rbrec_buf *b = f.bufs;
+		if (b->rb)
+			rbrec_follow_finish(&f, b, flock(b->lock_fd, LOCK_SH | LOCK_NB) == 0);
+		f.bufs = b->next;
+		free(b->name);
+		free(b);
+	}
+	if (ringbuf_record_last.bad_buffers)
+		rc = RBREC_FILE;
+	if (!quiet) {
+		struct rusage ru;
+		memset(&ru, 0, sizeof ru);
+		getrusage(RUSAGE_SELF, &ru); /* the recorder alone, not the tree */
+		fprintf(stderr, "ringbuf-record: %s -> %s: %llu buffers, %llu events, %llu lost, %llu pages while "
+				"running, %llu after, %llu malformed pages, %llu buffers left out; recorder CPU "
+				"%.3f s user, %.3f s system\n",
+			dir, outdir, (unsigned long long)ringbuf_record_last.buffers,
+			(unsigned long long)ringbuf_record_last.events, (unsigned long long)ringbuf_record_last.lost,
+			(unsigned long long)ringbuf_record_last.live_pages,
+			(unsigned long long)ringbuf_record_last.recovered_pages,
+			(unsigned long long)ringbuf_record_last.bad_pages,
+			(unsigned long long)ringbuf_record_last.bad_buffers,
+			(double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+			(double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+	}
+	return rc;
+}
+
 static int rbrec_run(int argc, char **argv)
 {
-	const char *path = NULL, *out = "trace.dat", *net = NULL;
+	const char *path = NULL, *out = NULL, *dir = NULL, *preload = NULL, *net = NULL;
+	char **cmd = NULL;
+	int keep = 0;
 	char host[256], port[32], neterr[320];
 	struct ringbuf_net *conn = NULL;
 	long timeout_s = 30;
@@ -255,6 +574,15 @@ static int rbrec_run(int argc, char **argv)
 			}
 		} else if (strcmp(a, "-q") == 0) {
 			quiet = 1;
+		} else if (strcmp(a, "-d") == 0 && i + 1 < argc) {
+			dir = argv[++i];
+		} else if (strcmp(a, "-k") == 0) {
+			keep = 1;
+		} else if (strcmp(a, "--preload") == 0 && i + 1 < argc) {
+			preload = argv[++i];
+		} else if (strcmp(a, "--") == 0 && dir) {
+			cmd = argv + i + 1;
+			break;
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			rbrec_usage(stdout);
 			return RBREC_OK;
@@ -265,7 +593,14 @@ static int rbrec_run(int argc, char **argv)
 			path = a;
 		}
 	}
-	if (!path) {
+	if (dir) {
+		if (path || pid || net || (cmd && !cmd[0]) || (preload && !cmd)) {
+			rbrec_usage(stderr);
+			return RBREC_USAGE;
+		}
+		return rbrec_follow_run(dir, out ? out : ".", version, quiet, keep, preload, cmd);
+	}
+	if (!path || keep || preload) {
 		rbrec_usage(stderr);
 		return RBREC_USAGE;
 	}
@@ -281,6 +616,8 @@ static int rbrec_run(int argc, char **argv)
 		fprintf(stderr, "ringbuf-record: -N: trace-cmd listen takes version 6 only\n");
 		return RBREC_USAGE;
 	}
+	if (!out)
+		out = "trace.dat";
 	r = ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &rb);
 	if (r < 0) {
 		fprintf(stderr, "ringbuf-record: %s: %s%s%s\n", path, ringbuf_strerror(r),

@@ -1,0 +1,430 @@
+/* ringbuf-record -d (a process tree, one buffer per process image) and the
+ * LD_PRELOAD example examples/malloc_trace.so, end to end.
+ *
+ * tree: this binary, run by the recorder as its COMMAND (`--tree`), writes
+ * numbered events through the library directly into a buffer of its own that
+ * it announces as malloc_trace.so does (dot name, flock, rename), forks three
+ * children that each make their own buffer before closing the inherited lock;
+ * the third execs this binary again (`--tree-exec`: same pid, new image, new
+ * buffer); the parent writes more after the forks. Buffers are large enough
+ * that nothing is ever dropped, so the recorder's files must hold every event
+ * exactly once (each process image's sequence complete, none twice) and as
+ * many as the buffer counts as committed (the files are kept with -k).
+ *
+ * preload: the recorder runs this binary (`--malloc`) with LD_PRELOAD=
+ * malloc_trace.so: known allocations (distinct sizes) in the parent and in
+ * two fork children that also free blocks they inherited; malloc_check's
+ * checker must find every free matching a live allocation, no pointer
+ * allocated twice, nothing lost, each known allocation exactly once in its
+ * process's trace, and events == committed for each buffer. Skipped (and
+ * says so) when the .so was not built or under a sanitizer.
+ *
+ * Nothing here waits for time: the recorder stops when the whole tree is
+ * reaped and every buffer is finished.
+ */
+#define _GNU_SOURCE 1
+#define RINGBUF_RECORD_TOOL_NO_MAIN
+#include "tools/ringbuf-record.c"
+#define MALLOC_CHECK_NO_MAIN
+#include "examples/malloc_check.c"
+#define RINGBUF_TRACE_DEFINE_EVENTS
+#include "ringbuf_trace.h"
+#undef RINGBUF_TRACE_DEFINE_EVENTS
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+/* the same names and fields as malloc_trace.so's (malloc_check reads them) */
+RINGBUF_TRACE_EVENT(malloc, RINGBUF_FIELDS(RINGBUF_FIELD(uint64_t, ptr), RINGBUF_FIELD(uint64_t, size)),
+		    RINGBUF_PRINT("ptr=0x%llx size=%llu", (unsigned long long)REC->ptr,
+				  (unsigned long long)REC->size));
+RINGBUF_TRACE_EVENT(proc,
+		    RINGBUF_FIELDS(RINGBUF_FIELD(uint64_t, pid), RINGBUF_FIELD(uint64_t, ppid),
+				   RINGBUF_FIELD(uint64_t, fork_seq), RINGBUF_FIELD(uint64_t, forked)),
+		    RINGBUF_PRINT("pid=%llu", (unsigned long long)REC->pid));
+
+#define TREE_N 20000u   /* events per process image per phase */
+#define TREE_IMAGES 5u  /* parent, 3 children, the exec'd image of the third */
+
+static char self_exe[4096];
+
+/* ---- the tree, through the library -------------------------------------------- */
+
+static struct ringbuf_trace_registry tree_reg = RINGBUF_TRACE_REGISTRY_INIT("malloc_trace");
+static struct ringbuf *tree_rb;
+static int tree_lock = -1;
+
+/* malloc_trace.c's B1-B3: dot name, flock(LOCK_EX), rename. */
+static void tree_buffer(unsigned index)
+{
+	const char *dir = getenv("RINGBUF_RECORD_DIR");
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	char tmp[4096], final[4096];
+	int fd;
+	if (!dir)
+		_exit(20);
+	static int registered; /* a fork child inherits the registry */
+	if (!registered && (ringbuf_trace_register_event(&tree_reg, &ringbuf_event_malloc) < 0 ||
+			    ringbuf_trace_register_event(&tree_reg, &ringbuf_event_proc) < 0))
+		_exit(21);
+	registered = 1;
+	cfg.ncpu = 1;
+	cfg.size_per_cpu = 2u << 20; /* > 2 * TREE_N events: never full */
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+	cfg.user_size = ringbuf_trace_user_size(&tree_reg);
+	snprintf(tmp, sizeof tmp, "%s/.%ld.tmp", dir, (long)getpid());
+	snprintf(final, sizeof final, "%s/%ld-%u.rb", dir, (long)getpid(), index);
+	if (ringbuf_create_file(tmp, &cfg, &tree_rb) < 0 || ringbuf_trace_store_registry(tree_rb, &tree_reg) < 0)
+		_exit(22);
+	fd = open(tmp, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX) != 0 || rename(tmp, final) != 0)
+		_exit(23);
+	tree_lock = fd;
+	if (trace_proc(tree_rb, 0, index, (uint64_t)getppid(), 0, 0) != 1)
+		_exit(24);
+}
+
+static void tree_write(unsigned index, uint32_t from, uint32_t to)
+{
+	uint32_t i;
+	for (i = from; i < to; i++) /* ptr: unique per image and event; size: the sequence */
+		if (trace_malloc(tree_rb, 0, ((uint64_t)index << 32) | (i + 1u), i) != 1)
+			_exit(25);
+}
+
+static int tree_main(void)
+{
+	unsigned k;
+	tree_buffer(0);
+	tree_write(0, 0, TREE_N);
+	for (k = 1; k <= 3; k++) {
+		pid_t p = fork();
+		if (p < 0)
+			return 30;
+		if (p == 0) {
+			int inherited = tree_lock;
+			ringbuf_trace_thread_reset();
+			/* the child's buffer is visible before the inherited lock goes */
+			tree_buffer(k);
+			close(inherited);
+			tree_write(k, 0, TREE_N);
+			if (k == 3) {
+				char arg[16];
+				snprintf(arg, sizeof arg, "%u", TREE_IMAGES - 1);
+				execl(self_exe, self_exe, "--tree-exec", arg, (char *)NULL);
+				_exit(31);
+			}
+			_exit(0);
+		}
+	}
+	tree_write(0, TREE_N, 2 * TREE_N);
+	for (k = 1; k <= 3; k++) {
+		int st;
+		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			return 32;
+	}
+	return 0;
+}
+
+static int tree_exec_main(const char *arg)
+{
+	unsigned index = (unsigned)atoi(arg);
+	tree_buffer(index);
+	tree_write(index, 0, TREE_N);
+	return 0;
+}
+
+/* ---- the preload workload --------------------------------------------------------- */
+
+#define PARENT_N 1000u
+#define CHILD_N 500u
+
+static void *volatile sink;
+
+static int malloc_main(void)
+{
+	static void *p[PARENT_N];
+	unsigned i, k;
+	for (i = 0; i < PARENT_N; i++)
+		if (!(p[i] = malloc(3000 + i)))
+			return 40;
+	for (k = 0; k < 2; k++) {
+		pid_t c = fork();
+		if (c < 0)
+			return 41;
+		if (c == 0) {
+			static void *q[CHILD_N];
+			void *a = NULL;
+			for (i = 0; i < CHILD_N; i++)
+				if (!(q[i] = malloc(20000 + k * 1000 + i)))
+					_exit(42);
+			for (i = 0; i < CHILD_N; i += 2) /* realloc, calloc, aligned forms */
+				q[i] = realloc(q[i], 40000 + i);
+			/* through a volatile: the compiler may not elide the pairs */
+			sink = calloc(3, 100);
+			free(sink);
+			if (posix_memalign(&a, 64, 777) == 0)
+				free(a);
+			sink = aligned_alloc(128, 1024);
+			free(sink);
+			for (i = 0; i < CHILD_N; i++)
+				free(q[i]);
+			for (i = k; i < PARENT_N; i += 2) /* blocks the parent allocated */
+				free(p[i]);
+			exit(0);
+		}
+	}
+	for (k = 0; k < 2; k++) {
+		int st;
+		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			return 43;
+	}
+	for (i = 0; i < PARENT_N; i++)
+		free(p[i]);
+	return 0;
+}
+
+/* ---- the checks ------------------------------------------------------------------- */
+
+static char tmpdir[64];
+
+static int run_recorder(const char *mode, const char *preload, const char *dir, const char *out)
+{
+	char *argv[16];
+	int argc = 0;
+	argv[argc++] = (char *)"ringbuf-record";
+	argv[argc++] = (char *)"-q";
+	argv[argc++] = (char *)"-k";
+	argv[argc++] = (char *)"-d";
+	argv[argc++] = (char *)dir;
+	argv[argc++] = (char *)"-o";
+	argv[argc++] = (char *)out;
+	if (preload) {
+		argv[argc++] = (char *)"--preload";
+		argv[argc++] = (char *)preload;
+	}
+	argv[argc++] = (char *)"--";
+	argv[argc++] = self_exe;
+	argv[argc++] = (char *)mode;
+	argv[argc] = NULL;
+	return ringbuf_record_main(argc, argv);
+}
+
+/* Load every .dat of out (n at most max), check the pairing, and that each
+ * buffer in dir counted as committed what its file holds. */
+static size_t load_all(const char *dir, const char *out, struct mc_trace *t, size_t max)
+{
+	DIR *d = opendir(out);
+	struct dirent *e;
+	size_t n = 0;
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		char path[512], rbpath[512];
+		struct ringbuf *rb;
+		struct ringbuf_stats st;
+		size_t len = strlen(e->d_name);
+		if (len < 5 || strcmp(e->d_name + len - 4, ".dat") != 0)
+			continue;
+		assert_true(n < max);
+		snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+		assert_int_equal(mc_load(strdup(path), &t[n]), 0);
+		snprintf(rbpath, sizeof rbpath, "%s/%.*s.rb", dir, (int)(len - 4), e->d_name);
+		memset(&st, 0, sizeof st);
+		assert_int_equal(ringbuf_open_file(rbpath, 0, &rb), 0);
+		assert_int_equal(ringbuf_stats(rb, &st), 0);
+		/* every committed event in the file, and nothing left behind */
+		assert_int_equal(st.committed, t[n].n);
+		assert_int_equal(st.entries, 0);
+		assert_int_equal(st.dropped_events + st.unmapped, 0);
+		ringbuf_destroy(rb);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void tree_every_event_once_in_one_file_per_image(void **state)
+{
+	char dir[128], out[128];
+	struct mc_trace t[8];
+	size_t n, i, j;
+	unsigned seen[TREE_IMAGES] = {0};
+	uint64_t total = 0;
+	(void)state;
+	snprintf(dir, sizeof dir, "%s/tree.rb", tmpdir);
+	snprintf(out, sizeof out, "%s/tree.out", tmpdir);
+	assert_int_equal(run_recorder("--tree", NULL, dir, out), 0);
+	assert_int_equal(WIFEXITED(ringbuf_record_last.command_status), 1);
+	assert_int_equal(WEXITSTATUS(ringbuf_record_last.command_status), 0);
+	assert_int_equal(ringbuf_record_last.buffers, TREE_IMAGES);
+	assert_int_equal(ringbuf_record_last.bad_buffers, 0);
+	n = load_all(dir, out, t, 8);
+	assert_int_equal(n, TREE_IMAGES);
+	for (i = 0; i < n; i++) {
+		uint64_t *ptr = malloc(t[i].n * sizeof *ptr), m = 0, index, want;
+		assert_non_null(ptr);
+		assert_true(t[i].pid >= 0 && t[i].pid < (int64_t)TREE_IMAGES); /* proc: the image's index */
+		index = (uint64_t)t[i].pid;
+		seen[index]++;
+		for (j = 0; j < t[i].n; j++)
+			if (t[i].ev[j].kind == MC_MALLOC)
+				ptr[m++] = t[i].ev[j].f[0];
+		qsort(ptr, m, sizeof *ptr, cmp_u64);
+		want = index == 0 ? 2 * TREE_N : TREE_N;
+		assert_int_equal(m, want);
+		for (j = 0; j < m; j++) /* 1..want, each once */
+			if (ptr[j] != ((index << 32) | (j + 1)))
+				fail_msg("image %llu: event %llu is 0x%llx", (unsigned long long)index,
+					 (unsigned long long)j, (unsigned long long)ptr[j]);
+		total += m + 1;
+		free(ptr);
+		free((char *)t[i].path);
+		mc_free_trace(&t[i]);
+	}
+	for (i = 0; i < TREE_IMAGES; i++)
+		assert_int_equal(seen[i], 1);
+	assert_int_equal(ringbuf_record_last.events, total);
+	print_message("      tree: %zu process images, %llu events, each once\n", n, (unsigned long long)total);
+}
+
+static void preload_every_free_matches_an_allocation(void **state)
+{
+	char dir[128], out[128], so[4096];
+	struct mc_trace t[8];
+	struct mc_result res[8];
+	size_t n, i, j;
+	unsigned parents = 0, children = 0;
+	uint64_t events = 0;
+	(void)state;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	skip(); /* the sanitizer's runtime must come first: no LD_PRELOAD of another object */
+#endif
+#ifdef MALLOC_TRACE_SO
+	snprintf(so, sizeof so, "%s", MALLOC_TRACE_SO);
+#else
+	so[0] = 0;
+#endif
+	if (!so[0] || access(so, R_OK) != 0) {
+		print_message("      skipped: malloc_trace.so not built (%s)\n", so[0] ? so : "MALLOC_TRACE_SO unset");
+		skip();
+	}
+	snprintf(dir, sizeof dir, "%s/preload.rb", tmpdir);
+	snprintf(out, sizeof out, "%s/preload.out", tmpdir);
+	assert_int_equal(run_recorder("--malloc", so, dir, out), 0);
+	assert_int_equal(WIFEXITED(ringbuf_record_last.command_status), 1);
+	assert_int_equal(WEXITSTATUS(ringbuf_record_last.command_status), 0);
+	if (ringbuf_record_last.buffers == 0) {
+		print_message("      skipped: LD_PRELOAD had no effect here\n");
+		skip();
+	}
+	n = load_all(dir, out, t, 8);
+	assert_int_equal(n, 3);
+	assert_int_equal(mc_check(t, n, res), 0);
+	for (i = 0; i < n; i++) {
+		unsigned marks = 0;
+		uint64_t lo, hi;
+		assert_int_equal(res[i].unmatched, 0);
+		assert_int_equal(res[i].double_alloc, 0);
+		assert_int_equal(res[i].lost, 0);
+		if (t[i].forked == 1) {
+			/* which child: its sizes 20000 + k * 1000 + i */
+			uint64_t k = 2;
+			for (j = 0; j < t[i].n; j++)
+				if (t[i].ev[j].kind == MC_MALLOC && t[i].ev[j].f[1] >= 20000 && t[i].ev[j].f[1] < 22000) {
+					k = (t[i].ev[j].f[1] - 20000) / 1000;
+					break;
+				}
+			assert_true(k < 2);
+			lo = 20000 + k * 1000;
+			hi = lo + CHILD_N;
+			children++;
+			/* it freed half of the parent's blocks: inherited, matched */
+			assert_true(res[i].inherited >= PARENT_N);
+		} else {
+			lo = 3000;
+			hi = lo + PARENT_N;
+			parents++;
+		}
+		for (j = 0; j < t[i].n; j++)
+			if (t[i].ev[j].kind == MC_MALLOC && t[i].ev[j].f[1] >= lo && t[i].ev[j].f[1] < hi)
+				marks++;
+		assert_int_equal(marks, hi - lo); /* each known allocation once (sizes distinct) */
+		if (t[i].forked == 1) /* 500 malloc, 250 realloc, calloc, posix_memalign, aligned_alloc */
+			assert_true(t[i].count[MC_CALLOC] >= 1 && t[i].count[MC_MEMALIGN] >= 2 &&
+				    t[i].count[MC_REALLOC] >= CHILD_N / 2 && t[i].count[MC_REALLOC_FREE] >= CHILD_N / 2);
+		events += t[i].n;
+		print_message("      pid %lld%s: %llu events, %llu allocations, %llu frees, %llu inherited\n",
+			      (long long)t[i].pid, t[i].forked == 1 ? " (fork child)" : "",
+			      (unsigned long long)res[i].events, (unsigned long long)res[i].allocs,
+			      (unsigned long long)res[i].frees, (unsigned long long)res[i].inherited);
+		free((char *)t[i].path);
+		mc_free_trace(&t[i]);
+	}
+	assert_int_equal(parents, 1);
+	assert_int_equal(children, 2);
+	assert_int_equal(ringbuf_record_last.events, events);
+}
+
+static void bad_follow_arguments_are_refused(void **state)
+{
+	char *a1[] = {(char *)"r", (char *)"-d", (char *)"/nonexistent-dir/x", (char *)"-o", tmpdir, NULL};
+	char *a2[] = {(char *)"r", (char *)"-d", tmpdir, (char *)"-p", (char *)"1", NULL};
+	char *a3[] = {(char *)"r", (char *)"-d", tmpdir, (char *)"--", NULL};
+	char *a4[] = {(char *)"r", (char *)"--preload", (char *)"x.so", (char *)"f.rb", NULL};
+	(void)state;
+	assert_int_equal(ringbuf_record_main(5, a1), RBREC_FILE);
+	assert_int_equal(ringbuf_record_main(5, a2), RBREC_USAGE);
+	assert_int_equal(ringbuf_record_main(4, a3), RBREC_USAGE);
+	assert_int_equal(ringbuf_record_main(4, a4), RBREC_USAGE);
+}
+
+static int setup_all(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/rb-malloc-trace-XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_all(void **state)
+{
+	char cmd[128];
+	(void)state;
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(tree_every_event_once_in_one_file_per_image),
+		cmocka_unit_test(preload_every_free_matches_an_allocation),
+		cmocka_unit_test(bad_follow_arguments_are_refused),
+	};
+	ssize_t len = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+	if (len > 0)
+		self_exe[len] = 0;
+	else
+		snprintf(self_exe, sizeof self_exe, "%s", argv[0]);
+	if (argc >= 2 && strcmp(argv[1], "--tree") == 0)
+		return tree_main();
+	if (argc >= 3 && strcmp(argv[1], "--tree-exec") == 0)
+		return tree_exec_main(argv[2]);
+	if (argc >= 2 && strcmp(argv[1], "--malloc") == 0)
+		return malloc_main();
+	return cmocka_run_group_tests(tests, setup_all, teardown_all);
+}
