@@ -181,7 +181,7 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
  * header_page text's commit size = info.long_size:
  *
  *   v6: magic "6" endian long page_size | header_page | header_event | 0
- *       ftrace formats | 1 system {formats} | 0 kallsyms | 0 printk |
+ *       ftrace formats (kernel_stack) | 1 system {formats} | 0 kallsyms | 0 printk |
  *       cmdlines | ncpu | options (TRACECLOCK, [TSC2NSEC, OFFSET], CPUCOUNT)
  *       | flyrecord {offset, size} per CPU, "[clock]" | zeros to a page
  *       boundary | CPU 0's pages | CPU 1's pages | ...
@@ -668,6 +668,19 @@ static void ringbuf_tdat__headers(struct ringbuf_tdat__out *o)
 	ringbuf_tdat__put(o, ev, sizeof ev - 1);
 }
 
+/* The ftrace system's formats: ringbuf_trace.h's stack event (kernel_stack)
+ * for the file's word size, as ringbuf_trace.h's export writes it. */
+static void ringbuf_tdat__ftrace(struct ringbuf_tdat__out *o)
+{
+	char t[1024];
+	unsigned ls = o->w->info.long_size;
+	int n = snprintf(t, sizeof t, RINGBUF_TRACE__STACK_FMT, (unsigned)RINGBUF_TRACE_ID_STACK, 8u,
+			 ls == 8 ? 16u : 12u, 8 * ls);
+	ringbuf_tdat__num(o, 4, 1);
+	ringbuf_tdat__num(o, 8, (uint64_t)n);
+	ringbuf_tdat__put(o, t, (size_t)n);
+}
+
 /* One system, the events of reg in id order (ringbuf_trace.h's list is newest first). */
 static void ringbuf_tdat__formats(struct ringbuf_tdat__out *o)
 {
@@ -818,7 +831,7 @@ static int ringbuf_tdat__v6(struct ringbuf_tdat__out *o, int fd, const char *clk
 	unsigned i;
 	int r;
 	ringbuf_tdat__headers(o);
-	ringbuf_tdat__num(o, 4, 0); /* ftrace event formats */
+	ringbuf_tdat__ftrace(o); /* ftrace event formats */
 	ringbuf_tdat__formats(o);
 	ringbuf_tdat__num(o, 4, 0); /* kallsyms */
 	ringbuf_tdat__num(o, 4, 0); /* printk formats */
@@ -892,7 +905,7 @@ static int ringbuf_tdat__v7(struct ringbuf_tdat__out *o, int fd, const char *clk
 	ringbuf_tdat__section_end(o, at);
 	sec[1] = o->len;
 	at = ringbuf_tdat__section(o, 17, S_FTRACE);
-	ringbuf_tdat__num(o, 4, 0);
+	ringbuf_tdat__ftrace(o);
 	ringbuf_tdat__section_end(o, at);
 	sec[2] = o->len;
 	at = ringbuf_tdat__section(o, 18, S_EVENTS);
