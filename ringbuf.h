@@ -4213,7 +4213,9 @@ static int ringbuf__reset_barrier(struct ringbuf *rb)
  * id already there: this thread holds it (a reader call in a signal handler
  * that interrupted one): RINGBUF_EBUSY at once. Else RINGBUF__RL_YIELDS
  * sched_yield()s, then RINGBUF__RL_SLEEPS sleeps of 1 ms, then RINGBUF_EBUSY
- * (about half a second). After the yields, and every RINGBUF__RL_CHECK
+ * (about half a second; an iterator made with RINGBUF_ITER_NOWAIT makes
+ * the one CAS and returns RINGBUF_EBUSY, so that a signal handler never
+ * waits). After the yields, and every RINGBUF__RL_CHECK
  * sleeps, the holder is judged: gone when its tid is not there (/proc, same
  * pid namespace: /proc/<tid>/stat for a shared block, /proc/self/task/<tid>
  * for a private one, whose holder can only be a thread of this process), is

@@ -816,8 +816,10 @@ RINGBUF_API void ringbuf_trace__filter_testing(int no_membarrier, unsigned *kept
  * create in the snapshot's own memory, NOWAIT) of the source and the only
  * writer of the snapshot buffer. One snapshot at a time: a call that finds
  * one in progress (another thread, or a signal handler that interrupted it)
- * returns RINGBUF_EBUSY at once and is counted (`busy`). Its ringbuf_reset()
- * of the snapshot buffer uses membarrier(2) (a system call, async-signal-safe).
+ * returns RINGBUF_EBUSY at once and is counted (`busy`; a `snapshot:N`
+ * trigger that fired into a refused snapshot has still used one of its N). Its ringbuf_reset()
+ * of the snapshot buffer uses membarrier(2) (a system call, async-signal-safe)
+ * and may wait for another thread's reader call on the snapshot buffer (T2).
  * Create, destroy and attach are for ordinary threads; destroy a snapshot only
  * once no trigger names it (remove the triggers) and no call runs.
  *
@@ -842,11 +844,27 @@ RINGBUF_API void ringbuf_trace__filter_testing(int no_membarrier, unsigned *kept
  *       write to `dropped`; the end of what is committed ends CPU c.
  *   T5  stats (relaxed stores), then busy = 0 (release).
  *   Why every event in the snapshot is complete: T3 hands out only records
- *   whose copy the update count validated (the writer's U1 bump before it
- *   reuses a page is ordered before its new bytes by the writer's release
- *   store, and the iterator's acquire fence orders the copy before its second
- *   load of the count: a copy that raced a reuse sees the bump), and only
- *   below the page's commit (acquire, pairs with the writer's release commit).
+ *   below the page's commit (acquire load; pairs with the writer's release
+ *   commit: the record's bytes happen before) whose copy the page's update
+ *   count validated: the writer bumps it at U1 and issues a release fence
+ *   before it writes the page again; the iterator loads the count (acquire)
+ *   before the copy, and after the copy issues an acquire fence and loads it
+ *   again. If the copy read any byte of the reuse, that byte's store comes
+ *   after the release fence, so (C11 7.17.4, fence-fence synchronization)
+ *   U1 happens before the second load, which then sees the bump (or a later
+ *   value) and the copy is thrown away (ringbuf.h, >>reader, non-consuming
+ *   iterator). The writers of the source are never waited for and never
+ *   see the snapshot: it stores to nothing of theirs but the reader lock
+ *   word, which they do not read.
+ *   Why it never blocks: T1 is one CAS; T3 is one CAS on the reader lock
+ *   (NOWAIT); the iterator's loops are bounded (EAGAIN after its limit,
+ *   RINGBUF_TRACE__SNAP_RETRIES tries, then the CPU is skipped and counted);
+ *   T2's ringbuf_reset has no writer to wait for (busy excludes them) and
+ *   waits at most for a reader call on the snapshot buffer made by another
+ *   thread (ringbuf.h's reader lock: a few microseconds, or its bound of about
+ *   half a second if that reader is preempted holding it; then RINGBUF_EBUSY
+ *   and nothing copied). That is the one wait: read the snapshot buffer once
+ *   no snapshot can fire (the trigger's count spent or removed) to avoid it.
  *   RINGBUF_TESTING: ringbuf_trace__snapshot_testing() installs a hook called
  *   at each step, with the step's number, so tests cut in there.
  */
@@ -5170,7 +5188,7 @@ RINGBUF_API void ringbuf_trace_snapshot_stats(const struct ringbuf_trace_snapsho
 
 /* The iterator's EAGAIN (a writer it interrupted mid head push, or a head in
  * transition): tries before the CPU is given up (counted in cpus_skipped). */
-#define RINGBUF_TRACE__SNAP_RETRIES 64
+#define RINGBUF_TRACE__SNAP_RETRIES 4
 
 RINGBUF_API int ringbuf_trace_snapshot(struct ringbuf_trace_snapshot *snap)
 {
