@@ -3,10 +3,13 @@
  * the events up to and including the triggering one; cut-in tests at each
  * step T1-T5 of ringbuf_trace_snapshot (a nested snapshot refused, writers
  * appending and overwriting under the copy: complete events, in order,
- * losses counted exactly); writer threads and signal handlers racing
- * snapshots taken from signal handlers and threads (every copied event
- * intact and in order, per writer a contiguous run, taken + busy ==
- * attempts); the `stacktrace` trigger and ringbuf_trace_stacktrace() (the
+ * losses counted); a full buffer copied without a drop; writer threads and
+ * signal handlers racing snapshots taken from signal handlers and threads,
+ * each snapshot checked while it is still the current one (every copied
+ * event intact and in order; producer/consumer: per writer a contiguous run
+ * from its first event, nothing lost; overwrite: gaps <= lost; taken + busy
+ * == attempts); a reader holding the lock: the CPU skipped, counted; the
+ * `stacktrace` trigger and ringbuf_trace_stacktrace() (the
  * callers by name, counts) and `trace-cmd report` on an exported stack;
  * malformed snapshot/stacktrace triggers (positions, nothing changed); a
  * snapshot buffer exported to trace.dat.
@@ -405,13 +408,14 @@ static void cut_in_overwrites_are_counted_exactly(void **state)
 /* ---- racing writers, signal handlers and snapshots ------------------------- */
 
 #define RACE_SNAPS 100
-#define RACE_CAP 20000 /* events per writer at most: far below a CPU buffer */
-#define NWRITERS 2 /* writer threads, CPU 0 and 1; the main thread and its handler: CPU 2 */
+#define RACE_CAP 20000 /* events per writer at most (producer/consumer: far below a CPU buffer) */
+#define NWRITERS 2     /* writer threads, CPU 0 and 1; the main thread and its handler: CPU 2 */
 
 static struct ringbuf *race_rb;
 static struct ringbuf_trace_snapshot *race_snap;
+static int race_overwrite; /* the source in overwrite mode, small: losses */
 static _Atomic(int) race_stop, race_tid;
-static _Atomic(uint64_t) race_attempts, race_ok, race_bad, race_checked, race_sig_seq;
+static _Atomic(uint64_t) race_attempts, race_ok, race_bad, race_checked, race_sig_seq, race_lossy;
 static _Alignas(64) unsigned char race_scratch[1 << 16];
 
 static int emit_work(unsigned cpu, uint32_t who, uint32_t seq)
@@ -423,18 +427,25 @@ static int emit_work(unsigned cpu, uint32_t who, uint32_t seq)
 	return trace_work(race_rb, cpu, who, seq, chk);
 }
 
-/* Check the snapshot buffer without consuming it (a signal handler may do
- * this: an iterator in static memory). Per writer the seqs form one
- * contiguous run from 0 (producer/consumer source, nothing lost), every
- * record intact. */
+/* Check the snapshot buffer without consuming it (an iterator in static
+ * memory: async-signal-safe). Called at T5, so the snapshot being checked is
+ * the one just taken and no other can start meanwhile (busy is held). Every
+ * record intact; per writer the seqs go up; producer/consumer source: one
+ * contiguous run from 0 per writer and nothing lost; overwrite source: the
+ * gaps inside each writer's run add up to no more than the events counted
+ * lost. */
 static void check_snapshot(void)
 {
 	struct ringbuf *sb = ringbuf_trace_snapshot_buffer(race_snap);
+	struct ringbuf_trace_snapshot_stats st;
+	uint64_t gaps = 0, n = 0;
 	unsigned cpu;
+	ringbuf_trace_snapshot_stats(race_snap, &st);
 	for (cpu = 0; cpu < ringbuf_ncpu(sb); cpu++) {
 		struct ringbuf_iter *it;
 		struct ringbuf_record r;
 		uint32_t next[4] = {0, 0, 0, 0};
+		bool seen[4] = {false, false, false, false};
 		if (ringbuf_iter_init_in(race_scratch, sizeof race_scratch, sb, cpu, RINGBUF_ITER_NOWAIT,
 					 &it) != 0) {
 			atomic_fetch_add(&race_bad, 1);
@@ -443,54 +454,70 @@ static void check_snapshot(void)
 		while (ringbuf_iter_next(it, &r) == 1) {
 			const struct ringbuf_ev_work *e = (const struct ringbuf_ev_work *)r.data;
 			unsigned k;
-			if (type_of(&r) != ringbuf_event_work.id || e->who >= 4 || e->seq != next[e->who] ||
-			    r.lost) {
+			if (type_of(&r) != ringbuf_event_work.id || e->who >= 4 || r.lost) {
 				atomic_fetch_add(&race_bad, 1);
 				break;
 			}
+			if (!race_overwrite ? e->seq != next[e->who]
+					    : (seen[e->who] && e->seq < next[e->who])) {
+				atomic_fetch_add(&race_bad, 1);
+				break;
+			}
+			if (seen[e->who])
+				gaps += e->seq - next[e->who];
 			for (k = 0; k < 6; k++)
 				if (e->chk[k] != (e->seq * 2654435761u ^ e->who ^ k))
 					atomic_fetch_add(&race_bad, 1);
-			next[e->who]++;
-			atomic_fetch_add(&race_checked, 1);
+			next[e->who] = e->seq + 1;
+			seen[e->who] = true;
+			n++;
 		}
 		ringbuf_iter_finish(it);
 	}
+	if (n != st.events || gaps > st.lost || (!race_overwrite && (st.lost || st.dropped)) ||
+	    st.dropped || st.cpus_skipped)
+		atomic_fetch_add(&race_bad, 1);
+	if (st.lost)
+		atomic_fetch_add(&race_lossy, 1);
+	atomic_fetch_add(&race_checked, n);
+}
+
+static void race_hook(int step, void *ctx)
+{
+	(void)ctx;
+	if (step == 5)
+		check_snapshot();
+}
+
+static void take_snapshot(void)
+{
+	int r;
+	atomic_fetch_add(&race_attempts, 1);
+	r = ringbuf_trace_snapshot(race_snap);
+	if (r >= 0)
+		atomic_fetch_add(&race_ok, 1);
+	else if (r != RINGBUF_EBUSY)
+		atomic_fetch_add(&race_bad, 1);
 }
 
 static void race_handler(int sig)
 {
-	int r;
 	(void)sig;
 	/* a nested writer on the main thread's CPU, then a snapshot */
 	if (emit_work(2, 3, (uint32_t)atomic_fetch_add(&race_sig_seq, 1)) != 1)
 		atomic_fetch_add(&race_bad, 1);
-	atomic_fetch_add(&race_attempts, 1);
-	r = ringbuf_trace_snapshot(race_snap);
-	if (r >= 0) {
-		atomic_fetch_add(&race_ok, 1);
-		check_snapshot();
-	} else if (r != RINGBUF_EBUSY) {
-		atomic_fetch_add(&race_bad, 1);
-	}
+	take_snapshot();
 }
 
 static void *race_writer(void *arg)
 {
 	unsigned who = (unsigned)(uintptr_t)arg;
 	uint32_t seq = 0;
-	while (!atomic_load(&race_stop) && seq < RACE_CAP) {
+	while (!atomic_load(&race_stop) && (race_overwrite || seq < RACE_CAP)) {
 		if (emit_work(who, who, seq++) != 1)
 			atomic_fetch_add(&race_bad, 1);
-		if ((seq & 1023) == 0) { /* threads take snapshots too: contention */
-			int r;
-			atomic_fetch_add(&race_attempts, 1);
-			r = ringbuf_trace_snapshot(race_snap);
-			if (r >= 0)
-				atomic_fetch_add(&race_ok, 1);
-			else if (r != RINGBUF_EBUSY)
-				atomic_fetch_add(&race_bad, 1);
-		}
+		if ((seq & 1023) == 0) /* threads take snapshots too: contention */
+			take_snapshot();
 	}
 	return NULL;
 }
@@ -505,23 +532,39 @@ static void *race_signaller(void *arg)
 	return NULL;
 }
 
-static void snapshots_race_writers_and_signal_handlers(void **state)
+static void race(int overwrite)
 {
 	struct sigaction sa;
 	struct ringbuf_trace_snapshot_stats st;
 	pthread_t w[NWRITERS], sg;
 	uint32_t seq = 0;
 	unsigned i;
-	(void)state;
 	if (getenv("RINGBUF_TEST_QEMU")) { /* threads and signals only: see tools/test-cross.sh */
 		printf("under qemu-user: skipped\n");
 		skip();
 	}
-	/* producer/consumer, large: nothing is lost, so every snapshot holds
-	 * each writer's events from its first */
-	race_rb = make_rb(3, 2 << 20, RINGBUF_MODE_PRODUCER_CONSUMER);
+	race_overwrite = overwrite;
+	atomic_store(&race_stop, 0);
+	atomic_store(&race_attempts, 0);
+	atomic_store(&race_ok, 0);
+	atomic_store(&race_bad, 0);
+	atomic_store(&race_checked, 0);
+	atomic_store(&race_lossy, 0);
+	atomic_store(&race_sig_seq, 0);
+	if (overwrite) {
+		struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+		cfg.ncpu = 3;
+		cfg.size_per_cpu = 16 * 1024;
+		cfg.page_size = 1024;
+		assert_int_equal(ringbuf_create(&cfg, &race_rb), 0);
+	} else {
+		/* large: nothing is lost, so every snapshot holds each writer's
+		 * events from its first */
+		race_rb = make_rb(3, 2 << 20, RINGBUF_MODE_PRODUCER_CONSUMER);
+	}
 	assert_int_equal(ringbuf_trace_snapshot_create(race_rb, &race_snap), 0);
 	assert_true(ringbuf_iter_size(ringbuf_trace_snapshot_buffer(race_snap), 0) <= sizeof race_scratch);
+	ringbuf_trace__snapshot_testing(race_hook, NULL);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = race_handler;
 	sigemptyset(&sa.sa_mask);
@@ -534,7 +577,7 @@ static void snapshots_race_writers_and_signal_handlers(void **state)
 	 * 200 events per attempt), until enough snapshots were taken; the
 	 * handlers interrupt it anywhere (its writes, the loop) */
 	while (atomic_load(&race_ok) < RACE_SNAPS)
-		if (seq < RACE_CAP && seq < 200 * (atomic_load(&race_attempts) + 1))
+		if ((overwrite || seq < RACE_CAP) && seq < 200 * (atomic_load(&race_attempts) + 1))
 			if (emit_work(2, 2, seq++) != 1)
 				atomic_fetch_add(&race_bad, 1);
 	atomic_store(&race_stop, 1);
@@ -543,20 +586,36 @@ static void snapshots_race_writers_and_signal_handlers(void **state)
 	pthread_join(sg, NULL);
 	signal(SIGUSR1, SIG_IGN);
 	ringbuf_trace_snapshot_stats(race_snap, &st);
-	print_message("snapshots: %llu attempts, %llu taken, %llu busy, %llu events checked\n",
+	print_message("%s: %llu attempts, %llu taken, %llu busy, %llu events checked, %llu with losses\n",
+		      overwrite ? "overwrite" : "producer/consumer",
 		      (unsigned long long)atomic_load(&race_attempts), (unsigned long long)st.taken,
-		      (unsigned long long)st.busy, (unsigned long long)atomic_load(&race_checked));
+		      (unsigned long long)st.busy, (unsigned long long)atomic_load(&race_checked),
+		      (unsigned long long)atomic_load(&race_lossy));
 	assert_int_equal(atomic_load(&race_bad), 0);
 	assert_int_equal(st.taken + st.busy, atomic_load(&race_attempts));
 	assert_int_equal(st.taken, atomic_load(&race_ok));
-	assert_true(st.taken > 0);
-	/* the last snapshot, checked once more after everything stopped */
-	check_snapshot();
+	assert_true(st.taken >= RACE_SNAPS);
+	assert_true(atomic_load(&race_checked) > 0);
+	if (!overwrite)
+		assert_int_equal(atomic_load(&race_lossy), 0);
+	/* once more, nothing running */
+	assert_true(ringbuf_trace_snapshot(race_snap) >= 0);
 	assert_int_equal(atomic_load(&race_bad), 0);
-	assert_int_equal(st.lost, 0);
-	assert_int_equal(st.dropped, 0);
+	ringbuf_trace__snapshot_testing(NULL, NULL);
 	ringbuf_trace_snapshot_destroy(race_snap);
 	ringbuf_destroy(race_rb);
+}
+
+static void snapshots_race_writers_and_signal_handlers(void **state)
+{
+	(void)state;
+	race(0);
+}
+
+static void snapshots_race_overwriting_writers(void **state)
+{
+	(void)state;
+	race(1);
 }
 
 /* A reader of the source holding a CPU's reader lock (here: this thread's
@@ -900,6 +959,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(cut_in_at_each_step, setup, teardown),
 		cmocka_unit_test_setup_teardown(cut_in_overwrites_are_counted_exactly, setup, teardown),
 		cmocka_unit_test_setup_teardown(snapshots_race_writers_and_signal_handlers, setup, teardown),
+		cmocka_unit_test_setup_teardown(snapshots_race_overwriting_writers, setup, teardown),
 		cmocka_unit_test_setup_teardown(snapshot_skips_a_cpu_whose_reader_is_busy, setup, teardown),
 		cmocka_unit_test_setup_teardown(stacktrace_trigger_records_the_callers, setup, teardown),
 		cmocka_unit_test_setup_teardown(stacktrace_from_a_signal_handler, setup, teardown),
