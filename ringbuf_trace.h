@@ -906,7 +906,9 @@ RINGBUF_API int ringbuf_trace_snapshot_attach(struct ringbuf_trace_registry *reg
 /* STACK TRACES. ringbuf_trace_stacktrace() (and the `stacktrace` trigger)
  * writes the kernel's kernel_stack event of the "ftrace" system (id
  * RINGBUF_TRACE_ID_STACK): `int size` (frames) and `unsigned long caller[]`,
- * the return addresses of the calling function's callers, innermost first.
+ * the return addresses of the calling function's callers, innermost first
+ * (for the trigger: from the function that called the emitter; the emitter
+ * itself first where the compiler did not inline it).
  * The export adds its format to every trace.dat; `trace-cmd report` prints it
  * as "<stack trace >" and one "=> name (address)" line per frame, with names
  * when the file carries the program's symbols (ringbuf_ftrace.h's
@@ -4544,7 +4546,8 @@ RINGBUF_API __attribute__((noinline)) int ringbuf_trace__filter_end(struct ringb
 	else
 		ringbuf_discard(rb, cpu, rec);
 	/* then the post-commit triggers, with values from the section: the
-	 * stack starts at this function's caller (the emitter's caller) */
+	 * stack starts at this function's caller (the emitter's caller, or the
+	 * emitter itself where the compiler did not inline it) */
 	if (RINGBUF__UNLIKELY(post.stack || post.snap))
 		ringbuf_trace__fpost(rb, cpu, &post, (uintptr_t)__builtin_return_address(0),
 				     __builtin_frame_address(0));

@@ -738,15 +738,20 @@ static void stacktrace_trigger_records_the_callers(void **state)
 			assert_int_equal(events, stacks + 1);
 			assert_true(r.len >= offsetof(struct ringbuf_trace_stack, caller) +
 						    (size_t)s->size * sizeof(unsigned long));
-			assert_string_equal(name_of(s->caller[0]), "stk_leaf");
+			/* the emitter is inline; where the compiler did not
+			 * inline it (gcc -O2 on i686), it is the first frame */
+			unsigned f = !strncmp(name_of(s->caller[0]), "trace_small", 11) ? 1 : 0;
 			if (deep) {
-				assert_true(s->size >= 4);
-				assert_string_equal(name_of(s->caller[1]), "stk_mid");
-				assert_string_equal(name_of(s->caller[2]), "stk_top");
-				assert_string_equal(name_of(s->caller[3]),
+				assert_true(s->size >= (int)f + 4);
+				assert_string_equal(name_of(s->caller[f]), "stk_leaf");
+				assert_string_equal(name_of(s->caller[f + 1]), "stk_mid");
+				assert_string_equal(name_of(s->caller[f + 2]), "stk_top");
+				assert_string_equal(name_of(s->caller[f + 3]),
 						    "stacktrace_trigger_records_the_callers");
 			} else {
 				assert_int_equal(s->size, 1);
+				if (!f)
+					assert_string_equal(name_of(s->caller[0]), "stk_leaf");
 			}
 			stacks++;
 		} else {
