@@ -408,14 +408,15 @@ static void cut_in_overwrites_are_counted_exactly(void **state)
 /* ---- racing writers, signal handlers and snapshots ------------------------- */
 
 #define RACE_SNAPS 100
-#define RACE_CAP 20000 /* events per writer at most (producer/consumer: far below a CPU buffer) */
+#define RACE_CAP 10000 /* events per writer at most (producer/consumer: far below a CPU buffer) */
 #define NWRITERS 2     /* writer threads, CPU 0 and 1; the main thread and its handler: CPU 2 */
 
 static struct ringbuf *race_rb;
 static struct ringbuf_trace_snapshot *race_snap;
 static int race_overwrite; /* the source in overwrite mode, small: losses */
 static _Atomic(int) race_stop, race_tid;
-static _Atomic(uint64_t) race_attempts, race_ok, race_bad, race_checked, race_sig_seq, race_lossy;
+static _Atomic(uint64_t) race_attempts, race_ok, race_bad, race_checked, race_sig_seq, race_lossy,
+	race_handled;
 static _Alignas(64) unsigned char race_scratch[1 << 16];
 
 static int emit_work(unsigned cpu, uint32_t who, uint32_t seq)
@@ -507,6 +508,7 @@ static void race_handler(int sig)
 	if (emit_work(2, 3, (uint32_t)atomic_fetch_add(&race_sig_seq, 1)) != 1)
 		atomic_fetch_add(&race_bad, 1);
 	take_snapshot();
+	atomic_fetch_add(&race_handled, 1);
 }
 
 static void *race_writer(void *arg)
@@ -526,7 +528,12 @@ static void *race_signaller(void *arg)
 {
 	(void)arg;
 	while (!atomic_load(&race_stop)) {
+		/* the next signal once the last one was handled: the main thread
+		 * runs between two (a signal always pending would starve it) */
+		uint64_t n = atomic_load(&race_handled);
 		syscall(SYS_tgkill, (long)getpid(), (long)atomic_load(&race_tid), SIGUSR1);
+		while (atomic_load(&race_handled) == n && !atomic_load(&race_stop))
+			sched_yield();
 		sched_yield();
 	}
 	return NULL;
@@ -551,6 +558,7 @@ static void race(int overwrite)
 	atomic_store(&race_checked, 0);
 	atomic_store(&race_lossy, 0);
 	atomic_store(&race_sig_seq, 0);
+	atomic_store(&race_handled, 0);
 	if (overwrite) {
 		struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 		cfg.ncpu = 3;
