@@ -84,7 +84,7 @@
  * (RINGBUF_TRACE_EMIT_PREFIX) belong to the program and keep their names. */
 #ifdef RINGBUF_NAMESPACE
 #define ringbuf_trace__reserve           RINGBUF__NS(ringbuf_trace__reserve)
-#define ringbuf_trace__filter_end        RINGBUF__NS(ringbuf_trace__filter_end)
+#define ringbuf_trace__filter_keep       RINGBUF__NS(ringbuf_trace__filter_keep)
 #define ringbuf_trace__snapshot_testing  RINGBUF__NS(ringbuf_trace__snapshot_testing)
 #define ringbuf_trace_snapshot           RINGBUF__NS(ringbuf_trace_snapshot)
 #define ringbuf_trace_snapshot_attach    RINGBUF__NS(ringbuf_trace_snapshot_attach)
@@ -360,11 +360,13 @@ RINGBUF_API void ringbuf_trace_signal_exit(void);
  * (the id is the low 16 bits). */
 #define RINGBUF_TRACE__FILTERED 0x10000u
 /** Evaluate ev's filter on the filled record rec (len bytes, reserved on
- * rb's cpu), fire its triggers, commit the record (1) or ringbuf_discard() it
- * (0), then run the triggers that come after the commit (stacktrace,
- * snapshot). Async-signal-safe (>>filter). */
-RINGBUF_API int ringbuf_trace__filter_end(struct ringbuf *rb, unsigned cpu, struct ringbuf_trace_event *ev,
-					  void *rec, size_t len);
+ * rb's cpu) and fire its triggers: 1 to commit it, 0 to ringbuf_discard()
+ * it; RINGBUF_TRACE__F_DONE | keep when a trigger that runs after the commit
+ * (stacktrace, snapshot) fired: the record was committed (or discarded) and
+ * those triggers ran. Async-signal-safe (>>filter). */
+#define RINGBUF_TRACE__F_DONE 2
+RINGBUF_API int ringbuf_trace__filter_keep(struct ringbuf *rb, unsigned cpu, struct ringbuf_trace_event *ev,
+					   void *rec, size_t len);
 /** Reserve len bytes on cpu and fill the common fields with type id. Returns
  * the record or NULL (dropped, counted by the buffer). Async-signal-safe. */
 RINGBUF_API void *ringbuf_trace__reserve(struct ringbuf *rb, unsigned cpu, uint32_t id, size_t len);
@@ -591,9 +593,16 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
 			return RINGBUF_ENOSPC;                                                   \
 		RINGBUF__FOREACH(RINGBUF__P_FILL, S, fields)                                     \
 		(void)ringbuf__off;                                                              \
-		if (__builtin_expect(ringbuf__id >= RINGBUF_TRACE__FILTERED, 0))                \
-			return ringbuf_trace__filter_end(ringbuf__b, ringbuf__c, &ringbuf_event_##name, \
-							 REC, sizeof(struct S) + ringbuf__dyn);  \
+		if (__builtin_expect(ringbuf__id >= RINGBUF_TRACE__FILTERED, 0)) {              \
+			int ringbuf__k = ringbuf_trace__filter_keep(ringbuf__b, ringbuf__c,      \
+								    &ringbuf_event_##name, REC,  \
+								    sizeof(struct S) + ringbuf__dyn); \
+			if (ringbuf__k != 1) {                                                   \
+				if (ringbuf__k == 0)                                             \
+					ringbuf_discard(ringbuf__b, ringbuf__c, REC);            \
+				return ringbuf__k & 1; /* F_DONE: done by the triggers */        \
+			}                                                                        \
+		}                                                                                \
 		ringbuf_commit(ringbuf__b, ringbuf__c, REC);                                     \
 		return 1;                                                                        \
 	}
@@ -674,7 +683,11 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
  *     F5  store(slot, depth(w) ? w : w - depth + one generation, release)
  *         leave; pairs with S3's acquire: the reads of *p happen before it
  *     F6  the emitter commits or ringbuf_discard()s the record (after the
- *         section: p is not used any more)
+ *         section: p is not used any more); F6' instead, when a post-commit
+ *         trigger fired in F4 (stacktrace, snapshot): the section's slow path
+ *         commits or discards after F5, then runs them with values copied
+ *         out of p in F4 (the snapshot pointer, the stacktrace flag: p may be
+ *         freed by then), and tells the emitter it is done
  *   A setter (serialized by a mutex and the registry lock; ordinary threads):
  *     S0  compile every new program first (nothing published on an error);
  *         a program carries the event's filter and its triggers, so setting
@@ -4457,24 +4470,56 @@ static void ringbuf_trace__ffire(struct ringbuf *rb, const struct ringbuf_trace_
 	}
 }
 
-static __attribute__((noinline)) bool ringbuf_trace__fsection_run(struct ringbuf_trace__fslot *s,
-								  uint32_t w, struct ringbuf *rb,
-								  const struct ringbuf_trace__prog *p,
-								  const void *rec, size_t len,
-								  struct ringbuf_trace__post *post)
+static int ringbuf_trace__stack_write(struct ringbuf *rb, unsigned cpu, uintptr_t first,
+				      void *frame, unsigned skip);
+
+/* [F6'] post-commit triggers fired in the section (values copied out of the
+ * program, which may be freed once the section ended): the record is
+ * committed (or discarded) here, then the stack event and the snapshot.
+ * first/frame: where the stack starts (the emitter's caller). Returns
+ * RINGBUF_TRACE__F_DONE | keep. */
+static __attribute__((noinline)) int ringbuf_trace__fpost(struct ringbuf *rb, unsigned cpu, void *rec,
+							  bool keep, const struct ringbuf_trace__post *post,
+							  uintptr_t first, void *frame)
 {
+	if (keep)
+		ringbuf_commit(rb, cpu, rec);
+	else
+		ringbuf_discard(rb, cpu, rec);
+	if (post->stack)
+		(void)ringbuf_trace__stack_write(rb, cpu, first, frame, 0);
+	if (post->snap)
+		(void)ringbuf_trace_snapshot(post->snap);
+	return RINGBUF_TRACE__F_DONE | (keep ? 1 : 0);
+}
+
+/* [F4]-[F5] for a program that needs the interpreter or has triggers (kept
+ * out of the fast path's frame: a tail call, so that its return address and
+ * frame are the emitter's caller's where the compiler makes it one). */
+static __attribute__((noinline)) int ringbuf_trace__fsection_run(struct ringbuf_trace__fslot *s,
+								 uint64_t cpu_w, struct ringbuf *rb,
+								 const struct ringbuf_trace__prog *p,
+								 void *rec, size_t len)
+{
+	/* cpu << 32 | w: six arguments, so that x86-64 can make the call a
+	 * tail call (the stack then starts at the emitter's caller) */
+	const unsigned cpu = (unsigned)(cpu_w >> 32);
+	const uint32_t w = (uint32_t)cpu_w;
+	struct ringbuf_trace__post post = {NULL, 0};
 	bool keep = !p || !p->has_filter || ringbuf_trace__frun(p, rec, len);
 	if (p && p->ntrig)
-		ringbuf_trace__ffire(rb, p, rec, len, post);
-	ringbuf_trace__fleave(s, w);
-	return keep;
+		ringbuf_trace__ffire(rb, p, rec, len, &post);
+	ringbuf_trace__fleave(s, w); /* [F5] */
+	if (RINGBUF__LIKELY(!post.stack && !post.snap))
+		return keep ? 1 : 0;
+	return ringbuf_trace__fpost(rb, cpu, rec, keep, &post, (uintptr_t)__builtin_return_address(0),
+				    __builtin_frame_address(0));
 }
 
 /* [F1]-[F5] on slot s (the per-thread one, or claimed just now). */
-static inline __attribute__((always_inline)) bool
-ringbuf_trace__fsection(struct ringbuf_trace__fslot *s, struct ringbuf *rb,
-			struct ringbuf_trace_event *ev, const void *rec, size_t len,
-			struct ringbuf_trace__post *post)
+static inline __attribute__((always_inline)) int
+ringbuf_trace__fsection(struct ringbuf_trace__fslot *s, struct ringbuf *rb, unsigned cpu,
+			struct ringbuf_trace_event *ev, void *rec, size_t len)
 {
 	struct ringbuf_trace__prog *p;
 	bool keep;
@@ -4487,71 +4532,47 @@ ringbuf_trace__fsection(struct ringbuf_trace__fslot *s, struct ringbuf *rb,
 	p = atomic_load_explicit(&ev->filter, memory_order_acquire);
 	/* [F4] */
 	if (RINGBUF__UNLIKELY(!p || !p->one_int))
-		return ringbuf_trace__fsection_run(s, w, rb, p, rec, len, post);
+		return ringbuf_trace__fsection_run(s, (uint64_t)cpu << 32 | w, rb, p, rec, len);
 	keep = ringbuf_trace__fint(&p->insn[0], (const unsigned char *)rec); /* `field > N` */
 	ringbuf_trace__fleave(s, w); /* [F5] */
-	return keep;
+	return keep ? 1 : 0;
 }
 
 /* The thread has no slot yet: claim one, or use the shared word. */
-static __attribute__((noinline)) bool ringbuf_trace__fkeep_slow(struct ringbuf *rb,
-								struct ringbuf_trace_event *ev,
-								const void *rec, size_t len,
-								struct ringbuf_trace__post *post)
+static __attribute__((noinline)) int ringbuf_trace__fkeep_slow(struct ringbuf *rb, unsigned cpu,
+							       struct ringbuf_trace_event *ev,
+							       void *rec, size_t len)
 {
 	struct ringbuf_trace__fslot *s = NULL;
 	struct ringbuf_trace__prog *p;
+	struct ringbuf_trace__post post = {NULL, 0};
 	bool keep;
 	/* no slot yet, or none was free: claim (again every 4096 events) */
 	if (ringbuf_trace__self.fslot == NULL || (++ringbuf_trace__self.fretry & 4095u) == 0)
 		s = ringbuf_trace__fslot_claim();
 	if (s)
-		return ringbuf_trace__fsection(s, rb, ev, rec, len, post);
+		return ringbuf_trace__fsection(s, rb, cpu, ev, rec, len);
 	/* table full: a shared counter, RMWs (full barriers themselves) */
 	atomic_fetch_add_explicit(&ringbuf_trace__fshared, 1, memory_order_seq_cst);
 	p = atomic_load_explicit(&ev->filter, memory_order_seq_cst);
 	keep = !p || !p->has_filter || ringbuf_trace__frun(p, rec, len);
 	if (p && p->ntrig)
-		ringbuf_trace__ffire(rb, p, rec, len, post);
+		ringbuf_trace__ffire(rb, p, rec, len, &post);
 	atomic_fetch_sub_explicit(&ringbuf_trace__fshared, 1, memory_order_release);
-	return keep;
+	if (RINGBUF__LIKELY(!post.stack && !post.snap))
+		return keep ? 1 : 0;
+	return ringbuf_trace__fpost(rb, cpu, rec, keep, &post, (uintptr_t)__builtin_return_address(0),
+				    __builtin_frame_address(0));
 }
 
-static int ringbuf_trace__stack_write(struct ringbuf *rb, unsigned cpu, uintptr_t first,
-				      void *frame, unsigned skip);
-static __attribute__((noinline)) void ringbuf_trace__fpost(struct ringbuf *rb, unsigned cpu,
-							   const struct ringbuf_trace__post *post,
-							   uintptr_t first, void *frame)
-{
-	if (post->stack)
-		(void)ringbuf_trace__stack_write(rb, cpu, first, frame, 0);
-	if (post->snap)
-		(void)ringbuf_trace_snapshot(post->snap);
-}
-
-RINGBUF_API __attribute__((noinline)) int ringbuf_trace__filter_end(struct ringbuf *rb, unsigned cpu,
-								    struct ringbuf_trace_event *ev,
-								    void *rec, size_t len)
+RINGBUF_API int ringbuf_trace__filter_keep(struct ringbuf *rb, unsigned cpu, struct ringbuf_trace_event *ev,
+					   void *rec, size_t len)
 {
 	struct ringbuf_trace__fslot *s = (struct ringbuf_trace__fslot *)ringbuf_trace__self.fslot;
-	struct ringbuf_trace__post post = {NULL, 0};
-	bool keep;
 	if (RINGBUF__UNLIKELY((uintptr_t)s < 2)) /* NULL or (void *)1 */
-		keep = ringbuf_trace__fkeep_slow(rb, ev, rec, len, &post);
-	else
-		keep = ringbuf_trace__fsection(s, rb, ev, rec, len, &post);
-	/* [F6] commit or discard (after the section: p is not used any more) */
-	if (keep)
-		ringbuf_commit(rb, cpu, rec);
-	else
-		ringbuf_discard(rb, cpu, rec);
-	/* then the post-commit triggers, with values from the section: the
-	 * stack starts at this function's caller (the emitter's caller, or the
-	 * emitter itself where the compiler did not inline it) */
-	if (RINGBUF__UNLIKELY(post.stack || post.snap))
-		ringbuf_trace__fpost(rb, cpu, &post, (uintptr_t)__builtin_return_address(0),
-				     __builtin_frame_address(0));
-	return keep ? 1 : 0;
+		return ringbuf_trace__fkeep_slow(rb, cpu, ev, rec, len);
+	return ringbuf_trace__fsection(s, rb, cpu, ev, rec, len);
+	/* [F6] the emitter commits or discards (unless F6' did) */
 }
 
 /* [S2] false when membarrier cannot be had. */

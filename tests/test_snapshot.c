@@ -746,9 +746,15 @@ static void stacktrace_trigger_records_the_callers(void **state)
 			assert_int_equal(events, stacks + 1);
 			assert_true(r.len >= offsetof(struct ringbuf_trace_stack, caller) +
 						    (size_t)s->size * sizeof(unsigned long));
-			/* the emitter is inline; where the compiler did not
-			 * inline it (gcc -O2 on i686), it is the first frame */
-			unsigned f = !strncmp(name_of(s->caller[0]), "trace_small", 11) ? 1 : 0;
+			/* the emitter is inline, the library tail-calls the
+			 * trigger's path; where the compiler did neither (gcc
+			 * -O2 on i686 keeps trace_small out of line), those
+			 * frames come first */
+			unsigned f = 0;
+			while (f < 2 && ((int)f < s->size) &&
+			       (!strncmp(name_of(s->caller[f]), "trace_small", 11) ||
+				!strncmp(name_of(s->caller[f]), "ringbuf_trace__", 15)))
+				f++;
 			if (deep) {
 				assert_true(s->size >= (int)f + 4);
 				assert_string_equal(name_of(s->caller[f]), "stk_leaf");
@@ -761,6 +767,8 @@ static void stacktrace_trigger_records_the_callers(void **state)
 				if (!f)
 					assert_string_equal(name_of(s->caller[0]), "stk_leaf");
 			}
+			if (f)
+				print_message("leading frames: %u (%s)\n", f, name_of(s->caller[0]));
 			stacks++;
 		} else {
 			events++;
