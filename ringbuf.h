@@ -269,8 +269,10 @@
 #define ringbuf_init_in              RINGBUF__NS(ringbuf_init_in)
 #define ringbuf_iter_dropped         RINGBUF__NS(ringbuf_iter_dropped)
 #define ringbuf_iter_finish          RINGBUF__NS(ringbuf_iter_finish)
+#define ringbuf_iter_init_in         RINGBUF__NS(ringbuf_iter_init_in)
 #define ringbuf_iter_next            RINGBUF__NS(ringbuf_iter_next)
 #define ringbuf_iter_reset           RINGBUF__NS(ringbuf_iter_reset)
+#define ringbuf_iter_size            RINGBUF__NS(ringbuf_iter_size)
 #define ringbuf_iter_start           RINGBUF__NS(ringbuf_iter_start)
 #define ringbuf_max_event_size       RINGBUF__NS(ringbuf_max_event_size)
 #define ringbuf_ncpu                 RINGBUF__NS(ringbuf_ncpu)
@@ -715,6 +717,24 @@ RINGBUF_API void ringbuf_iter_reset(struct ringbuf_iter *it);
  * the rec->lost it reported). */
 RINGBUF_API uint64_t ringbuf_iter_dropped(const struct ringbuf_iter *it);
 RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it);
+/** Flags for ringbuf_iter_init_in(). */
+enum ringbuf_iter_flags {
+	/* take cpu's reader lock with one try: RINGBUF_EBUSY from
+	 * ringbuf_iter_next at once while a consumer (or another iterator
+	 * call) holds it, instead of waiting for it (up to about 0.5 s) */
+	RINGBUF_ITER_NOWAIT = 1u << 0,
+};
+/** Bytes ringbuf_iter_init_in() needs for rb and cpu (or RINGBUF_ALL_CPUS);
+ * 0 for bad arguments. */
+RINGBUF_API size_t ringbuf_iter_size(const struct ringbuf *rb, unsigned cpu);
+/** ringbuf_iter_start() in caller memory (size >= ringbuf_iter_size(),
+ * 8-byte aligned): no allocation, so an iterator prepared this way may be
+ * started and walked inside a signal handler (async-signal-safe with
+ * RINGBUF_ITER_NOWAIT: the reader lock is never waited for). flags: enum
+ * ringbuf_iter_flags. ringbuf_iter_finish() on it frees nothing. Returns 0,
+ * RINGBUF_EINVAL or RINGBUF_ENOMEM (mem too small). */
+RINGBUF_API int ringbuf_iter_init_in(void *mem, size_t size, struct ringbuf *rb, unsigned cpu,
+				     unsigned flags, struct ringbuf_iter **out);
 
 /* -- waiting (blocks: never from a signal handler) -- */
 
@@ -4380,7 +4400,9 @@ static int ringbuf__reset_barrier(struct ringbuf *rb)
  * id already there: this thread holds it (a reader call in a signal handler
  * that interrupted one): RINGBUF_EBUSY at once. Else RINGBUF__RL_YIELDS
  * sched_yield()s, then RINGBUF__RL_SLEEPS sleeps of 1 ms, then RINGBUF_EBUSY
- * (about half a second). After the yields, and every RINGBUF__RL_CHECK
+ * (about half a second; an iterator made with RINGBUF_ITER_NOWAIT makes
+ * the one CAS and returns RINGBUF_EBUSY, so that a signal handler never
+ * waits). After the yields, and every RINGBUF__RL_CHECK
  * sleeps, the holder is judged: gone when its tid is not there (/proc, same
  * pid namespace: /proc/<tid>/stat for a shared block, /proc/self/task/<tid>
  * for a private one, whose holder can only be a thread of this process), is
@@ -5220,6 +5242,8 @@ struct ringbuf_iter {
 	unsigned n;
 	uint64_t dropped;
 	uint64_t fenced; /* merged: the [R1] mark (ringbuf__merged_fence) */
+	unsigned flags;  /* enum ringbuf_iter_flags */
+	bool in_place;   /* ringbuf_iter_init_in: nothing to free */
 	struct ringbuf__iter_cpu ic[];
 };
 RINGBUF__FLEX_END
@@ -5282,8 +5306,15 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 	uint32_t loops, limit = 4 * (rb->nr_pages + 2) + rb->bsize;
 	int r;
 
-	if ((r = ringbuf__reader_lock(c)) < 0)
+	if (it->flags & RINGBUF_ITER_NOWAIT) {
+		/* one try (acquire, as ringbuf__reader_lock) */
+		uint64_t zero = 0;
+		if (!atomic_compare_exchange_strong_explicit(&c->reader_lock, &zero, ringbuf__rl_self(),
+							     memory_order_acquire, memory_order_relaxed))
+			return RINGBUF_EBUSY;
+	} else if ((r = ringbuf__reader_lock(c)) < 0) {
 		return r;
+	}
 	for (loops = 0; loops < limit; loops++) {
 		uint32_t rp = RINGBUF__LOAD(&c->reader_page), cp, commit, page;
 		const unsigned char *data;
@@ -5498,6 +5529,39 @@ RINGBUF_API int ringbuf_iter_start(struct ringbuf *rb, unsigned cpu, struct ring
 	return 0;
 }
 
+RINGBUF_API size_t ringbuf_iter_size(const struct ringbuf *rb, unsigned cpu)
+{
+	size_t n, head;
+	if (!rb || (cpu != RINGBUF_ALL_CPUS && cpu >= rb->ncpu))
+		return 0;
+	n = cpu == RINGBUF_ALL_CPUS ? rb->ncpu : 1;
+	head = (sizeof(struct ringbuf_iter) + n * sizeof(struct ringbuf__iter_cpu) + 7) & ~(size_t)7;
+	return head + n * rb->page_size;
+}
+
+RINGBUF_API int ringbuf_iter_init_in(void *mem, size_t size, struct ringbuf *rb, unsigned cpu,
+				     unsigned flags, struct ringbuf_iter **out)
+{
+	struct ringbuf_iter *it = (struct ringbuf_iter *)mem;
+	size_t need = ringbuf_iter_size(rb, cpu), n, head, i;
+	if (!mem || !out || need == 0 || ((uintptr_t)mem & 7u) || (flags & ~(unsigned)RINGBUF_ITER_NOWAIT))
+		return RINGBUF_EINVAL;
+	if (size < need)
+		return RINGBUF_ENOMEM;
+	n = cpu == RINGBUF_ALL_CPUS ? rb->ncpu : 1;
+	head = (sizeof *it + n * sizeof it->ic[0] + 7) & ~(size_t)7;
+	memset(it, 0, head);
+	it->rb = rb;
+	it->cpu = cpu;
+	it->n = (unsigned)n;
+	it->flags = flags;
+	it->in_place = true;
+	for (i = 0; i < n; i++)
+		it->ic[i].buf = (unsigned char *)mem + head + i * rb->page_size;
+	*out = it;
+	return 0;
+}
+
 RINGBUF_API int ringbuf_iter_next(struct ringbuf_iter *it, struct ringbuf_record *rec)
 {
 	unsigned i, best = ~0u;
@@ -5569,7 +5633,7 @@ RINGBUF_API uint64_t ringbuf_iter_dropped(const struct ringbuf_iter *it)
 RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it)
 {
 	unsigned i;
-	if (!it)
+	if (!it || it->in_place)
 		return;
 	for (i = 0; i < it->n; i++)
 		if (it->ic[i].buf)

@@ -22,6 +22,7 @@
  *   >>tracedat   capture of pages while writers run; trace.dat v6/v7 export
  *   >>flight     event formats and thread names kept in a file-backed buffer's user area
  *   >>filter     per-event filters and triggers (the kernel's syntax) set at run time
+ *   >>snapshot   snapshot buffers and stack traces (the snapshot and stacktrace triggers)
  *   >>trace_impl the implementation (RINGBUF_IMPLEMENTATION only)
  *
  * QUICK START
@@ -47,6 +48,9 @@
  *   RINGBUF_TRACE_MAX_THREADS   [impl-only] threads whose name (comm) is remembered (default 4096)
  *   RINGBUF_TRACE_FILTER_SLOTS  [impl-only] writer slots of the filter grace period (default 256;
  *                               threads beyond share one slower counter, >>filter)
+ *   RINGBUF_TRACE_STACK_MAX     [impl-only] frames a stack event holds (default 16, >>snapshot)
+ *   RINGBUF_TRACE_ID_STACK      [global]    event id of the stack event (kernel_stack of the
+ *                               "ftrace" system; default 32004, clear of registry ids)
  *
  * CONTEXTS
  *   Emitters, ringbuf_trace_thread_id(), ringbuf_trace_thread_name() and
@@ -81,6 +85,15 @@
 #ifdef RINGBUF_NAMESPACE
 #define ringbuf_trace__reserve           RINGBUF__NS(ringbuf_trace__reserve)
 #define ringbuf_trace__filter_keep       RINGBUF__NS(ringbuf_trace__filter_keep)
+#define ringbuf_trace__snapshot_testing  RINGBUF__NS(ringbuf_trace__snapshot_testing)
+#define ringbuf_trace_snapshot           RINGBUF__NS(ringbuf_trace_snapshot)
+#define ringbuf_trace_snapshot_attach    RINGBUF__NS(ringbuf_trace_snapshot_attach)
+#define ringbuf_trace_snapshot_buffer    RINGBUF__NS(ringbuf_trace_snapshot_buffer)
+#define ringbuf_trace_snapshot_create    RINGBUF__NS(ringbuf_trace_snapshot_create)
+#define ringbuf_trace_snapshot_destroy   RINGBUF__NS(ringbuf_trace_snapshot_destroy)
+#define ringbuf_trace_snapshot_stats     RINGBUF__NS(ringbuf_trace_snapshot_stats)
+#define ringbuf_trace_stack_format       RINGBUF__NS(ringbuf_trace_stack_format)
+#define ringbuf_trace_stacktrace         RINGBUF__NS(ringbuf_trace_stacktrace)
 #define ringbuf_trace__filter_testing    RINGBUF__NS(ringbuf_trace__filter_testing)
 #define ringbuf_trace_filter_eval        RINGBUF__NS(ringbuf_trace_filter_eval)
 #define ringbuf_trace_get_filter         RINGBUF__NS(ringbuf_trace_get_filter)
@@ -266,8 +279,9 @@ struct ringbuf_trace_registry {
 	uint32_t count;
 	uint32_t next_id;
 	void *loaded;                                    /* ringbuf_trace_load_registry()'s storage */
+	struct ringbuf_trace_snapshot *snapshot;         /* the snapshot trigger's (>>snapshot) */
 };
-#define RINGBUF_TRACE_REGISTRY_INIT(system) { (system), NULL, 0, 0, 1, NULL }
+#define RINGBUF_TRACE_REGISTRY_INIT(system) { (system), NULL, 0, 0, 1, NULL, NULL }
 
 RINGBUF_API void ringbuf_trace_registry_init(struct ringbuf_trace_registry *reg, const char *system);
 /** Register ev with the lowest free id (>= the last one given). Returns the id
@@ -346,11 +360,14 @@ RINGBUF_API void ringbuf_trace_signal_exit(void);
 /** The bit of ringbuf_trace_event.state saying that a filter is attached
  * (the id is the low 16 bits). */
 #define RINGBUF_TRACE__FILTERED 0x10000u
-/** Evaluate ev's filter on the filled record rec (len bytes) and fire its
- * triggers: true to commit it, false to ringbuf_discard() it.
- * Async-signal-safe (>>filter). */
-RINGBUF_API bool ringbuf_trace__filter_keep(struct ringbuf *rb, struct ringbuf_trace_event *ev,
-					    const void *rec, size_t len);
+/** Evaluate ev's filter on the filled record rec (len bytes, reserved on
+ * rb's cpu) and fire its triggers: 1 to commit it, 0 to ringbuf_discard()
+ * it; RINGBUF_TRACE__F_DONE | keep when a trigger that runs after the commit
+ * (stacktrace, snapshot) fired: the record was committed (or discarded) and
+ * those triggers ran. Async-signal-safe (>>filter). */
+#define RINGBUF_TRACE__F_DONE 2
+RINGBUF_API int ringbuf_trace__filter_keep(struct ringbuf *rb, unsigned cpu, struct ringbuf_trace_event *ev,
+					   void *rec, size_t len);
 /** Reserve len bytes on cpu and fill the common fields with type id. Returns
  * the record or NULL (dropped, counted by the buffer). Async-signal-safe. */
 RINGBUF_API void *ringbuf_trace__reserve(struct ringbuf *rb, unsigned cpu, uint32_t id, size_t len);
@@ -577,11 +594,15 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
 			return RINGBUF_ENOSPC;                                                   \
 		RINGBUF__FOREACH(RINGBUF__P_FILL, S, fields)                                     \
 		(void)ringbuf__off;                                                              \
-		if (__builtin_expect(ringbuf__id >= RINGBUF_TRACE__FILTERED, 0) &&               \
-		    !ringbuf_trace__filter_keep(ringbuf__b, &ringbuf_event_##name, REC,          \
-						sizeof(struct S) + ringbuf__dyn)) {              \
-			ringbuf_discard(ringbuf__b, ringbuf__c, REC);                            \
-			return 0;                                                                \
+		if (__builtin_expect(ringbuf__id >= RINGBUF_TRACE__FILTERED, 0)) {              \
+			int ringbuf__k = ringbuf_trace__filter_keep(ringbuf__b, ringbuf__c,      \
+								    &ringbuf_event_##name, REC,  \
+								    sizeof(struct S) + ringbuf__dyn); \
+			if (ringbuf__k != 1) {                                                   \
+				if (ringbuf__k == 0)                                             \
+					ringbuf_discard(ringbuf__b, ringbuf__c, REC);            \
+				return ringbuf__k & 1; /* F_DONE: done by the triggers */        \
+			}                                                                        \
 		}                                                                                \
 		ringbuf_commit(ringbuf__b, ringbuf__c, REC);                                     \
 		return 1;                                                                        \
@@ -663,7 +684,11 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
  *     F5  store(slot, depth(w) ? w : w - depth + one generation, release)
  *         leave; pairs with S3's acquire: the reads of *p happen before it
  *     F6  the emitter commits or ringbuf_discard()s the record (after the
- *         section: p is not used any more)
+ *         section: p is not used any more); F6' instead, when a post-commit
+ *         trigger fired in F4 (stacktrace, snapshot): the section's slow path
+ *         commits or discards after F5, then runs them with values copied
+ *         out of p in F4 (the snapshot pointer, the stacktrace flag: p may be
+ *         freed by then), and tells the emitter it is done
  *   A setter (serialized by a mutex and the registry lock; ordinary threads):
  *     S0  compile every new program first (nothing published on an error);
  *         a program carries the event's filter and its triggers, so setting
@@ -734,6 +759,11 @@ RINGBUF_API int ringbuf_trace_filter_eval(const struct ringbuf_trace_event *ev, 
  *     traceon[:count] [if filter]         ringbuf_record_on()
  *     enable_event:[system:]event[:count] [if filter]    enable another event
  *     disable_event:[system:]event[:count] [if filter]   disable it
+ *     snapshot[:count] [if filter]        ringbuf_trace_snapshot() of the snapshot
+ *                                         attached to reg (>>snapshot; an error
+ *                                         when none is), after the commit
+ *     stacktrace[:count] [if filter]      a kernel_stack event with the writer's
+ *                                         return addresses, after the commit
  * A trigger fires when an event it is on is written (after the fields are
  * filled, before the commit; whether or not the event's own filter keeps
  * it) and its filter (same syntax as the event filter) holds on the record;
@@ -744,7 +774,9 @@ RINGBUF_API int ringbuf_trace_filter_eval(const struct ringbuf_trace_event *ev, 
  * one event per interrupted level, right after it) and writers on other CPUs
  * (as with the kernel's ring_buffer_record_off()). The same
  * action (and target) set again replaces the old trigger; "!action..." removes
- * it (count and filter ignored). At most 8 triggers per event. Returns the
+ * it (count and filter ignored). snapshot and stacktrace run after the
+ * triggering event is committed (as the kernel's post-call triggers), so
+ * the stack event follows it and the snapshot holds it (>>snapshot). At most 8 triggers per event. Returns the
  * number of events changed; errors as ringbuf_trace_set_filter (positions in
  * the trigger text), nothing changed. Same contexts as ringbuf_trace_set_filter;
  * the triggers fire in the emitters (async-signal-safe). */
@@ -757,6 +789,193 @@ RINGBUF_API int ringbuf_trace_get_triggers(const struct ringbuf_trace_event *ev,
 /** Tests: behave as without membarrier (no_membarrier != 0); *kept (if not
  * NULL) gets the number of replaced programs kept unfreed so far. */
 RINGBUF_API void ringbuf_trace__filter_testing(int no_membarrier, unsigned *kept);
+#endif
+
+/* ==== >>snapshot ======================================================== *
+ *
+ * A snapshot is a copy of a buffer's committed events, taken while its
+ * writers go on (the kernel's `snapshot` file and trigger; the kernel swaps
+ * the per-CPU buffer with a spare one, this library copies into one):
+ *
+ *   ringbuf_trace_snapshot_create(rb, &snap);          set-up: allocates the copy
+ *   ringbuf_trace_snapshot_attach(&reg, snap);         for the `snapshot` trigger
+ *   ringbuf_trace_set_trigger(&reg, "error_ev", "snapshot:1", &err);
+ *   ... writers emit; the first error_ev takes the snapshot ...
+ *   ringbuf_trace_save_tracedat(ringbuf_trace_snapshot_buffer(snap), &reg, "snap.dat", NULL);
+ *
+ * The snapshot buffer is an ordinary buffer of the source's geometry (ncpu,
+ * page size, two pages more per CPU, producer/consumer mode, the source's
+ * clock name; a TSC source's stamps are copied as nanoseconds, name "mono"):
+ * read it, print it or export it like any other. Each event keeps its CPU,
+ * payload and time stamp. Each snapshot replaces the previous one.
+ *
+ * WHAT IT HOLDS. Per CPU, a run of complete events in the order written:
+ * everything committed, not consumed and stamped no later than the moment
+ * the copy of that CPU began, from the oldest event still there (a clock that
+ * stands still lets later events in; a clock's stamps that go back on a CPU
+ * end the copy early). Events that writers overwrote (overwrite
+ * mode) while the copy walked that CPU are not in it and are counted (`lost`:
+ * what ringbuf.h's iterator reports skipped, so it may include overwritten
+ * events stamped after the limit);
+ * events the snapshot buffer could not take are counted (`dropped`). A CPU
+ * whose reader lock a consumer held is left out and counted (`cpus_skipped`):
+ * the snapshot never waits. The trigger runs after the commit of its event, so
+ * the snapshot holds it, unless that writer is nested (a signal handler) in
+ * a writer of the same CPU buffer that it interrupted mid-event: then the
+ * events of both are committed only when the interrupted writer commits, after
+ * the snapshot (the events before them are in it).
+ *
+ * CONTEXTS. ringbuf_trace_snapshot() is async-signal-safe and never blocks
+ * the writers: it is a reader (ringbuf.h's non-consuming iterator, set up at
+ * create in the snapshot's own memory, NOWAIT) of the source and the only
+ * writer of the snapshot buffer. One snapshot at a time: a call that finds
+ * one in progress (another thread, or a signal handler that interrupted it)
+ * returns RINGBUF_EBUSY at once and is counted (`busy`; a `snapshot:N`
+ * trigger that fired into a refused snapshot has still used one of its N). Its ringbuf_reset()
+ * of the snapshot buffer uses membarrier(2) (a system call, async-signal-safe)
+ * and may wait for another thread's reader call on the snapshot buffer (T2).
+ * Create, destroy and attach are for ordinary threads; destroy a snapshot only
+ * once no trigger names it (remove the triggers) and no call runs.
+ *
+ * >>design: a snapshot (ringbuf_trace_snapshot)
+ *   T1  busy: CAS 0 -> 1 (acquire; pairs with T5's release: the previous
+ *       snapshot's writes to the snapshot buffer and stats happen before this
+ *       one's). Failed: busy++ (relaxed), RINGBUF_EBUSY.
+ *   T2  ringbuf_reset(snapshot buffer): no writer of it is in flight (only the
+ *       holder of busy writes it), so this only waits for its readers' calls.
+ *   T3  per CPU c: limit = ringbuf_time_stamp(source) (the clock now: the
+ *       copy ends at the first event stamped later, so writers that keep
+ *       writing cannot keep it going; per CPU the stamps do not go back);
+ *       ringbuf_iter_init_in(scratch, c, NOWAIT): the reader-side
+ *       page protocol of ringbuf.h's iterator (copy the record out of the page,
+ *       then check the page's update count with an acquire fence: a seqlock
+ *       read; a page reused under the copy restarts the walk at the oldest
+ *       event and counts what was overwritten). The writers of the source take
+ *       no lock and see no change: the iterator only loads their words.
+ *   T4  for each event handed out: stamp = its time stamp (the snapshot
+ *       buffer's clock reads it: a plain field, single writer), ringbuf_write()
+ *       to the snapshot buffer's CPU c; rec.lost adds to `lost`, a refused
+ *       write to `dropped`; the end of what is committed ends CPU c.
+ *   T5  stats (relaxed stores), then busy = 0 (release).
+ *   Why every event in the snapshot is complete: T3 hands out only records
+ *   below the page's commit (acquire load; pairs with the writer's release
+ *   commit: the record's bytes happen before) whose copy the page's update
+ *   count validated: the writer bumps it at U1 and issues a release fence
+ *   before it writes the page again; the iterator loads the count (acquire)
+ *   before the copy, and after the copy issues an acquire fence and loads it
+ *   again. If the copy read any byte of the reuse, that byte's store comes
+ *   after the release fence, so (C11 7.17.4, fence-fence synchronization)
+ *   U1 happens before the second load, which then sees the bump (or a later
+ *   value) and the copy is thrown away (ringbuf.h, >>reader, non-consuming
+ *   iterator). The writers of the source are never waited for and never
+ *   see the snapshot: it stores to nothing of theirs but the reader lock
+ *   word, which they do not read.
+ *   Why it never blocks: T1 is one CAS; T3 is one CAS on the reader lock
+ *   (NOWAIT); the iterator's loops are bounded (EAGAIN after its limit,
+ *   RINGBUF_TRACE__SNAP_RETRIES tries, then the CPU is skipped and counted);
+ *   T2's ringbuf_reset has no writer to wait for (busy excludes them) and
+ *   waits at most for a reader call on the snapshot buffer made by another
+ *   thread (ringbuf.h's reader lock: a few microseconds, or its bound of about
+ *   half a second if that reader is preempted holding it; then RINGBUF_EBUSY
+ *   and nothing copied). That is the one wait: read the snapshot buffer once
+ *   no snapshot can fire (the trigger's count spent or removed) to avoid it.
+ *   RINGBUF_TESTING: ringbuf_trace__snapshot_testing() installs a hook called
+ *   at each step, with the step's number, so tests cut in there.
+ */
+
+struct ringbuf_trace_snapshot;
+
+/** Counters of a snapshot (ringbuf_trace_snapshot_stats). The last four
+ * describe the last snapshot taken. */
+struct ringbuf_trace_snapshot_stats {
+	uint64_t taken;        /* snapshots taken */
+	uint64_t busy;         /* requests refused: one was in progress */
+	uint64_t events;       /* events copied */
+	uint64_t lost;         /* events of the source overwritten while the copy walked */
+	uint64_t dropped;      /* events the snapshot buffer refused */
+	uint64_t cpus_skipped; /* CPUs left out (reader lock held, or a walk that could not finish) */
+};
+
+/** A snapshot of src: allocates the snapshot buffer and the scratch memory
+ * of the copy. Returns 0, RINGBUF_EINVAL or RINGBUF_ENOMEM. */
+RINGBUF_API int ringbuf_trace_snapshot_create(struct ringbuf *src, struct ringbuf_trace_snapshot **out);
+/** Free it (NULL: nothing). Not while a trigger names it or a call runs. */
+RINGBUF_API void ringbuf_trace_snapshot_destroy(struct ringbuf_trace_snapshot *snap);
+/** The snapshot buffer: read, print or export it like any buffer. */
+RINGBUF_API struct ringbuf *ringbuf_trace_snapshot_buffer(struct ringbuf_trace_snapshot *snap);
+/** Take a snapshot now (T1-T5 above). Returns the number of events copied,
+ * RINGBUF_EBUSY (one in progress, counted; or a reader of the snapshot buffer
+ * kept it from being emptied), RINGBUF_ESYS (no membarrier: the snapshot
+ * buffer cannot be emptied while readers may run) or RINGBUF_EINVAL; on an
+ * error nothing was copied. Async-signal-safe. */
+RINGBUF_API int ringbuf_trace_snapshot(struct ringbuf_trace_snapshot *snap);
+/** Its counters (relaxed loads; exact once no snapshot runs). */
+RINGBUF_API void ringbuf_trace_snapshot_stats(const struct ringbuf_trace_snapshot *snap,
+					      struct ringbuf_trace_snapshot_stats *st);
+/** The snapshot the `snapshot` triggers of reg take (set before setting them:
+ * a trigger keeps the snapshot it was set with; NULL detaches). */
+RINGBUF_API int ringbuf_trace_snapshot_attach(struct ringbuf_trace_registry *reg,
+					      struct ringbuf_trace_snapshot *snap);
+
+/* STACK TRACES. ringbuf_trace_stacktrace() (and the `stacktrace` trigger)
+ * writes the kernel's kernel_stack event of the "ftrace" system (id
+ * RINGBUF_TRACE_ID_STACK): `int size` (frames) and `unsigned long caller[]`,
+ * the return addresses of the calling function's callers, innermost first
+ * (for the trigger: from the function that called the emitter; the emitter
+ * itself first where the compiler did not inline it).
+ * The export adds its format to every trace.dat; `trace-cmd report` prints it
+ * as "<stack trace >" and one "=> name (address)" line per frame, with names
+ * when the file carries the program's symbols (ringbuf_ftrace.h's
+ * ringbuf_ftrace_save_tracedat writes them as its kallsyms).
+ * How the frames are found: a frame-pointer walk (x86-64, i386, AArch64:
+ * the frame record {previous frame, return address}), bounded by
+ * RINGBUF_TRACE_STACK_MAX frames; each record beyond the first is read with
+ * process_vm_readv(2) on the process itself (a system call: an unmapped
+ * address ends the walk with EFAULT instead of a fault), and the chain must
+ * go up the stack (each frame above the last, less than 1 MiB away). No
+ * allocation, no lock, no glibc backtrace() (which may load libgcc_s and
+ * malloc on first use): async-signal-safe. It needs the code on the stack
+ * compiled with frame pointers (-fno-omit-frame-pointer; the default of
+ * -O0, not of -O2 on x86-64): a frame without one is skipped or ends the walk
+ * (the chain is checked, never trusted). Elsewhere, or when
+ * process_vm_readv is refused (seccomp), only the first frame is recorded. */
+#ifndef RINGBUF_TRACE_ID_STACK
+#define RINGBUF_TRACE_ID_STACK 32004
+#endif
+/** The record of a kernel_stack event (caller[size] are used). */
+RINGBUF__FLEX_BEGIN
+struct ringbuf_trace_stack {
+	struct ringbuf_trace_entry ent;
+	int size;               /* frames in caller[] */
+	unsigned long caller[]; /* return addresses, innermost first */
+};
+RINGBUF__FLEX_END
+/** Write a stack event of the caller's stack to rb's cpu, skipping the skip
+ * innermost frames (0: the first is the call site of ringbuf_trace_stacktrace
+ * in its caller). Returns the frames recorded, or RINGBUF_ENOSPC (dropped,
+ * counted by the buffer), RINGBUF_EINVAL. Async-signal-safe. */
+RINGBUF_API int ringbuf_trace_stacktrace(struct ringbuf *rb, unsigned cpu, unsigned skip);
+/** The kernel_stack format text for the "ftrace" system of a trace.dat. */
+RINGBUF_API const char *ringbuf_trace_stack_format(void);
+/* Its text, with the id, the offset of size, the offset and size of caller
+ * (ringbuf_tracedat.h writes it for other word sizes). */
+#define RINGBUF_TRACE__STACK_FMT                                                                       \
+	"name: kernel_stack\nID: %u\nformat:\n"                                                       \
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"                         \
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"                         \
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"                 \
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"                                   \
+	"\tfield:int size;\toffset:%u;\tsize:4;\tsigned:1;\n"                                          \
+	"\tfield:unsigned long caller[8];\toffset:%u;\tsize:%u;\tsigned:0;\n\n"                        \
+	"print fmt: \"\\t=> %%ps\\n\\t=> %%ps\\n\\t=> %%ps\\n\\t=> %%ps\\n\\t=> %%ps\\n"                     \
+	"\\t=> %%ps\\n\\t=> %%ps\\n\\t=> %%ps\\n\", (void *)REC->caller[0], "                                \
+	"(void *)REC->caller[1], (void *)REC->caller[2], (void *)REC->caller[3], "                     \
+	"(void *)REC->caller[4], (void *)REC->caller[5], (void *)REC->caller[6], "                     \
+	"(void *)REC->caller[7]\n"
+#ifdef RINGBUF_TESTING
+/** Tests: fn(step, ctx) at each step T1..T5 of ringbuf_trace_snapshot (T4:
+ * after each event copied); NULL removes it. */
+RINGBUF_API void ringbuf_trace__snapshot_testing(void (*fn)(int step, void *ctx), void *ctx);
 #endif
 
 /* ==== >>text ============================================================ *
@@ -1267,6 +1486,7 @@ RINGBUF_API void ringbuf_trace_registry_init(struct ringbuf_trace_registry *reg,
 	reg->count = 0;
 	reg->next_id = 1;
 	reg->loaded = NULL;
+	reg->snapshot = NULL;
 }
 
 static bool ringbuf_trace__id_taken(const struct ringbuf_trace_registry *reg, unsigned id)
@@ -2098,7 +2318,7 @@ RINGBUF_API const void *ringbuf_trace_capture_page(const struct ringbuf_trace_ca
  *
  *   "\x17\x08\x44tracing6\0" endian long page_size
  *   "header_page\0" u64 len text | "header_event\0" u64 len text
- *   u32 n {u64 len, format} (ftrace formats: l->ftrace_formats, else 0)
+ *   u32 n {u64 len, format} (ftrace formats: l->ftrace_formats, then kernel_stack, >>snapshot)
  *   u32 1 system "name\0" u32 nevents {u64 len, format}
  *   u32 len kallsyms text (l->kallsyms, else 0) | u32 0 printk | u64 len cmdlines | u32 ncpu
  *   "options  \0" {u16 id, u32 len, data}: TRACECLOCK "[clock]\0", [TSC2NSEC,
@@ -2375,7 +2595,9 @@ static void ringbuf_trace__cmdlines(struct ringbuf_trace__out *o)
 static void ringbuf_trace__ftrace_blocks(struct ringbuf_trace__out *o, int kallsyms)
 {
 	const struct ringbuf_trace__layout *l = o->l;
-	uint32_t n = 0;
+	uint32_t n = 0, k;
+	char stack[1024];
+	int slen;
 	if (kallsyms) {
 		size_t len = l->kallsyms ? strlen(l->kallsyms) : 0;
 		if (len > UINT32_MAX)
@@ -2384,13 +2606,28 @@ static void ringbuf_trace__ftrace_blocks(struct ringbuf_trace__out *o, int kalls
 		ringbuf_trace__put(o, l->kallsyms, len);
 		return;
 	}
+	/* the stack event's format (>>snapshot) for the file's word size:
+	 * int size at 8, unsigned long caller[8] after it, long-aligned */
+	slen = snprintf(stack, sizeof stack, RINGBUF_TRACE__STACK_FMT, (unsigned)RINGBUF_TRACE_ID_STACK, 8u,
+			l->long_size == 8 ? 16u : 12u, 8 * l->long_size);
 	while (l->ftrace_formats && l->ftrace_formats[n])
 		n++;
-	ringbuf_trace__num(o, 4, n);
-	for (n = 0; l->ftrace_formats && l->ftrace_formats[n]; n++) {
-		size_t len = strlen(l->ftrace_formats[n]);
+	for (k = 0; k < n && slen > 0; k++) /* unless the caller gives one */
+		if (!strncmp(l->ftrace_formats[k], "name: kernel_stack\n", 19))
+			slen = 0;
+	if (slen < 0 || (size_t)slen >= sizeof stack) {
+		o->err = RINGBUF_EINVAL;
+		return;
+	}
+	ringbuf_trace__num(o, 4, n + (slen ? 1u : 0u));
+	for (k = 0; k < n; k++) {
+		size_t len = strlen(l->ftrace_formats[k]);
 		ringbuf_trace__num(o, 8, len);
-		ringbuf_trace__put(o, l->ftrace_formats[n], len);
+		ringbuf_trace__put(o, l->ftrace_formats[k], len);
+	}
+	if (slen) {
+		ringbuf_trace__num(o, 8, (uint64_t)slen);
+		ringbuf_trace__put(o, stack, (size_t)slen);
 	}
 }
 
@@ -4000,13 +4237,24 @@ enum {
 	RINGBUF_TRACE__T_TRACEON,
 	RINGBUF_TRACE__T_ENABLE,
 	RINGBUF_TRACE__T_DISABLE,
+	RINGBUF_TRACE__T_SNAPSHOT,   /* after the commit (>>snapshot) */
+	RINGBUF_TRACE__T_STACKTRACE, /* after the commit */
+	RINGBUF_TRACE__T_COUNT
 };
 #define RINGBUF_TRACE__TRIG_MAX 8
 struct ringbuf_trace__trig {
 	uint32_t action;                    /* RINGBUF_TRACE__T_* */
 	_Atomic(int64_t) count;             /* firings left, -1: unlimited */
 	struct ringbuf_trace_event *target; /* enable_event / disable_event */
+	struct ringbuf_trace_snapshot *snap; /* snapshot */
 	struct ringbuf_trace__prog *cond;   /* its `if` filter, NULL: always */
+};
+/* What the section asks the emitter to do after the commit (snapshot,
+ * stacktrace): the program may be freed once the section ends, so it is
+ * handed out as values. */
+struct ringbuf_trace__post {
+	struct ringbuf_trace_snapshot *snap;
+	uint32_t stack;
 };
 
 struct ringbuf_trace__fparse {
@@ -4621,7 +4869,7 @@ static void ringbuf_trace__set_state(struct ringbuf_trace_event *e, bool on);
  * not, as in the kernel); a count is taken with a CAS, so a trigger with count
  * N fires exactly N times whatever the nesting. */
 static void ringbuf_trace__ffire(struct ringbuf *rb, const struct ringbuf_trace__prog *p, const void *rec,
-				 size_t len)
+				 size_t len, struct ringbuf_trace__post *post)
 {
 	uint32_t i;
 	for (i = 0; i < p->ntrig; i++) {
@@ -4639,27 +4887,63 @@ static void ringbuf_trace__ffire(struct ringbuf *rb, const struct ringbuf_trace_
 		case RINGBUF_TRACE__T_TRACEOFF: ringbuf_record_off(rb); break;
 		case RINGBUF_TRACE__T_TRACEON: ringbuf_record_on(rb); break;
 		case RINGBUF_TRACE__T_ENABLE: ringbuf_trace__set_state(t->target, true); break;
-		default: ringbuf_trace__set_state(t->target, false); break;
+		case RINGBUF_TRACE__T_DISABLE: ringbuf_trace__set_state(t->target, false); break;
+		case RINGBUF_TRACE__T_SNAPSHOT: post->snap = t->snap; break;
+		default: post->stack = 1; break;
 		}
 	}
 }
 
-static __attribute__((noinline)) bool ringbuf_trace__fsection_run(struct ringbuf_trace__fslot *s,
-								  uint32_t w, struct ringbuf *rb,
-								  const struct ringbuf_trace__prog *p,
-								  const void *rec, size_t len)
+static int ringbuf_trace__stack_write(struct ringbuf *rb, unsigned cpu, uintptr_t first,
+				      void *frame, unsigned skip);
+
+/* [F6'] post-commit triggers fired in the section (values copied out of the
+ * program, which may be freed once the section ended): the record is
+ * committed (or discarded) here, then the stack event and the snapshot.
+ * first/frame: where the stack starts (the emitter's caller). Returns
+ * RINGBUF_TRACE__F_DONE | keep. */
+static __attribute__((noinline)) int ringbuf_trace__fpost(struct ringbuf *rb, unsigned cpu, void *rec,
+							  bool keep, const struct ringbuf_trace__post *post,
+							  uintptr_t first, void *frame)
 {
+	if (keep)
+		ringbuf_commit(rb, cpu, rec);
+	else
+		ringbuf_discard(rb, cpu, rec);
+	if (post->stack)
+		(void)ringbuf_trace__stack_write(rb, cpu, first, frame, 0);
+	if (post->snap)
+		(void)ringbuf_trace_snapshot(post->snap);
+	return RINGBUF_TRACE__F_DONE | (keep ? 1 : 0);
+}
+
+/* [F4]-[F5] for a program that needs the interpreter or has triggers (kept
+ * out of the fast path's frame: a tail call, so that its return address and
+ * frame are the emitter's caller's where the compiler makes it one). */
+static __attribute__((noinline)) int ringbuf_trace__fsection_run(struct ringbuf_trace__fslot *s,
+								 uint64_t cpu_w, struct ringbuf *rb,
+								 const struct ringbuf_trace__prog *p,
+								 void *rec, size_t len)
+{
+	/* cpu << 32 | w: six arguments, so that x86-64 can make the call a
+	 * tail call (the stack then starts at the emitter's caller) */
+	const unsigned cpu = (unsigned)(cpu_w >> 32);
+	const uint32_t w = (uint32_t)cpu_w;
+	struct ringbuf_trace__post post = {NULL, 0};
 	bool keep = !p || !p->has_filter || ringbuf_trace__frun(p, rec, len);
 	if (p && p->ntrig)
-		ringbuf_trace__ffire(rb, p, rec, len);
-	ringbuf_trace__fleave(s, w);
-	return keep;
+		ringbuf_trace__ffire(rb, p, rec, len, &post);
+	ringbuf_trace__fleave(s, w); /* [F5] */
+	if (RINGBUF__LIKELY(!post.stack && !post.snap))
+		return keep ? 1 : 0;
+	return ringbuf_trace__fpost(rb, cpu, rec, keep, &post, (uintptr_t)__builtin_return_address(0),
+				    __builtin_frame_address(0));
 }
 
 /* [F1]-[F5] on slot s (the per-thread one, or claimed just now). */
-static inline __attribute__((always_inline)) bool
-ringbuf_trace__fsection(struct ringbuf_trace__fslot *s, struct ringbuf *rb,
-			struct ringbuf_trace_event *ev, const void *rec, size_t len)
+static inline __attribute__((always_inline)) int
+ringbuf_trace__fsection(struct ringbuf_trace__fslot *s, struct ringbuf *rb, unsigned cpu,
+			struct ringbuf_trace_event *ev, void *rec, size_t len)
 {
 	struct ringbuf_trace__prog *p;
 	bool keep;
@@ -4672,43 +4956,47 @@ ringbuf_trace__fsection(struct ringbuf_trace__fslot *s, struct ringbuf *rb,
 	p = atomic_load_explicit(&ev->filter, memory_order_acquire);
 	/* [F4] */
 	if (RINGBUF__UNLIKELY(!p || !p->one_int))
-		return ringbuf_trace__fsection_run(s, w, rb, p, rec, len);
+		return ringbuf_trace__fsection_run(s, (uint64_t)cpu << 32 | w, rb, p, rec, len);
 	keep = ringbuf_trace__fint(&p->insn[0], (const unsigned char *)rec); /* `field > N` */
 	ringbuf_trace__fleave(s, w); /* [F5] */
-	return keep;
+	return keep ? 1 : 0;
 }
 
 /* The thread has no slot yet: claim one, or use the shared word. */
-static __attribute__((noinline)) bool ringbuf_trace__fkeep_slow(struct ringbuf *rb,
-								struct ringbuf_trace_event *ev,
-								const void *rec, size_t len)
+static __attribute__((noinline)) int ringbuf_trace__fkeep_slow(struct ringbuf *rb, unsigned cpu,
+							       struct ringbuf_trace_event *ev,
+							       void *rec, size_t len)
 {
 	struct ringbuf_trace__fslot *s = NULL;
 	struct ringbuf_trace__prog *p;
+	struct ringbuf_trace__post post = {NULL, 0};
 	bool keep;
 	/* no slot yet, or none was free: claim (again every 4096 events) */
 	if (ringbuf_trace__self.fslot == NULL || (++ringbuf_trace__self.fretry & 4095u) == 0)
 		s = ringbuf_trace__fslot_claim();
 	if (s)
-		return ringbuf_trace__fsection(s, rb, ev, rec, len);
+		return ringbuf_trace__fsection(s, rb, cpu, ev, rec, len);
 	/* table full: a shared counter, RMWs (full barriers themselves) */
 	atomic_fetch_add_explicit(&ringbuf_trace__fshared, 1, memory_order_seq_cst);
 	p = atomic_load_explicit(&ev->filter, memory_order_seq_cst);
 	keep = !p || !p->has_filter || ringbuf_trace__frun(p, rec, len);
 	if (p && p->ntrig)
-		ringbuf_trace__ffire(rb, p, rec, len);
+		ringbuf_trace__ffire(rb, p, rec, len, &post);
 	atomic_fetch_sub_explicit(&ringbuf_trace__fshared, 1, memory_order_release);
-	return keep;
+	if (RINGBUF__LIKELY(!post.stack && !post.snap))
+		return keep ? 1 : 0;
+	return ringbuf_trace__fpost(rb, cpu, rec, keep, &post, (uintptr_t)__builtin_return_address(0),
+				    __builtin_frame_address(0));
 }
 
-RINGBUF_API bool ringbuf_trace__filter_keep(struct ringbuf *rb, struct ringbuf_trace_event *ev,
-					    const void *rec, size_t len)
+RINGBUF_API int ringbuf_trace__filter_keep(struct ringbuf *rb, unsigned cpu, struct ringbuf_trace_event *ev,
+					   void *rec, size_t len)
 {
 	struct ringbuf_trace__fslot *s = (struct ringbuf_trace__fslot *)ringbuf_trace__self.fslot;
 	if (RINGBUF__UNLIKELY((uintptr_t)s < 2)) /* NULL or (void *)1 */
-		return ringbuf_trace__fkeep_slow(rb, ev, rec, len);
-	return ringbuf_trace__fsection(s, rb, ev, rec, len);
-	/* [F6] the emitter commits or discards */
+		return ringbuf_trace__fkeep_slow(rb, cpu, ev, rec, len);
+	return ringbuf_trace__fsection(s, rb, cpu, ev, rec, len);
+	/* [F6] the emitter commits or discards (unless F6' did) */
 }
 
 /* [S2] false when membarrier cannot be had. */
@@ -4810,6 +5098,7 @@ struct ringbuf_trace__tspec {
 	uint32_t action;
 	int64_t count;
 	struct ringbuf_trace_event *target;
+	struct ringbuf_trace_snapshot *snap;
 	const char *cond;  /* its `if` text (NULL: none) */
 	size_t cond_off;   /* where cond starts in the text given (error positions) */
 };
@@ -4865,6 +5154,7 @@ static struct ringbuf_trace__prog *ringbuf_trace__fassemble(const struct ringbuf
 		t->action = ts[i].action;
 		atomic_init(&t->count, ts[i].count);
 		t->target = ts[i].target;
+		t->snap = ts[i].snap;
 		p->ntrig = i + 1;
 		if (ts[i].cond && !(t->cond = ringbuf_trace__fcompile(ev, ts[i].cond, err, rc))) {
 			ringbuf_trace__ferr_shift(err, ts[i].cond_off);
@@ -4884,6 +5174,7 @@ static uint32_t ringbuf_trace__fspecs(const struct ringbuf_trace__prog *cur,
 		ts[i].action = cur->trig[i].action;
 		ts[i].count = atomic_load(&cur->trig[i].count);
 		ts[i].target = cur->trig[i].target;
+		ts[i].snap = cur->trig[i].snap;
 		ts[i].cond = cur->trig[i].cond ? cur->trig[i].cond->text : NULL;
 		ts[i].cond_off = 0;
 	}
@@ -5015,7 +5306,7 @@ RINGBUF_API int ringbuf_trace_get_filter(const struct ringbuf_trace_event *ev, c
 /* ---- >>filter: triggers -------------------------------------------------- */
 
 static const char *const ringbuf_trace__tnames[] = {"traceoff", "traceon", "enable_event",
-						    "disable_event"};
+						    "disable_event", "snapshot", "stacktrace"};
 
 struct ringbuf_trace__tparse {
 	struct ringbuf_trace__tspec spec;
@@ -5051,12 +5342,18 @@ static int ringbuf_trace__tparse_text(struct ringbuf_trace_registry *reg, const 
 	}
 	for (n = 0; (text[pos + n] >= 'a' && text[pos + n] <= 'z') || text[pos + n] == '_'; n++)
 		;
-	for (k = 0; k < 4; k++)
+	for (k = 0; k < RINGBUF_TRACE__T_COUNT; k++)
 		if (strlen(ringbuf_trace__tnames[k]) == n && !strncmp(text + pos, ringbuf_trace__tnames[k], n))
 			break;
-	if (k == 4)
+	if (k == RINGBUF_TRACE__T_COUNT)
 		return ringbuf_trace__terr(err, pos, n ? "unknown trigger" : "expected a trigger", NULL);
 	tp->spec.action = (uint32_t)k;
+	if (k == RINGBUF_TRACE__T_SNAPSHOT && !tp->remove) {
+		tp->spec.snap = reg->snapshot;
+		if (!tp->spec.snap)
+			return ringbuf_trace__terr(err, pos,
+						   "no snapshot attached (ringbuf_trace_snapshot_attach)", NULL);
+	}
 	pos += n;
 	if (k == RINGBUF_TRACE__T_ENABLE || k == RINGBUF_TRACE__T_DISABLE) {
 		char name[2][128];
@@ -5223,6 +5520,286 @@ RINGBUF_API int ringbuf_trace_filter_eval(const struct ringbuf_trace_event *ev, 
 	rc = ringbuf_trace__frun(p, rec, len) ? 1 : 0;
 	free(p);
 	return rc;
+}
+
+/* ---- >>snapshot ------------------------------------------------------------ */
+
+struct ringbuf_trace_snapshot {
+	struct ringbuf *src, *dst;
+	_Atomic(uint64_t) stamp; /* [T4] what the snapshot buffer's clock returns */
+	_Atomic(uint32_t) busy;  /* [T1]/[T5] */
+	_Atomic(uint64_t) taken, nbusy, events, lost, dropped, skipped;
+	size_t scratch_size;
+	void *scratch;           /* an iterator of one CPU of src (ringbuf_iter_init_in) */
+};
+
+#ifdef RINGBUF_TESTING
+static void (*ringbuf_trace__snap_hook)(int step, void *ctx);
+static void *ringbuf_trace__snap_hook_ctx;
+RINGBUF_API void ringbuf_trace__snapshot_testing(void (*fn)(int step, void *ctx), void *ctx)
+{
+	ringbuf_trace__snap_hook_ctx = ctx;
+	ringbuf_trace__snap_hook = fn;
+}
+#define RINGBUF_TRACE__SNAP_STEP(n)                                                   \
+	do {                                                                          \
+		if (ringbuf_trace__snap_hook)                                         \
+			ringbuf_trace__snap_hook((n), ringbuf_trace__snap_hook_ctx);  \
+	} while (0)
+#else
+#define RINGBUF_TRACE__SNAP_STEP(n) ((void)0)
+#endif
+
+static uint64_t ringbuf_trace__snap_clock(void *ctx)
+{
+	return atomic_load_explicit(&((struct ringbuf_trace_snapshot *)ctx)->stamp, memory_order_relaxed);
+}
+
+RINGBUF_API int ringbuf_trace_snapshot_create(struct ringbuf *src, struct ringbuf_trace_snapshot **out)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf_trace_snapshot *s;
+	const char *name;
+	int r;
+	if (!src || !out)
+		return RINGBUF_EINVAL;
+	s = (struct ringbuf_trace_snapshot *)calloc(1, sizeof *s);
+	if (!s)
+		return RINGBUF_ENOMEM;
+	s->src = src;
+	s->scratch_size = ringbuf_iter_size(src, 0);
+	s->scratch = malloc(s->scratch_size);
+	name = ringbuf_clock_name(src);
+	cfg.ncpu = ringbuf_ncpu(src);
+	cfg.page_size = ringbuf_page_size(src);
+	/* the reader page and the ring, and a page for the other page breaks */
+	cfg.size_per_cpu = ((size_t)ringbuf_nr_pages(src) + 2) * cfg.page_size;
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER; /* nothing overwritten: refusals are counted */
+	cfg.clock = ringbuf_trace__snap_clock;
+	cfg.clock_ctx = s;
+	cfg.clock_name = !name || !strcmp(name, "x86-tsc") ? "mono" : name; /* readers give ns */
+	if (!s->scratch) {
+		free(s);
+		return RINGBUF_ENOMEM;
+	}
+	r = ringbuf_create(&cfg, &s->dst);
+	if (r < 0) {
+		free(s->scratch);
+		free(s);
+		return r;
+	}
+	*out = s;
+	return 0;
+}
+
+RINGBUF_API void ringbuf_trace_snapshot_destroy(struct ringbuf_trace_snapshot *snap)
+{
+	if (!snap)
+		return;
+	ringbuf_destroy(snap->dst);
+	free(snap->scratch);
+	free(snap);
+}
+
+RINGBUF_API struct ringbuf *ringbuf_trace_snapshot_buffer(struct ringbuf_trace_snapshot *snap)
+{
+	return snap ? snap->dst : NULL;
+}
+
+RINGBUF_API int ringbuf_trace_snapshot_attach(struct ringbuf_trace_registry *reg,
+					      struct ringbuf_trace_snapshot *snap)
+{
+	if (!reg)
+		return RINGBUF_EINVAL;
+	pthread_mutex_lock(&ringbuf_trace__fmutex);
+	reg->snapshot = snap;
+	pthread_mutex_unlock(&ringbuf_trace__fmutex);
+	return 0;
+}
+
+RINGBUF_API void ringbuf_trace_snapshot_stats(const struct ringbuf_trace_snapshot *snap,
+					      struct ringbuf_trace_snapshot_stats *st)
+{
+	struct ringbuf_trace_snapshot *s = (struct ringbuf_trace_snapshot *)snap;
+	if (!st)
+		return;
+	memset(st, 0, sizeof *st);
+	if (!s)
+		return;
+	st->taken = atomic_load_explicit(&s->taken, memory_order_relaxed);
+	st->busy = atomic_load_explicit(&s->nbusy, memory_order_relaxed);
+	st->events = atomic_load_explicit(&s->events, memory_order_relaxed);
+	st->lost = atomic_load_explicit(&s->lost, memory_order_relaxed);
+	st->dropped = atomic_load_explicit(&s->dropped, memory_order_relaxed);
+	st->cpus_skipped = atomic_load_explicit(&s->skipped, memory_order_relaxed);
+}
+
+/* The iterator's EAGAIN (a writer it interrupted mid head push, or a head in
+ * transition): tries before the CPU is given up (counted in cpus_skipped). */
+#define RINGBUF_TRACE__SNAP_RETRIES 4
+
+RINGBUF_API int ringbuf_trace_snapshot(struct ringbuf_trace_snapshot *snap)
+{
+	uint64_t events = 0, lost = 0, dropped = 0, skipped = 0;
+	uint32_t zero = 0;
+	unsigned cpu, ncpu;
+	int saved = errno, r;
+	if (!snap)
+		return RINGBUF_EINVAL;
+	/* [T1] one snapshot at a time; never wait */
+	if (!atomic_compare_exchange_strong_explicit(&snap->busy, &zero, 1, memory_order_acquire,
+						     memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&snap->nbusy, 1, memory_order_relaxed);
+		return RINGBUF_EBUSY;
+	}
+	RINGBUF_TRACE__SNAP_STEP(1);
+	/* [T2] the previous snapshot goes (else nothing is copied: the old
+	 * one and a new one together would not be one run per CPU) */
+	if ((r = ringbuf_reset(snap->dst)) < 0) {
+		atomic_store_explicit(&snap->busy, 0, memory_order_release);
+		errno = saved;
+		return r;
+	}
+	RINGBUF_TRACE__SNAP_STEP(2);
+	ncpu = ringbuf_ncpu(snap->src);
+	for (cpu = 0; cpu < ncpu; cpu++) {
+		struct ringbuf_iter *it = NULL;
+		struct ringbuf_record rec;
+		unsigned tries = 0;
+		uint64_t limit;
+		/* [T3] a non-consuming walk in our own memory, never waiting, up
+		 * to the events stamped before now */
+		if (ringbuf_iter_init_in(snap->scratch, snap->scratch_size, snap->src, cpu, RINGBUF_ITER_NOWAIT,
+					 &it) < 0) {
+			skipped++;
+			continue;
+		}
+		limit = ringbuf_time_stamp(snap->src);
+		RINGBUF_TRACE__SNAP_STEP(3);
+		for (;;) {
+			r = ringbuf_iter_next(it, &rec);
+			if (r == RINGBUF_EAGAIN && ++tries < RINGBUF_TRACE__SNAP_RETRIES)
+				continue;
+			if (r <= 0)
+				break;
+			lost += rec.lost;
+			if (rec.ts > limit) {
+				r = 0; /* written after the copy began: the end */
+				break;
+			}
+			/* [T4] the event, with its time stamp, to the same CPU */
+			atomic_store_explicit(&snap->stamp, rec.ts, memory_order_relaxed);
+			if (ringbuf_write(snap->dst, cpu, rec.data, rec.len) == 0)
+				events++;
+			else
+				dropped++;
+			RINGBUF_TRACE__SNAP_STEP(4);
+		}
+		if (r < 0)
+			skipped++; /* EBUSY (a consumer), EAGAIN to the end, ECORRUPT */
+		ringbuf_iter_finish(it);
+	}
+	/* [T5] */
+	atomic_store_explicit(&snap->events, events, memory_order_relaxed);
+	atomic_store_explicit(&snap->lost, lost, memory_order_relaxed);
+	atomic_store_explicit(&snap->dropped, dropped, memory_order_relaxed);
+	atomic_store_explicit(&snap->skipped, skipped, memory_order_relaxed);
+	atomic_fetch_add_explicit(&snap->taken, 1, memory_order_relaxed);
+	RINGBUF_TRACE__SNAP_STEP(5);
+	atomic_store_explicit(&snap->busy, 0, memory_order_release);
+	errno = saved;
+	return events > (uint64_t)INT32_MAX ? INT32_MAX : (int)events;
+}
+
+/* ---- >>snapshot: stack traces ---------------------------------------------- */
+
+#ifndef RINGBUF_TRACE_STACK_MAX
+#define RINGBUF_TRACE_STACK_MAX 16
+#endif
+
+RINGBUF_API const char *ringbuf_trace_stack_format(void)
+{
+	static char text[1024];
+	if (!text[0]) /* same text every time: a race writes the same bytes */
+		snprintf(text, sizeof text, RINGBUF_TRACE__STACK_FMT, (unsigned)RINGBUF_TRACE_ID_STACK,
+			 (unsigned)offsetof(struct ringbuf_trace_stack, size),
+			 (unsigned)offsetof(struct ringbuf_trace_stack, caller),
+			 (unsigned)(8 * sizeof(unsigned long)));
+	return text;
+}
+
+#if (defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)) && defined(__linux__) && \
+	defined(SYS_process_vm_readv)
+#define RINGBUF_TRACE__FP_WALK 1
+#include <sys/uio.h>
+/* Two words at addr, or false (unmapped: EFAULT, never a fault). */
+static bool ringbuf_trace__read_words(uintptr_t addr, uintptr_t w[2])
+{
+	struct iovec local, remote;
+	local.iov_base = w;
+	local.iov_len = 2 * sizeof(uintptr_t);
+	remote.iov_base = (void *)addr;
+	remote.iov_len = 2 * sizeof(uintptr_t);
+	return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1UL, &remote, 1UL, 0UL) ==
+	       (long)(2 * sizeof(uintptr_t));
+}
+#endif
+
+/* The stack event: first (a return address known good), then the frame
+ * records above frame (this function's caller's frame record), skip frames
+ * left out. */
+static int ringbuf_trace__stack_write(struct ringbuf *rb, unsigned cpu, uintptr_t first,
+				      void *frame, unsigned skip)
+{
+	unsigned long pcs[RINGBUF_TRACE_STACK_MAX];
+	struct ringbuf_trace_stack *e;
+	unsigned n = 0;
+	size_t len;
+	int saved = errno;
+	if (skip)
+		skip--;
+	else
+		pcs[n++] = (unsigned long)first;
+#ifdef RINGBUF_TRACE__FP_WALK
+	{
+		/* frame: our caller's record {previous frame, return address};
+		 * its first word is the next record, read from our own frame */
+		uintptr_t cur = (uintptr_t)frame, next = ((const uintptr_t *)frame)[0], w[2];
+		while (n < RINGBUF_TRACE_STACK_MAX) {
+			if (next <= cur || next - cur > ((uintptr_t)1 << 20) || (next & (sizeof(uintptr_t) - 1)))
+				break; /* not a frame further up the stack: no frame pointer */
+			if (!ringbuf_trace__read_words(next, w) || w[1] == 0)
+				break;
+			if (skip)
+				skip--;
+			else
+				pcs[n++] = (unsigned long)w[1];
+			cur = next;
+			next = w[0];
+		}
+	}
+#else
+	(void)frame;
+#endif
+	len = offsetof(struct ringbuf_trace_stack, caller) + (size_t)n * sizeof(unsigned long);
+	e = (struct ringbuf_trace_stack *)ringbuf_trace__reserve(rb, cpu, RINGBUF_TRACE_ID_STACK, len);
+	errno = saved;
+	if (!e)
+		return RINGBUF_ENOSPC;
+	memset((char *)e + sizeof e->ent, 0, len - sizeof e->ent);
+	e->size = (int)n;
+	memcpy(e->caller, pcs, (size_t)n * sizeof(unsigned long));
+	ringbuf_commit(rb, cpu, e);
+	return (int)n;
+}
+
+RINGBUF_API __attribute__((noinline)) int ringbuf_trace_stacktrace(struct ringbuf *rb, unsigned cpu,
+								    unsigned skip)
+{
+	if (!rb || (cpu >= ringbuf_ncpu(rb) && cpu != RINGBUF_CPU_THREAD && cpu != RINGBUF_CPU_CURRENT))
+		return RINGBUF_EINVAL;
+	return ringbuf_trace__stack_write(rb, cpu, (uintptr_t)__builtin_return_address(0),
+					  __builtin_frame_address(0), skip);
 }
 
 #endif /* RINGBUF_IMPLEMENTATION (ringbuf_trace) */

@@ -204,7 +204,7 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
  * size = info.long_size:
  *
  *   v6: magic "6" endian long page_size | header_page | header_event | 0
- *       ftrace formats | 1 system {formats} | 0 kallsyms | 0 printk |
+ *       ftrace formats (kernel_stack) | 1 system {formats} | 0 kallsyms | 0 printk |
  *       cmdlines | ncpu | options (TRACECLOCK, [TSC2NSEC, OFFSET], CPUCOUNT,
  *       [FILTERS])
  *       | flyrecord {offset, size} per CPU, "[clock]" | zeros to a page

@@ -47,7 +47,7 @@ static int teardown(void **state)
 	static const char *const all[] = {"!traceoff", "!traceon", "!enable_event:other",
 					  "!disable_event:other", "!enable_event:third",
 					  "!disable_event:third", "!enable_event:small",
-					  "!disable_event:small"};
+					  "!disable_event:small", "!stacktrace", "!snapshot"};
 	unsigned i;
 	(void)state;
 	for (i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -313,7 +313,13 @@ static const struct {
 	{"", 0},
 	{"   ", 3},
 	{"traceof", 0},
-	{"stacktrace", 0},
+	{"stacktrac", 0},
+	{"snapshot", 0}, /* no snapshot attached to the registry */
+	{"stacktrace:", 11},
+	{"stacktrace:0", 11},
+	{"stacktrace:1x", 12},
+	{"stacktrace if v >", 17},
+	{"stacktrace:2 if", 13},
 	{"TRACEOFF", 0},
 	{"traceoff:", 9},
 	{"traceoff:0", 9},

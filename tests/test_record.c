@@ -177,7 +177,10 @@ static void load(struct tdat *t, const char *path)
 	t->pos += (size_t)rd(t, 8);
 	skip_str(t);                           /* "header_event" */
 	t->pos += (size_t)rd(t, 8);
-	assert_int_equal(rd(t, 4), 0);         /* ftrace formats */
+	nev = (unsigned)rd(t, 4);              /* ftrace formats: kernel_stack */
+	assert_int_equal(nev, 1);
+	while (nev--)
+		t->pos += (size_t)rd(t, 8);
 	nsys = (unsigned)rd(t, 4);
 	while (nsys--) {
 		skip_str(t);
