@@ -1289,7 +1289,6 @@ static int32_t ringbuf_trace__init_self(const char *comm)
 	uint32_t slot;
 	if (!tid)
 		tid = (int32_t)syscall(SYS_gettid);
-	s->name_gen++;
 	if (s->slot) {
 		ringbuf_trace__set_comm(&ringbuf_trace__comms[s->slot - 1], comm);
 	} else {
@@ -1301,6 +1300,15 @@ static int32_t ringbuf_trace__init_self(const char *comm)
 			s->slot = (int32_t)slot + 1;
 		}
 	}
+	/* The generation moves after the name is in the slot: an event's
+	 * publish (ringbuf_trace__publish_self) copies the slot and marks this
+	 * generation done, so a signal handler's event that ran before this
+	 * point (set_comm's prctl is a system call, where signals arrive)
+	 * published the old name under the old generation and the next event
+	 * publishes the new one. Bumped first, the handler published the old
+	 * name under the new generation and the new name was never published. */
+	atomic_signal_fence(memory_order_seq_cst);
+	s->name_gen++;
 	/* Published last: a signal handler that interrupted us before this point
 	 * registers the thread again (a duplicate slot with the same name). */
 	atomic_signal_fence(memory_order_seq_cst);

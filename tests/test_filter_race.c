@@ -57,15 +57,32 @@ static _Thread_local volatile int is_writer;
 static _Thread_local uint64_t written[3], committed[3], discarded[3], other[3];
 static _Thread_local uint64_t sig_in_emit;
 
+/* for a failure's message: the last result other than 0 and 1, and the
+ * buffer's first warning (recording is disabled on a CPU that warned) */
+static _Atomic(int) last_other, last_other_depth;
+static _Atomic(const char *) first_warning;
+static _Atomic(unsigned) first_warning_cpu;
+
+static void on_warning(const char *what, unsigned cpu, void *ctx)
+{
+	const char *none = NULL;
+	(void)ctx;
+	if (atomic_compare_exchange_strong(&first_warning, &none, what))
+		atomic_store(&first_warning_cpu, cpu);
+}
+
 static void count(int d, int r)
 {
 	written[d]++;
-	if (r == 1)
+	if (r == 1) {
 		committed[d]++;
-	else if (r == 0)
+	} else if (r == 0) {
 		discarded[d]++;
-	else
+	} else {
 		other[d]++;
+		atomic_store(&last_other, r);
+		atomic_store(&last_other_depth, d);
+	}
 }
 
 static void emit_some(int d, uint32_t seq)
@@ -190,6 +207,7 @@ static void replacement_races_nested_signal_writers_with_exact_accounting(void *
 	cfg.size_per_cpu = 1 << 16;
 	cfg.mode = RINGBUF_MODE_OVERWRITE;
 	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	ringbuf_set_warn_hook(on_warning, NULL);
 	assert_true(ringbuf_trace_register_event(&reg, &ringbuf_event_rw) > 0);
 	assert_true(ringbuf_trace_register_event(&reg, &ringbuf_event_rw2) > 0);
 	memset(&sa, 0, sizeof sa);
@@ -218,6 +236,18 @@ static void replacement_races_nested_signal_writers_with_exact_accounting(void *
 		      (unsigned long long)g_written, (unsigned long long)g_committed,
 		      (unsigned long long)g_discarded, (unsigned long long)g_sig,
 		      (unsigned long long)g_in_emit, atomic_load(&replacements));
+	if (g_other) {
+		const char *w = atomic_load(&first_warning);
+		print_message("%llu emitter results neither 1 nor 0, the last %d (%s) at signal depth %d; "
+			      "buffer: commit_overrun %llu, dropped %llu, disabled %llu, nest_overflow %llu, "
+			      "rejected %llu; first warning: %s (cpu %u)\n",
+			      (unsigned long long)g_other, atomic_load(&last_other),
+			      ringbuf_strerror(atomic_load(&last_other)), atomic_load(&last_other_depth),
+			      (unsigned long long)st.commit_overrun, (unsigned long long)st.dropped_events,
+			      (unsigned long long)st.disabled_events, (unsigned long long)st.nest_overflow,
+			      (unsigned long long)st.rejected_events, w ? w : "none",
+			      atomic_load(&first_warning_cpu));
+	}
 	assert_int_equal(g_other, 0);
 	assert_int_equal(g_committed + g_discarded, g_written);
 	assert_int_equal(st.committed, g_committed);
@@ -236,6 +266,7 @@ static void replacement_races_nested_signal_writers_with_exact_accounting(void *
 	assert_int_equal(trace_rw(rb, 0, 9, 0, ""), 1);
 	assert_int_equal(trace_rw(rb, 0, 8, 0, ""), 0);
 	assert_int_equal(ringbuf_trace_set_filter(&reg, "*", NULL, NULL), 2);
+	ringbuf_set_warn_hook(NULL, NULL);
 	ringbuf_destroy(rb);
 }
 

@@ -271,6 +271,7 @@ struct seen {
 	uint16_t n[NSTREAM][MAXH];
 	unsigned bad;     /* lines whose values do not match their seq */
 	unsigned events;
+	unsigned others;  /* the tool's lines that are neither (printed: a lead when one is missing) */
 };
 
 /* A "work: thread=.. seq=.." or "tick: seq=.." event line (text or trace-cmd). */
@@ -328,6 +329,8 @@ static void parse_event(struct seen *s, const char *line, bool check_comm)
 		}
 		s->n[NT][seq]++;
 		s->events++;
+	} else if (check_comm && s->others++ < 3) {
+		print_message("a line neither work nor tick: %s\n", line);
 	}
 }
 

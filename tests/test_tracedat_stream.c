@@ -10,11 +10,17 @@
  * the byte comparisons and counts run everywhere.
  */
 #define _GNU_SOURCE 1
+/* 64-bit d_off/ino on 32-bit builds: without it readdir() (files_named) fails
+ * with EOVERFLOW where the kernel hands out 64-bit directory offsets to a
+ * 32-bit process (qemu-user on a 64-bit host: ext4's hashes), and the
+ * directory looks empty */
+#define _FILE_OFFSET_BITS 64
 #define RINGBUF_IMPLEMENTATION
 #define RINGBUF_TRACE_DEFINE_EVENTS
 #include "ringbuf_tracedat.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,9 +51,12 @@ static int files_named(const char *prefix)
 	struct dirent *e;
 	int n = 0;
 	assert_non_null(d);
+	errno = 0;
 	while ((e = readdir(d)) != NULL)
 		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
 			n++;
+	if (errno)
+		fail_msg("readdir %s: %s", tmpdir, strerror(errno));
 	closedir(d);
 	return n;
 }
