@@ -3332,7 +3332,12 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  * fails, and out of line it nests (took = false); one that lands after G3
  * finds depth 1 and nests; between the commit and G4 it nests on the
  * committed buffer, still ours. RINGBUF__CURRENT_OUTLINE (internal, for the
- * tests' *_outline variants) keeps the whole of G1-G5 out of line.
+ * tests' *_outline variants) keeps the whole of G1-G5 out of line. Test
+ * points (RINGBUF_TESTING only) mark the inline windows: CURRENT_TAKEN (G2
+ * done, G3 not), CURRENT_HELD (G3 done, reserve not), CURRENT_COMMITTED
+ * (commit done, G4 not), CURRENT_UNHELD (G4 done, G5 not); tests/
+ * test_current_steps.c runs a nested writer, another thread, a reset and a
+ * quiesce at each (the failed reserve's G4, G5 have none).
  * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
  * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
  * progress, so that a handler of ours can take it back). A claim whose buffer

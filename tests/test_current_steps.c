@@ -236,22 +236,28 @@ static int run_case(struct run *r, int cpu, unsigned ncpu, int pi, enum action a
 		ringbuf_destroy(r->rb);
 		return 0;
 	}
-	/* common to every case: the point was reached once, on the held
-	 * buffer, with the owner word ours; the writer's three events were
-	 * written; afterwards the word is 0, the buffer left, cur 0 */
+	return 1;
+}
+
+/* Common to every case, checked after the case's own checks: the point was
+ * reached once, on the held buffer, with the owner word ours (and still ours
+ * after the nested writer / other thread / reset); the writer's three events
+ * were written; afterwards every word is 0, no writer inside, cur 0. */
+static void check_common(const struct run *r, unsigned ncpu)
+{
+	unsigned c;
 	assert_int_equal(r->hits, 1);
-	assert_int_equal(r->hit_cpu, (unsigned)cpu);
+	assert_int_equal(r->hit_cpu, (unsigned)r->cpu);
 	assert_int_not_equal(r->word_at, 0);
 	assert_int_equal(r->word_at & RINGBUF__OWN_TID, r->tid);
 	assert_int_equal(r->word_at & (RINGBUF__OWN_PERSIST | RINGBUF__OWN_RELEASING), 0);
 	assert_int_equal(r->word_after_act, r->word_at);
 	assert_true(r->outer_ok[0] && r->outer_ok[1] && r->outer_ok[2]);
 	assert_int_equal(r->cur_after, 0);
-	for (unsigned c = 0; c < ncpu; c++) {
+	for (c = 0; c < ncpu; c++) {
 		assert_int_equal(owner_word(r->rb, c), 0);
 		assert_int_equal(RINGBUF__LOAD(&ringbuf__cpu(r->rb, c)->committing), 0);
 	}
-	return 1;
 }
 
 static int g_cpu;
@@ -306,6 +312,7 @@ static void nested_writer_at_each_inline_step_nests_in_the_held_buffer(void **st
 			expect_order(&g, who_before, seq_before, 5, (unsigned)g_cpu);
 		else
 			expect_order(&g, who_after, seq_after, 5, (unsigned)g_cpu);
+		check_common(&r, (unsigned)g_cpu + 2);
 		ringbuf_destroy(r.rb);
 	}
 }
@@ -355,6 +362,7 @@ static void other_thread_at_each_inline_step_never_writes_the_held_buffer(void *
 				assert_int_equal(st.unmapped, 2);
 			}
 			assert_int_equal(st.committed, (uint64_t)(3 + other));
+			check_common(&r, ncpu);
 			ringbuf_destroy(r.rb);
 		}
 	}
@@ -392,6 +400,7 @@ static void reset_and_quiesce_at_each_inline_step(void **state)
 			static const uint32_t who[1] = { 1 }, seq[1] = { 2 };
 			expect_order(&g, who, seq, 1, (unsigned)g_cpu);
 		}
+		check_common(&r, ncpu);
 		ringbuf_destroy(r.rb);
 
 		if (!run_case(&r, g_cpu, ncpu, pi, ACT_QUIESCE))
@@ -401,6 +410,7 @@ static void reset_and_quiesce_at_each_inline_step(void **state)
 		/* a hold without an event is not waited for (timeout 0: one look) */
 		assert_int_equal(r.quiesce_r, 0);
 		assert_int_equal(r.committed_at_quiesce, pi < 2 ? 1u : 2u);
+		check_common(&r, ncpu);
 		ringbuf_destroy(r.rb);
 	}
 }
