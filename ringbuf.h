@@ -1114,6 +1114,7 @@ enum ringbuf__tp {
 	RINGBUF__TP_CURRENT_HELD,        /* inline G3 done, the reserve not yet */
 	RINGBUF__TP_CURRENT_COMMITTED,   /* inline commit done, G4 not yet */
 	RINGBUF__TP_CURRENT_UNHELD,      /* inline G4 done, G5 not yet */
+	RINGBUF__TP_CURRENT_UNDONE,      /* inline reserve failed: G4 done, G5 not yet */
 	/* ringbuf_wait's steps (outside the count as well) */
 	RINGBUF__TP_WAIT_REGISTER = 64, /* before the waiter registers */
 	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
@@ -1695,6 +1696,7 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 	if (RINGBUF__UNLIKELY(!p)) {
 		atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
 		RINGBUF__BARRIER();
+		RINGBUF__TESTPOINT(rb, (unsigned)b, RINGBUF__TP_CURRENT_UNDONE);
 		/* G5 */
 		atomic_store_explicit(&ringbuf__cpu(rb, (unsigned)b)->owner, 0, memory_order_release);
 	}
@@ -3335,9 +3337,10 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  * tests' *_outline variants) keeps the whole of G1-G5 out of line. Test
  * points (RINGBUF_TESTING only) mark the inline windows: CURRENT_TAKEN (G2
  * done, G3 not), CURRENT_HELD (G3 done, reserve not), CURRENT_COMMITTED
- * (commit done, G4 not), CURRENT_UNHELD (G4 done, G5 not); tests/
- * test_current_steps.c runs a nested writer, another thread, a reset and a
- * quiesce at each (the failed reserve's G4, G5 have none).
+ * (commit done, G4 not), CURRENT_UNHELD (G4 done, G5 not), CURRENT_UNDONE
+ * (a failed reserve's G4 done, G5 not); tests/test_current_steps.c runs a
+ * nested writer and another thread at each, a reset and a quiesce at the
+ * first four.
  * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
  * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
  * progress, so that a handler of ours can take it back). A claim whose buffer

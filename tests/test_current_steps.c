@@ -6,6 +6,8 @@
  *   HELD       G3 done, the reserve not yet
  *   COMMITTED  the outer event committed, G4 not yet
  *   UNHELD     G4 done, G5 not yet
+ *   UNDONE     the reserve failed (recording off for that event): G4 done,
+ *              G5 not yet (the hook turns recording on again first)
  *
  * At each point, with the writer parked there (deterministic: the hook runs
  * exactly once, at that point of the outer event, counted):
@@ -21,7 +23,8 @@
  *       any of the points), leaves the hold, and wipes exactly what was
  *       committed before it; ringbuf_quiesce(rb, 0) from another thread does
  *       not wait for a hold without an event, and the outer event is counted
- *       when it returns at COMMITTED / UNHELD.
+ *       when it returns at COMMITTED / UNHELD (not at UNDONE: nothing to
+ *       wipe or wait for).
  * The inline path needs rseq (glibc >= 2.35): skipped without it. There is
  * no *_outline variant: RINGBUF__CURRENT_OUTLINE has no inline claim. */
 #define _GNU_SOURCE 1
@@ -49,13 +52,17 @@ struct ev {
 
 enum action { ACT_NEST, ACT_OTHER, ACT_RESET, ACT_QUIESCE };
 
-static const int points[4] = { RINGBUF__TP_CURRENT_TAKEN, RINGBUF__TP_CURRENT_HELD,
-			       RINGBUF__TP_CURRENT_COMMITTED, RINGBUF__TP_CURRENT_UNHELD };
-static const char *const point_names[4] = { "TAKEN", "HELD", "COMMITTED", "UNHELD" };
+#define NPOINTS 5
+#define UNDONE 4 /* index of RINGBUF__TP_CURRENT_UNDONE */
+static const int points[NPOINTS] = { RINGBUF__TP_CURRENT_TAKEN, RINGBUF__TP_CURRENT_HELD,
+				     RINGBUF__TP_CURRENT_COMMITTED, RINGBUF__TP_CURRENT_UNHELD,
+				     RINGBUF__TP_CURRENT_UNDONE };
+static const char *const point_names[NPOINTS] = { "TAKEN", "HELD", "COMMITTED", "UNHELD", "UNDONE" };
 
 struct run {
 	struct ringbuf *rb;
 	int point;
+	int undo;         /* UNDONE: the outer event is refused */
 	enum action act;
 	/* writer */
 	pthread_t writer;
@@ -126,6 +133,8 @@ static void hook(struct ringbuf *rb, unsigned cpu, int point, void *vctx)
 	r->hits++;
 	r->hit_cpu = cpu;
 	r->word_at = owner_word(rb, cpu);
+	if (r->undo)
+		ringbuf_record_on(rb); /* the outer event was refused; the rest are not */
 	if (r->act == ACT_NEST) {
 		/* an "IRQ" event and an "NMI" event inside it */
 		struct ev *p = (struct ev *)ringbuf_reserve(rb, RINGBUF_CPU_CURRENT, sizeof *p);
@@ -172,9 +181,12 @@ static void *writer_main(void *arg)
 	/* the thread's first event is out of line (it draws the token); the
 	 * next ones take the inline claim */
 	r->outer_ok[0] = write_one(r->rb, 1, 0) == 0;
+	if (r->undo)
+		ringbuf_record_off(r->rb);
 	r->armed = 1;
 	r->outer_ok[1] = write_one(r->rb, 1, 1) == 0;
 	r->armed = 0;
+	ringbuf_record_on(r->rb);
 	r->outer_ok[2] = write_one(r->rb, 1, 2) == 0;
 	e = &ringbuf__tctx[ringbuf__tctx_last % RINGBUF__TCTX];
 	r->cur_after = atomic_load_explicit(&e->cur, memory_order_relaxed);
@@ -227,6 +239,7 @@ static int run_case(struct run *r, int cpu, unsigned ncpu, int pi, enum action a
 	r->cpu = cpu;
 	r->point = points[pi];
 	r->act = act;
+	r->undo = pi == UNDONE;
 	r->reset_r = r->quiesce_r = 1;
 	ringbuf__set_testpoint_hook(hook, r);
 	assert_int_equal(pthread_create(&th, NULL, writer_main, r), 0);
@@ -252,7 +265,8 @@ static void check_common(const struct run *r, unsigned ncpu)
 	assert_int_equal(r->word_at & RINGBUF__OWN_TID, r->tid);
 	assert_int_equal(r->word_at & (RINGBUF__OWN_PERSIST | RINGBUF__OWN_RELEASING), 0);
 	assert_int_equal(r->word_after_act, r->word_at);
-	assert_true(r->outer_ok[0] && r->outer_ok[1] && r->outer_ok[2]);
+	assert_true(r->outer_ok[0] && r->outer_ok[2]);
+	assert_int_equal(r->outer_ok[1], !r->undo);
 	assert_int_equal(r->cur_after, 0);
 	for (c = 0; c < ncpu; c++) {
 		assert_int_equal(owner_word(r->rb, c), 0);
@@ -285,10 +299,12 @@ static void nested_writer_at_each_inline_step_nests_in_the_held_buffer(void **st
 {
 	int pi;
 	(void)state;
-	for (pi = 0; pi < 4; pi++) {
+	for (pi = 0; pi < NPOINTS; pi++) {
 		struct run r;
 		struct got g;
 		struct ringbuf_stats st;
+		/* refused outer event: the nested ones between the others */
+		static const uint32_t who_undo[4] = { 1, 2, 3, 1 }, seq_undo[4] = { 0, 0, 0, 2 };
 		/* before the reserve the nested events go first, after the commit
 		 * last; the NMI always inside the IRQ */
 		static const uint32_t who_before[5] = { 1, 2, 3, 1, 1 }, seq_before[5] = { 0, 0, 0, 1, 2 };
@@ -304,11 +320,14 @@ static void nested_writer_at_each_inline_step_nests_in_the_held_buffer(void **st
 		assert_int_equal(r.committing_in_nest[0], 1);
 		assert_int_equal(r.committing_in_nest[1], 2);
 		assert_int_equal(ringbuf_stats(r.rb, &st), 0);
-		assert_int_equal(st.committed, 5);
+		assert_int_equal(st.committed, pi == UNDONE ? 4 : 5);
+		assert_int_equal(st.disabled_events, pi == UNDONE ? 1 : 0);
 		assert_int_equal(st.unmapped, 0);
 		assert_int_equal(st.dropped_events, 0);
 		read_all(r.rb, (unsigned)g_cpu + 2, &g);
-		if (pi < 2)
+		if (pi == UNDONE)
+			expect_order(&g, who_undo, seq_undo, 4, (unsigned)g_cpu);
+		else if (pi < 2)
 			expect_order(&g, who_before, seq_before, 5, (unsigned)g_cpu);
 		else
 			expect_order(&g, who_after, seq_after, 5, (unsigned)g_cpu);
@@ -327,12 +346,12 @@ static void other_thread_at_each_inline_step_never_writes_the_held_buffer(void *
 		/* one buffer only: the writer's CPU must be 0 (ncpu 1) */
 		if (bufs == 1 && g_cpu != 0)
 			break;
-		for (pi = 0; pi < 4; pi++) {
+		for (pi = 0; pi < NPOINTS; pi++) {
 			struct run r;
 			struct got g;
 			struct ringbuf_stats st;
 			unsigned ncpu = (unsigned)g_cpu + (unsigned)bufs;
-			int i, mine = 0, other = 0;
+			int i, mine = 0, other = 0, nmine = pi == UNDONE ? 2 : 3;
 			if (!run_case(&r, g_cpu, ncpu, pi, ACT_OTHER))
 				skip();
 			assert_int_equal(ringbuf_stats(r.rb, &st), 0);
@@ -347,11 +366,12 @@ static void other_thread_at_each_inline_step_never_writes_the_held_buffer(void *
 				} else {
 					assert_int_equal(g.ev[i].who, 1);
 					assert_int_equal(g.buf[i], (unsigned)g_cpu);
-					assert_int_equal(g.ev[i].seq, (uint32_t)mine);
+					/* 0, 1, 2; 0, 2 when the outer one was refused */
+					assert_int_equal(g.ev[i].seq, (uint32_t)(pi == UNDONE ? 2 * mine : mine));
 					mine++;
 				}
 			}
-			assert_int_equal(mine, 3);
+			assert_int_equal(mine, nmine);
 			if (ncpu > 1) {
 				assert_true(r.other_ok[0] && r.other_ok[1]);
 				assert_int_equal(other, 2);
@@ -361,7 +381,7 @@ static void other_thread_at_each_inline_step_never_writes_the_held_buffer(void *
 				assert_int_equal(other, 0);
 				assert_int_equal(st.unmapped, 2);
 			}
-			assert_int_equal(st.committed, (uint64_t)(3 + other));
+			assert_int_equal(st.committed, (uint64_t)(nmine + other));
 			check_common(&r, ncpu);
 			ringbuf_destroy(r.rb);
 		}
