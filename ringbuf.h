@@ -1130,6 +1130,12 @@ enum ringbuf__tp {
 	RINGBUF__TP_SHARED_TAKEN = 101, /* owner word taken (F4b), before G3 */
 	RINGBUF__TP_SHARED_HELD,        /* G3 done and the event reserved */
 	RINGBUF__TP_TAKEOVER,           /* a dead owner's word taken over, buffer not yet repaired */
+	/* RINGBUF_CPU_CURRENT's inline claim (INLINE in >>contexts), cpu = the buffer */
+	RINGBUF__TP_CURRENT_TAKEN = 104, /* inline G2 done (the word is ours), G3 not yet */
+	RINGBUF__TP_CURRENT_HELD,        /* inline G3 done, the reserve not yet */
+	RINGBUF__TP_CURRENT_COMMITTED,   /* inline commit done, G4 not yet */
+	RINGBUF__TP_CURRENT_UNHELD,      /* inline G4 done, G5 not yet */
+	RINGBUF__TP_CURRENT_UNDONE,      /* inline reserve failed: G4 done, G5 not yet */
 	/* ringbuf_wait's steps (outside the count as well) */
 	RINGBUF__TP_WAIT_REGISTER = 64, /* before the waiter registers */
 	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
@@ -1701,14 +1707,17 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 								       &zero, me, memory_order_acq_rel,
 								       memory_order_relaxed)))
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
+	RINGBUF__TESTPOINT(rb, (unsigned)b, RINGBUF__TP_CURRENT_TAKEN);
 	/* G3: buffer b + 1, depth 1, acquired (RINGBUF__CUR in >>contexts) */
 	atomic_store_explicit(&e->cur, ((uint64_t)b + 1) | ((uint64_t)1 << 24) | ((uint64_t)1 << 32),
 			      memory_order_relaxed);
 	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, (unsigned)b, RINGBUF__TP_CURRENT_HELD);
 	p = ringbuf__reserve_index(rb, (unsigned)b, len);
 	if (RINGBUF__UNLIKELY(!p)) {
 		atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
 		RINGBUF__BARRIER();
+		RINGBUF__TESTPOINT(rb, (unsigned)b, RINGBUF__TP_CURRENT_UNDONE);
 		/* G5 */
 		atomic_store_explicit(&ringbuf__cpu(rb, (unsigned)b)->owner, 0, memory_order_release);
 	}
@@ -1787,8 +1796,10 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 			return;
 		}
 		ringbuf__commit_index(rb, b, data);
+		RINGBUF__TESTPOINT(rb, b, RINGBUF__TP_CURRENT_COMMITTED);
 		atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
 		RINGBUF__BARRIER();
+		RINGBUF__TESTPOINT(rb, b, RINGBUF__TP_CURRENT_UNHELD);
 		atomic_store_explicit(&ringbuf__cpu(rb, b)->owner, 0, memory_order_release); /* G5 */
 		return;
 	}
@@ -3352,7 +3363,13 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  * fails, and out of line it nests (took = false); one that lands after G3
  * finds depth 1 and nests; between the commit and G4 it nests on the
  * committed buffer, still ours. RINGBUF__CURRENT_OUTLINE (internal, for the
- * tests' *_outline variants) keeps the whole of G1-G5 out of line.
+ * tests' *_outline variants) keeps the whole of G1-G5 out of line. Test
+ * points (RINGBUF_TESTING only) mark the inline windows: CURRENT_TAKEN (G2
+ * done, G3 not), CURRENT_HELD (G3 done, reserve not), CURRENT_COMMITTED
+ * (commit done, G4 not), CURRENT_UNHELD (G4 done, G5 not), CURRENT_UNDONE
+ * (a failed reserve's G4 done, G5 not); tests/test_current_steps.c runs a
+ * nested writer and another thread at each, a reset and a quiesce at the
+ * first four.
  * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
  * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
  * progress, so that a handler of ours can take it back). A claim whose buffer

@@ -1,0 +1,446 @@
+/* RINGBUF_CPU_CURRENT's inline claim (INLINE in >>contexts of ringbuf.h),
+ * cut in at each of its windows through the test points
+ * (RINGBUF__TP_CURRENT_*, compiled in with RINGBUF_TESTING only):
+ *
+ *   TAKEN      G2 done (the owner word is ours), G3 not yet
+ *   HELD       G3 done, the reserve not yet
+ *   COMMITTED  the outer event committed, G4 not yet
+ *   UNHELD     G4 done, G5 not yet
+ *   UNDONE     the reserve failed (recording off for that event): G4 done,
+ *              G5 not yet (the hook turns recording on again first)
+ *
+ * At each point, with the writer parked there (deterministic: the hook runs
+ * exactly once, at that point of the outer event, counted):
+ *   (a) a nested writer on the same thread, as a signal handler would be (an
+ *       "IRQ" event with an "NMI" event inside it): both nest in the held
+ *       buffer, are committed, in reserve order around the outer event; the
+ *       owner word is ours meanwhile and 0 afterwards, the thread's cur is 0;
+ *   (b) another thread writes twice to the same ring buffer (same CPU, so its
+ *       G1 picks the held buffer): never into the held buffer; with a second
+ *       buffer it goes there, with one buffer it drops, counted in unmapped;
+ *       it never waits;
+ *   (c) ringbuf_reset from another thread: succeeds (no event is in flight at
+ *       any of the points), leaves the hold, and wipes exactly what was
+ *       committed before it; ringbuf_quiesce(rb, 0) from another thread does
+ *       not wait for a hold without an event, and the outer event is counted
+ *       when it returns at COMMITTED / UNHELD (not at UNDONE: nothing to
+ *       wipe or wait for).
+ * The inline path needs rseq (glibc >= 2.35): skipped without it. There is
+ * no *_outline variant: RINGBUF__CURRENT_OUTLINE has no inline claim. */
+#define _GNU_SOURCE 1
+#define RINGBUF_IMPLEMENTATION
+#include "ringbuf.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+/* LDFLAGS: -lpthread */
+
+struct ev {
+	uint32_t who; /* 1 the writer, 2 its "IRQ", 3 its "NMI", 4 the other thread */
+	uint32_t seq;
+};
+
+enum action { ACT_NEST, ACT_OTHER, ACT_RESET, ACT_QUIESCE };
+
+#define NPOINTS 5
+#define UNDONE 4 /* index of RINGBUF__TP_CURRENT_UNDONE */
+static const int points[NPOINTS] = { RINGBUF__TP_CURRENT_TAKEN, RINGBUF__TP_CURRENT_HELD,
+				     RINGBUF__TP_CURRENT_COMMITTED, RINGBUF__TP_CURRENT_UNHELD,
+				     RINGBUF__TP_CURRENT_UNDONE };
+static const char *const point_names[NPOINTS] = { "TAKEN", "HELD", "COMMITTED", "UNHELD", "UNDONE" };
+
+struct run {
+	struct ringbuf *rb;
+	int point;
+	int undo;         /* UNDONE: the outer event is refused */
+	enum action act;
+	/* writer */
+	pthread_t writer;
+	int cpu;          /* the CPU the writer is pinned to (= its buffer) */
+	int rseq;         /* 0: no rseq cpu id, skip */
+	int armed;
+	int hits;         /* the point reached while armed */
+	unsigned hit_cpu; /* the buffer the point named */
+	int outer_ok[3];
+	uint64_t cur_after;
+	uint32_t tid;
+	/* at the point */
+	uint64_t word_at, word_after_act;
+	int nest_ok[2];
+	uint32_t committing_in_nest[2];
+	int other_ok[2];
+	int reset_r, quiesce_r;
+	uint64_t committed_at_quiesce;
+};
+
+static int write_one(struct ringbuf *rb, uint32_t who, uint32_t seq)
+{
+	struct ev *p = (struct ev *)ringbuf_reserve(rb, RINGBUF_CPU_CURRENT, sizeof *p);
+	if (!p)
+		return -1;
+	p->who = who;
+	p->seq = seq;
+	ringbuf_commit(rb, RINGBUF_CPU_CURRENT, p);
+	return 0;
+}
+
+static uint64_t owner_word(struct ringbuf *rb, unsigned cpu)
+{
+	return atomic_load(&ringbuf__cpu(rb, cpu)->owner);
+}
+
+static void *other_main(void *arg)
+{
+	struct run *r = (struct run *)arg;
+	switch (r->act) {
+	case ACT_OTHER:
+		r->other_ok[0] = write_one(r->rb, 4, 0) == 0;
+		r->other_ok[1] = write_one(r->rb, 4, 1) == 0;
+		break;
+	case ACT_RESET:
+		r->reset_r = ringbuf_reset(r->rb);
+		break;
+	case ACT_QUIESCE: {
+		struct ringbuf_stats st;
+		r->quiesce_r = ringbuf_quiesce(r->rb, 0);
+		if (ringbuf_stats_cpu(r->rb, (unsigned)r->cpu, &st) == 0)
+			r->committed_at_quiesce = st.committed;
+		break;
+	}
+	default:
+		break;
+	}
+	return NULL;
+}
+
+static void hook(struct ringbuf *rb, unsigned cpu, int point, void *vctx)
+{
+	struct run *r = (struct run *)vctx;
+	pthread_t th;
+	if (!r->armed || rb != r->rb || point != r->point || !pthread_equal(pthread_self(), r->writer))
+		return;
+	r->armed = 0;
+	r->hits++;
+	r->hit_cpu = cpu;
+	r->word_at = owner_word(rb, cpu);
+	if (r->undo)
+		ringbuf_record_on(rb); /* the outer event was refused; the rest are not */
+	if (r->act == ACT_NEST) {
+		/* an "IRQ" event and an "NMI" event inside it */
+		struct ev *p = (struct ev *)ringbuf_reserve(rb, RINGBUF_CPU_CURRENT, sizeof *p);
+		r->nest_ok[0] = p != NULL;
+		if (p) {
+			p->who = 2;
+			p->seq = 0;
+			r->committing_in_nest[0] = (uint32_t)RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing);
+			{
+				struct ev *q = (struct ev *)ringbuf_reserve(rb, RINGBUF_CPU_CURRENT, sizeof *q);
+				r->nest_ok[1] = q != NULL;
+				if (q) {
+					q->who = 3;
+					q->seq = 0;
+					r->committing_in_nest[1] =
+						(uint32_t)RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing);
+					ringbuf_commit(rb, RINGBUF_CPU_CURRENT, q);
+				}
+			}
+			ringbuf_commit(rb, RINGBUF_CPU_CURRENT, p);
+		}
+	} else if (pthread_create(&th, NULL, other_main, r) == 0) {
+		/* the writer is parked here until the other thread is done (it
+		 * inherits the pinning: same CPU, same G1 pick) */
+		(void)pthread_join(th, NULL);
+	}
+	r->word_after_act = owner_word(rb, cpu);
+}
+
+static void *writer_main(void *arg)
+{
+	struct run *r = (struct run *)arg;
+	cpu_set_t set;
+	struct ringbuf__tctx *e;
+	CPU_ZERO(&set);
+	CPU_SET(r->cpu, &set);
+	if (sched_setaffinity(0, sizeof set, &set) != 0)
+		return NULL;
+	r->tid = (uint32_t)syscall(SYS_gettid);
+	r->rseq = ringbuf__rseq_cpu() == r->cpu;
+	if (!r->rseq)
+		return NULL;
+	r->writer = pthread_self();
+	/* the thread's first event is out of line (it draws the token); the
+	 * next ones take the inline claim */
+	r->outer_ok[0] = write_one(r->rb, 1, 0) == 0;
+	if (r->undo)
+		ringbuf_record_off(r->rb);
+	r->armed = 1;
+	r->outer_ok[1] = write_one(r->rb, 1, 1) == 0;
+	r->armed = 0;
+	ringbuf_record_on(r->rb);
+	r->outer_ok[2] = write_one(r->rb, 1, 2) == 0;
+	e = &ringbuf__tctx[ringbuf__tctx_last % RINGBUF__TCTX];
+	r->cur_after = atomic_load_explicit(&e->cur, memory_order_relaxed);
+	return NULL;
+}
+
+/* The first CPU the process may run on. */
+static int first_cpu(void)
+{
+	cpu_set_t set;
+	int i;
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
+		return -1;
+	for (i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &set))
+			return i;
+	return -1;
+}
+
+struct got {
+	int n;
+	struct ev ev[16];
+	unsigned buf[16];
+};
+
+static void read_all(struct ringbuf *rb, unsigned ncpu, struct got *g)
+{
+	struct ringbuf_record rec;
+	unsigned c;
+	memset(g, 0, sizeof *g);
+	for (c = 0; c < ncpu; c++)
+		while (g->n < 16 && ringbuf_consume(rb, c, &rec) == 1) {
+			memcpy(&g->ev[g->n], rec.data, sizeof g->ev[0]);
+			g->buf[g->n] = c;
+			g->n++;
+		}
+}
+
+/* Runs one (point, action) case on a fresh ring buffer of ncpu buffers with
+ * the writer pinned to cpu; returns 0 when skipped (no rseq). */
+static int run_case(struct run *r, int cpu, unsigned ncpu, int pi, enum action act)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	pthread_t th;
+	memset(r, 0, sizeof *r);
+	cfg.ncpu = ncpu;
+	cfg.size_per_cpu = 64 << 10;
+	cfg.mode = RINGBUF_MODE_OVERWRITE;
+	assert_int_equal(ringbuf_create(&cfg, &r->rb), 0);
+	r->cpu = cpu;
+	r->point = points[pi];
+	r->act = act;
+	r->undo = pi == UNDONE;
+	r->reset_r = r->quiesce_r = 1;
+	ringbuf__set_testpoint_hook(hook, r);
+	assert_int_equal(pthread_create(&th, NULL, writer_main, r), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	if (!r->rseq) {
+		ringbuf_destroy(r->rb);
+		return 0;
+	}
+	return 1;
+}
+
+/* Common to every case, checked after the case's own checks: the point was
+ * reached once, on the held buffer, with the owner word ours (and still ours
+ * after the nested writer / other thread / reset); the writer's three events
+ * were written; afterwards every word is 0, no writer inside, cur 0. */
+static void check_common(const struct run *r, unsigned ncpu)
+{
+	unsigned c;
+	assert_int_equal(r->hits, 1);
+	assert_int_equal(r->hit_cpu, (unsigned)r->cpu);
+	assert_int_not_equal(r->word_at, 0);
+	assert_int_equal(r->word_at & RINGBUF__OWN_TID, r->tid);
+	assert_int_equal(r->word_at & (RINGBUF__OWN_PERSIST | RINGBUF__OWN_RELEASING), 0);
+	assert_int_equal(r->word_after_act, r->word_at);
+	assert_true(r->outer_ok[0] && r->outer_ok[2]);
+	assert_int_equal(r->outer_ok[1], !r->undo);
+	assert_int_equal(r->cur_after, 0);
+	for (c = 0; c < ncpu; c++) {
+		assert_int_equal(owner_word(r->rb, c), 0);
+		assert_int_equal(RINGBUF__LOAD(&ringbuf__cpu(r->rb, c)->committing), 0);
+	}
+}
+
+static int g_cpu;
+
+static int setup(void **state)
+{
+	(void)state;
+	g_cpu = first_cpu();
+	return g_cpu < 0;
+}
+
+static void expect_order(const struct got *g, const uint32_t *who, const uint32_t *seq, int n, unsigned buf)
+{
+	int i;
+	assert_int_equal(g->n, n);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(g->ev[i].who, who[i]);
+		assert_int_equal(g->ev[i].seq, seq[i]);
+		assert_int_equal(g->buf[i], buf);
+	}
+}
+
+/* (a) a nested writer on the same thread at each window nests exactly. */
+static void nested_writer_at_each_inline_step_nests_in_the_held_buffer(void **state)
+{
+	int pi;
+	(void)state;
+	for (pi = 0; pi < NPOINTS; pi++) {
+		struct run r;
+		struct got g;
+		struct ringbuf_stats st;
+		/* refused outer event: the nested ones between the others */
+		static const uint32_t who_undo[4] = { 1, 2, 3, 1 }, seq_undo[4] = { 0, 0, 0, 2 };
+		/* before the reserve the nested events go first, after the commit
+		 * last; the NMI always inside the IRQ */
+		static const uint32_t who_before[5] = { 1, 2, 3, 1, 1 }, seq_before[5] = { 0, 0, 0, 1, 2 };
+		static const uint32_t who_after[5] = { 1, 1, 2, 3, 1 }, seq_after[5] = { 0, 1, 0, 0, 2 };
+		if (!run_case(&r, g_cpu, (unsigned)g_cpu + 2, pi, ACT_NEST))
+			skip();
+		print_message("  %s: owner %#llx, IRQ %d (depth %u), NMI %d (depth %u)\n", point_names[pi],
+			      (unsigned long long)r.word_at, r.nest_ok[0], r.committing_in_nest[0], r.nest_ok[1],
+			      r.committing_in_nest[1]);
+		assert_true(r.nest_ok[0] && r.nest_ok[1]);
+		/* committing counts the writers in: before the reserve and after
+		 * the commit the outer one is not in, so the IRQ is outermost */
+		assert_int_equal(r.committing_in_nest[0], 1);
+		assert_int_equal(r.committing_in_nest[1], 2);
+		assert_int_equal(ringbuf_stats(r.rb, &st), 0);
+		assert_int_equal(st.committed, pi == UNDONE ? 4 : 5);
+		assert_int_equal(st.disabled_events, pi == UNDONE ? 1 : 0);
+		assert_int_equal(st.unmapped, 0);
+		assert_int_equal(st.dropped_events, 0);
+		read_all(r.rb, (unsigned)g_cpu + 2, &g);
+		if (pi == UNDONE)
+			expect_order(&g, who_undo, seq_undo, 4, (unsigned)g_cpu);
+		else if (pi < 2)
+			expect_order(&g, who_before, seq_before, 5, (unsigned)g_cpu);
+		else
+			expect_order(&g, who_after, seq_after, 5, (unsigned)g_cpu);
+		check_common(&r, (unsigned)g_cpu + 2);
+		ringbuf_destroy(r.rb);
+	}
+}
+
+/* (b) another thread while the writer is parked at each window: never into
+ * the held buffer; elsewhere with a free buffer, dropped and counted without. */
+static void other_thread_at_each_inline_step_never_writes_the_held_buffer(void **state)
+{
+	int pi, bufs;
+	(void)state;
+	for (bufs = 2; bufs >= 1; bufs--) {
+		/* one buffer only: the writer's CPU must be 0 (ncpu 1) */
+		if (bufs == 1 && g_cpu != 0)
+			break;
+		for (pi = 0; pi < NPOINTS; pi++) {
+			struct run r;
+			struct got g;
+			struct ringbuf_stats st;
+			unsigned ncpu = (unsigned)g_cpu + (unsigned)bufs;
+			int i, mine = 0, other = 0, nmine = pi == UNDONE ? 2 : 3;
+			if (!run_case(&r, g_cpu, ncpu, pi, ACT_OTHER))
+				skip();
+			assert_int_equal(ringbuf_stats(r.rb, &st), 0);
+			read_all(r.rb, ncpu, &g);
+			print_message("  %s, %u buffer(s): other thread %d %d, unmapped %llu\n", point_names[pi], ncpu,
+				      r.other_ok[0], r.other_ok[1], (unsigned long long)st.unmapped);
+			for (i = 0; i < g.n; i++) {
+				if (g.ev[i].who == 4) {
+					assert_int_not_equal(g.buf[i], (unsigned)g_cpu);
+					assert_int_equal(g.ev[i].seq, (uint32_t)other);
+					other++;
+				} else {
+					assert_int_equal(g.ev[i].who, 1);
+					assert_int_equal(g.buf[i], (unsigned)g_cpu);
+					/* 0, 1, 2; 0, 2 when the outer one was refused */
+					assert_int_equal(g.ev[i].seq, (uint32_t)(pi == UNDONE ? 2 * mine : mine));
+					mine++;
+				}
+			}
+			assert_int_equal(mine, nmine);
+			if (ncpu > 1) {
+				assert_true(r.other_ok[0] && r.other_ok[1]);
+				assert_int_equal(other, 2);
+				assert_int_equal(st.unmapped, 0);
+			} else {
+				assert_false(r.other_ok[0] || r.other_ok[1]);
+				assert_int_equal(other, 0);
+				assert_int_equal(st.unmapped, 2);
+			}
+			assert_int_equal(st.committed, (uint64_t)(nmine + other));
+			check_common(&r, ncpu);
+			ringbuf_destroy(r.rb);
+		}
+	}
+}
+
+/* (c) ringbuf_reset and ringbuf_quiesce from another thread at each window. */
+static void reset_and_quiesce_at_each_inline_step(void **state)
+{
+	int pi;
+	(void)state;
+	for (pi = 0; pi < 4; pi++) {
+		struct run r;
+		struct got g;
+		struct ringbuf_stats st;
+		unsigned ncpu = (unsigned)g_cpu + 1;
+		if (!run_case(&r, g_cpu, ncpu, pi, ACT_RESET))
+			skip();
+		if (r.reset_r == RINGBUF_ESYS) {
+			ringbuf_destroy(r.rb);
+			skip(); /* no membarrier(2) */
+		}
+		/* no event in flight: the reset does not wait; the hold stays
+		 * (word_after_act == word_at, checked in run_case) */
+		assert_int_equal(r.reset_r, 0);
+		assert_int_equal(ringbuf_stats(r.rb, &st), 0);
+		assert_int_equal(st.disabled_events, 0);
+		read_all(r.rb, ncpu, &g);
+		print_message("  %s: reset %d, %d event(s) left\n", point_names[pi], r.reset_r, g.n);
+		if (pi < 2) {
+			/* before the reserve: the outer event comes after the reset */
+			static const uint32_t who[2] = { 1, 1 }, seq[2] = { 1, 2 };
+			expect_order(&g, who, seq, 2, (unsigned)g_cpu);
+		} else {
+			/* after the commit: wiped with the one before it */
+			static const uint32_t who[1] = { 1 }, seq[1] = { 2 };
+			expect_order(&g, who, seq, 1, (unsigned)g_cpu);
+		}
+		check_common(&r, ncpu);
+		ringbuf_destroy(r.rb);
+
+		if (!run_case(&r, g_cpu, ncpu, pi, ACT_QUIESCE))
+			skip();
+		print_message("  %s: quiesce %d, committed %llu\n", point_names[pi], r.quiesce_r,
+			      (unsigned long long)r.committed_at_quiesce);
+		/* a hold without an event is not waited for (timeout 0: one look) */
+		assert_int_equal(r.quiesce_r, 0);
+		assert_int_equal(r.committed_at_quiesce, pi < 2 ? 1u : 2u);
+		check_common(&r, ncpu);
+		ringbuf_destroy(r.rb);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(nested_writer_at_each_inline_step_nests_in_the_held_buffer),
+		cmocka_unit_test(other_thread_at_each_inline_step_never_writes_the_held_buffer),
+		cmocka_unit_test(reset_and_quiesce_at_each_inline_step),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
