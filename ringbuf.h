@@ -6113,7 +6113,7 @@ static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu)
  * So between R4 and R7 no writer touches the pages, tail, commit or reader
  * page, stamps, entries_d or the counters (other than disabled_events, which
  * a refused writer may still bump: atomic, counted before or after the zero).
- * R4 is bounded (about 1 s): a writer stopped inside an event, or refused
+ * R4 is bounded (1 s by the monotonic clock): a writer stopped inside an event, or refused
  * writers entering and leaving faster than R4 looks, give RINGBUF_EBUSY with
  * R2 undone and nothing changed (but for one case: an outermost writer that
  * skipped its walk while the bit was set leaves what writers nested in it
@@ -6121,9 +6121,14 @@ static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu)
  * may read R7 only if it comes after R6's fence in its thread, so its loads of
  * the pages see R5; [RESET-W]'s acquire pairs with R7's release. Readers see
  * R5 through the lock (R8 release, their acquire). */
+/* R4's bound: 1 s of the monotonic clock (a safety cap on the looks too,
+ * should the clock stand still) */
+#define RINGBUF__RESET_WAIT_NS 1000000000u
+#define RINGBUF__RESET_WAIT_SPINS 100000000L
 RINGBUF_API int ringbuf_reset_cpu(struct ringbuf *rb, unsigned cpu)
 {
 	struct ringbuf__cpu *c;
+	uint64_t deadline = 0;
 	long spins = 0;
 	int r;
 	if (!rb || cpu >= rb->ncpu)
@@ -6134,14 +6139,22 @@ RINGBUF_API int ringbuf_reset_cpu(struct ringbuf *rb, unsigned cpu)
 	atomic_fetch_or_explicit(&c->disabled, RINGBUF__RESET_BIT, memory_order_relaxed); /* R2 */
 	if ((r = ringbuf__reset_barrier(rb)) < 0) /* R3 */
 		goto undo;
-	/* R4 acquire: pairs with the writer's release store of committing = 0 */
+	/* R4 acquire: pairs with the writer's release store of committing = 0.
+	 * Bounded by time, not by a count of yields: on a loaded machine each
+	 * sched_yield() can hand the CPU away for a whole time slice, and a
+	 * million of them took 46 s (a reset from a signal handler inside the
+	 * CPU's own writer, which can never drain). */
 	while (atomic_load_explicit(&c->committing, memory_order_acquire) != 0) {
-		if (++spins > 1000000) {
-			r = RINGBUF_EBUSY;
-			goto undo;
-		}
-		if (spins > 64) /* a few quick looks first: refused writers come and go */
+		if (++spins > 64) { /* a few quick looks first: refused writers come and go */
+			uint64_t now = ringbuf__clock_mono();
+			if (!deadline)
+				deadline = now + RINGBUF__RESET_WAIT_NS;
+			else if (now >= deadline || spins > RINGBUF__RESET_WAIT_SPINS) {
+				r = RINGBUF_EBUSY;
+				goto undo;
+			}
 			ringbuf__yield();
+		}
 	}
 	RINGBUF__RESET_TESTPOINT(rb, cpu, 1);
 	ringbuf__reinit_cpu(rb, cpu); /* R5 */
