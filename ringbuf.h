@@ -1132,6 +1132,9 @@ enum ringbuf__tp {
 	RINGBUF__TP_WAIT_SLEEP,     /* nothing found, before it sleeps */
 	/* ringbuf_quiesce (outside the count as well) */
 	RINGBUF__TP_QUIESCE_WAIT = 80, /* Q3 done for a CPU with a writer in flight, before Q4 */
+	/* ringbuf__commit_fast's last window (outside the count as well) */
+	RINGBUF__TP_COMMIT_FAST_CHECKED = 84, /* tail and write index re-checked, committing still 1 */
+	RINGBUF__TP_COMMIT_FAST_ZERO,         /* committing = 0 stored, commits not re-checked yet */
 	/* ringbuf_open_file's validation of a block (V1-V3, >>file) */
 	RINGBUF__TP_VALIDATE_TAIL = 90, /* V1: commit and tail pages loaded, before the ring walk */
 	RINGBUF__TP_VALIDATE_WALKED     /* V2: first pass over the links done, before the second */
@@ -1675,10 +1678,16 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->tail_page) != tp ||
 			      (RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK) != w))
 		return false;
+	/* A writer nested from here to the store below reserves and leaves its
+	 * event for us: committing 0 is then stored with it uncommitted, until
+	 * the re-check below walks again (ringbuf_quiesce's Q2/Q4 look at the
+	 * pages for that reason, [Q-PEND]). */
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_FAST_CHECKED);
 	/* [M3] release: pairs with ringbuf_reset_cpu's and the merged readers'
 	 * acquire */
 	atomic_store_explicit(&c->committing, 0, memory_order_release);
 	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_FAST_ZERO);
 	if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
 			    !ringbuf__wake_due(c, atomic_load_explicit(&rb->waiters, memory_order_relaxed))))
 		return true;
@@ -6043,23 +6052,48 @@ RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
  *
  *   Q1  asymmetric barrier ([BARRIER], as for a reset): model it as an
  *       seq_cst fence F in every writer thread at some point during the call
- *   Q2  per CPU: d0 = committing (acquire)
- *   Q3  d0 == 0: nothing in flight on that CPU; else e0 = entered (acquire)
- *   Q4  poll until committing == 0 (acquire) or entered != e0 (acquire), or
- *       the time runs out (RINGBUF_EBUSY)
+ *   Q2  per CPU: quiet? (ringbuf__quiet: committing == 0 (acquire), then
+ *       commit page == tail page and that page's commit (acquire) == its
+ *       write index: nothing reserved left uncommitted, [Q-PEND])
+ *   Q3  quiet: nothing in flight on that CPU; else e0 = entered (acquire)
+ *   Q4  poll until quiet, or entered != e0 (acquire), or the time runs out
+ *       (RINGBUF_EBUSY)
+ *
+ * [Q-PEND] committing == 0 alone does not say V left: ringbuf__commit_fast
+ * re-checks the tail and write index, then stores committing = 0, then
+ * re-checks commits and walks again if a writer started. A writer nested in
+ * V after the re-check and before the store (RINGBUF__TP_COMMIT_FAST_CHECKED)
+ * leaves its event to V (depth 2), so V's 0 is stored with that event
+ * reserved, complete, and not committed; the old Q4 ended on that 0 and the
+ * caller missed the nested event (verify/quiesce.c -DNESTED=3 -DOLD_Q4,
+ * test_quiesce commit_fast_window). Now Q2/Q4 also ask the pages: the
+ * nested reservation is sequenced before V's release store of 0, which the
+ * acquire load read, so the loads after it see the write index moved (or
+ * later values); a page commit (acquire) equal to it is V's second walk
+ * ([W-commit], release): the event is then visible. A writer that keeps the
+ * CPU busy never leaves it quiet for long: for it the count serves. LIMIT:
+ * the first outermost entry W after Q3 may be a second handler, running in
+ * V's window (after its 0, before its re-check); W's [Q-W] comes before its
+ * walk, so Q4 can end on it with the first handler's event still
+ * uncommitted (verify/quiesce.c -DNESTED=4: two handlers at those two
+ * points). Ending at the second entry instead closes that (-DTWO_ENTRIES
+ * passes: W's first walk commits everything reserved before it, and a
+ * second outermost entry needs W's 0, stored after that walk), but then a
+ * writer that enters after the call and stalls inside its event is waited
+ * for (test_quiesce does_not_wait_for_later_writers hangs): not taken.
  *
  * Why it waits for V: V's entered and committing stores precede F, so Q2
  * and Q3 read them or mo-later values (the fence rule for seq_cst fences),
- * and d0 != 0 (a later 0 is V's exit). Every store of committing between V's
- * entry and V's exit is a depth >= 1 (nesting is a stack), and entered does
- * not move while V is inside (no outermost entry can happen while committing
- * != 0): Q4 cannot end before V stored committing = 0 for its exit ([M3]),
- * the one store in the commit paths that is stored after the last page
- * commit of V and of the writers nested in it (ringbuf__commit_fast and
- * ringbuf__end_commit, the same argument as [M3]/[R2] for merged readers).
- * Why it ends when V left: after that store either Q4 reads 0, or the next
- * outermost entry (which read committing 0 first) stores entered > e0, and
- * Q4 reads it or a later count (coherence) unless the time runs out.
+ * and committing != 0 (a later 0 is V's exit, or its commit_fast window:
+ * [Q-PEND]). Every store of committing between V's entry and V's exit is a
+ * depth >= 1 (nesting is a stack), and entered does not move while V is
+ * inside (no outermost entry can happen while committing != 0): Q4 cannot
+ * end before V stored committing = 0 with every event of V and of the
+ * writers nested in it committed ([M3], and [Q-PEND] for the window).
+ * Why it ends when V left: after that store either Q4 finds the CPU quiet,
+ * or the next outermost entry (which read committing 0 first) stores
+ * entered > e0, and Q4 reads it or a later count (coherence) unless the time
+ * runs out.
  * What it sees: Q4's acquire loads read V's release exit store [M3], or an
  * entered store sequenced after it (the next entry's release [Q-W], same
  * thread or after the owner handover): V's page commits happen before
@@ -6067,17 +6101,33 @@ RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
  * change only if exactly a multiple of 2^32 entries passed between looks.)
  * Cost on the write path: none; the outermost increment of commits moved
  * before the committing store and became a release (a plain store on x86).
- * Why not later writers: Q4 ends at the first exit or entry after Q3, so a
- * writer that enters after Q3 is not waited for. One that entered between F
- * and Q3 may be (e0 is its count), as may, once, a writer whose signal
- * handler ran as outermost between the load and store of its increment.
- * The commit_fast window: an outermost writer stores committing = 0, then
- * finds that a writer started meanwhile (or a reader waits) and stores 1
- * again to walk once more. Its events were committed before the 0; Q4 may
- * end in that window, which is why the call promises visibility, not that
- * the writer has returned. Without membarrier F is this thread's own fence
- * only: a writer that entered just before the call may then read as not in
- * flight yet (documented). */
+ * Why not later writers: Q4 ends at the first quiet look or the first
+ * outermost entry after Q3, so a writer that enters after Q3 is not waited
+ * for. One that entered between F and Q3 may be (e0 is its count), as may, once, a writer whose signal handler ran as outermost
+ * between the load and store of its increment. A writer killed mid event
+ * leaves its CPU never quiet: RINGBUF_EBUSY at the time limit (a corrupt
+ * CPU buffer is skipped). The call promises visibility, not that the
+ * writer has returned: after a waiting reader's wake-up check (commit_fast
+ * also walks again for that) Q4 may end with V still returning. Without
+ * membarrier F is this thread's own fence only: a writer that entered just
+ * before the call may then read as not in flight yet (documented). */
+/* Q2/Q4: no writer in flight on c and nothing reserved left uncommitted
+ * ([Q-PEND]). A CPU buffer found corrupt is not waited for (its pages may
+ * never agree again). */
+static bool ringbuf__quiet(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
+{
+	uint32_t cp, tp;
+	if (atomic_load_explicit(&c->committing, memory_order_acquire) != 0)
+		return false;
+	if (RINGBUF__LOAD(&c->corrupt))
+		return true;
+	cp = atomic_load_explicit(&c->commit_page, memory_order_acquire);
+	tp = atomic_load_explicit(&c->tail_page, memory_order_acquire);
+	return cp == tp && tp <= rb->nr_pages &&
+	       (RINGBUF__LOAD(&ringbuf__bp(rb, cpu, tp)->write) & RINGBUF__WRITE_MASK) ==
+		       ringbuf__page_commit(rb, cpu, tp);
+}
+
 RINGBUF_API int ringbuf_quiesce(struct ringbuf *rb, int timeout_ms)
 {
 	unsigned cpu;
@@ -6092,12 +6142,12 @@ RINGBUF_API int ringbuf_quiesce(struct ringbuf *rb, int timeout_ms)
 	for (cpu = 0; cpu < rb->ncpu; cpu++) {
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 		uint32_t e0;
-		if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0) /* Q2 */
+		if (ringbuf__quiet(rb, cpu, c)) /* Q2 */
 			continue;
 		e0 = (uint32_t)atomic_load_explicit(&c->commits, memory_order_acquire); /* Q3 */
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_QUIESCE_WAIT);
 		for (;;) { /* Q4 */
-			if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0 ||
+			if (ringbuf__quiet(rb, cpu, c) ||
 			    (uint32_t)atomic_load_explicit(&c->commits, memory_order_acquire) != e0)
 				break;
 			if (timeout_ms == 0 || (timeout_ms > 0 && ringbuf__clock_mono() >= deadline))

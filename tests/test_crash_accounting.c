@@ -62,8 +62,11 @@ static void kill_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 	(void)rb;
 	(void)cpu;
 	(void)ctx;
-	/* the writer's steps (the child's reader is not killed: a reader cut
-	 * between S2 and S3 is another matter, see the end of the file) */
+	/* the writer's steps only: the child's reader is not killed (a reader
+	 * killed between S2 and S3 leaves reader_page naming a page still in
+	 * the ring, and ringbuf_open_file's validation refuses the block with
+	 * RINGBUF_ECORRUPT before ringbuf_recover could repair it: not
+	 * covered here) */
 	if (point >= RINGBUF__TP_COUNT || point == RINGBUF__TP_READER_S2)
 		return;
 	if (g_hits++ == g_kill_at) {

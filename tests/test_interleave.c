@@ -158,6 +158,8 @@ static void hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 	(void)rb;
 	(void)cpu;
 	(void)ctx;
+	if (point >= RINGBUF__TP_COUNT)
+		return;
 	tp_hits[point]++;
 	if (M.budget <= 0 || (int)(rnd() % 100) >= M.inject_pct)
 		return;
