@@ -850,7 +850,7 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 
 #define RINGBUF__MAGIC 0x52425546u /* "RBUF" */
 #define RINGBUF__BYTE_ORDER 0x01020304u
-#define RINGBUF__LAYOUT_VERSION 3u
+#define RINGBUF__LAYOUT_VERSION 4u
 
 #define RINGBUF__TYPE_PADDING 29u
 #define RINGBUF__TYPE_TIME_EXTEND 30u
@@ -974,6 +974,17 @@ struct ringbuf__slot {
 	 * nested writer reserved where the slot points (ringbuf__slot_publish) */
 	_Atomic(uint32_t) len;
 	uint32_t event; /* offset of the data event's header */
+	/* entries_d[depth - 1] (its low 32 bits) as the reservation was
+	 * described (P1): one more once the event is counted committed, which
+	 * comes before len drops to 0 ([SLOT-DONE]) */
+	_Atomic(uint32_t) counted;
+	uint32_t pad_;
+	/* [PUSH-MARK] this depth's last head push: T.next as its claim leaves
+	 * it (H1: HEADER -> UPDATE, tag and all), and the depth's overrun_d and
+	 * pages_lost_d once that push is counted */
+	_Atomic(uint64_t) push_link;
+	_Atomic(uint64_t) push_overrun;
+	_Atomic(uint64_t) push_pages;
 };
 #define RINGBUF__SLOT_GONE 0x80000000u
 
@@ -1002,7 +1013,12 @@ struct ringbuf__cpu {
 	struct ringbuf__slot slots[RINGBUF_MAX_NEST];
 
 	/* -- slow-path counters: any writer of this CPU, read by anyone -- */
-	_Alignas(RINGBUF__CACHELINE) _Atomic(uint64_t) overrun;
+	/* events and pages overwritten by the head pushes whose owner ran at
+	 * depth i + 1: each written by one writer at a time, as entries_d, so
+	 * that recovery can tell whether a push was counted ([PUSH-MARK]);
+	 * overrun and pages_lost are the sums (ringbuf__overrun) */
+	_Alignas(RINGBUF__CACHELINE) _Atomic(uint64_t) overrun_d[RINGBUF_MAX_NEST];
+	_Atomic(uint64_t) pages_lost_d[RINGBUF_MAX_NEST];
 	_Atomic(uint64_t) commit_overrun;
 	_Atomic(uint64_t) dropped_events;
 	_Atomic(uint64_t) disabled_events;
@@ -1010,7 +1026,6 @@ struct ringbuf__cpu {
 	_Atomic(uint64_t) nest_overflow;
 	_Atomic(uint64_t) discarded;
 	_Atomic(uint64_t) pages_touched;
-	_Atomic(uint64_t) pages_lost;
 	_Atomic(uint64_t) wake_seen;  /* pages_touched at the last watermark check (writers) */
 
 	/* -- reader state: reader (under reader_lock) -- */
@@ -1121,6 +1136,8 @@ enum ringbuf__tp {
 	RINGBUF__TP_DROP_DECIDED,   /* move_tail: drop decided, not yet counted */
 	RINGBUF__TP_H1_CLAIMED,     /* push head: HEADER -> UPDATE done, overrun not yet added */
 	RINGBUF__TP_SLOT_CHECKED,   /* slot described and checked against the page, len not set */
+	RINGBUF__TP_COUNTED,        /* commit: counted committed (entries_d), slot len not cleared yet */
+	RINGBUF__TP_H1_OVERRUN,     /* push head: overrun counted, pages_lost not yet */
 	RINGBUF__TP_COUNT,
 	/* outside the range the sweeps over write steps cover (a hook that
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT) */
@@ -1142,6 +1159,9 @@ enum ringbuf__tp {
 	RINGBUF__TP_WAIT_SLEEP,     /* nothing found, before it sleeps */
 	/* ringbuf_quiesce (outside the count as well) */
 	RINGBUF__TP_QUIESCE_WAIT = 80, /* Q3 done for a CPU with a writer in flight, before Q4 */
+	/* ringbuf__commit_fast's last window (outside the count as well) */
+	RINGBUF__TP_COMMIT_FAST_CHECKED = 84, /* tail and write index re-checked, committing still 1 */
+	RINGBUF__TP_COMMIT_FAST_ZERO,         /* committing = 0 stored, commits not re-checked yet */
 	/* ringbuf_open_file's validation of a block (V1-V3, >>file) */
 	RINGBUF__TP_VALIDATE_TAIL = 90, /* V1: commit and tail pages loaded, before the ring walk */
 	RINGBUF__TP_VALIDATE_WALKED     /* V2: first pass over the links done, before the second */
@@ -1417,7 +1437,9 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
 /* [SLOT] Describe the reservation about to be tried in the slot of its depth,
  * so that recovery after a kill pads exactly the bytes in flight and never a
  * complete event (ringbuf_recover; CRASH SAFETY in >>design):
- *   P1  len = 0 (ignored by recovery), then page, off, event
+ *   P1  len = 0 (ignored by recovery), then page, off, event, and counted =
+ *       entries_d[depth - 1] (the commit counts the event, then clears len:
+ *       [SLOT-DONE] in ringbuf__commit_inline)
  *   P2  check the page: a writer that nested since our loads of A reserved
  *       there (our CAS at C will fail): retry
  *   P3  CAS len 0 -> total
@@ -1450,6 +1472,7 @@ RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, str
 	s->page = t;
 	s->off = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
 	s->event = event;
+	RINGBUF__STORE(&s->counted, (uint32_t)RINGBUF__LOAD(&c->entries_d[depth - 1]));
 	RINGBUF__BARRIER();
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull)) /* P2 */
 		return false;
@@ -1761,10 +1784,16 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->tail_page) != tp ||
 			      (RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK) != w))
 		return false;
+	/* A writer nested from here to the store below reserves and leaves its
+	 * event for us: committing 0 is then stored with it uncommitted, until
+	 * the re-check below walks again (ringbuf_quiesce's Q2/Q4 look at the
+	 * pages for that reason, [Q-PEND]). */
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_FAST_CHECKED);
 	/* [M3] release: pairs with ringbuf_reset_cpu's and the merged readers'
 	 * acquire */
 	atomic_store_explicit(&c->committing, 0, memory_order_release);
 	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_FAST_ZERO);
 	if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
 			    !ringbuf__wake_due(c, atomic_load_explicit(&rb->waiters, memory_order_relaxed))))
 		return true;
@@ -1822,10 +1851,15 @@ RINGBUF__INLINE void ringbuf__commit_index(struct ringbuf *rb, unsigned cpu, voi
 		ringbuf__commit_slow(rb, cpu, data);
 		return;
 	}
-	/* the event is complete: recovery commits it rather than pad it */
-	RINGBUF__STORE(&c->slots[0].len, 0);
-	RINGBUF__BARRIER();
+	/* [SLOT-DONE] the event is complete: counted committed, then its slot
+	 * cleared. A kill between the two leaves len set and entries_d one
+	 * above the slot's `counted`: recovery keeps the event (committed);
+	 * before the count, it pads it (not committed). Either way it is
+	 * counted exactly when it is kept (ringbuf_recover). */
 	RINGBUF__OWNER_INC(&c->entries_d[0]);
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COUNTED);
+	RINGBUF__STORE(&c->slots[0].len, 0);
 	RINGBUF__BARRIER();
 	if (RINGBUF__LIKELY(ringbuf__commit_fast(rb, cpu, c)))
 		return;
@@ -2071,10 +2105,11 @@ extern int clock_gettime(int, struct timespec *);
  *       14, shown by verify/swap_writer.c -DOLD_PROTOCOL;
  *       producer/consumer mode -> dropped_events;
  *       overwrite mode -> push the head (ringbuf__push_head):
- *         H1  read N's event count (N.entries, below) and N.next, then CAS
- *             T.next HEADER -> UPDATE (we own the push; both reads are valid
- *             because neither N nor N.next can change while T.next still
- *             holds HEADER)
+ *         H1  read N's event count (N.entries, below) and N.next, store the
+ *             push mark of our depth ([PUSH-MARK], HEAD PUSH ACCOUNTING
+ *             below), then CAS T.next HEADER -> UPDATE (we own the push; both
+ *             reads are valid because neither N nor N.next can change while
+ *             T.next still holds HEADER), then count it ([PUSH-COUNT])
  *         H2  owner: CAS N.next from the value read at H1 to HEADER (fails if a
  *             helper did it or went further); a nested writer that finds UPDATE
  *             on T.next helps: sets HEADER on N.next only if the tail is still T
@@ -2090,7 +2125,8 @@ extern int clock_gettime(int, struct timespec *);
  * LOSS ACCOUNTING. Every event lost is counted once and reported once, in
  * the stream, where it happened:
  *   - overwritten: a head push adds the head page's event count to overrun
- *     (H1). The reader reads overrun after its link load and before its S3
+ *     (H1, [PUSH-COUNT]; overrun is the sum of per-depth counters, see HEAD
+ *     PUSH ACCOUNTING). The reader reads overrun after its link load and before its S3
  *     CAS (both seq_cst, [L]): a push that took a page before H happened
  *     before the CAS that found H the head, so its count is in that load;
  *     the difference to the last swap goes to lost_pending, reported with
@@ -2244,8 +2280,8 @@ extern int clock_gettime(int, struct timespec *);
  *     (write >> bits)                                       after the iterator's copy (seqlock)
  *   bpage.drops         owner (U1-U2,     reader (after S3) relaxed, monotonic max; a raise the reader
  *                       ringbuf__drop)                      misses shows with a later page
- *   overrun             owner (H1)        reader (S2-S3),   relaxed; ordered by the link CASes [L]
- *                                         iterator
+ *   overrun_d[d],       owner at depth    reader (S2-S3),   relaxed; ordered by the link CASes [L];
+ *   pages_lost_d[d]     d + 1 (H1)        iterator, stats   plain stores (one writer per depth)
  *   committing (entry)  owner [M2]        merged readers    relaxed, then [M2] (signal fence: the light
  *                                         [R1]/[R2]         side of the readers' membarrier) before the
  *                                                           clock read; see MERGED READERS
@@ -2362,6 +2398,61 @@ extern int clock_gettime(int, struct timespec *);
  * held the GONE bit, opened by a build from before the bit (same layout
  * version), fails that build's validation (RINGBUF_ECORRUPT: len above 2
  * pages).
+ *
+ * EXACT ACCOUNTING AFTER A KILL: committed (the sum of entries_d) = events
+ * read + events readable after ringbuf_recover + overrun, whatever
+ * instruction the kill came at (tests/test_crash_accounting.c kills a writer
+ * at every test point). Crash model: SIGKILL stops the process between two
+ * instructions; every store before that point is in the shared mapping (the
+ * kernel drains the store buffer; the recovering process reads after
+ * waitpid), none after it; the compiler keeps the program order of the
+ * relaxed stores below because a signal fence (RINGBUF__BARRIER) separates
+ * each pair. Two counters were not crash-exact:
+ *   [SLOT-DONE] committing an event is two stores, entries_d[d] += 1 and the
+ *     slot's len = 0. They were in the other order: a kill between them left
+ *     a complete event kept by recovery but not counted committed. Now the
+ *     count comes first, and P1 of [SLOT] stored counted = entries_d[d] (low
+ *     32 bits) with the slot: recovery keeps a reserved slot's event when
+ *     entries_d[d] == counted + 1 (counted, so complete), pads it otherwise
+ *     (not counted). entries_d[d] is written by the writer at depth d + 1
+ *     only, and only by its commit between P1 and the slot's clear, so the
+ *     compare is exact.
+ *   HEAD PUSH ACCOUNTING. The push owner's claim (H1 CAS) and its add of the
+ *     page's count to overrun were two steps on two words: a kill between
+ *     them left the pushed page's events gone from the ring (recovery
+ *     finishes the push) and not counted anywhere: committed - overrun above
+ *     the events in the trace by the page's count (test_record's overwrite
+ *     case; test_crash_accounting at H1_CLAIMED before the fix). Recovery
+ *     cannot tell "claimed, not counted" from "counted" by the link and a
+ *     shared counter (a writer nested in the owner after its claim may push
+ *     further and add its own count meanwhile). So:
+ *       - the counters are per depth, overrun_d[d] and pages_lost_d[d],
+ *         written (plain store) only by the writer at depth d + 1, as
+ *         entries_d: while the owner is between its claim and its count,
+ *         nobody else writes its depth's counters;
+ *       - [PUSH-MARK] before the claim, the owner at depth d + 1 stores in
+ *         slots[d] the values its counters will have once this push is
+ *         counted (push_overrun = overrun_d[d] + N's count, push_pages =
+ *         pages_lost_d[d] + 1), then push_link = the value its claim CAS
+ *         will store in T.next (UPDATE, tag bumped);
+ *       - [PUSH-COUNT] after the claim, it stores those values into
+ *         overrun_d[d] and pages_lost_d[d].
+ *     Recovery, for a link holding UPDATE (a push cut between its claim and
+ *     H3): its owner is the deepest writer in flight (d < committing) whose
+ *     push_link equals that link value, tag and all; its counters get the
+ *     marked values (a no-op where [PUSH-COUNT] ran), then the push is
+ *     finished as before. A kill before the claim leaves no link equal to
+ *     push_link (recovery ignores the mark); one after H3 leaves no UPDATE.
+ *     Why the match names the owner: only the owner's CAS stores that value
+ *     (a helper never changes T.next); tags only grow, so a stale mark of an
+ *     earlier push never matches a later link. Two writers in flight may
+ *     hold marks for the same link (the outer one marked, was interrupted
+ *     before its CAS, and a nested one claimed the link: the outer CAS then
+ *     fails); the claim is the nested one's, the deepest.
+ *     C11 (live readers): the counters are still relaxed, each store
+ *     sequenced before the owner's H2/H3 CASes (seq_cst), so [L] and the
+ *     iterator's [I-LAG] argument are unchanged; readers sum the depths
+ *     (ringbuf__overrun: a snapshot, as the one counter was).
  */
 
 /* The constants, layouts and small helpers are in >>inline (header part). */
@@ -2537,6 +2628,27 @@ static inline bool ringbuf__resetting(struct ringbuf__cpu *c)
 	return (atomic_load_explicit(&c->disabled, memory_order_acquire) & RINGBUF__RESET_BIT) != 0;
 }
 
+/* Events and pages overwritten on c (the per-depth counters, [PUSH-MARK]).
+ * Each load is relaxed (or acquire): a snapshot, as a single counter was. */
+static inline uint64_t ringbuf__overrun(struct ringbuf__cpu *c)
+{
+	uint64_t n = 0;
+	unsigned i;
+	for (i = 0; i < RINGBUF_MAX_NEST; i++)
+		n += RINGBUF__LOAD(&c->overrun_d[i]);
+	return n;
+}
+
+static inline uint64_t ringbuf__pages_lost(struct ringbuf__cpu *c, bool acquire)
+{
+	uint64_t n = 0;
+	unsigned i;
+	for (i = 0; i < RINGBUF_MAX_NEST; i++)
+		n += acquire ? atomic_load_explicit(&c->pages_lost_d[i], memory_order_acquire)
+			     : RINGBUF__LOAD(&c->pages_lost_d[i]);
+	return n;
+}
+
 static inline uint64_t ringbuf__drop_total(struct ringbuf__cpu *c)
 {
 	return RINGBUF__LOAD(&c->dropped_events) + RINGBUF__LOAD(&c->commit_overrun);
@@ -2660,14 +2772,35 @@ static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
 		 * must find, tag and all. */
 		uint64_t lost = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, n)->entries) & RINGBUF__WRITE_MASK;
 		uint64_t v0 = ringbuf__load_link(ringbuf__bp(rb, cpu, n));
-		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_COUNTED);
+		/* the writer running this is the innermost one: its depth */
+		uint32_t d = RINGBUF__LOAD(&c->committing) - 1;
+		struct ringbuf__slot *s;
+		if (d >= RINGBUF_MAX_NEST) {
+			ringbuf__warn(rb, cpu, "head push: no writer in flight");
+			return RINGBUF_ECORRUPT;
+		}
+		s = &c->slots[d];
 		upd = ringbuf__link_make(link, n, RINGBUF__F_UPDATE);
+		/* [PUSH-MARK] (HEAD PUSH ACCOUNTING in >>design): the counts this
+		 * depth will have once the push is counted, then the claim's
+		 * value, stored last */
+		RINGBUF__STORE(&s->push_overrun, RINGBUF__LOAD(&c->overrun_d[d]) + lost);
+		RINGBUF__STORE(&s->push_pages, RINGBUF__LOAD(&c->pages_lost_d[d]) + 1);
+		RINGBUF__BARRIER();
+		RINGBUF__STORE(&s->push_link, upd);
+		RINGBUF__BARRIER();
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_COUNTED);
 		if (!ringbuf__cas_link(tb, link, upd))
 			return 1; /* the reader swapped N out, or a nested writer pushed */
 		owner = true;
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_CLAIMED);
-		RINGBUF__ADD(&c->overrun, lost);
-		RINGBUF__ADD(&c->pages_lost, 1);
+		/* [PUSH-COUNT] this depth's counters to the marked values: plain
+		 * stores (no writer but this one writes them until it returns) */
+		RINGBUF__STORE(&c->overrun_d[d], RINGBUF__LOAD(&s->push_overrun));
+		RINGBUF__BARRIER();
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_OVERRUN);
+		RINGBUF__STORE(&c->pages_lost_d[d], RINGBUF__LOAD(&s->push_pages));
+		RINGBUF__BARRIER();
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H1_UPDATE);
 		/* H2 (owner): fails if a helper nested in us did it, or went on */
 		if ((v0 & RINGBUF__F_MASK) == 0)
@@ -2980,7 +3113,7 @@ static void ringbuf__set_commit_to_write(struct ringbuf *rb, unsigned cpu, struc
 /* Ring pages holding committed, unread data (kernel nr_dirty_pages). */
 static uint32_t ringbuf__dirty_pages(struct ringbuf__cpu *c)
 {
-	uint64_t t = RINGBUF__LOAD(&c->pages_touched), l = RINGBUF__LOAD(&c->pages_lost),
+	uint64_t t = RINGBUF__LOAD(&c->pages_touched), l = ringbuf__pages_lost(c, false),
 		 r = RINGBUF__LOAD(&c->pages_read);
 	return t > l + r ? (uint32_t)(t - l - r) : 0;
 }
@@ -3218,11 +3351,12 @@ RINGBUF_API void ringbuf__commit_slow(struct ringbuf *rb, unsigned cpu, void *da
 	uint32_t depth = ringbuf__end_begin(rb, cpu, data, true, &c);
 	if (RINGBUF__UNLIKELY(depth == 0))
 		return;
-	/* the event is complete: recovery commits it rather than pad it */
-	RINGBUF__STORE(&c->slots[depth - 1].len, 0);
-	RINGBUF__BARRIER();
-	/* per-depth counter: a nested writer counts in its own slot */
+	/* [SLOT-DONE] counted committed (per-depth counter: a nested writer
+	 * counts in its own slot), then complete: recovery keeps it */
 	RINGBUF__OWNER_INC(&c->entries_d[depth - 1]);
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COUNTED);
+	RINGBUF__STORE(&c->slots[depth - 1].len, 0);
 	RINGBUF__BARRIER();
 	if (depth == 1 && ringbuf__commit_fast(rb, cpu, c))
 		return;
@@ -4732,7 +4866,7 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 		/* published before S3 (seq_cst): a writer that sees the new ring sees
 		 * that H, which may hold the commit, is the reader page */
 		atomic_store_explicit(&c->reader_page, h, memory_order_seq_cst);
-		ov = atomic_load_explicit(&c->overrun, memory_order_relaxed);
+		ov = ringbuf__overrun(c);
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READER_S2);
 
 		/* S3 */
@@ -5346,7 +5480,7 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			ic->ts = c->read_stamp;
 			ic->gen = ringbuf__page_gen(rb, cpu, rp);
 			if (ic->state == 0) /* else the base was set where the loss was counted */
-				ic->overrun = RINGBUF__LOAD(&c->overrun);
+				ic->overrun = ringbuf__overrun(c);
 			ic->passed = 0;
 			ic->on_reader = true;
 			ic->restarted = ic->any;
@@ -5365,7 +5499,7 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			uint64_t ov;
 			if (ringbuf__iter_push_in_flight(rb, cpu))
 				continue;
-			ov = RINGBUF__LOAD(&c->overrun);
+			ov = ringbuf__overrun(c);
 			ringbuf__iter_lost(it, ic, ov);
 			ic->overrun = ov;
 			ic->state = -1; /* restart, keeping the base */
@@ -5467,8 +5601,8 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			 * may be a nested helper's, set before its owner counted) */
 			if (page == rp && ringbuf__iter_push_in_flight(rb, cpu))
 				continue;
-			ov = RINGBUF__LOAD(&c->overrun);
-			pl = atomic_load_explicit(&c->pages_lost, memory_order_acquire);
+			ov = ringbuf__overrun(c);
+			pl = ringbuf__pages_lost(c, true);
 			/* the head we found must still be the head after we read its
 			 * update count: else it may be pushed out and rewritten under
 			 * that very count (loop: the loss shows in overrun) */
@@ -6047,7 +6181,10 @@ static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu)
 	RINGBUF__STORE(&c->write_stamp, 0);
 	for (i = 0; i < RINGBUF_MAX_NEST; i++)
 		RINGBUF__STORE(&c->entries_d[i], 0);
-	RINGBUF__STORE(&c->overrun, 0);
+	for (i = 0; i < RINGBUF_MAX_NEST; i++) {
+		RINGBUF__STORE(&c->overrun_d[i], 0);
+		RINGBUF__STORE(&c->pages_lost_d[i], 0);
+	}
 	RINGBUF__STORE(&c->commit_overrun, 0);
 	RINGBUF__STORE(&c->dropped_events, 0);
 	RINGBUF__STORE(&c->disabled_events, 0);
@@ -6055,7 +6192,6 @@ static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu)
 	RINGBUF__STORE(&c->nest_overflow, 0);
 	RINGBUF__STORE(&c->discarded, 0);
 	RINGBUF__STORE(&c->pages_touched, 0);
-	RINGBUF__STORE(&c->pages_lost, 0);
 	RINGBUF__STORE(&c->wake_seen, 0);
 	/* reader state: ours, under the reader lock */
 	c->head_hint = 0;
@@ -6197,23 +6333,48 @@ RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
  *
  *   Q1  asymmetric barrier ([BARRIER], as for a reset): model it as an
  *       seq_cst fence F in every writer thread at some point during the call
- *   Q2  per CPU: d0 = committing (acquire)
- *   Q3  d0 == 0: nothing in flight on that CPU; else e0 = entered (acquire)
- *   Q4  poll until committing == 0 (acquire) or entered != e0 (acquire), or
- *       the time runs out (RINGBUF_EBUSY)
+ *   Q2  per CPU: quiet? (ringbuf__quiet: committing == 0 (acquire), then
+ *       commit page == tail page and that page's commit (acquire) == its
+ *       write index: nothing reserved left uncommitted, [Q-PEND])
+ *   Q3  quiet: nothing in flight on that CPU; else e0 = entered (acquire)
+ *   Q4  poll until quiet, or entered != e0 (acquire), or the time runs out
+ *       (RINGBUF_EBUSY)
+ *
+ * [Q-PEND] committing == 0 alone does not say V left: ringbuf__commit_fast
+ * re-checks the tail and write index, then stores committing = 0, then
+ * re-checks commits and walks again if a writer started. A writer nested in
+ * V after the re-check and before the store (RINGBUF__TP_COMMIT_FAST_CHECKED)
+ * leaves its event to V (depth 2), so V's 0 is stored with that event
+ * reserved, complete, and not committed; the old Q4 ended on that 0 and the
+ * caller missed the nested event (verify/quiesce.c -DNESTED=3 -DOLD_Q4,
+ * test_quiesce commit_fast_window). Now Q2/Q4 also ask the pages: the
+ * nested reservation is sequenced before V's release store of 0, which the
+ * acquire load read, so the loads after it see the write index moved (or
+ * later values); a page commit (acquire) equal to it is V's second walk
+ * ([W-commit], release): the event is then visible. A writer that keeps the
+ * CPU busy never leaves it quiet for long: for it the count serves. LIMIT:
+ * the first outermost entry W after Q3 may be a second handler, running in
+ * V's window (after its 0, before its re-check); W's [Q-W] comes before its
+ * walk, so Q4 can end on it with the first handler's event still
+ * uncommitted (verify/quiesce.c -DNESTED=4: two handlers at those two
+ * points). Ending at the second entry instead closes that (-DTWO_ENTRIES
+ * passes: W's first walk commits everything reserved before it, and a
+ * second outermost entry needs W's 0, stored after that walk), but then a
+ * writer that enters after the call and stalls inside its event is waited
+ * for (test_quiesce does_not_wait_for_later_writers hangs): not taken.
  *
  * Why it waits for V: V's entered and committing stores precede F, so Q2
  * and Q3 read them or mo-later values (the fence rule for seq_cst fences),
- * and d0 != 0 (a later 0 is V's exit). Every store of committing between V's
- * entry and V's exit is a depth >= 1 (nesting is a stack), and entered does
- * not move while V is inside (no outermost entry can happen while committing
- * != 0): Q4 cannot end before V stored committing = 0 for its exit ([M3]),
- * the one store in the commit paths that is stored after the last page
- * commit of V and of the writers nested in it (ringbuf__commit_fast and
- * ringbuf__end_commit, the same argument as [M3]/[R2] for merged readers).
- * Why it ends when V left: after that store either Q4 reads 0, or the next
- * outermost entry (which read committing 0 first) stores entered > e0, and
- * Q4 reads it or a later count (coherence) unless the time runs out.
+ * and committing != 0 (a later 0 is V's exit, or its commit_fast window:
+ * [Q-PEND]). Every store of committing between V's entry and V's exit is a
+ * depth >= 1 (nesting is a stack), and entered does not move while V is
+ * inside (no outermost entry can happen while committing != 0): Q4 cannot
+ * end before V stored committing = 0 with every event of V and of the
+ * writers nested in it committed ([M3], and [Q-PEND] for the window).
+ * Why it ends when V left: after that store either Q4 finds the CPU quiet,
+ * or the next outermost entry (which read committing 0 first) stores
+ * entered > e0, and Q4 reads it or a later count (coherence) unless the time
+ * runs out.
  * What it sees: Q4's acquire loads read V's release exit store [M3], or an
  * entered store sequenced after it (the next entry's release [Q-W], same
  * thread or after the owner handover): V's page commits happen before
@@ -6221,17 +6382,33 @@ RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
  * change only if exactly a multiple of 2^32 entries passed between looks.)
  * Cost on the write path: none; the outermost increment of commits moved
  * before the committing store and became a release (a plain store on x86).
- * Why not later writers: Q4 ends at the first exit or entry after Q3, so a
- * writer that enters after Q3 is not waited for. One that entered between F
- * and Q3 may be (e0 is its count), as may, once, a writer whose signal
- * handler ran as outermost between the load and store of its increment.
- * The commit_fast window: an outermost writer stores committing = 0, then
- * finds that a writer started meanwhile (or a reader waits) and stores 1
- * again to walk once more. Its events were committed before the 0; Q4 may
- * end in that window, which is why the call promises visibility, not that
- * the writer has returned. Without membarrier F is this thread's own fence
- * only: a writer that entered just before the call may then read as not in
- * flight yet (documented). */
+ * Why not later writers: Q4 ends at the first quiet look or the first
+ * outermost entry after Q3, so a writer that enters after Q3 is not waited
+ * for. One that entered between F and Q3 may be (e0 is its count), as may, once, a writer whose signal handler ran as outermost
+ * between the load and store of its increment. A writer killed mid event
+ * leaves its CPU never quiet: RINGBUF_EBUSY at the time limit (a corrupt
+ * CPU buffer is skipped). The call promises visibility, not that the
+ * writer has returned: after a waiting reader's wake-up check (commit_fast
+ * also walks again for that) Q4 may end with V still returning. Without
+ * membarrier F is this thread's own fence only: a writer that entered just
+ * before the call may then read as not in flight yet (documented). */
+/* Q2/Q4: no writer in flight on c and nothing reserved left uncommitted
+ * ([Q-PEND]). A CPU buffer found corrupt is not waited for (its pages may
+ * never agree again). */
+static bool ringbuf__quiet(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
+{
+	uint32_t cp, tp;
+	if (atomic_load_explicit(&c->committing, memory_order_acquire) != 0)
+		return false;
+	if (RINGBUF__LOAD(&c->corrupt))
+		return true;
+	cp = atomic_load_explicit(&c->commit_page, memory_order_acquire);
+	tp = atomic_load_explicit(&c->tail_page, memory_order_acquire);
+	return cp == tp && tp <= rb->nr_pages &&
+	       (RINGBUF__LOAD(&ringbuf__bp(rb, cpu, tp)->write) & RINGBUF__WRITE_MASK) ==
+		       ringbuf__page_commit(rb, cpu, tp);
+}
+
 RINGBUF_API int ringbuf_quiesce(struct ringbuf *rb, int timeout_ms)
 {
 	unsigned cpu;
@@ -6246,12 +6423,12 @@ RINGBUF_API int ringbuf_quiesce(struct ringbuf *rb, int timeout_ms)
 	for (cpu = 0; cpu < rb->ncpu; cpu++) {
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 		uint32_t e0;
-		if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0) /* Q2 */
+		if (ringbuf__quiet(rb, cpu, c)) /* Q2 */
 			continue;
 		e0 = (uint32_t)atomic_load_explicit(&c->commits, memory_order_acquire); /* Q3 */
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_QUIESCE_WAIT);
 		for (;;) { /* Q4 */
-			if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0 ||
+			if (ringbuf__quiet(rb, cpu, c) ||
 			    (uint32_t)atomic_load_explicit(&c->commits, memory_order_acquire) != e0)
 				break;
 			if (timeout_ms == 0 || (timeout_ms > 0 && ringbuf__clock_mono() >= deadline))
@@ -6277,12 +6454,12 @@ RINGBUF_API int ringbuf_stats_cpu(struct ringbuf *rb, unsigned cpu, struct ringb
 	for (i = 0; i < RINGBUF_MAX_NEST; i++)
 		committed += RINGBUF__LOAD(&c->entries_d[i]);
 	st->committed = committed;
-	st->overrun = RINGBUF__LOAD(&c->overrun);
+	st->overrun = ringbuf__overrun(c);
 	st->commit_overrun = RINGBUF__LOAD(&c->commit_overrun);
 	st->dropped_events = RINGBUF__LOAD(&c->dropped_events);
 	st->read_events = RINGBUF__LOAD(&c->read_events);
 	st->pages_touched = RINGBUF__LOAD(&c->pages_touched);
-	st->pages_lost = RINGBUF__LOAD(&c->pages_lost);
+	st->pages_lost = ringbuf__pages_lost(c, false);
 	st->pages_read = RINGBUF__LOAD(&c->pages_read);
 	st->disabled_events = RINGBUF__LOAD(&c->disabled_events);
 	st->rejected_events = RINGBUF__LOAD(&c->rejected_events);
@@ -7268,7 +7445,11 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 		uint32_t depth = RINGBUF__LOAD(&c->committing), n = rb->nr_pages, i;
 
-		/* 1. a head push cut between H1 and H3: finish it */
+		/* 1. a head push cut between H1 and H3: count it if its owner had
+		 * not, then finish it. Its owner is the deepest writer in flight
+		 * whose [PUSH-MARK] is this very link value (HEAD PUSH ACCOUNTING
+		 * in >>design); its counters get the marked values, which they
+		 * already hold if the kill came after [PUSH-COUNT]. */
 		for (i = 0; i <= n; i++) {
 			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
 			uint64_t link = RINGBUF__LOAD(&bp->next);
@@ -7276,6 +7457,16 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 				uint32_t nx = ringbuf__link_idx(link);
 				struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, nx);
 				uint64_t nl = RINGBUF__LOAD(&nb->next);
+				uint32_t d;
+				for (d = depth; d-- > 0;) {
+					struct ringbuf__slot *ps = &c->slots[d];
+					if (RINGBUF__LOAD(&ps->push_link) != link)
+						continue;
+					RINGBUF__STORE(&c->overrun_d[d], RINGBUF__LOAD(&ps->push_overrun));
+					RINGBUF__STORE(&c->pages_lost_d[d], RINGBUF__LOAD(&ps->push_pages));
+					RINGBUF__STORE(&ps->push_link, 0);
+					break;
+				}
 				if ((nl & RINGBUF__F_MASK) == 0)
 					RINGBUF__STORE(&nb->next, ringbuf__link_make(nl, ringbuf__link_idx(nl),
 										  RINGBUF__F_HEADER));
@@ -7306,6 +7497,10 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 			base = ringbuf__dp(rb, cpu, sl.page)->data;
 			if (w < (uint64_t)sl.off + sl.len || sl.off >= rb->bsize)
 				continue; /* never reserved (no CAS yet) */
+			if (sl.off + sl.len <= rb->bsize &&
+			    (uint32_t)RINGBUF__LOAD(&c->entries_d[i]) ==
+				    RINGBUF__LOAD(&c->slots[i].counted) + 1u)
+				continue; /* complete and counted committed: kept ([SLOT-DONE]) */
 			if (sl.off + sl.len > rb->bsize) {
 				/* a crossing claim: pad and give the page its end back */
 				uint32_t room = rb->bsize - sl.off;

@@ -57,11 +57,11 @@ CXX_SAMPLE_EVENT(sample_b);
 	X(ringbuf__cpu, dp_off) X(ringbuf__cpu, committing) X(ringbuf__cpu, disabled)       \
 	X(ringbuf__cpu, dbg_owner) X(ringbuf__cpu, owner) X(ringbuf__cpu, commits)          \
 	X(ringbuf__cpu, inflight_ts) X(ringbuf__cpu, before_stamp) X(ringbuf__cpu, write_stamp) \
-	X(ringbuf__cpu, entries_d) X(ringbuf__cpu, slots) X(ringbuf__cpu, overrun)          \
+	X(ringbuf__cpu, entries_d) X(ringbuf__cpu, slots) X(ringbuf__cpu, overrun_d)        \
 	X(ringbuf__cpu, commit_overrun) X(ringbuf__cpu, dropped_events)                     \
 	X(ringbuf__cpu, disabled_events) X(ringbuf__cpu, rejected_events)                   \
 	X(ringbuf__cpu, nest_overflow) X(ringbuf__cpu, discarded) X(ringbuf__cpu, pages_touched) \
-	X(ringbuf__cpu, pages_lost) X(ringbuf__cpu, wake_seen) X(ringbuf__cpu, reader_page) \
+	X(ringbuf__cpu, pages_lost_d) X(ringbuf__cpu, wake_seen) X(ringbuf__cpu, reader_page) \
 	X(ringbuf__cpu, reader_lock) X(ringbuf__cpu, head_hint) X(ringbuf__cpu, read)       \
 	X(ringbuf__cpu, read_stamp) X(ringbuf__cpu, last_overrun) X(ringbuf__cpu, last_drops) \
 	X(ringbuf__cpu, lost_pending) X(ringbuf__cpu, read_events) X(ringbuf__cpu, pages_read) \
@@ -69,7 +69,7 @@ CXX_SAMPLE_EVENT(sample_b);
 	X(ringbuf__bpage, next) X(ringbuf__bpage, write) X(ringbuf__bpage, entries)         \
 	X(ringbuf__bpage, drops) X(ringbuf__bpage, prev)                                    \
 	X(ringbuf__dpage, time_stamp) X(ringbuf__dpage, commit)                              \
-	X(ringbuf__slot, page) X(ringbuf__slot, event) \
+	X(ringbuf__slot, page) X(ringbuf__slot, event) X(ringbuf__slot, counted) X(ringbuf__slot, push_link) \
 	X(ringbuf__tctx, gen) X(ringbuf__tctx, cur) X(ringbuf__tctx, claimed) X(ringbuf__tctx, token) \
 	X(ringbuf_config, ncpu) X(ringbuf_config, clock) X(ringbuf_config, file_mode)       \
 	X(ringbuf_record, data) X(ringbuf_record, ts) X(ringbuf_record, cpu)                \

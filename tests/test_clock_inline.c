@@ -1406,7 +1406,7 @@ static void tp_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 	void *p;
 	(void)cpu;
 	(void)ctx;
-	if (tp_active || xorshift(&tp_rng) % 6 != 0)
+	if (point >= RINGBUF__TP_COUNT || tp_active || xorshift(&tp_rng) % 6 != 0)
 		return;
 	tp_active = 1;
 	tp_cut[point]++;

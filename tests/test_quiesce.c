@@ -309,6 +309,100 @@ static void from_inside_a_writer_times_out(void **state)
 	ringbuf_destroy(g_inside_rb);
 }
 
+/* [Q-PEND] ringbuf__commit_fast's last window: the writer re-checked the tail
+ * and write index (RINGBUF__TP_COMMIT_FAST_CHECKED), a signal handler writes
+ * there (depth 2: its event is left for the writer), then the writer stores
+ * committing = 0 with that event reserved and not committed, and parks
+ * (RINGBUF__TP_COMMIT_FAST_ZERO) before it re-checks commits and walks
+ * again. The writer is in flight and its handler's event is not visible: a
+ * look (timeout 0) must say RINGBUF_EBUSY. It returned 0 before [Q-PEND]
+ * (committing == 0 was all it asked), with one of the two events readable.
+ * Once the writer goes on, quiesce returns 0 and both are there. */
+static struct {
+	sem_t at_zero, go;
+	int state, bad;
+	pthread_t writer;
+} W;
+
+static void window_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	uint32_t v = 2;
+	(void)ctx;
+	if (!pthread_equal(pthread_self(), W.writer))
+		return;
+	if (point == RINGBUF__TP_COMMIT_FAST_CHECKED && W.state == 1) {
+		W.state = 2;
+		if (ringbuf_write(rb, cpu, &v, sizeof v) != 0) /* the handler */
+			W.bad = 1;
+	} else if (point == RINGBUF__TP_COMMIT_FAST_ZERO && W.state == 2) {
+		W.state = 3;
+		sem_post(&W.at_zero);
+		sem_wait_all(&W.go);
+	}
+}
+
+static void *window_writer(void *arg)
+{
+	struct ringbuf *rb = arg;
+	uint32_t v = 1;
+	W.state = 1;
+	if (ringbuf_write(rb, 0, &v, sizeof v) != 0)
+		W.bad = 1;
+	return NULL;
+}
+
+static unsigned count_readable(struct ringbuf *rb)
+{
+	struct ringbuf_iter *it;
+	struct ringbuf_record rec;
+	unsigned n = 0;
+	assert_int_equal(ringbuf_iter_start(rb, 0, &it), 0);
+	while (ringbuf_iter_next(it, &rec) == 1)
+		n++;
+	ringbuf_iter_finish(it);
+	return n;
+}
+
+static void commit_fast_window_is_waited_for(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	struct ringbuf_record rec;
+	uint32_t v = 0;
+	int r;
+	(void)state;
+	cfg.ncpu = 1;
+	cfg.page_size = 4096;
+	cfg.size_per_cpu = 4 * 4096;
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	assert_int_equal(ringbuf_write(rb, 0, &v, sizeof v), 0); /* the page has a start */
+	memset(&W, 0, sizeof W);
+	sem_init(&W.at_zero, 0, 0);
+	sem_init(&W.go, 0, 0);
+	ringbuf__set_testpoint_hook(window_hook, NULL);
+	assert_int_equal(pthread_create(&W.writer, NULL, window_writer, rb), 0);
+	sem_wait_all(&W.at_zero);
+	r = ringbuf_quiesce(rb, 0);
+	if (r != RINGBUF_EBUSY)
+		fail_msg("quiesce in the commit_fast window: %d, %u of 3 events readable", r, count_readable(rb));
+	sem_post(&W.go);
+	assert_int_equal(pthread_join(W.writer, NULL), 0);
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	assert_int_equal(W.bad, 0);
+	assert_int_equal(W.state, 3);
+	assert_int_equal(ringbuf_quiesce(rb, 0), 0);
+	for (v = 0; v < 3; v++) {
+		uint32_t got;
+		assert_int_equal(ringbuf_consume(rb, 0, &rec), 1);
+		memcpy(&got, rec.data, sizeof got);
+		assert_int_equal(got, v); /* the writer's, then its handler's */
+	}
+	assert_int_equal(ringbuf_consume(rb, 0, &rec), 0);
+	sem_destroy(&W.at_zero);
+	sem_destroy(&W.go);
+	ringbuf_destroy(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +411,7 @@ int main(void)
 		cmocka_unit_test(waits_for_writer_in_flight_current),
 		cmocka_unit_test(does_not_wait_for_later_writers),
 		cmocka_unit_test(from_inside_a_writer_times_out),
+		cmocka_unit_test(commit_fast_window_is_waited_for),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

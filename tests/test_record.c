@@ -1,6 +1,7 @@
 /* tools/ringbuf-record: a child process writes numbered events into a
  * file-backed buffer (producer/consumer mode: a full buffer drops new events
- * and counts them); the recorder (ringbuf_record_main in a thread of this
+ * and counts them; overwrite mode: it overwrites the oldest and counts
+ * overrun); the recorder (ringbuf_record_main in a thread of this
  * process) drains whole pages while the child runs and, once the child has
  * (a) exited or (b) been SIGKILLed in the middle of writing, repairs the
  * buffer and takes the rest. The trace.dat must hold every committed event
@@ -479,24 +480,27 @@ static void sigkill_leaves_every_committed_event_in_the_trace(void **state)
 	record(END_KILL, 7, RINGBUF_MODE_PRODUCER_CONSUMER);
 }
 
-/* Overwrite mode, recorded live from another process: KNOWN BROKEN, so not
- * run by default (RINGBUF_TEST_RECORD_OVERWRITE=N runs it N times). The
- * RINGBUF_ECORRUPT that about one run in 250 stopped the recorder with
- * ("corrupted buffer memory; recording disabled", printed by the open, not by
- * a read) was ringbuf_open_file's validation walking the ring while the child
- * moved the tail and the head (the producer/consumer runs above could hit it
- * too); fixed (V1-V3 in ringbuf.h, tests/test_validate_live.c). Still open:
- * once after a SIGKILL the buffer's committed - overrun was one more than the
- * events left in the trace (whose sequence gaps all match the losses the
- * pages report): in ringbuf.h's overrun accounting or recovery, not in the
- * recorder. */
-static void overwrite_mode_recording_known_broken(void **state)
+/* Overwrite mode, recorded live from another process, then exit or SIGKILL:
+ * committed - overrun is the events in the trace, and every gap is a
+ * reported loss. Once per run (RINGBUF_TEST_RECORD_OVERWRITE=N: N times).
+ * History: about one run in 250 stopped the recorder with RINGBUF_ECORRUPT
+ * (ringbuf_open_file's validation walking the ring while the child moved
+ * tail and head; fixed: V1-V3, tests/test_validate_live.c). Once in about
+ * 3,400 recordings after a SIGKILL, committed - overrun differed by one
+ * from the events in the trace. Two kill windows in the accounting were
+ * found and closed since (ringbuf.h, EXACT ACCOUNTING AFTER A KILL in
+ * >>design; tests/test_crash_accounting.c kills at every writer step): a
+ * kill between a head push's claim and its add to overrun (the page's
+ * events counted nowhere: a gap the trace would not report), and one
+ * between clearing a slot and counting the event committed (one event in
+ * the trace not counted committed). 400 runs here (800 recordings, 400
+ * killed) passed after the fix; neither window gives exactly one event
+ * more counted than recorded, so that one report is not explained. */
+static void overwrite_mode_recording_keeps_the_accounting(void **state)
 {
 	const char *n = getenv("RINGBUF_TEST_RECORD_OVERWRITE");
-	int k, runs = n ? atoi(n) : 0;
+	int k, runs = n ? atoi(n) : 1;
 	(void)state;
-	if (runs <= 0)
-		skip();
 	for (k = 0; k < runs; k++) {
 		record(END_EXIT, 6, RINGBUF_MODE_OVERWRITE);
 		record(END_KILL, 7, RINGBUF_MODE_OVERWRITE);
@@ -542,7 +546,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(exit_leaves_every_committed_event_in_the_trace),
 		cmocka_unit_test(sigkill_leaves_every_committed_event_in_the_trace),
-		cmocka_unit_test(overwrite_mode_recording_known_broken),
+		cmocka_unit_test(overwrite_mode_recording_keeps_the_accounting),
 		cmocka_unit_test(bad_arguments_and_files_are_refused),
 	};
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);
