@@ -1158,11 +1158,17 @@ enum ringbuf__tp {
 	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
 	RINGBUF__TP_WAIT_SLEEP,     /* nothing found, before it sleeps */
 	/* ringbuf_quiesce (outside the count as well) */
+	/* the reader's page swap (READER SWAP in >>design; outside the count
+	 * as well: sweeps over write steps skip them) */
+	RINGBUF__TP_READER_S1 = 110,     /* S1 done (head found), nothing changed yet */
+	RINGBUF__TP_READER_S2_PREPARED,  /* S2: old reader page prepared, reader_page not yet H */
+	RINGBUF__TP_READER_S3,           /* S3 CAS done, S4 not begun */
+	RINGBUF__TP_READER_S4,           /* S4 done but its completion mark (hn.prev) */
 	RINGBUF__TP_QUIESCE_WAIT = 80, /* Q3 done for a CPU with a writer in flight, before Q4 */
 	/* ringbuf__commit_fast's last window (outside the count as well) */
 	RINGBUF__TP_COMMIT_FAST_CHECKED = 84, /* tail and write index re-checked, committing still 1 */
 	RINGBUF__TP_COMMIT_FAST_ZERO,         /* committing = 0 stored, commits not re-checked yet */
-	/* ringbuf_open_file's validation of a block (V1-V3, >>file) */
+	/* ringbuf_open_file's validation of a block (V0-V3, >>file) */
 	RINGBUF__TP_VALIDATE_TAIL = 90, /* V1: commit and tail pages loaded, before the ring walk */
 	RINGBUF__TP_VALIDATE_WALKED     /* V2: first pass over the links done, before the second */
 };
@@ -2129,8 +2135,10 @@ extern int clock_gettime(int, struct timespec *);
  *     PUSH ACCOUNTING). The reader reads overrun after its link load and before its S3
  *     CAS (both seq_cst, [L]): a push that took a page before H happened
  *     before the CAS that found H the head, so its count is in that load;
- *     the difference to the last swap goes to lost_pending, reported with
- *     the first event of H (rec.lost, or read_page's stored count).
+ *     the difference to the last swap goes to lost_pending (at S2, before
+ *     the CAS: a cut swap never counts it twice), reported with the first
+ *     event of H, or of a later head if the CAS fails (rec.lost, or
+ *     read_page's stored count).
  *   - dropped (dropped_events, commit_overrun): when the tail enters N it
  *     stores the drop total in N.drops (monotonic max, U1..U2): drops before
  *     N's first event. The reader adds N.drops minus the last total it
@@ -2181,10 +2189,38 @@ extern int clock_gettime(int, struct timespec *);
  * READER SWAP (ringbuf__get_reader_page, serialized by the per-CPU reader lock):
  *   S1  find the head page H: the page whose prev's link carries HEADER
  *   S2  prepare R: R.next = H.next | HEADER, reader_page = H (published early
- *       so a writer never pushes the head over a commit that is being swapped out)
+ *       so a writer never pushes the head over a commit that is being swapped out),
+ *       then the overrun (read after S1's link load) goes into lost_pending
  *   S3  CAS P.next: H|HEADER -> R. Fails while a writer holds UPDATE or moved
- *       the head: retry (bounded; a writer interrupted mid-push is never waited
- *       for indefinitely: the reader returns RINGBUF_EAGAIN)
+ *       the head: reader_page = R again, retry (bounded; a writer interrupted
+ *       mid-push is never waited for indefinitely: the reader returns
+ *       RINGBUF_EAGAIN)
+ *   S4  the reader's state for H: head hint, read = 0, read stamp, H's drops
+ *       (a monotonic max); last, the completion mark hn.prev = R (hn = H.next)
+ * A reader killed mid-swap (its lock left held; ringbuf_recover, the reader
+ * lock's takeover of a dead holder and a fork child run ringbuf__repair_reader)
+ * leaves one of three shapes, all that S1-S4 can leave:
+ *   before reader_page = H: reader_page = R, off the ring. R's fields may be
+ *       reset, R.next/prev set: R is read to its end and off the ring, so none
+ *       of it matters (the next swap prepares R again). Nothing to repair.
+ *   after reader_page = H, before S3: H is in the ring (P links to it) and R
+ *       is off it, prepared (R.prev == P, R.next == H.next's index | HEADER).
+ *       ringbuf_open_file's validation (V0, >>file) accepts exactly this shape
+ *       with the lock held and checks the ring against R; the repair undoes
+ *       the swap: reader_page = R, the state a failed S3 leaves. lost_pending
+ *       already holds the pages lost before H, and they precede any later head
+ *       too: no loss is told twice or missed.
+ *   after S3, before the mark: H is off the ring and hn.prev still names H
+ *       (a ring page's prev changes only at a mark, to the page entering the
+ *       ring before it, so once the mark is stored it names H again only
+ *       after H re-entered the ring). The repair redoes S4: every
+ *       store but pages_read is idempotent (pages_read, a statistic, counts a
+ *       swap cut between the mark and its add once less).
+ * Every committed event stays readable exactly once: R held only read events,
+ * H's events are read from offset 0 after the repair, and the counts are the
+ * writers' (untouched by the swap). The overrun a cut swap put in lost_pending
+ * is told with the next event read, which comes from H or a later head, even
+ * when the repair undid the swap (tests/test_swap_kill.c).
  * The reader never reads past a page's commit, so it never sees a half-written
  * event or half-written padding (kernel bug a0fcaaed0c46 cannot happen).
  *
@@ -4804,6 +4840,17 @@ static inline uint32_t ringbuf__page_commit(const struct ringbuf *rb, unsigned c
 			  RINGBUF__COMMIT_MASK);
 }
 
+/* Events dropped on page h before the reader takes it (a monotonic max:
+ * taking it twice adds nothing the second time) */
+static void ringbuf__reader_drops(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c, uint32_t h)
+{
+	uint64_t drops = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, h)->drops);
+	if (drops > c->last_drops) {
+		c->lost_pending += drops - c->last_drops;
+		c->last_drops = drops;
+	}
+}
+
 /* Make sure the reader page has unread committed data, swapping it with the
  * head page if needed. Returns 1 (data), 0 (none) or < 0. */
 static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
@@ -4850,6 +4897,7 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 		if (h == cp && ringbuf__page_commit(rb, cpu, h) == 0)
 			return 0; /* the head page is the commit page and holds nothing yet */
 
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READER_S1);
 		/* S2: prepare the old reader page to take H's place in the ring */
 		rbp = ringbuf__bp(rb, cpu, rp);
 		/* empty, with a new update count: iterators see the page reused */
@@ -4863,10 +4911,19 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 				      ringbuf__link_make(RINGBUF__LOAD(&rbp->next), hn, RINGBUF__F_HEADER),
 				      memory_order_relaxed);
 		rbp->prev = ringbuf__bp(rb, cpu, h)->prev;
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READER_S2_PREPARED);
 		/* published before S3 (seq_cst): a writer that sees the new ring sees
 		 * that H, which may hold the commit, is the reader page */
 		atomic_store_explicit(&c->reader_page, h, memory_order_seq_cst);
+		/* The overrun read after the link load and before the CAS covers
+		 * every page lost before H ([L]); taken into lost_pending here,
+		 * before S3, so that a swap cut anywhere never counts it twice (a
+		 * failed CAS leaves it pending too: the reader page is read to its
+		 * end, so the next event read comes after a later head, which those
+		 * pages also precede). */
 		ov = ringbuf__overrun(c);
+		c->lost_pending += ov - c->last_overrun;
+		c->last_overrun = ov;
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READER_S2);
 
 		/* S3 */
@@ -4875,23 +4932,18 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 			atomic_store_explicit(&c->reader_page, rp, memory_order_seq_cst);
 			continue; /* a writer moved the head meanwhile */
 		}
-		/* The swap succeeded: the overrun read after the link load and before
-		 * the CAS covers every page lost before H ([L]). */
-		ringbuf__bp(rb, cpu, hn)->prev = rp;
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READER_S3);
+		/* S4: the reader's own state for H (each store idempotent: recovery
+		 * redoes them all while S4's last store is missing) */
 		c->head_hint = hn;
 		c->read = 0;
 		c->read_stamp = atomic_load_explicit(&ringbuf__dp(rb, cpu, h)->time_stamp,
 						     memory_order_relaxed);
-		{
-			uint64_t drops = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, h)->drops);
-			uint64_t lost = ov - c->last_overrun;
-			c->last_overrun = ov;
-			if (drops > c->last_drops) {
-				lost += drops - c->last_drops;
-				c->last_drops = drops;
-			}
-			c->lost_pending += lost;
-		}
+		ringbuf__reader_drops(rb, cpu, c, h);
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READER_S4);
+		/* S4's last store, the swap's completion mark: while hn.prev still
+		 * names H (off the ring now), ringbuf__repair_reader finishes S4 */
+		ringbuf__bp(rb, cpu, hn)->prev = rp;
 		RINGBUF__ADD(&c->pages_read, 1);
 	}
 	return RINGBUF_EAGAIN;
@@ -6971,6 +7023,28 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 			     ringbuf__page_commit(rb, cpu, i) > rb->bsize))
 				return RINGBUF_ECORRUPT;
 		}
+		/* V0: a reader swap cut after S2 published H and before S3 (the
+		 * reader killed with its lock held) leaves reader_page naming H,
+		 * still in the ring (its predecessor P links to it), and the old
+		 * reader page R off the ring, prepared: R.prev == P and R.next ==
+		 * H.next's index with HEADER. The ring is checked against R, the
+		 * page recovery gives back to the reader (ringbuf__repair_reader);
+		 * without that shape a reader page in the ring stays corrupt. */
+		if (atomic_load_explicit(&c->reader_lock, memory_order_relaxed) != 0) {
+			uint32_t p = ringbuf__bp(rb, cpu, rp)->prev;
+			if (p != rp && ringbuf__next_idx(rb, cpu, p) == rp) {
+				uint32_t hn = ringbuf__next_idx(rb, cpu, rp), r2 = n + 1;
+				for (i = 0; i <= n && r2 > n; i++) {
+					uint64_t l = ringbuf__load_link(ringbuf__bp(rb, cpu, i));
+					if (i != rp && ringbuf__bp(rb, cpu, i)->prev == p && ringbuf__link_idx(l) == hn &&
+					    (l & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
+						r2 = i;
+				}
+				if (r2 > n)
+					return RINGBUF_ECORRUPT;
+				rp = r2;
+			}
+		}
 		/* V1-V3: the ring, checked against a writer that may be running in
 		 * another process (ringbuf-record opens a live block): every check
 		 * below compares values that one consistent state of the block holds
@@ -7431,9 +7505,27 @@ static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu)
 		}
 	}
 	if (off <= n && off != rp) {
+		/* cut after S2 published H, before S3: undo (the state a failed
+		 * S3 CAS leaves); lost_pending already holds the pages before H */
 		atomic_store_explicit(&c->reader_page, off, memory_order_relaxed);
 		if (c->read > ringbuf__page_commit(rb, cpu, off))
 			c->read = ringbuf__page_commit(rb, cpu, off);
+		rp = off;
+	}
+	{
+		/* cut after S3, before S4's completion mark: rp (H) is off the
+		 * ring, its old predecessor links to the page that took its place,
+		 * and H's successor still names H as its prev: finish S4 */
+		uint32_t p = ringbuf__bp(rb, cpu, rp)->prev, hn = ringbuf__next_idx(rb, cpu, rp), r2;
+		if (p > n || hn > n || (r2 = ringbuf__next_idx(rb, cpu, p)) == rp || r2 > n ||
+		    ringbuf__bp(rb, cpu, hn)->prev != rp || ringbuf__next_idx(rb, cpu, r2) != hn)
+			return;
+		c->head_hint = hn;
+		c->read = 0;
+		c->read_stamp = atomic_load_explicit(&ringbuf__dp(rb, cpu, rp)->time_stamp, memory_order_relaxed);
+		ringbuf__reader_drops(rb, cpu, c, rp);
+		ringbuf__bp(rb, cpu, hn)->prev = r2;
+		RINGBUF__ADD(&c->pages_read, 1);
 	}
 }
 
@@ -7441,6 +7533,8 @@ static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu)
  * (its lock and state are left alone). */
 static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 {
+	if (!live)
+		ringbuf__repair_reader(rb, cpu); /* 0. a reader's swap cut at any step */
 	{
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 		uint32_t depth = RINGBUF__LOAD(&c->committing), n = rb->nr_pages, i;
@@ -7535,7 +7629,6 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		}
 		/* 4. locks and stamps of the dead */
 		if (!live) {
-			ringbuf__repair_reader(rb, cpu);
 			atomic_store_explicit(&c->reader_lock, 0, memory_order_relaxed);
 		}
 		RINGBUF__STORE(&c->before_stamp, RINGBUF__STAMP_INVALID);

@@ -62,11 +62,8 @@ static void kill_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 	(void)rb;
 	(void)cpu;
 	(void)ctx;
-	/* the writer's steps only: the child's reader is not killed (a reader
-	 * killed between S2 and S3 leaves reader_page naming a page still in
-	 * the ring, and ringbuf_open_file's validation refuses the block with
-	 * RINGBUF_ECORRUPT before ringbuf_recover could repair it: not
-	 * covered here) */
+	/* the writer's steps only: the child's reader is not killed here
+	 * (tests/test_swap_kill.c kills it at every step of its swap) */
 	if (point >= RINGBUF__TP_COUNT || point == RINGBUF__TP_READER_S2)
 		return;
 	if (g_hits++ == g_kill_at) {
