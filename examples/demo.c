@@ -273,8 +273,12 @@ int main(int argc, char **argv)
 	ringbuf_stats(rb, &st);
 
 	mkdir("build", 0755);
-	r = ringbuf_trace_save_tracedat(rb, &reg, out, &(struct ringbuf_trace_tracedat_opts){
-							   6, NULL, cap, 0});
+	{
+		struct ringbuf_trace_tracedat_opts opts = RINGBUF_TRACE_TRACEDAT_INIT;
+		opts.version = 6;
+		opts.capture = cap;
+		r = ringbuf_trace_save_tracedat(rb, &reg, out, &opts);
+	}
 	if (r < 0) {
 		fprintf(stderr, "demo: writing %s: %s (%s)\n", out, ringbuf_strerror(r), strerror(errno));
 		return 1;

@@ -321,7 +321,8 @@ static void mt_report(void)
 	struct ringbuf_stats st;
 	if (atomic_load(&mt_state) != 2 || mt_env("MALLOC_TRACE_VERBOSE", 0, 0, 1) != 1)
 		return;
-	ringbuf_stats(mt_rb, &st);
+	if (ringbuf_stats(mt_rb, &st) < 0)
+		return;
 	fprintf(stderr, "malloc_trace[%ld]: %llu events committed, %llu dropped, %lu untraced\n", (long)getpid(),
 		(unsigned long long)st.committed, (unsigned long long)(st.dropped_events + st.unmapped),
 		atomic_load(&mt_untraced));
