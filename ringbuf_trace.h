@@ -4833,8 +4833,13 @@ static __attribute__((noinline)) struct ringbuf_trace__fslot *ringbuf_trace__fsl
 			continue;
 		if (syscall(SYS_tgkill, (long)getpid(), (long)o, 0L) == -1 && errno == ESRCH &&
 		    atomic_compare_exchange_strong(&ringbuf_trace__fslots[i].owner, &o, tid)) {
-			/* a section its thread left unfinished ends here */
-			uint32_t w = atomic_load_explicit(&ringbuf_trace__fslots[i].word, memory_order_relaxed);
+			/* a section its thread left unfinished ends here. Acquire:
+			 * pairs with the dead thread's last [F5] release, so that its
+			 * reads of programs happen before our release store below
+			 * and, through S3's acquire of it, before their free (a
+			 * relaxed load broke that chain: ThreadSanitizer reported the
+			 * dead thread's read of a trigger's program racing the free) */
+			uint32_t w = atomic_load_explicit(&ringbuf_trace__fslots[i].word, memory_order_acquire);
 			atomic_store_explicit(&ringbuf_trace__fslots[i].word,
 					      (w & ~RINGBUF_TRACE__FDEPTH) + RINGBUF_TRACE__FGEN,
 					      memory_order_release);
