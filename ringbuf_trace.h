@@ -5799,9 +5799,17 @@ static int ringbuf_trace__stack_write(struct ringbuf *rb, unsigned cpu, uintptr_
 	errno = saved;
 	if (!e)
 		return RINGBUF_ENOSPC;
-	memset((char *)e + sizeof e->ent, 0, len - sizeof e->ent);
-	e->size = (int)n;
-	memcpy(e->caller, pcs, (size_t)n * sizeof(unsigned long));
+	/* the payload is 4-aligned only (8 with RINGBUF_F_ALIGN8): fields by
+	 * offset and memcpy, never through the struct's 8-aligned type (UBSan:
+	 * misaligned member access) */
+	{
+		int size = (int)n;
+		unsigned char *b = (unsigned char *)e;
+		memset(b + offsetof(struct ringbuf_trace_stack, size), 0,
+		       len - offsetof(struct ringbuf_trace_stack, size));
+		memcpy(b + offsetof(struct ringbuf_trace_stack, size), &size, sizeof size);
+		memcpy(b + offsetof(struct ringbuf_trace_stack, caller), pcs, (size_t)n * sizeof(unsigned long));
+	}
 	ringbuf_commit(rb, cpu, e);
 	return (int)n;
 }
