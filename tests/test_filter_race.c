@@ -248,8 +248,14 @@ static void replacement_races_nested_signal_writers_with_exact_accounting(void *
 			      (unsigned long long)st.rejected_events, w ? w : "none",
 			      atomic_load(&first_warning_cpu));
 	}
-	assert_int_equal(g_other, 0);
-	assert_int_equal(g_committed + g_discarded, g_written);
+	/* a handler that laps the ring while the emitter it interrupted holds
+	 * its reservation drops (commit_overrun, as the kernel's): legitimate
+	 * on a slow run (UBSan, qemu); every such result is RINGBUF_ENOSPC and
+	 * counted by the buffer, one for one */
+	if (g_other)
+		assert_int_equal(atomic_load(&last_other), RINGBUF_ENOSPC);
+	assert_int_equal(g_other, st.commit_overrun + st.dropped_events);
+	assert_int_equal(g_committed + g_discarded + g_other, g_written);
 	assert_int_equal(st.committed, g_committed);
 	assert_int_equal(st.discarded, g_discarded);
 	assert_true(g_discarded > 0 && g_committed > 0);
