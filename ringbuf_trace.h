@@ -819,7 +819,11 @@ RINGBUF_API void ringbuf_trace__filter_testing(int no_membarrier, unsigned *kept
  * events stamped after the limit);
  * events the snapshot buffer could not take are counted (`dropped`). A CPU
  * whose reader lock a consumer held is left out and counted (`cpus_skipped`):
- * the snapshot never waits. The trigger runs after the commit of its event, so
+ * the snapshot never waits. So is, from where its walk got to, a CPU of an
+ * overwrite-mode source whose head push stays claimed and not yet counted
+ * through 8 tries with a sched_yield() between them: a writer the snapshot
+ * interrupted mid push (a trigger in a signal handler), or a writer thread
+ * preempted there on a loaded machine (RINGBUF_TRACE__SNAP_RETRIES). The trigger runs after the commit of its event, so
  * the snapshot holds it, unless that writer is nested (a signal handler) in
  * a writer of the same CPU buffer that it interrupted mid-event: then the
  * events of both are committed only when the interrupted writer commits, after
@@ -5647,9 +5651,14 @@ RINGBUF_API void ringbuf_trace_snapshot_stats(const struct ringbuf_trace_snapsho
 	st->cpus_skipped = atomic_load_explicit(&s->skipped, memory_order_relaxed);
 }
 
-/* The iterator's EAGAIN (a writer it interrupted mid head push, or a head in
- * transition): tries before the CPU is given up (counted in cpus_skipped). */
-#define RINGBUF_TRACE__SNAP_RETRIES 4
+/* The iterator's EAGAIN: a head push claimed and not yet counted (H1-H3 of
+ * ringbuf.h), or a head in transition. Its owner is either a writer this call
+ * interrupted (a trigger in a signal handler: it cannot go on before we
+ * return, so no number of tries helps) or another thread, which a loaded
+ * machine may have preempted there for a whole time slice: each retry yields
+ * the CPU first so that one can finish. Tries before the CPU is given up and
+ * counted in cpus_skipped (what was copied of it stays). */
+#define RINGBUF_TRACE__SNAP_RETRIES 8
 
 RINGBUF_API int ringbuf_trace_snapshot(struct ringbuf_trace_snapshot *snap)
 {
@@ -5691,8 +5700,10 @@ RINGBUF_API int ringbuf_trace_snapshot(struct ringbuf_trace_snapshot *snap)
 		RINGBUF_TRACE__SNAP_STEP(3);
 		for (;;) {
 			r = ringbuf_iter_next(it, &rec);
-			if (r == RINGBUF_EAGAIN && ++tries < RINGBUF_TRACE__SNAP_RETRIES)
+			if (r == RINGBUF_EAGAIN && ++tries < RINGBUF_TRACE__SNAP_RETRIES) {
+				sched_yield(); /* a system call: async-signal-safe on Linux */
 				continue;
+			}
 			if (r <= 0)
 				break;
 			lost += rec.lost;
