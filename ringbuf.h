@@ -242,6 +242,7 @@
 #define RINGBUF__NS_LABEL(name) \
 	__asm__(RINGBUF__NS_XSTR(__USER_LABEL_PREFIX__) RINGBUF__NS_XSTR(RINGBUF__NS(name)))
 #define ringbuf__clock_mono          RINGBUF__NS(ringbuf__clock_mono)
+#define ringbuf__clock_shared        RINGBUF__NS(ringbuf__clock_shared)
 #define ringbuf__commit_slow         RINGBUF__NS(ringbuf__commit_slow)
 #define ringbuf__end_commit          RINGBUF__NS(ringbuf__end_commit)
 #define ringbuf__reserve_next        RINGBUF__NS(ringbuf__reserve_next)
@@ -410,7 +411,8 @@ struct ringbuf_config {
 	int mode;              /* enum ringbuf_mode */
 	int ts_mode;           /* enum ringbuf_ts_mode */
 	unsigned flags;        /* enum ringbuf_flags */
-	ringbuf_clock_fn clock;/* NULL: CLOCK_MONOTONIC in ns */
+	ringbuf_clock_fn clock;/* NULL: CLOCK_MONOTONIC in ns; of a file/memfd block: this
+				* process's only (see ringbuf_set_clock) */
 	void *clock_ctx;       /* passed to clock */
 	const char *clock_name;/* stored in the block, e.g. for trace.dat (NULL: "mono"
 				* for the default clock, "unknown" otherwise); < 16 chars */
@@ -499,7 +501,9 @@ RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb);
  * replaced, never truncated or written through, a symlink planted there is
  * replaced rather than followed, and in a sticky directory (/tmp, /var/tmp) a
  * file another user owns is not replaced (RINGBUF_ESYS, errno EPERM). Needs
- * write permission on the directory. */
+ * write permission on the directory. A user clock (cfg->clock) is this
+ * process's: RINGBUF_ENOMEM once 64 live file or memfd blocks of the process
+ * have one (see ringbuf_set_clock). */
 RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_config *cfg,
 				    struct ringbuf **out);
 /** The same in shared memory that is no file on disk: a memfd (memfd_create,
@@ -538,8 +542,11 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
  * push or tail move left half done is finished, reader locks are released.
  * Only when no writer or reader of the block runs. */
 RINGBUF_API int ringbuf_recover(struct ringbuf *rb);
-/** Replace the clock: the function is process-local (for blocks opened from a
- * file); switching between the default, the TSC and a user clock also sets the
+/** Replace the clock. For a file or memfd block the function is this
+ * process's (CLOCKS OF SHARED BLOCKS in >>lifecycle): another process that
+ * maps the block keeps its own, and one that set none reads CLOCK_MONOTONIC,
+ * so set it in each process that writes; a process has at most 64 such blocks
+ * with a user clock (RINGBUF_ENOMEM, nothing changed). Switching between the default, the TSC and a user clock also sets the
  * block's clock name ("mono", "x86-tsc", "unknown") and, for the TSC, its
  * calibration. Call it before writing: stamps already in the buffer keep their
  * unit (the kernel resets its buffer when the clock changes). */
@@ -1411,6 +1418,8 @@ static inline void ringbuf__put_padding(unsigned char *p, uint32_t len, uint32_t
  * pointer. */
 enum { RINGBUF__CLK_MONO = 0, RINGBUF__CLK_TSC = 1, RINGBUF__CLK_USER = 2 };
 RINGBUF_API uint64_t ringbuf__clock_mono(void);
+/* a user clock of a file or memfd block: this process's (>>lifecycle, CLOCKS OF SHARED BLOCKS) */
+RINGBUF_API uint64_t ringbuf__clock_shared(const struct ringbuf *rb);
 
 RINGBUF__INLINE uint64_t ringbuf__rdtsc(void)
 {
@@ -1429,6 +1438,8 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
 		return ringbuf__rdtsc();
 	if (RINGBUF__LIKELY(rb->clock_kind == RINGBUF__CLK_MONO))
 		return ringbuf__clock_mono();
+	if (rb->owned == 2) /* shared: the block's fields are another process's */
+		return ringbuf__clock_shared(rb);
 	return rb->clock(rb->clock_ctx);
 }
 
@@ -6877,14 +6888,106 @@ RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb)
 	return rb ? rb->clock_name : "";
 }
 
+/* ---- clocks of shared blocks -------------------------------------------
+ * CLOCKS OF SHARED BLOCKS. A file or memfd block (owned 2) is the same
+ * memory in every process that maps it, but a user clock's function and
+ * context are addresses in one process: they cannot live in the block (an
+ * RDWR open used to store its own process's default clock there, so the
+ * creator's writers switched clocks mid-trace, or called an address of
+ * another program). They live here, per process, keyed by the mapping's
+ * address (a process that maps a block twice has two keys). A process that
+ * set no clock for the block (one that opened another process's block and did
+ * not call ringbuf_set_clock) reads CLOCK_MONOTONIC: set the clock in each
+ * process that writes. Private buffers keep theirs in the handle.
+ *   K1 set: the slot keyed rb, else a free one claimed by CAS NULL -> rb
+ *      (relaxed: the claim orders nothing), then fn and ctx, then the key
+ *      stored again with release (pairs with K2's acquire).
+ *   K2 writer: the key that equals rb loaded with acquire, then fn and ctx.
+ *   K3 destroy: key NULL (release).
+ * A slot's fn and ctx change only at K1/K3 for its key, which the API allows
+ * only while no writer of that mapping runs in this process (set the clock
+ * before writing; destroy after the last writer): K2 never reads them torn.
+ * Another thread's K1 for another block writes another slot. */
+#define RINGBUF__NCLOCKS 64
+static struct {
+	_Atomic(const struct ringbuf *) rb;
+	_Atomic(ringbuf_clock_fn) fn; /* relaxed atomics: the order comes from rb */
+	_Atomic(void *) ctx;
+} ringbuf__clocks[RINGBUF__NCLOCKS];
+
+static int ringbuf__clock_slot(const struct ringbuf *rb)
+{
+	int i;
+	for (i = 0; i < RINGBUF__NCLOCKS; i++)
+		if (atomic_load_explicit(&ringbuf__clocks[i].rb, memory_order_acquire) == rb) /* K2 */
+			return i;
+	return -1;
+}
+
+/* [K1] RINGBUF_ENOMEM when 64 shared blocks of this process have a user clock */
+static int ringbuf__clock_set_shared(const struct ringbuf *rb, ringbuf_clock_fn fn, void *ctx)
+{
+	int i = ringbuf__clock_slot(rb);
+	if (i < 0) {
+		for (i = 0; i < RINGBUF__NCLOCKS; i++) {
+			const struct ringbuf *none = NULL;
+			if (atomic_compare_exchange_strong_explicit(&ringbuf__clocks[i].rb, &none, rb,
+								    memory_order_relaxed, memory_order_relaxed))
+				break;
+		}
+		if (i == RINGBUF__NCLOCKS)
+			return RINGBUF_ENOMEM;
+	}
+	atomic_store_explicit(&ringbuf__clocks[i].fn, fn, memory_order_relaxed);
+	atomic_store_explicit(&ringbuf__clocks[i].ctx, ctx, memory_order_relaxed);
+	atomic_store_explicit(&ringbuf__clocks[i].rb, rb, memory_order_release);
+	return 0;
+}
+
+/* A new shared block: its user clock (cfg) becomes this process's, and the
+ * block keeps no address of ours. */
+static int ringbuf__clock_adopt_shared(struct ringbuf *rb, const struct ringbuf_config *cfg)
+{
+	rb->clock = NULL;
+	rb->clock_ctx = NULL;
+	if (rb->clock_kind != RINGBUF__CLK_USER)
+		return 0;
+	return ringbuf__clock_set_shared(rb, cfg->clock, cfg->clock_ctx);
+}
+
+/* [K3] */
+static void ringbuf__clock_unset_shared(const struct ringbuf *rb)
+{
+	int i = ringbuf__clock_slot(rb);
+	if (i >= 0)
+		atomic_store_explicit(&ringbuf__clocks[i].rb, NULL, memory_order_release);
+}
+
+RINGBUF_API uint64_t ringbuf__clock_shared(const struct ringbuf *rb)
+{
+	int i = ringbuf__clock_slot(rb); /* [K2] */
+	if (i < 0)
+		return ringbuf__clock_mono();
+	return atomic_load_explicit(&ringbuf__clocks[i].fn, memory_order_relaxed)(
+		atomic_load_explicit(&ringbuf__clocks[i].ctx, memory_order_relaxed));
+}
+
 RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, void *ctx)
 {
 	uint32_t kind;
 	if (!rb)
 		return RINGBUF_EINVAL;
 	kind = ringbuf__clock_kind_of(clock);
-	rb->clock_ctx = ctx;
-	rb->clock = clock ? clock : ringbuf__default_clock;
+	if (rb->owned == 2) { /* this process's, not the block's */
+		int r;
+		if (kind != RINGBUF__CLK_USER)
+			ringbuf__clock_unset_shared(rb);
+		else if ((r = ringbuf__clock_set_shared(rb, clock, ctx)) < 0)
+			return r;
+	} else {
+		rb->clock_ctx = ctx;
+		rb->clock = clock ? clock : ringbuf__default_clock;
+	}
 	if (kind != rb->clock_kind) {
 		/* the block says what its stamps are: name and (TSC) ratio */
 		if (kind == RINGBUF__CLK_TSC)
@@ -7211,6 +7314,11 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	rb->mem = map;
 	rb->map_len = g.total;
 	rb->shared = 1;
+	if ((r = ringbuf__clock_adopt_shared(rb, cfg)) < 0) {
+		ringbuf_destroy(rb); /* unregisters and unmaps */
+		map = MAP_FAILED;
+		goto fail;
+	}
 	/* publish it complete: rename replaces path itself (a file or a symlink),
 	 * never what a symlink points at */
 	if (rename(tmp, path) < 0) {
@@ -7321,6 +7429,10 @@ RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config
 	rb->mem = map;
 	rb->map_len = g.total;
 	rb->shared = 1;
+	if ((r = ringbuf__clock_adopt_shared(rb, cfg)) < 0) {
+		ringbuf_destroy(rb); /* unregisters, unmaps, closes the memfd */
+		return r;
+	}
 	ringbuf__membarrier_register_shared(rb); /* merged readers' [R1], waiters' [WAIT-R3] */
 	*out = rb;
 	return 0;
@@ -7402,9 +7514,9 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		return r;
 	}
 	if (flags & (RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)) {
-		/* process-local fields (the layout keeps them in the block) */
-		rb->clock = rb->clock_kind == RINGBUF__CLK_TSC ? ringbuf_clock_tsc : ringbuf__default_clock;
-		rb->clock_ctx = NULL;
+		/* process-local fields (the layout keeps them in the block; the
+		 * clock of a shared block is not among them: CLOCKS OF SHARED
+		 * BLOCKS, the creator's writers read theirs) */
 		rb->owned = 2;
 		rb->mem = map;
 		rb->map_len = hdr.total_size;
@@ -7697,6 +7809,8 @@ RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
 		 * the header is shared, and another process that opened the
 		 * block RDWR has written its own mapping's address there. */
 		int i = ringbuf__shm_find(rb);
+		if (rb->owned == 2)
+			ringbuf__clock_unset_shared(rb); /* [K3] */
 		munmap((void *)rb, (size_t)rb->total_size); /* the file keeps its block */
 		if (i >= 0) { /* the memfd lives on while another process maps it */
 			close(atomic_load(&ringbuf__shm[i].fd));
