@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "crashutil.h"
 /* LDFLAGS: -lrt */
 
 static char path[256];
@@ -542,8 +543,7 @@ static void nk_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 			ringbuf_commit(rb, cpu, p);
 		return;
 	}
-	if (g_nk.hits++ == g_nk.kill_after)
-		raise(SIGKILL);
+	crash_kill_countdown(&g_nk.hits, g_nk.kill_after, NULL, point);
 }
 
 static void nk_child(unsigned prefill)
@@ -579,26 +579,16 @@ static int nk_run(unsigned prefill, int nest_point, bool discard, int kill_after
 	struct ringbuf *rb;
 	struct ringbuf_record rec;
 	bool seen[NK_OUTER_ID + 1];
-	int status, r, done;
+	int r, done;
 	pid_t pid;
 	g_nk.nest_point = nest_point;
 	g_nk.discard = discard;
 	g_nk.kill_after = kill_after;
 	g_nk.hits = 0;
 	g_nk.nested = false;
-	unlink(path);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
+	if ((pid = crash_fork(path)) == 0)
 		nk_child(prefill);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	if (WIFEXITED(status)) {
-		assert_int_equal(WEXITSTATUS(status), 0);
-		done = 1;
-	} else {
-		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-		done = 0;
-	}
+	done = crash_wait(pid);
 	assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RECOVER, &rb), 0);
 	memset(seen, 0, sizeof seen);
 	while ((r = ringbuf_consume(rb, 0, &rec)) == 1) {
