@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "pagewalk.h"
+#include "sigutil.h"
 
 #define MAXW 16    /* writer threads */
 #define MAXBUF 256 /* CPU buffers */
@@ -138,24 +139,6 @@ static void failf(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(g_why, sizeof g_why, fmt, ap);
 	va_end(ap);
-}
-
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
-static uint32_t checksum(const unsigned char *p, uint32_t len)
-{
-	uint32_t h = 2166136261u;
-	for (uint32_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
 }
 
 static double now_s(void)

@@ -56,6 +56,7 @@
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <cmocka.h>
+#include "sigutil.h"
 /* LDFLAGS: -lrt */
 
 #define PERSIST RINGBUF__OWN_PERSIST
@@ -83,21 +84,6 @@
 	} while (0)
 
 /* ---- helpers -------------------------------------------------------------- */
-
-static pid_t my_tid(void)
-{
-	return (pid_t)syscall(SYS_gettid);
-}
-
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
 
 static uint32_t owner_of(struct ringbuf *rb, unsigned cpu)
 {
@@ -1074,11 +1060,7 @@ struct shdr {
 
 static uint32_t payload_sum(const unsigned char *p, uint32_t len)
 {
-	uint32_t h = 2166136261u;
-	for (uint32_t i = 0; i < len; i++)
-		if (i < offsetof(struct shdr, csum) || i >= sizeof(struct shdr))
-			h = (h ^ p[i]) * 16777619u;
-	return h;
+	return fnv1a_except(p, len, offsetof(struct shdr, csum), sizeof(struct shdr));
 }
 
 struct stress;
@@ -1415,7 +1397,6 @@ static void run_stress(unsigned mode, unsigned ncpu, const char *name)
 {
 	struct stress *S = calloc(1, sizeof *S);
 	unsigned nthreads = (unsigned)env_int("RB_STRESS_THREADS", 64);
-	struct sigaction sa;
 	sigset_t block;
 	assert_non_null(S);
 	if (nthreads < 1 || nthreads > 1024) {
@@ -1444,14 +1425,7 @@ static void run_stress(unsigned mode, unsigned ncpu, const char *name)
 	for (unsigned i = 0; i < nthreads; i++)
 		S->thread_buf[i] = -1;
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = s_irq;
-	sigemptyset(&sa.sa_mask); /* the "NMI" stays deliverable inside the IRQ */
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIG_IRQ, &sa, NULL);
-	sa.sa_handler = s_nmi;
-	sigaddset(&sa.sa_mask, SIG_IRQ);
-	sigaction(SIG_NMI, &sa, NULL);
+	install_irq_nmi(SIG_IRQ, s_irq, SIG_NMI, s_nmi); /* the "NMI" stays deliverable inside the IRQ */
 
 	/* readers and the main thread never take the signals */
 	sigemptyset(&block);

@@ -45,25 +45,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "sigutil.h"
 
 #define PERSIST RINGBUF__OWN_PERSIST
 #define NWRITERS 4
 #define PARK_OPEN 100 /* pseudo test point: between reserve and commit */
-
-static pid_t my_tid(void)
-{
-	return (pid_t)syscall(SYS_gettid);
-}
-
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
 
 static int env_int(const char *name, int def)
 {
@@ -84,11 +70,7 @@ struct fev {
 
 static uint32_t fev_sum(const unsigned char *p, uint32_t len)
 {
-	uint32_t h = 2166136261u;
-	for (uint32_t i = 0; i < len; i++)
-		if (i < offsetof(struct fev, csum) || i >= sizeof(struct fev))
-			h = (h ^ p[i]) * 16777619u;
-	return h;
+	return fnv1a_except(p, len, offsetof(struct fev, csum), sizeof(struct fev));
 }
 
 static uint32_t fev_build(unsigned char *buf, uint32_t pid, uint32_t who, uint32_t tag, uint32_t seq)

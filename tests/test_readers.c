@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "sigutil.h"
 /* LDFLAGS: -lrt */
 
 /* ---- events ------------------------------------------------------------- */
@@ -67,26 +68,10 @@ struct ev_hdr {
 #define HDR ((uint32_t)sizeof(struct ev_hdr))
 #define MAXP 256u
 
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
 /* FNV-1a over seq/ctx/cpu/len and the fill bytes (not over csum itself). */
 static uint32_t ev_csum(const unsigned char *p, uint32_t len)
 {
-	uint32_t h = 2166136261u, i;
-	for (i = 0; i < len; i++) {
-		if (i >= 12 && i < 16)
-			continue;
-		h = (h ^ p[i]) * 16777619u;
-	}
-	return h;
+	return fnv1a_except(p, len, 12, 16);
 }
 
 static void ev_fill(unsigned char *p, unsigned cpu, unsigned ctx, uint32_t seq, uint32_t len)

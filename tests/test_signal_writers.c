@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "sigutil.h"
 /* LDFLAGS: -lrt */
 
 #define NCTX 3
@@ -50,24 +51,6 @@ static pid_t g_writer_tid;
 static uint64_t g_attempts[NCTX], g_ok[NCTX];
 static volatile sig_atomic_t g_stop;
 static _Atomic(uint64_t) g_irqs, g_nmis;
-
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
-static uint32_t checksum(const unsigned char *p, uint32_t len)
-{
-	uint32_t h = 2166136261u;
-	for (uint32_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
-}
 
 /* Async-signal-safe: reserve, fill, commit. */
 static void write_event(uint32_t ctx)
@@ -226,7 +209,6 @@ static void run_torture(int mode, size_t page_size, double seconds)
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 	struct reader_state rs;
 	struct ringbuf_stats st;
-	struct sigaction sa;
 	pthread_t wt, rt;
 	sigset_t block;
 
@@ -241,14 +223,7 @@ static void run_torture(int mode, size_t page_size, double seconds)
 	atomic_store(&g_nmis, 0);
 	atomic_store(&g_writer_done, 0);
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_irq;
-	sigemptyset(&sa.sa_mask); /* SIGUSR2 stays deliverable inside on_irq */
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGUSR1, &sa, NULL);
-	sa.sa_handler = on_nmi;
-	sigaddset(&sa.sa_mask, SIGUSR1);
-	sigaction(SIGUSR2, &sa, NULL);
+	install_irq_nmi(SIGUSR1, on_irq, SIGUSR2, on_nmi); /* SIGUSR2 stays deliverable inside on_irq */
 
 	/* only the writer thread takes the signals */
 	sigemptyset(&block);

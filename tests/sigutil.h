@@ -1,0 +1,71 @@
+/* sigutil.h - small helpers of the tests whose writers run in signal handlers
+ * and threads (test_signal_writers.c, test_signal_safety.c, test_contexts.c,
+ * test_fork.c, test_readers.c, soak.c): payload mixing and checksums, the
+ * thread id, the "IRQ"/"NMI" signal pair
+ * SPDX-License-Identifier: MIT   (licence text at the end of ringbuf.h)
+ *
+ * Needs no cmocka (soak.c is not a cmocka test). Everything is static inline
+ * and async-signal-safe except install_irq_nmi: a test that does not use a
+ * helper gets no warning for it.
+ */
+#ifndef RINGBUF_TESTS_SIGUTIL_H
+#define RINGBUF_TESTS_SIGUTIL_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* A 32-bit integer hash (fill bytes that differ with every input bit). */
+static inline uint32_t mix(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352dU;
+	x ^= x >> 15;
+	x *= 0x846ca68bU;
+	x ^= x >> 16;
+	return x;
+}
+
+/* FNV-1a over the len bytes at p but those at offsets [from, to) (where an
+ * event keeps its own checksum). */
+static inline uint32_t fnv1a_except(const unsigned char *p, uint32_t len, size_t from, size_t to)
+{
+	uint32_t h = 2166136261u;
+	for (uint32_t i = 0; i < len; i++)
+		if (i < from || i >= to)
+			h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+/* FNV-1a over all the len bytes at p */
+static inline uint32_t checksum(const unsigned char *p, uint32_t len)
+{
+	return fnv1a_except(p, len, 0, 0);
+}
+
+static inline pid_t my_tid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* irq handles irq_sig and nmi handles nmi_sig, both SA_RESTART: the "NMI"
+ * stays deliverable inside the "IRQ" handler, the IRQ is blocked inside the
+ * NMI's. */
+static inline void install_irq_nmi(int irq_sig, void (*irq)(int), int nmi_sig, void (*nmi)(int))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = irq;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(irq_sig, &sa, NULL);
+	sa.sa_handler = nmi;
+	sigaddset(&sa.sa_mask, irq_sig);
+	sigaction(nmi_sig, &sa, NULL);
+}
+
+#endif /* RINGBUF_TESTS_SIGUTIL_H */
