@@ -53,6 +53,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#define WATCHDOG_MSG "\n*** test_readers watchdog: a test hung (lost wake-up or livelock); aborting\n"
+#define READERS_START_NS 1000
+#include "readerutil.h" /* g_now, test_clock, g_rb, g_it, watchdog, setup, teardown, mk */
 #include "sigutil.h"
 /* LDFLAGS: -lrt */
 
@@ -114,13 +117,6 @@ static int ev_write(struct ringbuf *rb, unsigned cpu, unsigned ctx, uint32_t seq
 
 /* ---- fixtures ----------------------------------------------------------- */
 
-static _Atomic(uint64_t) g_now;
-static uint64_t test_clock(void *ctx)
-{
-	(void)ctx;
-	return atomic_load_explicit(&g_now, memory_order_relaxed);
-}
-
 static uint64_t mono_ns(void)
 {
 	struct timespec t;
@@ -133,67 +129,6 @@ static void sleep_ns(uint64_t ns)
 	struct timespec t = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
 	while (nanosleep(&t, &t) != 0 && errno == EINTR)
 		;
-}
-
-static struct ringbuf *g_rb;
-static struct ringbuf_iter *g_it;
-
-static void on_alarm(int sig)
-{
-	static const char m[] = "\n*** test_readers watchdog: a test hung (lost wake-up or "
-				"livelock); aborting\n";
-	(void)sig;
-	if (write(2, m, sizeof m - 1) < 0) {
-		/* nothing to do */
-	}
-	_exit(99);
-}
-
-/* Hard watchdog: a hung test ends the executable with a message. */
-static void watchdog(unsigned seconds)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_alarm;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGALRM, &sa, NULL);
-	alarm(seconds);
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	watchdog(120);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	alarm(0);
-	ringbuf_iter_finish(g_it);
-	g_it = NULL;
-	ringbuf_destroy(g_rb);
-	g_rb = NULL;
-	return 0;
-}
-
-static struct ringbuf *mk(unsigned ncpu, size_t page, unsigned npages, int mode, bool fake_clock)
-{
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-	struct ringbuf *rb = NULL;
-	cfg.ncpu = ncpu;
-	cfg.page_size = page;
-	cfg.size_per_cpu = page * npages;
-	cfg.mode = mode;
-	if (fake_clock)
-		cfg.clock = test_clock;
-	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
-	assert_int_equal(ringbuf_nr_pages(rb), npages);
-	ringbuf_destroy(g_rb);
-	g_rb = rb;
-	atomic_store(&g_now, 1000);
-	return rb;
 }
 
 /* What the deterministic tests wrote, per CPU, by sequence number. */
