@@ -4,9 +4,10 @@
  * thread id, the "IRQ"/"NMI" signal pair
  * SPDX-License-Identifier: MIT   (licence text at the end of ringbuf.h)
  *
- * Needs no cmocka (soak.c is not a cmocka test). Everything is static inline
- * and async-signal-safe except install_irq_nmi: a test that does not use a
- * helper gets no warning for it.
+ * Needs no cmocka (soak.c is not a cmocka test), and _GNU_SOURCE (syscall,
+ * SIGEV_THREAD_ID). Everything is static inline and async-signal-safe except
+ * install_irq_nmi and thread_timer: a test that does not use a helper gets no
+ * warning for it.
  */
 #ifndef RINGBUF_TESTS_SIGUTIL_H
 #define RINGBUF_TESTS_SIGUTIL_H
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A 32-bit integer hash (fill bytes that differ with every input bit). */
@@ -66,6 +68,27 @@ static inline void install_irq_nmi(int irq_sig, void (*irq)(int), int nmi_sig, v
 	sa.sa_handler = nmi;
 	sigaddset(&sa.sa_mask, irq_sig);
 	sigaction(nmi_sig, &sa, NULL);
+}
+
+/* A per-thread timer (CLOCK_MONOTONIC): signo to the thread tid every
+ * period_ns ns, the first after first_ns. 0 with *tm set (timer_delete it),
+ * or -1 if timer_create failed (errno says why). */
+static inline int thread_timer(pid_t tid, int signo, int64_t period_ns, int64_t first_ns, timer_t *tm)
+{
+	struct sigevent sev;
+	struct itimerspec its;
+	memset(&sev, 0, sizeof sev);
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = signo;
+	sev._sigev_un._tid = tid;
+	if (timer_create(CLOCK_MONOTONIC, &sev, tm) != 0)
+		return -1;
+	its.it_interval.tv_sec = (time_t)(period_ns / 1000000000);
+	its.it_interval.tv_nsec = (long)(period_ns % 1000000000);
+	its.it_value.tv_sec = (time_t)(first_ns / 1000000000);
+	its.it_value.tv_nsec = (long)(first_ns % 1000000000);
+	timer_settime(*tm, 0, &its, NULL);
+	return 0;
 }
 
 #endif /* RINGBUF_TESTS_SIGUTIL_H */

@@ -1249,8 +1249,6 @@ static void *s_thread(void *arg)
 	struct stress *S = t->S;
 	int hz = env_int("RB_STRESS_HZ", 2000);
 	timer_t tm;
-	struct sigevent sev;
-	struct itimerspec its;
 	sigset_t block;
 
 	t->tid = my_tid();
@@ -1263,18 +1261,10 @@ static void *s_thread(void *arg)
 	if (t->use_init)
 		ringbuf_thread_init(S->rb);
 	tls_st = t;
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIG_IRQ;
-	sev._sigev_un._tid = t->tid;
-	if (hz > 0 && timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0) {
+	if (hz > 0) {
 		long ns = 1000000000L / hz;
-		its.it_interval.tv_sec = ns / 1000000000L;
-		its.it_interval.tv_nsec = ns % 1000000000L;
-		its.it_value.tv_sec = 0;
-		its.it_value.tv_nsec = 1000 + (long)(mix(t->idx) % (uint32_t)ns);
-		timer_settime(tm, 0, &its, NULL);
-		t->timer_ok = 1;
+		if (thread_timer(t->tid, SIG_IRQ, ns, 1000 + (long)(mix(t->idx) % (uint32_t)ns), &tm) == 0)
+			t->timer_ok = 1;
 	}
 	/* everybody writes at the same time, and stays alive until everybody
 	 * is done: claims only change hands when the test says so */
@@ -1783,8 +1773,6 @@ static void *race_thread_thread(void *arg)
 {
 	struct race_state *s = arg;
 	timer_t tm;
-	struct sigevent sev;
-	struct itimerspec its;
 	sigset_t block;
 	const uint32_t mine = (uint32_t)my_tid() | PERSIST;
 	s->tid = my_tid();
@@ -1792,16 +1780,8 @@ static void *race_thread_thread(void *arg)
 	if (s->flip_in_handler)
 		pin_to(g_cpu_a);
 	g_race = s;
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIGUSR1;
-	sev._sigev_un._tid = s->tid;
-	if (timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0)
+	if (thread_timer(s->tid, SIGUSR1, 20000, 20000, &tm) != 0)
 		return NULL;
-	its.it_interval.tv_sec = 0;
-	its.it_interval.tv_nsec = 20000;
-	its.it_value = its.it_interval;
-	timer_settime(tm, 0, &its, NULL);
 	uint64_t end = now_ns() + (uint64_t)env_int("RB_RACE_MS", 500) * 1000000u;
 	/* No system call in the loop: the timer signal must be able to land
 	 * anywhere (a signal that arrives during a blocking call is delivered

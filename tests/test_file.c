@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "crashutil.h"
+#include "sigutil.h"
 /* LDFLAGS: -lrt */
 
 static char path[256];
@@ -298,7 +299,8 @@ static int g_ready_fd;
 static __thread int t_index;
 static __thread pid_t t_tid;
 
-static uint32_t mix(uint32_t x)
+/* the first half of sigutil.h's mix: this test's event lengths and nesting choices */
+static uint32_t mix_short(uint32_t x)
 {
 	x ^= x >> 16;
 	x *= 0x7feb352dU;
@@ -309,7 +311,7 @@ static uint32_t mix(uint32_t x)
 static void emit(int level)
 {
 	int ctx = t_index * LEVELS + level;
-	uint32_t seq, len = (uint32_t)sizeof(struct ev) + mix(g_prog->started[ctx] * 7 + (uint32_t)ctx) % 100;
+	uint32_t seq, len = (uint32_t)sizeof(struct ev) + mix_short(g_prog->started[ctx] * 7 + (uint32_t)ctx) % 100;
 	unsigned char *p = ringbuf_reserve(g_rb, (unsigned)t_index, len);
 	if (!p)
 		return; /* full: the sequence only counts reserved events */
@@ -334,27 +336,17 @@ static void on_irq(int sig)
 {
 	(void)sig;
 	emit(1);
-	if (mix(g_prog->started[t_index * LEVELS + 1]) % 4 == 0)
+	if (mix_short(g_prog->started[t_index * LEVELS + 1]) % 4 == 0)
 		syscall(SYS_tgkill, getpid(), t_tid, SIGUSR2);
 	emit(1);
 }
 
 static void *child_thread(void *arg)
 {
-	struct sigevent sev;
-	struct itimerspec its;
 	timer_t tm;
 	t_index = (int)(intptr_t)arg;
 	t_tid = (pid_t)syscall(SYS_gettid);
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIGUSR1;
-	sev._sigev_un._tid = t_tid;
-	timer_create(CLOCK_MONOTONIC, &sev, &tm);
-	its.it_interval.tv_sec = 0;
-	its.it_interval.tv_nsec = 20000 + 7000 * t_index;
-	its.it_value = its.it_interval;
-	timer_settime(tm, 0, &its, NULL);
+	(void)thread_timer(t_tid, SIGUSR1, 20000 + 7000 * t_index, 20000 + 7000 * t_index, &tm);
 	for (;;)
 		emit(0);
 	return NULL;

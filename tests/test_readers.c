@@ -678,20 +678,10 @@ static void stress_irq(int sig)
 static void *stress_writer(void *arg)
 {
 	timer_t tm;
-	struct sigevent sev;
-	struct itimerspec its;
 	(void)arg;
 	S.writer_tid = (pid_t)syscall(SYS_gettid);
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIGUSR1;
-	sev._sigev_un._tid = S.writer_tid;
-	if (timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0)
+	if (thread_timer(S.writer_tid, SIGUSR1, 40000, 40000, &tm) != 0)
 		return (void *)1;
-	its.it_interval.tv_sec = 0;
-	its.it_interval.tv_nsec = 40000;
-	its.it_value = its.it_interval;
-	timer_settime(tm, 0, &its, NULL);
 	while (!atomic_load_explicit(&S.stop, memory_order_relaxed))
 		stress_write(0);
 	timer_delete(tm);

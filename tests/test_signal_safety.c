@@ -746,23 +746,13 @@ static void *storm_target(void *arg)
 	int ms = *(int *)arg;
 	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	timer_t tm;
-	struct sigevent sev;
-	struct itimerspec its;
 	struct timespec t0, t1;
 	pid_t tid = my_tid();
 	for (int m = 0; m < 3; m++)
 		g_storm[m].tid = tid;
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIGRTMIN;
-	sev._sigev_un._tid = tid;
 	tls_storm = 1;
-	if (timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0)
+	if (thread_timer(tid, SIGRTMIN, 50000, 50000, &tm) != 0)
 		return (void *)1;
-	its.it_interval.tv_sec = 0;
-	its.it_interval.tv_nsec = 50000;
-	its.it_value = its.it_interval;
-	timer_settime(tm, 0, &its, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned long i = 0;; i++) {
 		void *a = malloc(16 + i % 512);

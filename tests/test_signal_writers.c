@@ -96,21 +96,11 @@ static void *writer(void *arg)
 {
 	double seconds = *(double *)arg;
 	timer_t tm;
-	struct sigevent sev;
-	struct itimerspec its;
 	struct timespec t0, t;
 
 	g_writer_tid = (pid_t)syscall(SYS_gettid);
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIGUSR1;
-	sev._sigev_un._tid = g_writer_tid;
-	if (timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0)
+	if (thread_timer(g_writer_tid, SIGUSR1, 50000, 50000, &tm) != 0)
 		return (void *)1;
-	its.it_interval.tv_sec = 0;
-	its.it_interval.tv_nsec = 50000;
-	its.it_value = its.it_interval;
-	timer_settime(tm, 0, &its, NULL);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned long i = 0;; i++) {
