@@ -1,17 +1,20 @@
 /* sigutil.h - small helpers of the tests whose writers run in signal handlers
  * and threads (test_signal_writers.c, test_signal_safety.c, test_contexts.c,
- * test_fork.c, test_readers.c, soak.c): payload mixing and checksums, the
- * thread id, the "IRQ"/"NMI" signal pair
+ * test_fork.c, test_readers.c, test_file.c, soak.c): payload mixing and checksums, the
+ * thread id, the "IRQ"/"NMI" signal pair, per-thread timers, a semaphore wait
+ * with a limit
  * SPDX-License-Identifier: MIT   (licence text at the end of ringbuf.h)
  *
  * Needs no cmocka (soak.c is not a cmocka test), and _GNU_SOURCE (syscall,
- * SIGEV_THREAD_ID). Everything is static inline and async-signal-safe except
- * install_irq_nmi and thread_timer: a test that does not use a helper gets no
- * warning for it.
+ * SIGEV_THREAD_ID). Everything is static inline, and async-signal-safe
+ * except install_irq_nmi, thread_timer and sem_wait_ms: a test that does not
+ * use a helper gets no warning for it.
  */
 #ifndef RINGBUF_TESTS_SIGUTIL_H
 #define RINGBUF_TESTS_SIGUTIL_H
 
+#include <errno.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -88,6 +91,32 @@ static inline int thread_timer(pid_t tid, int signo, int64_t period_ns, int64_t 
 	its.it_value.tv_sec = (time_t)(first_ns / 1000000000);
 	its.it_value.tv_nsec = (long)(first_ns % 1000000000);
 	timer_settime(*tm, 0, &its, NULL);
+	return 0;
+}
+
+/* sem_wait for at most ms milliseconds: 0, or -1 (timed out, or another
+ * error); EINTR is waited through. ms < 0: no limit (a handshake that must
+ * come: waiting for it is counted, not timed; a hang is caught by the test
+ * timeout) */
+static inline int sem_wait_ms(sem_t *s, int ms)
+{
+	struct timespec ts;
+	if (ms < 0) {
+		while (sem_wait(s) != 0)
+			if (errno != EINTR)
+				return -1;
+		return 0;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	while (sem_timedwait(s, &ts) != 0)
+		if (errno != EINTR)
+			return -1;
 	return 0;
 }
 

@@ -930,22 +930,6 @@ static void *t7_writer(void *arg)
 	return NULL;
 }
 
-static int sem_wait_ms(sem_t *s, int ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	while (sem_timedwait(s, &ts) != 0)
-		if (errno != EINTR)
-			return -1;
-	return 0;
-}
-
 static void current_mode_contention_one_buffer_drops_and_counts_without_waiting(void **state)
 {
 	(void)state;

@@ -439,30 +439,6 @@ static void stop_writers(void)
 		assert_int_equal(g_w[i].bad_rc, 0);
 }
 
-/* ms < 0: no limit (a handshake that must come: waiting for it is counted,
- * not timed; a hang is caught by the test timeout) */
-static int sem_wait_ms(sem_t *s, int ms)
-{
-	struct timespec ts;
-	if (ms < 0) {
-		while (sem_wait(s) != 0)
-			if (errno != EINTR)
-				return -1;
-		return 0;
-	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	while (sem_timedwait(s, &ts) != 0)
-		if (errno != EINTR)
-			return -1;
-	return 0;
-}
-
 /* The parent's own buffers after its writers stopped: they validate, and
  * every record reads back whole. */
 static void parent_reads_everything(void)
