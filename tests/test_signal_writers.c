@@ -49,7 +49,6 @@ static pid_t g_writer_tid;
 /* Per context: attempts (sequence numbers handed out) and successes. Only the
  * writer thread and its handlers write them; read after the writer joined. */
 static uint64_t g_attempts[NCTX], g_ok[NCTX];
-static volatile sig_atomic_t g_stop;
 static _Atomic(uint64_t) g_irqs, g_nmis;
 
 /* Async-signal-safe: reserve, fill, commit. */
