@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "pagewalk.h"
+#include "sigutil.h"
 
 #define MAXW 16    /* writer threads */
 #define MAXBUF 256 /* CPU buffers */
@@ -138,24 +139,6 @@ static void failf(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(g_why, sizeof g_why, fmt, ap);
 	va_end(ap);
-}
-
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
-static uint32_t checksum(const unsigned char *p, uint32_t len)
-{
-	uint32_t h = 2166136261u;
-	for (uint32_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
 }
 
 static double now_s(void)
@@ -254,26 +237,16 @@ static void spin_open(void)
 static void *writer_main(void *arg)
 {
 	struct writer *w = arg;
-	struct sigevent sev;
-	struct itimerspec its;
 	timer_t tm;
 	unsigned long i;
 	uint64_t streak = 0;
 
 	t_w = w;
 	atomic_store(&w->tid, (pid_t)syscall(SYS_gettid));
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIGUSR1;
-	sev._sigev_un._tid = atomic_load(&w->tid);
-	if (timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0) {
+	if (thread_timer(atomic_load(&w->tid), SIGUSR1, (int64_t)g_irq_us * 1000, (int64_t)g_irq_us * 1000, &tm) != 0) {
 		failf("timer_create: %s", strerror(errno));
 		return NULL;
 	}
-	its.it_interval.tv_sec = g_irq_us / 1000000;
-	its.it_interval.tv_nsec = (g_irq_us % 1000000) * 1000;
-	its.it_value = its.it_interval;
-	timer_settime(tm, 0, &its, NULL);
 	for (i = 0; !atomic_load_explicit(&g_stop, memory_order_relaxed); i++) {
 		uint64_t before = w->ok[0];
 		write_event(w, 0, (i & 7) == 0 ? spin_open : NULL);

@@ -56,6 +56,7 @@
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <cmocka.h>
+#include "sigutil.h"
 /* LDFLAGS: -lrt */
 
 #define PERSIST RINGBUF__OWN_PERSIST
@@ -83,21 +84,6 @@
 	} while (0)
 
 /* ---- helpers -------------------------------------------------------------- */
-
-static pid_t my_tid(void)
-{
-	return (pid_t)syscall(SYS_gettid);
-}
-
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
 
 static uint32_t owner_of(struct ringbuf *rb, unsigned cpu)
 {
@@ -944,22 +930,6 @@ static void *t7_writer(void *arg)
 	return NULL;
 }
 
-static int sem_wait_ms(sem_t *s, int ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	while (sem_timedwait(s, &ts) != 0)
-		if (errno != EINTR)
-			return -1;
-	return 0;
-}
-
 static void current_mode_contention_one_buffer_drops_and_counts_without_waiting(void **state)
 {
 	(void)state;
@@ -1074,11 +1044,7 @@ struct shdr {
 
 static uint32_t payload_sum(const unsigned char *p, uint32_t len)
 {
-	uint32_t h = 2166136261u;
-	for (uint32_t i = 0; i < len; i++)
-		if (i < offsetof(struct shdr, csum) || i >= sizeof(struct shdr))
-			h = (h ^ p[i]) * 16777619u;
-	return h;
+	return fnv1a_except(p, len, offsetof(struct shdr, csum), sizeof(struct shdr));
 }
 
 struct stress;
@@ -1267,8 +1233,6 @@ static void *s_thread(void *arg)
 	struct stress *S = t->S;
 	int hz = env_int("RB_STRESS_HZ", 2000);
 	timer_t tm;
-	struct sigevent sev;
-	struct itimerspec its;
 	sigset_t block;
 
 	t->tid = my_tid();
@@ -1281,18 +1245,10 @@ static void *s_thread(void *arg)
 	if (t->use_init)
 		ringbuf_thread_init(S->rb);
 	tls_st = t;
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIG_IRQ;
-	sev._sigev_un._tid = t->tid;
-	if (hz > 0 && timer_create(CLOCK_MONOTONIC, &sev, &tm) == 0) {
+	if (hz > 0) {
 		long ns = 1000000000L / hz;
-		its.it_interval.tv_sec = ns / 1000000000L;
-		its.it_interval.tv_nsec = ns % 1000000000L;
-		its.it_value.tv_sec = 0;
-		its.it_value.tv_nsec = 1000 + (long)(mix(t->idx) % (uint32_t)ns);
-		timer_settime(tm, 0, &its, NULL);
-		t->timer_ok = 1;
+		if (thread_timer(t->tid, SIG_IRQ, ns, 1000 + (long)(mix(t->idx) % (uint32_t)ns), &tm) == 0)
+			t->timer_ok = 1;
 	}
 	/* everybody writes at the same time, and stays alive until everybody
 	 * is done: claims only change hands when the test says so */
@@ -1415,7 +1371,6 @@ static void run_stress(unsigned mode, unsigned ncpu, const char *name)
 {
 	struct stress *S = calloc(1, sizeof *S);
 	unsigned nthreads = (unsigned)env_int("RB_STRESS_THREADS", 64);
-	struct sigaction sa;
 	sigset_t block;
 	assert_non_null(S);
 	if (nthreads < 1 || nthreads > 1024) {
@@ -1444,14 +1399,7 @@ static void run_stress(unsigned mode, unsigned ncpu, const char *name)
 	for (unsigned i = 0; i < nthreads; i++)
 		S->thread_buf[i] = -1;
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = s_irq;
-	sigemptyset(&sa.sa_mask); /* the "NMI" stays deliverable inside the IRQ */
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIG_IRQ, &sa, NULL);
-	sa.sa_handler = s_nmi;
-	sigaddset(&sa.sa_mask, SIG_IRQ);
-	sigaction(SIG_NMI, &sa, NULL);
+	install_irq_nmi(SIG_IRQ, s_irq, SIG_NMI, s_nmi); /* the "NMI" stays deliverable inside the IRQ */
 
 	/* readers and the main thread never take the signals */
 	sigemptyset(&block);
@@ -1809,8 +1757,6 @@ static void *race_thread_thread(void *arg)
 {
 	struct race_state *s = arg;
 	timer_t tm;
-	struct sigevent sev;
-	struct itimerspec its;
 	sigset_t block;
 	const uint32_t mine = (uint32_t)my_tid() | PERSIST;
 	s->tid = my_tid();
@@ -1818,16 +1764,8 @@ static void *race_thread_thread(void *arg)
 	if (s->flip_in_handler)
 		pin_to(g_cpu_a);
 	g_race = s;
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIGUSR1;
-	sev._sigev_un._tid = s->tid;
-	if (timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0)
+	if (thread_timer(s->tid, SIGUSR1, 20000, 20000, &tm) != 0)
 		return NULL;
-	its.it_interval.tv_sec = 0;
-	its.it_interval.tv_nsec = 20000;
-	its.it_value = its.it_interval;
-	timer_settime(tm, 0, &its, NULL);
 	uint64_t end = now_ns() + (uint64_t)env_int("RB_RACE_MS", 500) * 1000000u;
 	/* No system call in the loop: the timer signal must be able to land
 	 * anywhere (a signal that arrives during a blocking call is delivered

@@ -34,22 +34,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "crashutil.h"
 
 #define NEV 400u /* events the child writes */
 
 static char path[64];
-
-/* in the block's user area: what the child's reader saw (survives the kill) */
-struct prog {
-	uint32_t next;    /* next sequence number expected */
-	uint32_t written; /* ringbuf_write calls that returned 1 */
-	uint64_t read;    /* events the child consumed */
-	uint64_t lost;    /* sum of rec.lost the child was told */
-};
-
-struct ev {
-	uint32_t seq, len;
-};
 
 static int g_kill_at, g_hits, g_bad;
 
@@ -66,76 +55,20 @@ static void kill_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 	 * (tests/test_swap_kill.c kills it at every step of its swap) */
 	if (point >= RINGBUF__TP_COUNT || point == RINGBUF__TP_READER_S2)
 		return;
-	if (g_hits++ == g_kill_at) {
-		*g_point = point;
-		raise(SIGKILL);
-	}
-}
-
-static uint32_t ev_len(uint32_t i)
-{
-	return 8 + (i * 7 % 37); /* 8 .. 44 bytes: every room left at a page end */
-}
-
-/* seq must be next + lost: every gap reported, nothing twice */
-static int check_ev(const struct ringbuf_record *rec, uint32_t *next)
-{
-	struct ev h;
-	if (rec->len < sizeof h)
-		return -1;
-	memcpy(&h, rec->data, sizeof h);
-	if (rec->len < h.len || rec->len >= h.len + 8 || h.len != ev_len(h.seq) || (uint64_t)h.seq != *next + rec->lost)
-		return -1;
-	for (uint32_t i = sizeof h; i < h.len; i++)
-		if (((const unsigned char *)rec->data)[i] != (unsigned char)(h.seq + i))
-			return -1;
-	*next = h.seq + 1;
-	return 0;
+	crash_kill_countdown(&g_hits, g_kill_at, g_point, point);
 }
 
 static void child(int mode)
 {
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-	struct ringbuf *rb;
-	struct prog *pg;
-	unsigned char buf[64];
-	size_t usz;
-	cfg.ncpu = 1;
-	cfg.page_size = 512;
-	cfg.size_per_cpu = 4 * 512;
-	cfg.mode = mode;
-	cfg.user_size = sizeof(struct prog);
-	if (ringbuf_create_file(path, &cfg, &rb) < 0)
-		_exit(10);
-	pg = ringbuf_user_area(rb, &usz);
+	struct crash_prog *pg;
+	struct ringbuf *rb = crash_child_create(path, mode, &pg);
 	ringbuf__set_testpoint_hook(kill_hook, NULL);
 	for (uint32_t i = 0; i < NEV; i++) {
-		struct ev h = {i, ev_len(i)};
-		int r;
-		memcpy(buf, &h, sizeof h);
-		for (uint32_t k = sizeof h; k < h.len; k++)
-			buf[k] = (unsigned char)(i + k);
-		r = ringbuf_write(rb, 0, buf, h.len);
-		if (r == 0)
-			pg->written = i + 1;
-		else
+		if (crash_write_ev(rb, i) != 0)
 			_exit(11); /* one writer, overwrite mode: never dropped */
-		if (i % 7 == 6) {
-			for (uint32_t k = 0; k < 1 + (i / 7) % 2; k++) {
-				struct ringbuf_record rec;
-				uint32_t next = pg->next;
-				r = ringbuf_consume(rb, 0, &rec);
-				if (r < 0)
-					_exit(12);
-				if (r == 0)
-					break;
-				if (check_ev(&rec, &next) < 0)
-					_exit(13);
-				pg->lost += rec.lost;
-				pg->next = next;
-				pg->read++;
-			}
-		}
+		pg->written = i + 1;
+		if (i % 7 == 6)
+			crash_child_consume(rb, pg, 1 + (i / 7) % 2);
 	}
 	ringbuf__set_testpoint_hook(NULL, NULL);
 	_exit(0);
@@ -159,39 +92,23 @@ static const char *point_name(void)
 	return buf;
 }
 
-static void warn_print(const char *what, unsigned cpu, void *ctx)
-{
-	(void)ctx;
-	print_message("  (cpu %u: %s)\n", cpu, what);
-}
-
 static int run_one(int mode, int kill_at, uint64_t *events)
 {
 	struct ringbuf *rb;
-	struct ringbuf_record rec;
 	struct ringbuf_stats st;
-	struct prog pg;
+	struct crash_prog pg;
 	size_t usz;
-	int status, r, done;
+	int r, done;
 	uint64_t read = 0, lost = 0;
 	uint32_t next;
 	pid_t pid;
+	char who[64];
 	g_kill_at = kill_at;
 	*g_point = -1;
 	g_hits = 0;
-	unlink(path);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
+	if ((pid = crash_fork(path)) == 0)
 		child(mode);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	if (WIFEXITED(status)) {
-		assert_int_equal(WEXITSTATUS(status), 0);
-		done = 1;
-	} else {
-		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-		done = 0;
-	}
+	done = crash_wait(pid);
 	/* ringbuf_recover() inside, as ringbuf-record runs it */
 	if ((r = ringbuf_open_file(path, RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER, &rb)) != 0) {
 		BAD("kill at test point %d (%s): open and recover: %s", kill_at, point_name(),
@@ -200,18 +117,8 @@ static int run_one(int mode, int kill_at, uint64_t *events)
 	}
 	memcpy(&pg, ringbuf_user_area(rb, &usz), sizeof pg);
 	next = pg.next;
-	while ((r = ringbuf_consume(rb, 0, &rec)) == 1) {
-		if (check_ev(&rec, &next) < 0) {
-			BAD("kill at test point %d (%s): event out of sequence (expected %u + lost %llu): seq %u len %u/%u",
-				 kill_at, point_name(), next, (unsigned long long)rec.lost, rec.len >= 8 ? ((const struct ev *)rec.data)->seq : 0,
-				 rec.len >= 8 ? ((const struct ev *)rec.data)->len : 0, (unsigned)rec.len);
-			if (rec.len >= 8)
-				next = ((const struct ev *)rec.data)->seq + 1;
-		}
-		lost += rec.lost;
-		read++;
-	}
-	assert_int_equal(r, 0);
+	snprintf(who, sizeof who, "kill at test point %d (%s)", kill_at, point_name());
+	assert_int_equal(crash_drain(rb, who, &next, &read, &lost, &g_bad), 0);
 	assert_int_equal(ringbuf_stats_cpu(rb, 0, &st), 0);
 	if (st.committed != pg.read + read + st.overrun || st.read_events != pg.read + read ||
 	    pg.lost + lost != st.overrun || st.dropped_events + st.commit_overrun != 0 ||
@@ -239,8 +146,7 @@ static void sweep(int mode, const char *name)
 {
 	uint64_t events = 0;
 	int k;
-	g_point = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(g_point != MAP_FAILED);
+	g_point = crash_shared_point();
 	snprintf(path, sizeof path, "/tmp/ringbuf-crashacct-%d.rb", (int)getpid());
 	for (k = 0; k < 100000 && !run_one(mode, k, &events); k++)
 		;
@@ -256,7 +162,7 @@ static void sweep(int mode, const char *name)
 static void overwrite_kill_at_each_step_accounts_every_event(void **state)
 {
 	(void)state;
-	ringbuf_set_warn_hook(warn_print, NULL);
+	ringbuf_set_warn_hook(crash_warn_print, NULL);
 	sweep(RINGBUF_MODE_OVERWRITE, "overwrite");
 }
 

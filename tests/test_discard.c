@@ -22,47 +22,18 @@
 #include <string.h>
 
 #include "pagewalk.h"
+#include "fixture.h" /* now, test_clock, g_rb, teardown, stats */
 
 /* ---- fixtures ----------------------------------------------------------- */
 
-static uint64_t now;
-static uint64_t test_clock(void *ctx)
-{
-	(void)ctx;
-	return now;
-}
-
-static struct ringbuf *g_rb;
-
-static int teardown(void **state)
-{
-	(void)state;
-	ringbuf__set_testpoint_hook(NULL, NULL);
-	ringbuf_destroy(g_rb);
-	g_rb = NULL;
-	return 0;
-}
-
-static struct ringbuf *mk(size_t page, unsigned npages, unsigned flags)
+/* one CPU (the default) of npages pages of page bytes, with flags */
+static struct ringbuf *mk_flags(size_t page, unsigned npages, unsigned flags)
 {
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-	struct ringbuf *rb = NULL;
 	cfg.page_size = page;
 	cfg.size_per_cpu = page * npages;
 	cfg.flags = flags;
-	cfg.clock = test_clock;
-	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
-	ringbuf_destroy(g_rb);
-	g_rb = rb;
-	now = 1000;
-	return rb;
-}
-
-static struct ringbuf_stats stats(struct ringbuf *rb)
-{
-	struct ringbuf_stats st;
-	assert_int_equal(ringbuf_stats_cpu(rb, 0, &st), 0);
-	return st;
+	return fixture_create(&cfg);
 }
 
 /* Reserve len bytes at clock t and fill them with byte v. */
@@ -195,7 +166,7 @@ static uint32_t ev(uint32_t len, bool align8) { return pw_expected_len(len, alig
 static void rollback_last(unsigned flags)
 {
 	const bool a8 = flags & RINGBUF_F_ALIGN8;
-	struct ringbuf *rb = mk(256, 4, flags);
+	struct ringbuf *rb = mk_flags(256, 4, flags);
 	struct coll c;
 	struct ringbuf_stats st;
 	uint8_t *b;
@@ -210,7 +181,7 @@ static void rollback_last(unsigned flags)
 	wr(rb, pl, 1000, 0xA1);
 	b = res(rb, 40, 1010, 0xBB);
 	ringbuf_discard(rb, 0, b);
-	st = stats(rb);
+	st = stats(rb, 0);
 	assert_int_equal(st.discarded, 1);
 	assert_int_equal(st.committed, 1);
 	assert_int_equal(st.bytes, la); /* b's bytes are gone */
@@ -238,7 +209,7 @@ static void rollback_last(unsigned flags)
 		assert_false(data[i] == 0xBB && data[i + 1] == 0xBB && data[i + 2] == 0xBB &&
 			     data[i + 3] == 0xBB);
 
-	st = stats(rb);
+	st = stats(rb, 0);
 	assert_int_equal(st.discarded, 1);
 	assert_int_equal(st.committed, 2);
 	assert_int_equal(st.entries, 2);
@@ -246,7 +217,7 @@ static void rollback_last(unsigned flags)
 	expect(rb, pl, 0xA1, 1000);
 	expect(rb, pl, 0xC3, 1020);
 	expect_empty(rb);
-	st = stats(rb);
+	st = stats(rb, 0);
 	assert_int_equal(st.read_events, 2);
 	assert_int_equal(st.entries, 0);
 	assert_int_equal(st.bytes, 0);
@@ -267,7 +238,7 @@ static void test_discard_last_event_rolls_back_without_trace_align8(void **state
 /* Several discards in a row all roll back to the same place. */
 static void test_discard_repeated_rollbacks_reuse_the_same_bytes(void **state)
 {
-	struct ringbuf *rb = mk(256, 4, 0);
+	struct ringbuf *rb = mk_flags(256, 4, 0);
 	struct coll c;
 	int i;
 	(void)state;
@@ -286,8 +257,8 @@ static void test_discard_repeated_rollbacks_reuse_the_same_bytes(void **state)
 		};
 		expect_page(&c, 1, w, 3);
 	}
-	assert_int_equal(stats(rb).discarded, 50);
-	assert_int_equal(stats(rb).committed, 2);
+	assert_int_equal(stats(rb, 0).discarded, 50);
+	assert_int_equal(stats(rb, 0).committed, 2);
 	expect(rb, 4, 0xA1, 1000);
 	expect(rb, 8, 0xC3, 2000);
 	expect_empty(rb);
@@ -343,7 +314,7 @@ static uint8_t *res_nested(struct ringbuf *rb, size_t len, uint64_t t, uint8_t v
 static void padding_nested(unsigned flags)
 {
 	const bool a8 = flags & RINGBUF_F_ALIGN8;
-	struct ringbuf *rb = mk(256, 4, flags);
+	struct ringbuf *rb = mk_flags(256, 4, flags);
 	struct nest x = { .t = 1020, .len = 4, .v = 0x4E };
 	struct coll c;
 	struct ringbuf_stats st;
@@ -370,7 +341,7 @@ static void padding_nested(unsigned flags)
 		};
 		expect_page(&c, 1, w, 5);
 	}
-	st = stats(rb);
+	st = stats(rb, 0);
 	assert_int_equal(st.discarded, 1);
 	assert_int_equal(st.committed, 3);
 	assert_int_equal(st.entries, 3);
@@ -379,7 +350,7 @@ static void padding_nested(unsigned flags)
 	expect(rb, 4, 0x4E, 1020);
 	expect(rb, 4, 0xD4, 1030);
 	expect_empty(rb);
-	assert_int_equal(stats(rb).bytes, 0);
+	assert_int_equal(stats(rb, 0).bytes, 0);
 }
 
 static void test_discard_with_nested_event_after_becomes_padding(void **state)
@@ -398,7 +369,7 @@ static void test_discard_with_nested_event_after_becomes_padding_align8(void **s
  * already filled): reserve b, reserve+commit n (depth 2), discard b. */
 static void test_discard_after_nested_commit_post_reserve_becomes_padding(void **state)
 {
-	struct ringbuf *rb = mk(256, 4, 0);
+	struct ringbuf *rb = mk_flags(256, 4, 0);
 	struct coll c;
 	uint8_t *b, *n;
 	(void)state;
@@ -427,15 +398,15 @@ static void test_discard_after_nested_commit_post_reserve_becomes_padding(void *
 	expect(rb, 8, 0x4E, 1011);
 	expect(rb, 4, 0xD4, 1013);
 	expect_empty(rb);
-	assert_int_equal(stats(rb).discarded, 1);
-	assert_int_equal(stats(rb).committed, 3);
+	assert_int_equal(stats(rb, 0).discarded, 1);
+	assert_int_equal(stats(rb, 0).committed, 3);
 }
 
 /* A nested event that is itself discarded is rolled back (it is last); the
  * outer event committed after it is intact and the next event is absolute. */
 static void test_discard_nested_rollback_inside_outer_event(void **state)
 {
-	struct ringbuf *rb = mk(256, 4, 0);
+	struct ringbuf *rb = mk_flags(256, 4, 0);
 	struct nest x = { .t = 1020, .len = 16, .v = 0x4E, .discard = 1 };
 	struct coll c;
 	uint8_t *b;
@@ -459,8 +430,8 @@ static void test_discard_nested_rollback_inside_outer_event(void **state)
 	expect(rb, 4, 0xBB, 1010);
 	expect(rb, 4, 0xD4, 1030);
 	expect_empty(rb);
-	assert_int_equal(stats(rb).discarded, 1);
-	assert_int_equal(stats(rb).committed, 3);
+	assert_int_equal(stats(rb, 0).discarded, 1);
+	assert_int_equal(stats(rb, 0).committed, 3);
 }
 
 /* ---- discards after a TIME_EXTEND ---------------------------------------- */
@@ -469,7 +440,7 @@ static void test_discard_nested_rollback_inside_outer_event(void **state)
 
 static void test_discard_rollback_removes_time_extend_and_next_is_absolute(void **state)
 {
-	struct ringbuf *rb = mk(256, 4, 0);
+	struct ringbuf *rb = mk_flags(256, 4, 0);
 	struct coll c;
 	uint8_t *b;
 	(void)state;
@@ -501,7 +472,7 @@ static void test_discard_rollback_removes_time_extend_and_next_is_absolute(void 
 
 static void test_discard_padding_after_time_extend_keeps_the_extend(void **state)
 {
-	struct ringbuf *rb = mk(256, 4, 0);
+	struct ringbuf *rb = mk_flags(256, 4, 0);
 	struct nest x = { .t = 1000 + JUMP + 7, .len = 4, .v = 0x4E };
 	struct coll c;
 	uint8_t *b;
@@ -534,7 +505,7 @@ static void test_discard_padding_after_time_extend_keeps_the_extend(void **state
 
 static void test_discard_at_offset_zero_of_first_page_rolls_back(void **state)
 {
-	struct ringbuf *rb = mk(256, 4, 0);
+	struct ringbuf *rb = mk_flags(256, 4, 0);
 	struct coll c;
 	uint8_t *b;
 	(void)state;
@@ -542,8 +513,8 @@ static void test_discard_at_offset_zero_of_first_page_rolls_back(void **state)
 	b = res(rb, 24, 1000, 0xBB);
 	ringbuf_discard(rb, 0, b);
 	expect_empty(rb);
-	assert_int_equal(stats(rb).bytes, 0);
-	assert_int_equal(stats(rb).oldest_event_ts, 0);
+	assert_int_equal(stats(rb, 0).bytes, 0);
+	assert_int_equal(stats(rb, 0).oldest_event_ts, 0);
 	wr(rb, 4, 1010, 0xC3);
 	wr(rb, 4, 1015, 0xC4);
 	collect(rb, &c, false);
@@ -564,7 +535,7 @@ static void test_discard_at_offset_zero_of_first_page_rolls_back(void **state)
 
 static void test_discard_at_offset_zero_of_first_page_becomes_padding(void **state)
 {
-	struct ringbuf *rb = mk(256, 4, 0);
+	struct ringbuf *rb = mk_flags(256, 4, 0);
 	struct nest x = { .t = 1005, .len = 4, .v = 0x4E };
 	struct coll c;
 	uint8_t *b;
@@ -607,7 +578,7 @@ static void expect_first_page(struct ringbuf *rb)
 
 static void test_discard_at_offset_zero_of_new_page_rolls_back(void **state)
 {
-	struct ringbuf *rb = mk(128, 4, 0);
+	struct ringbuf *rb = mk_flags(128, 4, 0);
 	struct coll c;
 	uint8_t *b;
 	(void)state;
@@ -633,13 +604,13 @@ static void test_discard_at_offset_zero_of_new_page_rolls_back(void **state)
 	expect_first_page(rb);
 	expect(rb, 4, 0xC3, 2010);
 	expect_empty(rb);
-	assert_int_equal(stats(rb).committed, 14);
-	assert_int_equal(stats(rb).discarded, 1);
+	assert_int_equal(stats(rb, 0).committed, 14);
+	assert_int_equal(stats(rb, 0).discarded, 1);
 }
 
 static void test_discard_at_offset_zero_of_new_page_becomes_padding(void **state)
 {
-	struct ringbuf *rb = mk(128, 4, 0);
+	struct ringbuf *rb = mk_flags(128, 4, 0);
 	struct nest x = { .t = 2003, .len = 4, .v = 0x4E };
 	struct coll c;
 	uint8_t *b;
@@ -671,7 +642,7 @@ static void test_discard_at_offset_zero_of_new_page_becomes_padding(void **state
 
 static void test_discard_large_event_rolls_back(void **state)
 {
-	struct ringbuf *rb = mk(512, 4, 0);
+	struct ringbuf *rb = mk_flags(512, 4, 0);
 	struct coll c;
 	uint8_t *b;
 	(void)state;
@@ -692,7 +663,7 @@ static void test_discard_large_event_rolls_back(void **state)
 	}
 	assert_int_equal(c.r[2].type_len, 0);
 	assert_int_equal(c.r[2].payload_len, 200);
-	assert_int_equal(stats(rb).bytes, 8 + 8 + 208);
+	assert_int_equal(stats(rb, 0).bytes, 8 + 8 + 208);
 	expect(rb, 4, 0xA1, 1000);
 	expect(rb, 200, 0xC3, 1020);
 	expect_empty(rb);
@@ -700,7 +671,7 @@ static void test_discard_large_event_rolls_back(void **state)
 
 static void test_discard_large_event_becomes_padding_of_same_length(void **state)
 {
-	struct ringbuf *rb = mk(512, 4, 0);
+	struct ringbuf *rb = mk_flags(512, 4, 0);
 	struct nest x = { .t = 1015, .len = 120, .v = 0x4E };
 	struct coll c;
 	uint8_t *b;
@@ -727,8 +698,8 @@ static void test_discard_large_event_becomes_padding_of_same_length(void **state
 	expect(rb, 120, 0x4E, 1015);
 	expect(rb, 4, 0xD4, 1020);
 	expect_empty(rb);
-	assert_int_equal(stats(rb).discarded, 1);
-	assert_int_equal(stats(rb).committed, 3);
+	assert_int_equal(stats(rb, 0).discarded, 1);
+	assert_int_equal(stats(rb, 0).committed, 3);
 }
 
 int main(void)

@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "crashutil.h"
+#include "sigutil.h"
 /* LDFLAGS: -lrt */
 
 static char path[256];
@@ -297,7 +299,8 @@ static int g_ready_fd;
 static __thread int t_index;
 static __thread pid_t t_tid;
 
-static uint32_t mix(uint32_t x)
+/* the first half of sigutil.h's mix: this test's event lengths and nesting choices */
+static uint32_t mix_short(uint32_t x)
 {
 	x ^= x >> 16;
 	x *= 0x7feb352dU;
@@ -308,7 +311,7 @@ static uint32_t mix(uint32_t x)
 static void emit(int level)
 {
 	int ctx = t_index * LEVELS + level;
-	uint32_t seq, len = (uint32_t)sizeof(struct ev) + mix(g_prog->started[ctx] * 7 + (uint32_t)ctx) % 100;
+	uint32_t seq, len = (uint32_t)sizeof(struct ev) + mix_short(g_prog->started[ctx] * 7 + (uint32_t)ctx) % 100;
 	unsigned char *p = ringbuf_reserve(g_rb, (unsigned)t_index, len);
 	if (!p)
 		return; /* full: the sequence only counts reserved events */
@@ -333,27 +336,17 @@ static void on_irq(int sig)
 {
 	(void)sig;
 	emit(1);
-	if (mix(g_prog->started[t_index * LEVELS + 1]) % 4 == 0)
+	if (mix_short(g_prog->started[t_index * LEVELS + 1]) % 4 == 0)
 		syscall(SYS_tgkill, getpid(), t_tid, SIGUSR2);
 	emit(1);
 }
 
 static void *child_thread(void *arg)
 {
-	struct sigevent sev;
-	struct itimerspec its;
 	timer_t tm;
 	t_index = (int)(intptr_t)arg;
 	t_tid = (pid_t)syscall(SYS_gettid);
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIGUSR1;
-	sev._sigev_un._tid = t_tid;
-	timer_create(CLOCK_MONOTONIC, &sev, &tm);
-	its.it_interval.tv_sec = 0;
-	its.it_interval.tv_nsec = 20000 + 7000 * t_index;
-	its.it_value = its.it_interval;
-	timer_settime(tm, 0, &its, NULL);
+	(void)thread_timer(t_tid, SIGUSR1, 20000 + 7000 * t_index, 20000 + 7000 * t_index, &tm);
 	for (;;)
 		emit(0);
 	return NULL;
@@ -542,8 +535,7 @@ static void nk_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 			ringbuf_commit(rb, cpu, p);
 		return;
 	}
-	if (g_nk.hits++ == g_nk.kill_after)
-		raise(SIGKILL);
+	crash_kill_countdown(&g_nk.hits, g_nk.kill_after, NULL, point);
 }
 
 static void nk_child(unsigned prefill)
@@ -579,26 +571,16 @@ static int nk_run(unsigned prefill, int nest_point, bool discard, int kill_after
 	struct ringbuf *rb;
 	struct ringbuf_record rec;
 	bool seen[NK_OUTER_ID + 1];
-	int status, r, done;
+	int r, done;
 	pid_t pid;
 	g_nk.nest_point = nest_point;
 	g_nk.discard = discard;
 	g_nk.kill_after = kill_after;
 	g_nk.hits = 0;
 	g_nk.nested = false;
-	unlink(path);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
+	if ((pid = crash_fork(path)) == 0)
 		nk_child(prefill);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	if (WIFEXITED(status)) {
-		assert_int_equal(WEXITSTATUS(status), 0);
-		done = 1;
-	} else {
-		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-		done = 0;
-	}
+	done = crash_wait(pid);
 	assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RECOVER, &rb), 0);
 	memset(seen, 0, sizeof seen);
 	while ((r = ringbuf_consume(rb, 0, &rec)) == 1) {

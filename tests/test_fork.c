@@ -45,25 +45,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "sigutil.h"
 
 #define PERSIST RINGBUF__OWN_PERSIST
 #define NWRITERS 4
 #define PARK_OPEN 100 /* pseudo test point: between reserve and commit */
-
-static pid_t my_tid(void)
-{
-	return (pid_t)syscall(SYS_gettid);
-}
-
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
 
 static int env_int(const char *name, int def)
 {
@@ -84,11 +70,7 @@ struct fev {
 
 static uint32_t fev_sum(const unsigned char *p, uint32_t len)
 {
-	uint32_t h = 2166136261u;
-	for (uint32_t i = 0; i < len; i++)
-		if (i < offsetof(struct fev, csum) || i >= sizeof(struct fev))
-			h = (h ^ p[i]) * 16777619u;
-	return h;
+	return fnv1a_except(p, len, offsetof(struct fev, csum), sizeof(struct fev));
 }
 
 static uint32_t fev_build(unsigned char *buf, uint32_t pid, uint32_t who, uint32_t tag, uint32_t seq)
@@ -455,30 +437,6 @@ static void stop_writers(void)
 	sem_destroy(&g_resume_sem);
 	for (unsigned i = 0; i < NWRITERS; i++)
 		assert_int_equal(g_w[i].bad_rc, 0);
-}
-
-/* ms < 0: no limit (a handshake that must come: waiting for it is counted,
- * not timed; a hang is caught by the test timeout) */
-static int sem_wait_ms(sem_t *s, int ms)
-{
-	struct timespec ts;
-	if (ms < 0) {
-		while (sem_wait(s) != 0)
-			if (errno != EINTR)
-				return -1;
-		return 0;
-	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	while (sem_timedwait(s, &ts) != 0)
-		if (errno != EINTR)
-			return -1;
-	return 0;
 }
 
 /* The parent's own buffers after its writers stopped: they validate, and

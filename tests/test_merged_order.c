@@ -38,6 +38,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#define WATCHDOG_MSG "\n*** test_merged_order watchdog: a test hung; aborting\n"
+#define READERS_START_NS 1
+#include "readerutil.h" /* g_now, test_clock, g_rb, g_it, watchdog, setup, teardown, mk */
 
 /* ---- events and fixtures ------------------------------------------------ */
 
@@ -45,67 +48,6 @@ struct ev {
 	uint32_t cpu;
 	uint32_t seq;
 };
-
-static _Atomic(uint64_t) g_now;
-static uint64_t test_clock(void *ctx)
-{
-	(void)ctx;
-	return atomic_load_explicit(&g_now, memory_order_relaxed);
-}
-
-static struct ringbuf *g_rb;
-static struct ringbuf_iter *g_it;
-
-static void on_alarm(int sig)
-{
-	static const char m[] = "\n*** test_merged_order watchdog: a test hung; aborting\n";
-	(void)sig;
-	if (write(2, m, sizeof m - 1) < 0) {
-		/* nothing to do */
-	}
-	_exit(99);
-}
-
-static int setup(void **state)
-{
-	struct sigaction sa;
-	(void)state;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_alarm;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGALRM, &sa, NULL);
-	alarm(120);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	alarm(0);
-	ringbuf__set_testpoint_hook(NULL, NULL);
-	ringbuf_iter_finish(g_it);
-	g_it = NULL;
-	ringbuf_destroy(g_rb);
-	g_rb = NULL;
-	return 0;
-}
-
-static struct ringbuf *mk(unsigned ncpu, size_t page, unsigned npages, int mode, bool fake_clock)
-{
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-	struct ringbuf *rb = NULL;
-	cfg.ncpu = ncpu;
-	cfg.page_size = page;
-	cfg.size_per_cpu = page * npages;
-	cfg.mode = mode;
-	if (fake_clock)
-		cfg.clock = test_clock;
-	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
-	ringbuf_destroy(g_rb);
-	g_rb = rb;
-	atomic_store(&g_now, 1);
-	return rb;
-}
 
 /* Reserve an event of cpu at time ts and leave it in flight. */
 static struct ev *begin(struct ringbuf *rb, unsigned cpu, uint32_t seq, uint64_t ts)

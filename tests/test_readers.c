@@ -53,6 +53,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#define WATCHDOG_MSG "\n*** test_readers watchdog: a test hung (lost wake-up or livelock); aborting\n"
+#define READERS_START_NS 1000
+#include "readerutil.h" /* g_now, test_clock, g_rb, g_it, watchdog, setup, teardown, mk */
+#include "sigutil.h"
 /* LDFLAGS: -lrt */
 
 /* ---- events ------------------------------------------------------------- */
@@ -67,26 +71,10 @@ struct ev_hdr {
 #define HDR ((uint32_t)sizeof(struct ev_hdr))
 #define MAXP 256u
 
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
 /* FNV-1a over seq/ctx/cpu/len and the fill bytes (not over csum itself). */
 static uint32_t ev_csum(const unsigned char *p, uint32_t len)
 {
-	uint32_t h = 2166136261u, i;
-	for (i = 0; i < len; i++) {
-		if (i >= 12 && i < 16)
-			continue;
-		h = (h ^ p[i]) * 16777619u;
-	}
-	return h;
+	return fnv1a_except(p, len, 12, 16);
 }
 
 static void ev_fill(unsigned char *p, unsigned cpu, unsigned ctx, uint32_t seq, uint32_t len)
@@ -129,13 +117,6 @@ static int ev_write(struct ringbuf *rb, unsigned cpu, unsigned ctx, uint32_t seq
 
 /* ---- fixtures ----------------------------------------------------------- */
 
-static _Atomic(uint64_t) g_now;
-static uint64_t test_clock(void *ctx)
-{
-	(void)ctx;
-	return atomic_load_explicit(&g_now, memory_order_relaxed);
-}
-
 static uint64_t mono_ns(void)
 {
 	struct timespec t;
@@ -148,67 +129,6 @@ static void sleep_ns(uint64_t ns)
 	struct timespec t = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
 	while (nanosleep(&t, &t) != 0 && errno == EINTR)
 		;
-}
-
-static struct ringbuf *g_rb;
-static struct ringbuf_iter *g_it;
-
-static void on_alarm(int sig)
-{
-	static const char m[] = "\n*** test_readers watchdog: a test hung (lost wake-up or "
-				"livelock); aborting\n";
-	(void)sig;
-	if (write(2, m, sizeof m - 1) < 0) {
-		/* nothing to do */
-	}
-	_exit(99);
-}
-
-/* Hard watchdog: a hung test ends the executable with a message. */
-static void watchdog(unsigned seconds)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_alarm;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGALRM, &sa, NULL);
-	alarm(seconds);
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	watchdog(120);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	alarm(0);
-	ringbuf_iter_finish(g_it);
-	g_it = NULL;
-	ringbuf_destroy(g_rb);
-	g_rb = NULL;
-	return 0;
-}
-
-static struct ringbuf *mk(unsigned ncpu, size_t page, unsigned npages, int mode, bool fake_clock)
-{
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-	struct ringbuf *rb = NULL;
-	cfg.ncpu = ncpu;
-	cfg.page_size = page;
-	cfg.size_per_cpu = page * npages;
-	cfg.mode = mode;
-	if (fake_clock)
-		cfg.clock = test_clock;
-	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
-	assert_int_equal(ringbuf_nr_pages(rb), npages);
-	ringbuf_destroy(g_rb);
-	g_rb = rb;
-	atomic_store(&g_now, 1000);
-	return rb;
 }
 
 /* What the deterministic tests wrote, per CPU, by sequence number. */
@@ -758,20 +678,10 @@ static void stress_irq(int sig)
 static void *stress_writer(void *arg)
 {
 	timer_t tm;
-	struct sigevent sev;
-	struct itimerspec its;
 	(void)arg;
 	S.writer_tid = (pid_t)syscall(SYS_gettid);
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIGUSR1;
-	sev._sigev_un._tid = S.writer_tid;
-	if (timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0)
+	if (thread_timer(S.writer_tid, SIGUSR1, 40000, 40000, &tm) != 0)
 		return (void *)1;
-	its.it_interval.tv_sec = 0;
-	its.it_interval.tv_nsec = 40000;
-	its.it_value = its.it_interval;
-	timer_settime(tm, 0, &its, NULL);
 	while (!atomic_load_explicit(&S.stop, memory_order_relaxed))
 		stress_write(0);
 	timer_delete(tm);

@@ -35,63 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
-
-RINGBUF_TRACE_EVENT(num, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, cpu), RINGBUF_FIELD(uint32_t, seq)),
-		    RINGBUF_PRINT("cpu=%u seq=%u", REC->cpu, REC->seq));
-
-static char tmpdir[64];
-
-static char *path_of(const char *name)
-{
-	static char buf[4][160];
-	static int k;
-	char *b = buf[k++ & 3];
-	snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
-	return b;
-}
-
-/* ---- the traced child ------------------------------------------------------ */
-
-enum { END_EXIT = 0, END_KILL = 1 };
-
-static void traced_child(const char *path, int fd, int end, int mode, uint32_t n)
-{
-	static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("rec");
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-	struct ringbuf *rb;
-	uint64_t i;
-	uint32_t seq[2] = {0, 0};
-	bool told = false;
-	if (ringbuf_trace_register_event(&reg, &ringbuf_event_num) < 0)
-		_exit(10);
-	cfg.ncpu = 2;
-	cfg.size_per_cpu = 64 << 10;
-	cfg.mode = mode;
-	cfg.user_size = ringbuf_trace_user_size(&reg);
-	if (ringbuf_create_file(path, &cfg, &rb) < 0 || ringbuf_trace_store_registry(rb, &reg) < 0)
-		_exit(11);
-	if (write(fd, "r", 1) != 1)
-		_exit(12);
-	/* no bound: however slow the recorder is scheduled, the child waits for
-	 * it by counting (a broken recorder ends in the test's timeout) */
-	for (i = 0;; i++) {
-		unsigned cpu = i & 1;
-		/* seq counts attempts per CPU: a dropped event leaves a gap */
-		int r = trace_num(rb, cpu, cpu, seq[cpu]++);
-		if (r != 1 && r != RINGBUF_ENOSPC)
-			_exit(13);
-		if (!told && i >= n && (i & 1023) == 0) {
-			struct ringbuf_stats st;
-			if (ringbuf_stats(rb, &st) == 0 && st.pages_read >= 4) {
-				if (end == END_EXIT)
-					exit(0); /* unmaps: what was committed stays in the file */
-				if (write(fd, "k", 1) != 1)
-					_exit(14);
-				told = true; /* and go on writing until killed */
-			}
-		}
-	}
-}
+#include "tests/recordutil.h"
 
 /* ---- reading the recorder's trace.dat (version 6 or 7, this host's order) -- */
 
@@ -307,30 +251,6 @@ static uint64_t check_trace(const char *path)
 
 /* ---- the scenario ------------------------------------------------------------ */
 
-struct rec_run {
-	char *argv[12];
-	int argc, rc;
-	atomic_int done;
-};
-
-static void *recorder(void *arg)
-{
-	struct rec_run *r = arg;
-	r->rc = ringbuf_record_main(r->argc, r->argv);
-	atomic_store(&r->done, 1);
-	return NULL;
-}
-
-/* A recorder that stops while the child runs would leave the child waiting
- * for it forever: fail at once instead of hanging until the test timeout. */
-static void recorder_stopped_early(struct rec_run *run, pid_t pid)
-{
-	int status;
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	fail_msg("the recorder stopped (rc %d) while the child ran", run->rc);
-}
-
 /* Wait for one byte from the child (or its end) while the recorder runs. */
 static int child_byte(int fd, struct rec_run *run, pid_t pid)
 {
@@ -340,19 +260,7 @@ static int child_byte(int fd, struct rec_run *run, pid_t pid)
 		if (poll(&p, 1, 10) == 1)
 			return read(fd, &c, 1) == 1 ? c : -1;
 		if (atomic_load(&run->done))
-			recorder_stopped_early(run, pid);
-	}
-}
-
-static pid_t child_end(pid_t pid, int *status, struct rec_run *run)
-{
-	for (;;) {
-		pid_t r = waitpid(pid, status, WNOHANG);
-		if (r != 0)
-			return r;
-		if (atomic_load(&run->done))
-			recorder_stopped_early(run, pid);
-		poll(NULL, 0, 10);
+			rec_stopped_early(run, pid);
 	}
 }
 
@@ -374,7 +282,7 @@ static void record(int end, int version, int mode)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(fds[0]);
-		traced_child(path_of(name), fds[1], end, mode, 100000);
+		rec_traced_child(path_of(name), fds[1], end, mode, 100000);
 	}
 	close(fds[1]);
 	assert_int_equal(read(fds[0], &c, 1), 1);
@@ -393,7 +301,7 @@ static void record(int end, int version, int mode)
 	run.argv[run.argc++] = (char *)"-V";
 	run.argv[run.argc++] = vstr;
 	run.argv[run.argc++] = strdup(path_of(name));
-	assert_int_equal(pthread_create(&th, NULL, recorder, &run), 0);
+	assert_int_equal(pthread_create(&th, NULL, rec_recorder, &run), 0);
 
 	if (end == END_KILL) {
 		if (child_byte(fds[0], &run, pid) != 'k') {
@@ -407,7 +315,7 @@ static void record(int end, int version, int mode)
 			fail_msg("child: %s %d", WIFEXITED(status) ? "exit" : "signal",
 				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 	} else {
-		assert_int_equal(child_end(pid, &status, &run), pid);
+		assert_int_equal(rec_child_end(pid, &status, &run), pid);
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 			fail_msg("child: %s %d", WIFEXITED(status) ? "exit" : "signal",
 				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
@@ -529,16 +437,7 @@ static void bad_arguments_and_files_are_refused(void **state)
 static int setup_all(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/ringbuf-record-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown_all(void **state)
-{
-	char cmd[128];
-	(void)state;
-	snprintf(cmd, sizeof cmd, getenv("KEEP") ? "true %s" : "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return rec_make_tmpdir("/tmp/ringbuf-record-XXXXXX");
 }
 
 int main(void)
@@ -549,5 +448,5 @@ int main(void)
 		cmocka_unit_test(overwrite_mode_recording_keeps_the_accounting),
 		cmocka_unit_test(bad_arguments_and_files_are_refused),
 	};
-	return cmocka_run_group_tests(tests, setup_all, teardown_all);
+	return cmocka_run_group_tests(tests, setup_all, rec_remove_tmpdir);
 }

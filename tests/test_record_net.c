@@ -51,22 +51,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
-
-RINGBUF_TRACE_EVENT(num, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, cpu), RINGBUF_FIELD(uint32_t, seq)),
-		    RINGBUF_PRINT("cpu=%u seq=%u", REC->cpu, REC->seq));
+#include "tests/recordutil.h"
 
 #define NEVENTS 20000u
-
-static char tmpdir[64];
-
-static char *path_of(const char *name)
-{
-	static char buf[8][200];
-	static int k;
-	char *b = buf[k++ & 7];
-	snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
-	return b;
-}
 
 static int have_tracecmd(void)
 {
@@ -81,18 +68,9 @@ static void write_run(const char *path)
 	int status;
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("rec");
-		struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-		struct ringbuf *rb;
+		/* room for every event: none dropped */
+		struct ringbuf *rb = rec_child_create(path, RINGBUF_MODE_PRODUCER_CONSUMER, 1 << 20);
 		uint32_t i, seq[2] = {0, 0};
-		if (ringbuf_trace_register_event(&reg, &ringbuf_event_num) < 0)
-			_exit(10);
-		cfg.ncpu = 2;
-		cfg.size_per_cpu = 1 << 20; /* room for every event: none dropped */
-		cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
-		cfg.user_size = ringbuf_trace_user_size(&reg);
-		if (ringbuf_create_file(path, &cfg, &rb) < 0 || ringbuf_trace_store_registry(rb, &reg) < 0)
-			_exit(11);
 		for (i = 0; i < NEVENTS; i++) {
 			unsigned cpu = i & 1;
 			if (trace_num(rb, cpu, cpu, seq[cpu]++) != 1)
@@ -378,24 +356,10 @@ static void same_run_local_and_via_listen(void **state)
  * once it has written 100000 events and the recorder has taken >= 4 pages
  * (counted, not timed). listen's file must hold every committed event, each
  * CPU's sequence rising. */
-struct live_rec {
-	const char *where, *path;
-	int rc;
-	atomic_int done;
-};
-
-static void *live_recorder(void *arg)
-{
-	struct live_rec *l = arg;
-	l->rc = record("-q", "-N", l->where, "-T", "60", l->path, NULL);
-	atomic_store(&l->done, 1);
-	return NULL;
-}
-
 static void live_recording_via_listen(void **state)
 {
 	char where[32], dir[200], path[200], *rep;
-	struct live_rec l;
+	struct rec_run run;
 	struct ringbuf_stats st;
 	struct ringbuf *rb;
 	unsigned long lines;
@@ -421,52 +385,30 @@ static void live_recording_via_listen(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("rec");
-		struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-		uint32_t seq[2] = {0, 0};
-		uint64_t i;
 		close(fds[0]);
-		if (ringbuf_trace_register_event(&reg, &ringbuf_event_num) < 0)
-			_exit(10);
-		cfg.ncpu = 2;
-		cfg.size_per_cpu = 64 << 10;
-		cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
-		cfg.user_size = ringbuf_trace_user_size(&reg);
-		if (ringbuf_create_file(path, &cfg, &rb) < 0 || ringbuf_trace_store_registry(rb, &reg) < 0)
-			_exit(11);
-		if (write(fds[1], "r", 1) != 1)
-			_exit(12);
-		for (i = 0;; i++) {
-			unsigned cpu = i & 1;
-			int r = trace_num(rb, cpu, cpu, seq[cpu]++);
-			if (r != 1 && r != RINGBUF_ENOSPC)
-				_exit(13);
-			if (i >= 100000 && (i & 1023) == 0 && ringbuf_stats(rb, &st) == 0 && st.pages_read >= 4)
-				exit(0);
-		}
+		rec_traced_child(path, fds[1], END_EXIT, RINGBUF_MODE_PRODUCER_CONSUMER, 100000);
 	}
 	close(fds[1]);
 	assert_int_equal(read(fds[0], &ch, 1), 1);
 	close(fds[0]);
-	l.where = where;
-	l.path = path;
-	l.rc = -1;
-	atomic_init(&l.done, 0);
-	assert_int_equal(pthread_create(&th, NULL, live_recorder, &l), 0);
+	memset(&run, 0, sizeof run);
+	run.rc = -1;
+	atomic_init(&run.done, 0);
+	run.argv[run.argc++] = (char *)"ringbuf-record";
+	run.argv[run.argc++] = (char *)"-q";
+	run.argv[run.argc++] = (char *)"-N";
+	run.argv[run.argc++] = where;
+	run.argv[run.argc++] = (char *)"-T";
+	run.argv[run.argc++] = (char *)"60";
+	run.argv[run.argc++] = path;
+	assert_int_equal(pthread_create(&th, NULL, rec_recorder, &run), 0);
 	/* a recorder that stops while the child runs would leave it waiting
-	 * for pages_read forever: fail at once instead */
-	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (atomic_load(&l.done)) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			stop_listen(lp);
-			fail_msg("the recorder stopped (rc %d) while the child ran", l.rc);
-		}
-		poll(NULL, 0, 10);
-	}
+	 * for pages_read forever: fails at once instead (the listener is
+	 * stopped by the test's teardown, stop_listener) */
+	assert_int_equal(rec_child_end(pid, &status, &run), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_int_equal(l.rc, 0);
+	assert_int_equal(run.rc, 0);
 	assert_true(ringbuf_record_last.live_pages >= 4);
 	assert_int_equal(ringbuf_open_file(path, 0, &rb), 0);
 	assert_int_equal(ringbuf_stats(rb, &st), 0);
@@ -761,18 +703,7 @@ static int stop_listener(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/ringbuf-net-XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-	(void)state;
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return rec_make_tmpdir("/tmp/ringbuf-net-XXXXXX");
 }
 
 int main(void)
@@ -784,5 +715,5 @@ int main(void)
 		cmocka_unit_test(bad_servers_give_clear_errors),
 	};
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, rec_remove_tmpdir);
 }

@@ -69,6 +69,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "sigutil.h"
 /* LDFLAGS: -ldl -lrt */
 
 /* ---- interposition ------------------------------------------------------------ */
@@ -304,23 +305,9 @@ struct ev {
 	uint32_t tag, seq, len, csum;
 };
 
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
 static uint32_t ev_sum(const unsigned char *p, uint32_t len)
 {
-	uint32_t h = 2166136261u;
-	for (uint32_t i = 0; i < len; i++)
-		if (i < offsetof(struct ev, csum) || i >= sizeof(struct ev))
-			h = (h ^ p[i]) * 16777619u;
-	return h;
+	return fnv1a_except(p, len, offsetof(struct ev, csum), sizeof(struct ev));
 }
 
 static uint32_t ev_fill(unsigned char *p, uint32_t tag, uint32_t seq, uint32_t len)
@@ -346,11 +333,6 @@ struct scen {
 };
 static struct scen *volatile g_sc;
 static __thread int tls_is_target;
-
-static pid_t my_tid(void)
-{
-	return (pid_t)syscall(SYS_gettid);
-}
 
 /* One round of writes (async-signal-safe): reserve/commit (with a nested
  * signal while open), ringbuf_write, reserve/discard, and one large event. */
@@ -452,15 +434,7 @@ static void expect_no_forbidden(void)
 
 static void install_handlers(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_usr1;
-	sigemptyset(&sa.sa_mask); /* SIGUSR2 stays deliverable in on_usr1 */
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGUSR1, &sa, NULL);
-	sa.sa_handler = on_usr2;
-	sigaddset(&sa.sa_mask, SIGUSR1);
-	sigaction(SIGUSR2, &sa, NULL);
+	install_irq_nmi(SIGUSR1, on_usr1, SIGUSR2, on_usr2); /* SIGUSR2 stays deliverable in on_usr1 */
 }
 
 /* A fresh thread that makes no ringbuf call of its own: it only sends itself
@@ -772,23 +746,13 @@ static void *storm_target(void *arg)
 	int ms = *(int *)arg;
 	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	timer_t tm;
-	struct sigevent sev;
-	struct itimerspec its;
 	struct timespec t0, t1;
 	pid_t tid = my_tid();
 	for (int m = 0; m < 3; m++)
 		g_storm[m].tid = tid;
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIGRTMIN;
-	sev._sigev_un._tid = tid;
 	tls_storm = 1;
-	if (timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0)
+	if (thread_timer(tid, SIGRTMIN, 50000, 50000, &tm) != 0)
 		return (void *)1;
-	its.it_interval.tv_sec = 0;
-	its.it_interval.tv_nsec = 50000;
-	its.it_value = its.it_interval;
-	timer_settime(tm, 0, &its, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned long i = 0;; i++) {
 		void *a = malloc(16 + i % 512);

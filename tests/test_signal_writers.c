@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "sigutil.h"
 /* LDFLAGS: -lrt */
 
 #define NCTX 3
@@ -48,26 +49,7 @@ static pid_t g_writer_tid;
 /* Per context: attempts (sequence numbers handed out) and successes. Only the
  * writer thread and its handlers write them; read after the writer joined. */
 static uint64_t g_attempts[NCTX], g_ok[NCTX];
-static volatile sig_atomic_t g_stop;
 static _Atomic(uint64_t) g_irqs, g_nmis;
-
-static uint32_t mix(uint32_t x)
-{
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
-static uint32_t checksum(const unsigned char *p, uint32_t len)
-{
-	uint32_t h = 2166136261u;
-	for (uint32_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 16777619u;
-	return h;
-}
 
 /* Async-signal-safe: reserve, fill, commit. */
 static void write_event(uint32_t ctx)
@@ -113,21 +95,11 @@ static void *writer(void *arg)
 {
 	double seconds = *(double *)arg;
 	timer_t tm;
-	struct sigevent sev;
-	struct itimerspec its;
 	struct timespec t0, t;
 
 	g_writer_tid = (pid_t)syscall(SYS_gettid);
-	memset(&sev, 0, sizeof sev);
-	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIGUSR1;
-	sev._sigev_un._tid = g_writer_tid;
-	if (timer_create(CLOCK_MONOTONIC, &sev, &tm) != 0)
+	if (thread_timer(g_writer_tid, SIGUSR1, 50000, 50000, &tm) != 0)
 		return (void *)1;
-	its.it_interval.tv_sec = 0;
-	its.it_interval.tv_nsec = 50000;
-	its.it_value = its.it_interval;
-	timer_settime(tm, 0, &its, NULL);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned long i = 0;; i++) {
@@ -226,7 +198,6 @@ static void run_torture(int mode, size_t page_size, double seconds)
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 	struct reader_state rs;
 	struct ringbuf_stats st;
-	struct sigaction sa;
 	pthread_t wt, rt;
 	sigset_t block;
 
@@ -241,14 +212,7 @@ static void run_torture(int mode, size_t page_size, double seconds)
 	atomic_store(&g_nmis, 0);
 	atomic_store(&g_writer_done, 0);
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_irq;
-	sigemptyset(&sa.sa_mask); /* SIGUSR2 stays deliverable inside on_irq */
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGUSR1, &sa, NULL);
-	sa.sa_handler = on_nmi;
-	sigaddset(&sa.sa_mask, SIGUSR1);
-	sigaction(SIGUSR2, &sa, NULL);
+	install_irq_nmi(SIGUSR1, on_irq, SIGUSR2, on_nmi); /* SIGUSR2 stays deliverable inside on_irq */
 
 	/* only the writer thread takes the signals */
 	sigemptyset(&block);

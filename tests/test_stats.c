@@ -19,58 +19,10 @@
 #include <string.h>
 
 #include "pagewalk.h"
+#include "fixture.h" /* now, test_clock, g_rb, teardown, mk, drop_rb, stats */
 #define HS (16u - PW_PAGE_HDR) /* 4 more data bytes per page with a 32-bit long */
 
 /* ---- fixtures ----------------------------------------------------------- */
-
-static uint64_t now;
-static uint64_t test_clock(void *ctx)
-{
-	(void)ctx;
-	return now;
-}
-
-static struct ringbuf *g_rb;
-
-static int teardown(void **state)
-{
-	(void)state;
-	ringbuf__set_testpoint_hook(NULL, NULL);
-	ringbuf_destroy(g_rb);
-	g_rb = NULL;
-	return 0;
-}
-
-static struct ringbuf *mk(unsigned ncpu, size_t page, unsigned npages, int mode)
-{
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-	struct ringbuf *rb = NULL;
-	cfg.ncpu = ncpu;
-	cfg.page_size = page;
-	cfg.size_per_cpu = page * npages;
-	cfg.mode = mode;
-	cfg.clock = test_clock;
-	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
-	assert_int_equal(ringbuf_nr_pages(rb), npages);
-	ringbuf_destroy(g_rb);
-	g_rb = rb;
-	now = 1000;
-	return rb;
-}
-
-static void drop_rb(struct ringbuf *rb)
-{
-	assert_ptr_equal(rb, g_rb);
-	ringbuf_destroy(rb);
-	g_rb = NULL;
-}
-
-static struct ringbuf_stats stats(struct ringbuf *rb, unsigned cpu)
-{
-	struct ringbuf_stats st;
-	assert_int_equal(ringbuf_stats_cpu(rb, cpu, &st), 0);
-	return st;
-}
 
 static uint64_t rng_state;
 static uint32_t rnd(void)

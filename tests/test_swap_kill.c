@@ -38,23 +38,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "crashutil.h"
 
 #define NEV 300u  /* events the child writes */
 #define NAFTER 30u /* events the parent writes after the recovery */
 
 static char path[64];
-
-/* in the block's user area: what the child's reader saw (survives the kill) */
-struct prog {
-	uint32_t next;    /* next sequence number expected */
-	uint32_t written; /* ringbuf_write calls that succeeded */
-	uint64_t read;    /* events the child consumed */
-	uint64_t lost;    /* sum of rec.lost the child was told */
-};
-
-struct ev {
-	uint32_t seq, len;
-};
 
 static int g_kill_at, g_hits, g_bad;
 static volatile int32_t *g_point; /* shared with the child: where it was killed */
@@ -89,82 +78,23 @@ static void kill_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 	(void)ctx;
 	if (swap_step(point) < 0)
 		return; /* the reader's swap steps only */
-	if (g_hits++ == g_kill_at) {
-		*g_point = point;
-		raise(SIGKILL);
-	}
-}
-
-static uint32_t ev_len(uint32_t i)
-{
-	return 8 + (i * 7 % 37); /* 8 .. 44 bytes */
-}
-
-static int write_ev(struct ringbuf *rb, uint32_t i)
-{
-	unsigned char buf[64];
-	struct ev h = {i, ev_len(i)};
-	memcpy(buf, &h, sizeof h);
-	for (uint32_t k = sizeof h; k < h.len; k++)
-		buf[k] = (unsigned char)(i + k);
-	return ringbuf_write(rb, 0, buf, h.len);
-}
-
-/* seq must be next + lost: every gap reported, nothing twice */
-static int check_ev(const struct ringbuf_record *rec, uint32_t *next)
-{
-	struct ev h;
-	if (rec->len < sizeof h)
-		return -1;
-	memcpy(&h, rec->data, sizeof h);
-	if (rec->len < h.len || rec->len >= h.len + 8 || h.len != ev_len(h.seq) ||
-	    (uint64_t)h.seq != *next + rec->lost)
-		return -1;
-	for (uint32_t i = sizeof h; i < h.len; i++)
-		if (((const unsigned char *)rec->data)[i] != (unsigned char)(h.seq + i))
-			return -1;
-	*next = h.seq + 1;
-	return 0;
+	crash_kill_countdown(&g_hits, g_kill_at, g_point, point);
 }
 
 static void child(int mode)
 {
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-	struct ringbuf *rb;
-	struct prog *pg;
-	size_t usz;
-	cfg.ncpu = 1;
-	cfg.page_size = 512;
-	cfg.size_per_cpu = 4 * 512;
-	cfg.mode = mode;
-	cfg.user_size = sizeof(struct prog);
-	if (ringbuf_create_file(path, &cfg, &rb) < 0)
-		_exit(10);
-	pg = ringbuf_user_area(rb, &usz);
+	struct crash_prog *pg;
+	struct ringbuf *rb = crash_child_create(path, mode, &pg);
 	ringbuf__set_testpoint_hook(kill_hook, NULL);
 	for (uint32_t i = 0; i < NEV; i++) {
-		if (write_ev(rb, i) != 0)
+		if (crash_write_ev(rb, i) != 0)
 			_exit(11); /* one writer, read often enough: never dropped */
 		pg->written = i + 1;
-		if (i % 7 == 6) {
-			uint32_t want = mode != RINGBUF_MODE_OVERWRITE ? UINT32_MAX
-					: (i / 7) % 5 == 4	    ? 12
-								    : 1 + (i / 7) % 2;
-			for (uint32_t k = 0; k < want; k++) {
-				struct ringbuf_record rec;
-				uint32_t next = pg->next;
-				int r = ringbuf_consume(rb, 0, &rec);
-				if (r < 0)
-					_exit(12);
-				if (r == 0)
-					break;
-				if (check_ev(&rec, &next) < 0)
-					_exit(13);
-				pg->lost += rec.lost;
-				pg->next = next;
-				pg->read++;
-			}
-		}
+		if (i % 7 == 6)
+			crash_child_consume(rb, pg,
+					    mode != RINGBUF_MODE_OVERWRITE ? UINT32_MAX
+					    : (i / 7) % 5 == 4		   ? 12
+									   : 1 + (i / 7) % 2);
 	}
 	ringbuf__set_testpoint_hook(NULL, NULL);
 	_exit(0);
@@ -176,57 +106,25 @@ static const char *point_name(void)
 	return s < 0 ? "none" : step_names[s];
 }
 
-static void warn_print(const char *what, unsigned cpu, void *ctx)
-{
-	(void)ctx;
-	print_message("  (cpu %u: %s)\n", cpu, what);
-}
-
-/* read everything left; returns the ringbuf_consume result that ended it */
-static int drain(struct ringbuf *rb, int kill_at, uint32_t *next, uint64_t *read, uint64_t *lost)
-{
-	struct ringbuf_record rec;
-	int r;
-	while ((r = ringbuf_consume(rb, 0, &rec)) == 1) {
-		if (check_ev(&rec, next) < 0) {
-			BAD("kill %d (%s): event out of sequence (expected %u + lost %llu): seq %u len %u", kill_at,
-			    point_name(), *next, (unsigned long long)rec.lost,
-			    rec.len >= 8 ? ((const struct ev *)rec.data)->seq : 0, (unsigned)rec.len);
-			if (rec.len >= 8)
-				*next = ((const struct ev *)rec.data)->seq + 1;
-		}
-		*lost += rec.lost;
-		(*read)++;
-	}
-	return r;
-}
-
 /* Returns 1 when the child ran to its end (kill_at past its last swap step). */
 static int run_one(int mode, int kill_at, uint64_t *events)
 {
 	struct ringbuf *rb;
 	struct ringbuf_stats st;
-	struct prog pg;
+	struct crash_prog pg;
 	size_t usz;
-	int status, r, done;
+	int r, done;
 	uint64_t read = 0, lost = 0;
 	uint32_t next;
 	pid_t pid;
+	char who[64];
 	g_kill_at = kill_at;
 	*g_point = -1;
 	g_hits = 0;
-	unlink(path);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
+	if ((pid = crash_fork(path)) == 0)
 		child(mode);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	if (WIFEXITED(status)) {
-		assert_int_equal(WEXITSTATUS(status), 0);
-		done = 1;
-	} else {
-		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-		done = 0;
+	done = crash_wait(pid);
+	if (!done) {
 		if (swap_step(*g_point) >= 0)
 			g_per_point[swap_step(*g_point)]++;
 	}
@@ -236,14 +134,15 @@ static int run_one(int mode, int kill_at, uint64_t *events)
 	}
 	memcpy(&pg, ringbuf_user_area(rb, &usz), sizeof pg);
 	next = pg.next;
-	assert_int_equal(drain(rb, kill_at, &next, &read, &lost), 0);
+	snprintf(who, sizeof who, "kill %d (%s)", kill_at, point_name());
+	assert_int_equal(crash_drain(rb, who, &next, &read, &lost, &g_bad), 0);
 	if (next != pg.written)
 		BAD("kill %d (%s): read up to %u, %u written", kill_at, point_name(), next, pg.written);
 	/* writers after the recovery: the repaired ring takes and gives back
 	 * events as before */
 	for (uint32_t i = 0; i < NAFTER; i++)
-		assert_int_equal(write_ev(rb, pg.written + i), 0);
-	assert_int_equal(drain(rb, kill_at, &next, &read, &lost), 0);
+		assert_int_equal(crash_write_ev(rb, pg.written + i), 0);
+	assert_int_equal(crash_drain(rb, who, &next, &read, &lost, &g_bad), 0);
 	if (next != pg.written + NAFTER)
 		BAD("kill %d (%s): after the recovery, read up to %u, %u written", kill_at, point_name(), next,
 		    pg.written + NAFTER);
@@ -272,8 +171,7 @@ static void sweep(int mode, const char *name)
 	int k, s;
 	g_bad = 0;
 	memset(g_per_point, 0, sizeof g_per_point);
-	g_point = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(g_point != MAP_FAILED);
+	g_point = crash_shared_point();
 	snprintf(path, sizeof path, "/tmp/ringbuf-swapkill-%d.rb", (int)getpid());
 	for (k = 0; k < 100000 && !run_one(mode, k, &events); k++)
 		;
@@ -292,14 +190,14 @@ static void sweep(int mode, const char *name)
 static void overwrite_reader_killed_at_each_swap_step(void **state)
 {
 	(void)state;
-	ringbuf_set_warn_hook(warn_print, NULL);
+	ringbuf_set_warn_hook(crash_warn_print, NULL);
 	sweep(RINGBUF_MODE_OVERWRITE, "overwrite");
 }
 
 static void producer_consumer_reader_killed_at_each_swap_step(void **state)
 {
 	(void)state;
-	ringbuf_set_warn_hook(warn_print, NULL);
+	ringbuf_set_warn_hook(crash_warn_print, NULL);
 	sweep(RINGBUF_MODE_PRODUCER_CONSUMER, "producer/consumer");
 }
 

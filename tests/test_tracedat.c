@@ -40,12 +40,9 @@ RINGBUF_TRACE_EVENT(sample,
 	RINGBUF_PRINT("seq=%u value=0x%llx small=%hd delta=%d flag=%u hist=%u,%u,%u msg=%s label=%s",
 		      REC->seq, (unsigned long long)REC->value, REC->small, REC->delta, REC->flag,
 		      REC->hist[0], REC->hist[1], REC->hist[2], REC->msg, __get_str(label)));
-RINGBUF_TRACE_EVENT(tick, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_FIELD(int64_t, big)),
-		    RINGBUF_PRINT("seq=%u big=%lld", REC->seq, (long long)REC->big));
+/* tick (and reg): tracedat_util.h */
 RINGBUF_TRACE_EVENT(mark, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_STRING(text)),
 		    RINGBUF_PRINT("seq=%u text=%s", REC->seq, __get_str(text)));
-
-static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("ringbuf");
 
 /* This build writes big-endian files (s390x); see tests/pagewalk.h. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__

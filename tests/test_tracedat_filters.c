@@ -26,13 +26,8 @@
 
 #include "tracedat_util.h"
 
-RINGBUF_TRACE_EVENT(tick, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_FIELD(int64_t, big)),
-		    RINGBUF_PRINT("seq=%u big=%lld", REC->seq, (long long)REC->big));
-RINGBUF_TRACE_EVENT(note, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_STRING(text)),
-		    RINGBUF_PRINT("seq=%u text=%s", REC->seq, __get_str(text)));
+/* tick and note, and reg: tracedat_util.h */
 RINGBUF_TRACE_EVENT(idle, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq)), RINGBUF_PRINT("seq=%u", REC->seq));
-
-static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("ringbuf");
 
 #define TICK_FILTER "seq < 50 && big != 3"
 #define NOTE_FILTER "text ~ \"a*\" || (seq & 1)"
@@ -112,16 +107,10 @@ static void files_equal(const char *a, const char *b, bool equal)
 
 static int setup(void **state)
 {
+	int first = tracedat_setup_once("/tmp/ringbuf-tdfilter-XXXXXX");
 	(void)state;
-	if (!tmpdir[0]) {
-		snprintf(tmpdir, sizeof tmpdir, "/tmp/ringbuf-tdfilter-XXXXXX");
-		if (!mkdtemp(tmpdir))
-			return -1;
-		if (ringbuf_trace_register_event(&reg, &ringbuf_event_tick) < 0 ||
-		    ringbuf_trace_register_event(&reg, &ringbuf_event_note) < 0 ||
-		    ringbuf_trace_register_event(&reg, &ringbuf_event_idle) < 0)
-			return -1;
-	}
+	if (first < 0 || (first == 1 && ringbuf_trace_register_event(&reg, &ringbuf_event_idle) < 0))
+		return -1;
 	/* each test starts without filters */
 	return ringbuf_trace_set_filter(&reg, "*", NULL, NULL) < 0 ? -1 : 0;
 }

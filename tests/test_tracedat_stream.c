@@ -35,13 +35,6 @@
 
 #include "tracedat_util.h"
 
-RINGBUF_TRACE_EVENT(tick, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_FIELD(int64_t, big)),
-		    RINGBUF_PRINT("seq=%u big=%lld", REC->seq, (long long)REC->big));
-RINGBUF_TRACE_EVENT(note, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_STRING(text)),
-		    RINGBUF_PRINT("seq=%u text=%s", REC->seq, __get_str(text)));
-
-static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("ringbuf");
-
 /* ---- helpers -------------------------------------------------------------- */
 
 /* Files in tmpdir whose name starts with prefix. */
@@ -96,15 +89,7 @@ static uint32_t fill(struct ringbuf *rb, unsigned ncpu, uint32_t n)
 static int setup(void **state)
 {
 	(void)state;
-	if (!tmpdir[0]) {
-		snprintf(tmpdir, sizeof tmpdir, "/tmp/ringbuf-tdstream-XXXXXX");
-		if (!mkdtemp(tmpdir))
-			return -1;
-		if (ringbuf_trace_register_event(&reg, &ringbuf_event_tick) < 0 ||
-		    ringbuf_trace_register_event(&reg, &ringbuf_event_note) < 0)
-			return -1;
-	}
-	return 0;
+	return tracedat_setup_once("/tmp/ringbuf-tdstream-XXXXXX") < 0 ? -1 : 0;
 }
 
 /* ---- streaming == in-memory export --------------------------------------- */

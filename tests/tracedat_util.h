@@ -2,10 +2,11 @@
  * directory, running trace-cmd, reading its output
  * SPDX-License-Identifier: MIT   (licence text at the end of ringbuf.h)
  *
- * Include after <cmocka.h> (and stdio, stdlib, string, stdarg). The test
- * creates tmpdir (mkdtemp) in its setup; path_of() names files in it.
- * Everything is static inline: a test that does not use a helper gets no
- * warning for it.
+ * Include after ringbuf_trace.h (included with RINGBUF_TRACE_DEFINE_EVENTS:
+ * the events below are defined here) and <cmocka.h> (and stdio, stdlib,
+ * string, stdarg). The test creates tmpdir (mkdtemp) in its setup, or
+ * tracedat_setup_once() does; path_of() names files in it. Every function is
+ * static inline: a test that does not use a helper gets no warning for it.
  */
 #ifndef RINGBUF_TESTS_TRACEDAT_UTIL_H
 #define RINGBUF_TESTS_TRACEDAT_UTIL_H
@@ -18,6 +19,30 @@
 #include <string.h>
 
 static char tmpdir[64];
+
+/* The events the trace.dat tests share, and the registry they go in */
+RINGBUF_TRACE_EVENT(tick, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_FIELD(int64_t, big)),
+		    RINGBUF_PRINT("seq=%u big=%lld", REC->seq, (long long)REC->big));
+RINGBUF_TRACE_EVENT(note, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_STRING(text)),
+		    RINGBUF_PRINT("seq=%u text=%s", REC->seq, __get_str(text)));
+
+static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("ringbuf");
+
+/* Setup: the first call makes tmpdir from tmpl ("/tmp/NAME-XXXXXX") and
+ * registers tick and note in reg (in that order) and returns 1; later calls
+ * return 0; -1 if either fails. */
+static inline int tracedat_setup_once(const char *tmpl)
+{
+	if (tmpdir[0])
+		return 0;
+	snprintf(tmpdir, sizeof tmpdir, "%s", tmpl);
+	if (!mkdtemp(tmpdir))
+		return -1;
+	if (ringbuf_trace_register_event(&reg, &ringbuf_event_tick) < 0 ||
+	    ringbuf_trace_register_event(&reg, &ringbuf_event_note) < 0)
+		return -1;
+	return 1;
+}
 
 /* The tests' clock (single-threaded tests set now before each event). */
 static uint64_t now;
