@@ -6899,9 +6899,10 @@ RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb)
  * set no clock for the block (one that opened another process's block and did
  * not call ringbuf_set_clock) reads CLOCK_MONOTONIC: set the clock in each
  * process that writes. Private buffers keep theirs in the handle.
- *   K1 set: the slot keyed rb, else a free one claimed by CAS NULL -> rb
- *      (relaxed: the claim orders nothing), then fn and ctx, then the key
- *      stored again with release (pairs with K2's acquire).
+ *   K1 set: the slot keyed rb, else a free one claimed by CAS NULL ->
+ *      CLAIMED (relaxed: the claim orders nothing; no lookup matches it, so
+ *      no K2 reads the slot's old fn and ctx), then fn and ctx, then the key
+ *      rb stored with release (pairs with K2's acquire).
  *   K2 writer: the key that equals rb loaded with acquire, then fn and ctx.
  *   K3 destroy: key NULL (release).
  * A slot's fn and ctx change only at K1/K3 for its key, which the API allows
@@ -6909,6 +6910,7 @@ RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb)
  * before writing; destroy after the last writer): K2 never reads them torn.
  * Another thread's K1 for another block writes another slot. */
 #define RINGBUF__NCLOCKS 64
+#define RINGBUF__CLOCK_CLAIMED ((const struct ringbuf *)(uintptr_t)1) /* K1, filling in */
 static struct {
 	_Atomic(const struct ringbuf *) rb;
 	_Atomic(ringbuf_clock_fn) fn; /* relaxed atomics: the order comes from rb */
@@ -6931,8 +6933,9 @@ static int ringbuf__clock_set_shared(const struct ringbuf *rb, ringbuf_clock_fn 
 	if (i < 0) {
 		for (i = 0; i < RINGBUF__NCLOCKS; i++) {
 			const struct ringbuf *none = NULL;
-			if (atomic_compare_exchange_strong_explicit(&ringbuf__clocks[i].rb, &none, rb,
-								    memory_order_relaxed, memory_order_relaxed))
+			if (atomic_compare_exchange_strong_explicit(&ringbuf__clocks[i].rb, &none,
+								    RINGBUF__CLOCK_CLAIMED, memory_order_relaxed,
+								    memory_order_relaxed))
 				break;
 		}
 		if (i == RINGBUF__NCLOCKS)

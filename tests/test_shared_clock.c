@@ -13,6 +13,7 @@
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -193,11 +194,100 @@ static void the_65th_shared_user_clock_is_refused(void **state)
 			ringbuf_destroy(rbs[i]);
 }
 
+/* A writer of block A stamps with A's clock while another thread creates,
+ * re-clocks and destroys blocks with other clocks (K1-K3 on other slots,
+ * a slot A's lookup passes over claimed and filled in meanwhile): every one
+ * of A's stamps is A's clock's. Run under TSan in CI too. */
+static _Atomic(int) churn_stop;
+static uint64_t clock_a_ticks;
+
+static uint64_t clock_a(void *ctx)
+{
+	(void)ctx;
+	return 7000000 + __atomic_add_fetch(&clock_a_ticks, 1, __ATOMIC_RELAXED);
+}
+
+static uint64_t clock_other(void *ctx)
+{
+	(void)ctx;
+	return 1;
+}
+
+static void *churn(void *arg)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	const char *base = (const char *)arg;
+	char p[300];
+	unsigned i;
+	cfg.ncpu = 1;
+	cfg.size_per_cpu = 8192;
+	cfg.page_size = 4096;
+	cfg.clock = clock_other;
+	for (i = 0; i < 300; i++) {
+		struct ringbuf *b[3];
+		unsigned k;
+		for (k = 0; k < 3; k++) {
+			snprintf(p, sizeof p, "%s.c%u", base, k);
+			if (ringbuf_create_file(p, &cfg, &b[k]) != 0)
+				return (void *)1;
+			unlink(p);
+		}
+		if (ringbuf_set_clock(b[1], NULL, NULL) != 0 || ringbuf_set_clock(b[1], clock_other, NULL) != 0)
+			return (void *)2;
+		for (k = 0; k < 3; k++)
+			ringbuf_destroy(b[(k + i) % 3]);
+	}
+	atomic_store(&churn_stop, 1);
+	return NULL;
+}
+
+static void a_writer_keeps_its_clock_while_other_blocks_come_and_go(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *a;
+	struct ringbuf_record rec;
+	pthread_t t;
+	void *tr;
+	uint64_t n = 0, bad = 0, read = 0;
+	(void)state;
+	snprintf(path, sizeof path, "/tmp/ringbuf-test-clock-%d.rb", (int)getpid());
+	unlink(path);
+	cfg.ncpu = 1;
+	cfg.size_per_cpu = 1 << 16;
+	cfg.clock = clock_a;
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+	assert_int_equal(ringbuf_create_file(path, &cfg, &a), 0);
+	atomic_store(&churn_stop, 0);
+	assert_int_equal(pthread_create(&t, NULL, churn, path), 0);
+	while (!atomic_load(&churn_stop) || n < 1000) {
+		uint32_t v = (uint32_t)n++;
+		if (ringbuf_write(a, 0, &v, sizeof v) != 0)
+			bad++;
+		while (ringbuf_consume(a, 0, &rec) == 1) {
+			read++;
+			if (rec.ts < 7000000 || rec.ts > 7000000 + clock_a_ticks)
+				bad++;
+		}
+		if (n > 50000000)
+			break;
+	}
+	assert_int_equal(pthread_join(t, &tr), 0);
+	assert_null(tr);
+	while (ringbuf_consume(a, 0, &rec) == 1)
+		read++;
+	print_message("%llu events written while 900 blocks came and went, %llu read\n", (unsigned long long)n,
+		      (unsigned long long)read);
+	assert_int_equal(read, n);
+	assert_int_equal(bad, 0);
+	ringbuf_destroy(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(an_open_elsewhere_keeps_the_creators_clock, teardown),
 		cmocka_unit_test_teardown(the_65th_shared_user_clock_is_refused, teardown),
+		cmocka_unit_test_teardown(a_writer_keeps_its_clock_while_other_blocks_come_and_go, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
