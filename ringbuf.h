@@ -1177,7 +1177,8 @@ enum ringbuf__tp {
 	RINGBUF__TP_COMMIT_FAST_ZERO,         /* committing = 0 stored, commits not re-checked yet */
 	/* ringbuf_open_file's validation of a block (V0-V3, >>file) */
 	RINGBUF__TP_VALIDATE_TAIL = 90, /* V1: commit and tail pages loaded, before the ring walk */
-	RINGBUF__TP_VALIDATE_WALKED     /* V2: first pass over the links done, before the second */
+	RINGBUF__TP_VALIDATE_WALKED,    /* V2: first pass over the links done, before the second */
+	RINGBUF__TP_VALIDATE_SLOT       /* V4: a slot's len, page and off loaded, its event not yet */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
@@ -7073,14 +7074,24 @@ static int ringbuf__is_hole(struct ringbuf__holes *h, int64_t off, int64_t len)
 #endif
 }
 
-static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbuf__holes *holes);
+static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbuf__holes *holes, bool live);
+
+/* The check that made this thread's last validation (ringbuf_open_file,
+ * ringbuf_recover) return RINGBUF_ECORRUPT: a static string, for
+ * diagnostics only (ringbuf-record prints it; tests name the check that
+ * misfired). Never reset: meaningful right after an ECORRUPT. */
+static RINGBUF__TLS const char *ringbuf__invalid_why;
+#define RINGBUF__INVALID(why) (ringbuf__invalid_why = (why), RINGBUF_ECORRUPT)
 
 static int ringbuf__validate(struct ringbuf *rb, uint64_t size)
 {
-	return ringbuf__validate_in(rb, size, NULL);
+	return ringbuf__validate_in(rb, size, NULL, false);
 }
 
-static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbuf__holes *holes)
+/* live: the block may have writers running (ringbuf_open_file: another
+ * process may be writing it); false: its writers are gone (ringbuf_recover,
+ * whose contract says so). */
+static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbuf__holes *holes, bool live)
 {
 	struct ringbuf__geom g;
 	unsigned cpu;
@@ -7099,13 +7110,13 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 	    memchr(rb->clock_name, 0, sizeof rb->clock_name) == NULL ||
 	    rb->clock_kind > RINGBUF__CLK_USER ||
 	    (rb->clock_kind == RINGBUF__CLK_TSC && (rb->tsc_shift != 32 || rb->tsc_mult == 0)))
-		return RINGBUF_ECORRUPT;
+		return RINGBUF__INVALID("header: geometry, flags or clock fields");
 	if (size < rb->total_size)
 		return RINGBUF_ETRUNC;
 	{
 		int mode = atomic_load_explicit(&rb->mode, memory_order_relaxed);
 		if (mode != RINGBUF_MODE_OVERWRITE && mode != RINGBUF_MODE_PRODUCER_CONSUMER)
-			return RINGBUF_ECORRUPT;
+			return RINGBUF__INVALID("header: mode");
 	}
 	for (cpu = 0; cpu < rb->ncpu; cpu++) {
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
@@ -7115,10 +7126,10 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 		rp = RINGBUF__LOAD(&c->reader_page);
 		if (c->index != cpu || c->bp_off != (uint64_t)((char *)ringbuf__bp(rb, cpu, 0) - (char *)rb) ||
 		    c->dp_off != (uint64_t)((char *)ringbuf__dp(rb, cpu, 0) - (char *)rb))
-			return RINGBUF_ECORRUPT;
+			return RINGBUF__INVALID("cpu: index or page offsets");
 		if (rp > n || RINGBUF__LOAD(&c->tail_page) > n || RINGBUF__LOAD(&c->commit_page) > n ||
 		    c->head_hint > n || c->read > rb->bsize || RINGBUF__LOAD(&c->committing) > RINGBUF_MAX_NEST)
-			return RINGBUF_ECORRUPT;
+			return RINGBUF__INVALID("cpu: reader, tail, commit page, head hint, read or committing out of range");
 		for (i = 0; i <= n; i++) {
 			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
 			uint64_t link = RINGBUF__LOAD(&bp->next);
@@ -7127,7 +7138,7 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 			    (!ringbuf__is_hole(holes, (int64_t)((char *)ringbuf__dp(rb, cpu, i) - (char *)rb),
 					       (int64_t)rb->page_size) &&
 			     ringbuf__page_commit(rb, cpu, i) > rb->bsize))
-				return RINGBUF_ECORRUPT;
+				return RINGBUF__INVALID("page: link, prev or commit out of range (or both flags)");
 		}
 		/* V0: a reader swap cut after S2 published H and before S3 (the
 		 * reader killed with its lock held) leaves reader_page naming H,
@@ -7147,7 +7158,7 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 						r2 = i;
 				}
 				if (r2 > n)
-					return RINGBUF_ECORRUPT;
+					return RINGBUF__INVALID("V0: reader page in the ring without a prepared old reader page");
 				rp = r2;
 			}
 		}
@@ -7198,36 +7209,36 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 			uint32_t t0 = atomic_load_explicit(&c->tail_page, memory_order_acquire);
 			uint32_t start, tries;
 			if (t0 == rp && cp != rp)
-				return RINGBUF_ECORRUPT;
+				return RINGBUF__INVALID("V1: tail on the reader page, commit elsewhere");
 			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_VALIDATE_TAIL);
 			/* tail on the reader page: enter the ring (its index is the
 			 * reader's: stable against writers) */
 			start = t0 == rp ? ringbuf__next_idx(rb, cpu, rp) : t0;
 			if (start > n)
-				return RINGBUF_ECORRUPT;
+				return RINGBUF__INVALID("V1: the ring's entry out of range");
 			for (tries = 0; tries < RINGBUF__VALIDATE_TRIES; tries++) {
 				uint64_t tags = 0, tags2 = 0;
 				heads = 0;
 				for (x = start, i = 0; i < n; i++) {
 					uint64_t link = ringbuf__load_link(ringbuf__bp(rb, cpu, x));
 					if (x == rp)
-						return RINGBUF_ECORRUPT;
+						return RINGBUF__INVALID("V2: the walk met the reader page");
 					if (link & RINGBUF__F_MASK)
 						heads++;
 					tags += link >> RINGBUF__TAG_SHIFT;
 					x = ringbuf__link_idx(link);
 					if (x > n) /* the range check above was another load */
-						return RINGBUF_ECORRUPT;
+						return RINGBUF__INVALID("V2: link index out of range");
 				}
 				if (x != start)
-					return RINGBUF_ECORRUPT;
+					return RINGBUF__INVALID("V2: the walk did not come back to the tail");
 				RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_VALIDATE_WALKED);
 				for (x = start, i = 0; i < n; i++) {
 					uint64_t link = ringbuf__load_link(ringbuf__bp(rb, cpu, x));
 					tags2 += link >> RINGBUF__TAG_SHIFT;
 					x = ringbuf__link_idx(link);
 					if (x > n)
-						return RINGBUF_ECORRUPT;
+						return RINGBUF__INVALID("V3: link index out of range");
 				}
 				if (tags2 == tags && x == start)
 					break; /* a snapshot: check its flags */
@@ -7235,17 +7246,40 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 				ringbuf__yield();
 			}
 			if (heads < 1 || heads > 2)
-				return RINGBUF_ECORRUPT;
+				return RINGBUF__INVALID("V3: head flags: none or more than two");
 		}
-		for (i = 0; i < RINGBUF_MAX_NEST; i++) {
+		/* V4: the slots (what recovery pads), only where their writers are
+		 * gone (ringbuf_recover). A slot's page, off and event are plain
+		 * fields that its writer rewrites at every reservation ([SLOT] P1:
+		 * len = 0, then page, off, event, then P3 len = total; relaxed, with
+		 * compiler barriers only: the owner and its signal handlers are the
+		 * only ones that need them in order). A validation running beside
+		 * a live writer of another process (ringbuf-record opens a live
+		 * block) has no happens-before edge to those stores: between its
+		 * load of off and its load of event the writer may commit and
+		 * describe its next event, and the pair it reads (an old off, a new
+		 * event 20 bytes on, or a new off past an old event) is no state
+		 * the slot was ever in, and the check called a sound block corrupt
+		 * (ringbuf-record stops: "corrupted buffer memory"). In C11 the
+		 * plain loads even race with the writer's plain stores: no fence
+		 * on the reader's side alone gives them a consistent snapshot, and
+		 * the write path is not to pay for one. Readers never use the
+		 * slots, and recovery validates again (live false) before it reads
+		 * them, so an open leaves them unchecked (test_validate_live.c:
+		 * slot_rewritten_under_the_check). A slot with len 0 is being
+		 * written (or done): its other fields may be half updated and
+		 * recovery ignores it. */
+		for (i = 0; !live && i < RINGBUF_MAX_NEST; i++) {
 			const struct ringbuf__slot *sl = &c->slots[i];
-			/* a slot with len 0 is being written (or done): its other
-			 * fields may be half updated and recovery ignores it */
-			uint32_t len = RINGBUF__LOAD(&sl->len);
-			if (i < RINGBUF__LOAD(&c->committing) && len != 0 && !(len & RINGBUF__SLOT_GONE) &&
-			    (sl->page > n || sl->off > rb->bsize || len > 2 * rb->bsize ||
-			     sl->event < sl->off || sl->event > sl->off + 8))
-				return RINGBUF_ECORRUPT;
+			uint32_t len = RINGBUF__LOAD(&sl->len), page, off, event;
+			if (i >= RINGBUF__LOAD(&c->committing) || len == 0 || (len & RINGBUF__SLOT_GONE))
+				continue;
+			page = sl->page;
+			off = sl->off;
+			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_VALIDATE_SLOT);
+			event = sl->event;
+			if (page > n || off > rb->bsize || len > 2 * rb->bsize || event < off || event > off + 8)
+				return RINGBUF__INVALID("V4: slot: page, offset, length or event out of range");
 		}
 	}
 	return 0;
@@ -7509,7 +7543,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	rb = (struct ringbuf *)map;
 	{
 		struct ringbuf__holes holes = {fd, 0, 0, -1};
-		r = ringbuf__validate_in(rb, hdr.total_size, &holes);
+		r = ringbuf__validate_in(rb, hdr.total_size, &holes, true);
 	}
 	close(fd);
 	if (r < 0) {
@@ -7557,7 +7591,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb = (struct ringbuf *)map;
 		{
 			struct ringbuf__holes holes = {fd, 0, 0, -1};
-			r = ringbuf__validate_in(rb, hdr.total_size, &holes);
+			r = ringbuf__validate_in(rb, hdr.total_size, &holes, true);
 		}
 		close(fd);
 		if (r < 0) {

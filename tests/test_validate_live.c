@@ -113,12 +113,92 @@ static void head_pushed_under_the_walk(void **state)
 	open_while_writing(RINGBUF_MODE_OVERWRITE, RINGBUF__TP_VALIDATE_WALKED, 5, 20);
 }
 
+/* V4: the writer commits its event in flight and describes the next one
+ * between the validation's load of the slot's offset and its load of the
+ * event offset (a live writer of another process does this whenever the
+ * timing falls so): an old offset and a new event, a pair the slot never
+ * held. Before the fix the open checked the slots and returned
+ * RINGBUF_ECORRUPT ("V4: slot: ..."); now only recovery (writers gone) checks
+ * them, and the open leaves them alone. */
+struct slot_live {
+	struct ringbuf *w;
+	uint32_t *ev; /* the event in flight at depth 1 */
+	unsigned hits;
+};
+
+static void slot_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	struct slot_live *l = (struct slot_live *)ctx;
+	(void)rb;
+	if (cpu != 0 || point != RINGBUF__TP_VALIDATE_SLOT || l->hits++ != 0)
+		return;
+	/* commit the event in flight and reserve the next: slot 0 gets the
+	 * next event's offset and event offset ([SLOT] P1) */
+	ringbuf_commit(l->w, 0, l->ev);
+	l->ev = (uint32_t *)ringbuf_reserve(l->w, 0, 64);
+	assert_non_null(l->ev);
+}
+
+static void slot_rewritten_under_the_check(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct slot_live l;
+	struct ringbuf *r = NULL;
+	struct ringbuf_record rec;
+	uint64_t n = 0;
+	int rc, k;
+	(void)state;
+	memset(&l, 0, sizeof l);
+	snprintf(path, sizeof path, "/tmp/ringbuf-validate-slot-%d.rb", (int)getpid());
+	unlink(path);
+	cfg.ncpu = 1;
+	cfg.size_per_cpu = 8 * 4096;
+	cfg.page_size = 4096;
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+	assert_int_equal(ringbuf_create_file(path, &cfg, &l.w), 0);
+	for (k = 0; k < 3; k++) { /* a few events before: the slot's offset is not 0 */
+		uint32_t *ev = (uint32_t *)ringbuf_reserve(l.w, 0, 64);
+		assert_non_null(ev);
+		memset(ev, 0, 64);
+		ringbuf_commit(l.w, 0, ev);
+	}
+	l.ev = (uint32_t *)ringbuf_reserve(l.w, 0, 64); /* in flight while the block is opened */
+	assert_non_null(l.ev);
+	memset(l.ev, 0, 64);
+	ringbuf__set_testpoint_hook(slot_hook, &l);
+	rc = ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &r);
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	if (rc == RINGBUF_ECORRUPT)
+		fail_msg("open: %s", ringbuf__invalid_why ? ringbuf__invalid_why : "?");
+	assert_int_equal(rc, 0);
+	/* the writer goes on: its event in flight commits, and the block reads
+	 * as it left it */
+	memset(l.ev, 0, 64);
+	ringbuf_commit(l.w, 0, l.ev);
+	while ((rc = ringbuf_consume(r, 0, &rec)) == 1)
+		n++;
+	assert_int_equal(rc, 0);
+	assert_int_equal(n, 3 + 1 + (l.hits ? 1 : 0));
+	ringbuf_destroy(r);
+
+	/* the check itself stays where the writers are gone: an event in
+	 * flight whose slot is out of range fails recovery's validation */
+	l.ev = (uint32_t *)ringbuf_reserve(l.w, 0, 64);
+	assert_non_null(l.ev);
+	ringbuf__cpu(l.w, 0)->slots[0].event = ringbuf__cpu(l.w, 0)->slots[0].off + 64;
+	assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RECOVER, &r), RINGBUF_ECORRUPT);
+	assert_string_equal(ringbuf__invalid_why, "V4: slot: page, offset, length or event out of range");
+	ringbuf_destroy(l.w);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(tail_moved_before_the_walk_pc),
 		cmocka_unit_test(tail_moved_before_the_walk_overwrite),
 		cmocka_unit_test(head_pushed_under_the_walk),
+		cmocka_unit_test(slot_rewritten_under_the_check),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

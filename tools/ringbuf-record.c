@@ -214,6 +214,144 @@ static int rbrec_gone(long pid, unsigned long long start)
 	return (state == 'Z' || state == 'X') && rbrec_threads(pid) <= 1;
 }
 
+/* ==== >>diagnostics: what a corrupt buffer looked like ====================
+ *
+ * A buffer that fails validation (open, recovery) or a page check while it is
+ * drained is reported with the check that failed (the library's warning, or
+ * ringbuf__invalid_why for a validation) and dumped: PATH.corrupt-K.rb, a
+ * copy of the whole block taken as soon as the failure is seen (the writer
+ * may still run: the copy is of a moment just after the check, not of the
+ * check itself), and PATH.corrupt-K.txt, per CPU the reader, head, commit and
+ * tail pages, the nesting depth, the reader's position, the slots in flight
+ * and every page's link, count and commit, then the first bytes of the pages
+ * the reader and the writers are on. Next to FILE.rb, or in the directory
+ * RINGBUF_RECORD_DUMP names; at most 4 dumps per run. This reads the block
+ * through the implementation's internal layout (the tool compiles it in),
+ * from the copy only. */
+struct rbrec_diag {
+	const char *path;  /* the buffer file */
+	struct ringbuf *rb; /* its mapping once open, else NULL (read the file) */
+	unsigned dumps;
+};
+static struct rbrec_diag rbrec_diag;
+
+static void rbrec_hex(FILE *f, const unsigned char *p, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		fprintf(f, "%02x%s", p[i], (i & 31) == 31 ? "\n    " : (i & 3) == 3 ? " " : "");
+	fputc('\n', f);
+}
+
+static void rbrec_dump_text(FILE *f, struct ringbuf *rb, size_t len)
+{
+	unsigned cpu, i;
+	if (len < sizeof *rb || rb->magic != RINGBUF__MAGIC || rb->total_size > len || rb->nr_pages > 1u << 20 ||
+	    rb->ncpu > 4096 || rb->page_size < 64) {
+		fprintf(f, "header not usable: no per-CPU state\n");
+		return;
+	}
+	fprintf(f, "ncpu %u nr_pages %u page_size %u bsize %u mode %d\n", rb->ncpu, rb->nr_pages, rb->page_size,
+		rb->bsize, atomic_load_explicit(&rb->mode, memory_order_relaxed));
+	for (cpu = 0; cpu < rb->ncpu; cpu++) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+		uint32_t rp = RINGBUF__LOAD(&c->reader_page), cp = RINGBUF__LOAD(&c->commit_page),
+			 tp = RINGBUF__LOAD(&c->tail_page), d = RINGBUF__LOAD(&c->committing);
+		uint32_t show[3];
+		fprintf(f, "cpu %u: reader %u commit %u tail %u head_hint %u committing %u read %u reader_lock %llx "
+			   "corrupt %u disabled %u pages_read %llu\n",
+			cpu, rp, cp, tp, c->head_hint, d, c->read,
+			(unsigned long long)RINGBUF__LOAD(&c->reader_lock), RINGBUF__LOAD(&c->corrupt),
+			RINGBUF__LOAD(&c->disabled), (unsigned long long)RINGBUF__LOAD(&c->pages_read));
+		for (i = 0; i < RINGBUF_MAX_NEST && i <= d; i++) {
+			const struct ringbuf__slot *sl = &c->slots[i];
+			fprintf(f, "  slot %u: page %u off %u len %#x event %u counted %u\n", i, sl->page, sl->off,
+				RINGBUF__LOAD(&sl->len), sl->event, RINGBUF__LOAD(&sl->counted));
+		}
+		if (rp > rb->nr_pages || cp > rb->nr_pages || tp > rb->nr_pages)
+			continue;
+		for (i = 0; i <= rb->nr_pages; i++) {
+			const struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
+			uint64_t l = RINGBUF__LOAD(&((struct ringbuf__bpage *)bp)->next);
+			fprintf(f, "  page %u: next %u%s%s tag %llu prev %u write %#llx entries %#llx commit %#lx%s%s%s\n",
+				i, ringbuf__link_idx(l), (l & RINGBUF__F_HEADER) ? " HEADER" : "",
+				(l & RINGBUF__F_UPDATE) ? " UPDATE" : "", (unsigned long long)(l >> RINGBUF__TAG_SHIFT),
+				bp->prev, (unsigned long long)RINGBUF__LOAD(&((struct ringbuf__bpage *)bp)->write),
+				(unsigned long long)RINGBUF__LOAD(&((struct ringbuf__bpage *)bp)->entries),
+				(unsigned long)atomic_load_explicit(&ringbuf__dp(rb, cpu, i)->commit, memory_order_relaxed),
+				i == rp ? " <reader" : "", i == cp ? " <commit" : "", i == tp ? " <tail" : "");
+		}
+		show[0] = rp;
+		show[1] = cp;
+		show[2] = tp;
+		for (i = 0; i < 3; i++) {
+			if (i && show[i] == show[i - 1])
+				continue;
+			fprintf(f, "  page %u bytes (header and the first 256 of data[]):\n    ", show[i]);
+			rbrec_hex(f, (const unsigned char *)ringbuf__dp(rb, cpu, show[i]), 16 + 256);
+		}
+	}
+}
+
+static void rbrec_dump(const char *what, unsigned cpu)
+{
+	const char *dir = getenv("RINGBUF_RECORD_DUMP");
+	char name[512];
+	unsigned char *copy = NULL;
+	size_t len = 0;
+	FILE *f;
+	if (!rbrec_diag.path || rbrec_diag.dumps >= 4)
+		return;
+	/* the copy first: as near the failure as this can get */
+	if (rbrec_diag.rb) {
+		len = (size_t)rbrec_diag.rb->total_size;
+		if ((copy = malloc(len)) != NULL)
+			memcpy(copy, rbrec_diag.rb, len);
+	} else {
+		FILE *in = fopen(rbrec_diag.path, "rb");
+		if (in) {
+			long n = (fseek(in, 0, SEEK_END) == 0) ? ftell(in) : -1;
+			rewind(in);
+			if (n > 0 && (copy = malloc((size_t)n)) != NULL)
+				len = fread(copy, 1, (size_t)n, in);
+			fclose(in);
+		}
+	}
+	if (!copy)
+		return;
+	if (dir) {
+		const char *base = strrchr(rbrec_diag.path, '/');
+		snprintf(name, sizeof name, "%s/%s.%ld.corrupt-%u", dir, base ? base + 1 : rbrec_diag.path,
+			 (long)getpid(), rbrec_diag.dumps);
+	} else {
+		snprintf(name, sizeof name, "%s.corrupt-%u", rbrec_diag.path, rbrec_diag.dumps);
+	}
+	rbrec_diag.dumps++;
+	strcat(name, ".rb");
+	f = fopen(name, "wb");
+	if (f) {
+		fwrite(copy, 1, len, f);
+		fclose(f);
+	}
+	strcpy(name + strlen(name) - 3, ".txt");
+	f = fopen(name, "w");
+	if (f) {
+		fprintf(f, "%s: cpu %u: %s\n", rbrec_diag.path, cpu, what);
+		rbrec_dump_text(f, (struct ringbuf *)(void *)copy, len);
+		fclose(f);
+	}
+	fprintf(stderr, "ringbuf-record: %s: cpu %u: %s (state in %.*s.{rb,txt})\n", rbrec_diag.path, cpu, what,
+		(int)strlen(name) - 4, name);
+	free(copy);
+}
+
+/* The library's warnings (a page that fails its check disables its CPU). */
+static void rbrec_on_warning(const char *what, unsigned cpu, void *ctx)
+{
+	(void)ctx;
+	rbrec_dump(what, cpu);
+}
+
 /* Take pages until none is left (or the call fails). Returns pages taken or
  * < 0. RINGBUF_EAGAIN (a writer in the middle of moving a page): live, try
  * at the next wake-up; at the end (no writer left) it cannot last, but is
@@ -618,12 +756,17 @@ static int rbrec_run(int argc, char **argv)
 	}
 	if (!out)
 		out = "trace.dat";
+	memset(&rbrec_diag, 0, sizeof rbrec_diag);
+	rbrec_diag.path = path;
 	r = ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &rb);
 	if (r < 0) {
 		fprintf(stderr, "ringbuf-record: %s: %s%s%s\n", path, ringbuf_strerror(r),
 			r == RINGBUF_ESYS ? ": " : "", r == RINGBUF_ESYS ? strerror(errno) : "");
+		if (r == RINGBUF_ECORRUPT)
+			rbrec_dump(ringbuf__invalid_why ? ringbuf__invalid_why : "?", RINGBUF_ALL_CPUS);
 		return RBREC_FILE;
 	}
+
 	r = ringbuf_trace_load_registry(rb, &reg);
 	if (r < 0) {
 		fprintf(stderr, "ringbuf-record: %s: no valid event formats in the user area (%s)\n", path,
@@ -660,6 +803,9 @@ static int rbrec_run(int argc, char **argv)
 		return RBREC_FILE;
 	}
 
+	/* corrupt pages are dumped (>>diagnostics) */
+	rbrec_diag.rb = rb;
+	ringbuf_set_warn_hook(rbrec_on_warning, NULL);
 	/* live: whole pages while the process runs */
 	while (!rbrec_stop) {
 		if (pid <= 0 ? ringbuf_trace_writer_alive(rb) == 0 : rbrec_gone(pid, start)) {
@@ -683,6 +829,8 @@ static int rbrec_run(int argc, char **argv)
 		r = ringbuf_recover(rb);
 		if (r < 0) {
 			fprintf(stderr, "ringbuf-record: %s: recovery failed: %s\n", path, ringbuf_strerror(r));
+			if (r == RINGBUF_ECORRUPT)
+				rbrec_dump(ringbuf__invalid_why ? ringbuf__invalid_why : "?", RINGBUF_ALL_CPUS);
 			rc = RBREC_FILE;
 		}
 	}
@@ -722,6 +870,9 @@ static int rbrec_run(int argc, char **argv)
 			gone ? "recovered after it was gone" : "at the stop", (unsigned long long)st.lost,
 			st.lost_unknown ? " (and gaps of unknown size)" : "",
 			(unsigned long long)ringbuf_record_last.bad_pages);
+	ringbuf_set_warn_hook(NULL, NULL);
+	rbrec_diag.rb = NULL;
+	rbrec_diag.path = NULL;
 	ringbuf_trace_registry_free(&reg);
 	ringbuf_destroy(rb);
 	return rc;
