@@ -221,13 +221,21 @@ static int rbrec_gone(long pid, unsigned long long start)
 static int rbrec_drain(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned flags, uint64_t *bad,
 		       int live)
 {
-	int total = 0, again = 0;
+	int total = 0, again = 0, corrupt = 0;
 	for (;;) {
 		int r = ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, flags);
-		if (r == RINGBUF_ECORRUPT) { /* one page left out; the writer goes on */
+		if (r == RINGBUF_ECORRUPT) {
+			/* a malformed page left out, the writer goes on; but a
+			 * corruption the reader cannot get past (a page it does not
+			 * consume, an index out of range) comes back at every call:
+			 * a bounded number in a row, then the error (a hostile or
+			 * broken writer must not keep the recorder here) */
 			++*bad;
-			continue;
+			if (++corrupt <= 2 * (int)(ringbuf_nr_pages(rb) + 1) * (int)ringbuf_ncpu(rb) + 8)
+				continue;
+			return r;
 		}
+		corrupt = 0;
 		if (r == RINGBUF_EAGAIN) {
 			if (live)
 				return total;

@@ -1,0 +1,541 @@
+/* test_record_hostile.c - the recorder's intake against a hostile writer.
+ *
+ * ringbuf-record maps a buffer that the traced process can change at any
+ * moment: every byte it reads there may change between two loads. These tests
+ * run the intake while another party keeps changing the shared file and ask
+ * for: no crash, no hang, no access outside the mapping or the output (run it
+ * under AddressSanitizer: make asan), and either a well-formed trace.dat (every
+ * page of it passes the independent page walker tests/pagewalk.h) or a clear
+ * error.
+ *
+ *   recorder_survives_a_mutating_writer   ringbuf_record_main (the whole tool,
+ *       in a thread) records a buffer whose "traced process" is a child that
+ *       flips MUT_FLIPS seeded values in the shared file (page data, page
+ *       headers, page descriptors and links, the per-CPU control (tail,
+ *       commit, reader page, read index, reader lock, slots), the header's
+ *       control words, the user area) and exits; the recorder drains live
+ *       while it mutates, then recovers and takes the rest.
+ *   intake_calls_under_a_mutator_thread    the library calls the recorder
+ *       uses (ringbuf_open_file RDWR with its validation, ringbuf_tracedat_drain
+ *       with and without RINGBUF_READ_FULL, ringbuf_recover, ringbuf_stats,
+ *       ringbuf_wait) called in a loop, a fixed number of times, on one
+ *       MAP_SHARED view while a thread flips values through another.
+ *
+ * Seeds and counts are fixed (rounds, flips, calls), nothing is timed.
+ * RINGBUF_TEST_HOSTILE_ROUNDS=N runs more rounds.
+ *
+ * Not mutated: the header's geometry (offsets, sizes, page count, CPU count;
+ * the first fields of struct ringbuf up to record_disabled). The handle the
+ * library works with is that header, read in place: a writer that changes the
+ * geometry after the open is outside what the recorder withstands today
+ * (README, Limitations).
+ */
+#define _GNU_SOURCE 1
+#define RINGBUF_RECORD_TOOL_NO_MAIN
+#include "tools/ringbuf-record.c"
+#define RINGBUF_TRACE_DEFINE_EVENTS
+#include "ringbuf_trace.h"
+#undef RINGBUF_TRACE_DEFINE_EVENTS
+#include "tests/pagewalk.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+RINGBUF_TRACE_EVENT(hnum, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, cpu), RINGBUF_FIELD(uint32_t, seq)),
+		    RINGBUF_PRINT("cpu=%u seq=%u", REC->cpu, REC->seq));
+
+#define NCPU 2
+/* changes in round k of the recorder test: 4 to 2048, doubling */
+#define MUT_FLIPS(k) (4u << ((k) % 10))
+
+static char tmpdir[64];
+
+static char *path_of(const char *name)
+{
+	static char buf[4][160];
+	static int k;
+	char *b = buf[k++ & 3];
+	snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
+	return b;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+/* ---- the mutator ------------------------------------------------------------ */
+
+struct region {
+	uint64_t off, len;
+};
+
+struct target {
+	unsigned char *base; /* the mutator's own mapping of the file */
+	uint64_t size;
+	uint32_t nr_pages, bsize, page_size;
+	struct region r[8];
+	unsigned nr;
+};
+
+/* The regions of a block, from a trusted copy of its header. */
+static void target_of(struct target *t, unsigned char *base, const struct ringbuf *h)
+{
+	memset(t, 0, sizeof *t);
+	t->base = base;
+	t->size = h->total_size;
+	t->nr_pages = h->nr_pages;
+	t->bsize = h->bsize;
+	t->page_size = h->page_size;
+	/* the header's control words (after the geometry) */
+	t->r[t->nr++] = (struct region){offsetof(struct ringbuf, record_disabled),
+					sizeof(struct ringbuf) - offsetof(struct ringbuf, record_disabled)};
+	t->r[t->nr++] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};   /* per-CPU control */
+	t->r[t->nr++] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};   /* (twice the weight) */
+	t->r[t->nr++] = (struct region){h->bpage_off, h->data_off - h->bpage_off}; /* descriptors, links */
+	t->r[t->nr++] = (struct region){h->data_off, h->user_off - h->data_off};   /* data pages */
+	t->r[t->nr++] = (struct region){h->data_off, h->user_off - h->data_off};   /* (page headers, below) */
+	if (h->user_size)
+		t->r[t->nr++] = (struct region){h->user_off, h->user_size};
+}
+
+/* One seeded change: a 4- or 8-byte aligned value somewhere in a region. */
+static void mutate_one(struct target *t, uint64_t *s)
+{
+	uint64_t x = rnd(s), v;
+	unsigned ri = (unsigned)(x % t->nr);
+	struct region *r = &t->r[ri];
+	uint64_t off;
+	unsigned kind = (unsigned)((x >> 8) % 8), wide = (unsigned)((x >> 12) & 1);
+	if (r->len < 8)
+		return;
+	off = r->off + (rnd(s) % (r->len - 7) & ~(uint64_t)3);
+	if (ri == 5) /* a data page's header: time stamp and commit */
+		off = r->off + (rnd(s) % (r->len / t->page_size)) * t->page_size + (rnd(s) & 8);
+	if (wide)
+		off &= ~(uint64_t)7;
+	switch (kind) {
+	case 0: v = rnd(s); break;
+	case 1: v = 0; break;
+	case 2: v = UINT64_MAX; break;
+	case 3: v = rnd(s) % (t->nr_pages + 3); break;          /* an index, in range or just past it */
+	case 4: v = t->bsize - 16 + rnd(s) % 32; break;         /* a size about the page's end */
+	case 5: v = (uint64_t)1 << (rnd(s) % 64); break;        /* one bit (flags, commit bits) */
+	case 6: v = rnd(s) % (t->nr_pages + 3) << 2 | (rnd(s) & 3); break; /* a link */
+	default: { /* flip one bit of what is there */
+		uint64_t cur;
+		memcpy(&cur, t->base + off, wide ? 8 : 4);
+		v = cur ^ ((uint64_t)1 << (rnd(s) % (wide ? 64 : 32)));
+	}
+	}
+	if (wide) {
+		__atomic_store_n((uint64_t *)(void *)(t->base + off), v, __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n((uint32_t *)(void *)(t->base + off), (uint32_t)v, __ATOMIC_RELAXED);
+	}
+}
+
+/* ---- the buffer ------------------------------------------------------------- */
+
+static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("hostile");
+
+/* A file buffer with formats and nevents events per CPU. */
+static struct ringbuf *make_buffer(const char *path, int mode, unsigned nevents)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	unsigned i;
+	cfg.ncpu = NCPU;
+	cfg.size_per_cpu = 16 << 10;
+	cfg.mode = mode;
+	cfg.user_size = ringbuf_trace_user_size(&reg);
+	assert_int_equal(ringbuf_create_file(path, &cfg, &rb), 0);
+	assert_int_equal(ringbuf_trace_store_registry(rb, &reg), 0);
+	for (i = 0; i < nevents; i++) {
+		int r = trace_hnum(rb, i & 1, i & 1, i >> 1);
+		assert_true(r == 1 || r == RINGBUF_ENOSPC);
+	}
+	return rb;
+}
+
+/* ---- checking a trace.dat (version 6, this host's order) --------------------- */
+
+struct tdat {
+	unsigned char *p;
+	size_t len, pos;
+	int bad;
+};
+
+static uint64_t rd(struct tdat *t, unsigned n)
+{
+	uint64_t v = 0;
+	uint32_t v32;
+	uint16_t v16;
+	if (t->bad || t->pos + n > t->len) {
+		t->bad = 1;
+		return 0;
+	}
+	if (n == 2) {
+		memcpy(&v16, t->p + t->pos, 2);
+		v = v16;
+	} else if (n == 4) {
+		memcpy(&v32, t->p + t->pos, 4);
+		v = v32;
+	} else {
+		memcpy(&v, t->p + t->pos, 8);
+	}
+	t->pos += n;
+	return v;
+}
+
+static void tskip(struct tdat *t, uint64_t n)
+{
+	if (t->bad || n > t->len - t->pos)
+		t->bad = 1;
+	else
+		t->pos += (size_t)n;
+}
+
+static void skip_str(struct tdat *t)
+{
+	size_t n;
+	if (t->bad || t->pos >= t->len) {
+		t->bad = 1;
+		return;
+	}
+	n = strnlen((char *)t->p + t->pos, t->len - t->pos);
+	if (t->pos + n >= t->len)
+		t->bad = 1;
+	else
+		t->pos += n + 1;
+}
+
+/* Every page of every CPU walks (pagewalk.h); returns the events, or fails. */
+static uint64_t check_tracedat(const char *path)
+{
+	struct tdat t;
+	FILE *f = fopen(path, "rb");
+	long n;
+	uint32_t page_size;
+	unsigned i, nsys, nev, ncpu;
+	uint64_t off[NCPU], size[NCPU], events = 0;
+	memset(&t, 0, sizeof t);
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	assert_true(n > 0);
+	t.p = malloc((size_t)n);
+	assert_non_null(t.p);
+	assert_int_equal(fread(t.p, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	t.len = (size_t)n;
+	assert_memory_equal(t.p, "\x17\x08\x44tracing6", 11);
+	t.pos = 14;
+	page_size = (uint32_t)rd(&t, 4);
+	skip_str(&t); /* header_page */
+	tskip(&t, rd(&t, 8));
+	skip_str(&t); /* header_event */
+	tskip(&t, rd(&t, 8));
+	nev = (unsigned)rd(&t, 4);
+	while (nev-- && !t.bad)
+		tskip(&t, rd(&t, 8));
+	nsys = (unsigned)rd(&t, 4);
+	while (nsys-- && !t.bad) {
+		skip_str(&t);
+		nev = (unsigned)rd(&t, 4);
+		while (nev-- && !t.bad)
+			tskip(&t, rd(&t, 8));
+	}
+	tskip(&t, rd(&t, 4)); /* kallsyms */
+	tskip(&t, rd(&t, 4)); /* printk */
+	tskip(&t, rd(&t, 8)); /* cmdlines */
+	ncpu = (unsigned)rd(&t, 4);
+	assert_false(t.bad);
+	assert_int_equal(ncpu, NCPU);
+	skip_str(&t); /* "options  " */
+	while (!t.bad && rd(&t, 2) != 0)
+		tskip(&t, rd(&t, 4));
+	skip_str(&t); /* "flyrecord" */
+	for (i = 0; i < ncpu; i++) {
+		off[i] = rd(&t, 8);
+		size[i] = rd(&t, 8);
+	}
+	assert_false(t.bad);
+	for (i = 0; i < ncpu; i++) {
+		uint64_t k;
+		assert_true(page_size >= 64 && off[i] % page_size == 0 && size[i] % page_size == 0);
+		assert_true(off[i] <= t.len && size[i] <= t.len - off[i]);
+		for (k = 0; k < size[i] / page_size; k++) {
+			struct pw_page info;
+			const char *err = NULL;
+			memset(&info, 0, sizeof info);
+			if (pw_walk_page(t.p + off[i] + k * page_size, page_size, false, NULL, NULL, &info, &err) != 0)
+				fail_msg("%s: cpu %u page %llu: %s", path, i, (unsigned long long)k, err ? err : "?");
+			events += info.ndata;
+		}
+	}
+	free(t.p);
+	return events;
+}
+
+/* ---- the recorder against a mutating writer --------------------------------- */
+
+struct rec_run {
+	char *argv[12];
+	int argc, rc;
+};
+
+static void *recorder(void *arg)
+{
+	struct rec_run *r = arg;
+	r->rc = ringbuf_record_main(r->argc, r->argv);
+	return NULL;
+}
+
+/* The "traced process": maps the file, waits for the go, flips, exits. */
+static void mutator_child(const char *path, int fd, uint64_t seed, unsigned flips)
+{
+	struct ringbuf h;
+	struct target t;
+	unsigned char *base;
+	char c;
+	unsigned i;
+	int f = open(path, O_RDWR);
+	if (f < 0 || read(f, &h, sizeof h) != (ssize_t)sizeof h)
+		_exit(20);
+	base = mmap(NULL, (size_t)h.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+	if (base == MAP_FAILED)
+		_exit(21);
+	close(f);
+	target_of(&t, base, &h);
+	if (read(fd, &c, 1) != 1)
+		_exit(22);
+	for (i = 0; i < flips; i++) {
+		mutate_one(&t, &seed);
+		if ((i & 63) == 0)
+			sched_yield(); /* let the recorder read between changes */
+	}
+	_exit(0);
+}
+
+static unsigned rounds(unsigned dflt)
+{
+	const char *e = getenv("RINGBUF_TEST_HOSTILE_ROUNDS");
+	return e && atoi(e) > 0 ? (unsigned)atoi(e) : dflt;
+}
+
+static void recorder_survives_a_mutating_writer(void **state)
+{
+	unsigned round, n = rounds(40), ok = 0, refused = 0;
+	uint64_t events = 0, flips = 0;
+	(void)state;
+	for (round = 0; round < n; round++) {
+		char name[32], out[32], pidstr[24];
+		struct rec_run run;
+		struct ringbuf *rb;
+		pthread_t th;
+		int fds[2], status;
+		pid_t pid;
+		snprintf(name, sizeof name, "h%u.rb", round);
+		snprintf(out, sizeof out, "h%u.dat", round);
+		rb = make_buffer(path_of(name), round & 1 ? RINGBUF_MODE_OVERWRITE : RINGBUF_MODE_PRODUCER_CONSUMER,
+				 200 + 97 * round);
+		assert_int_equal(pipe(fds), 0);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(fds[1]);
+			mutator_child(path_of(name), fds[0], 0x9e3779b97f4a7c15ull * (round + 1), MUT_FLIPS(round));
+		}
+		close(fds[0]);
+		ringbuf_destroy(rb); /* the child is the writer from here on */
+		snprintf(pidstr, sizeof pidstr, "%d", (int)pid);
+		memset(&run, 0, sizeof run);
+		run.argv[run.argc++] = (char *)"ringbuf-record";
+		run.argv[run.argc++] = (char *)"-q";
+		run.argv[run.argc++] = (char *)"-o";
+		run.argv[run.argc++] = strdup(path_of(out));
+		run.argv[run.argc++] = (char *)"-p";
+		run.argv[run.argc++] = pidstr;
+		run.argv[run.argc++] = strdup(path_of(name));
+		assert_int_equal(pthread_create(&th, NULL, recorder, &run), 0);
+		assert_int_equal(write(fds[1], "g", 1), 1);
+		close(fds[1]);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		/* a clear error, or a well-formed trace */
+		if (run.rc == RBREC_OK) {
+			events += check_tracedat(path_of(out));
+			ok++;
+		} else {
+			struct stat sb;
+			/* what was taken before the error is written, well-formed */
+			assert_int_equal(run.rc, RBREC_FILE);
+			if (stat(path_of(out), &sb) == 0)
+				events += check_tracedat(path_of(out));
+			refused++;
+		}
+		flips += MUT_FLIPS(round);
+		unlink(path_of(name));
+		unlink(path_of(out));
+		free(run.argv[3]);
+		free(run.argv[run.argc - 1]);
+	}
+	print_message("  %u rounds, %llu changes: %u traces well-formed (%llu events), %u runs ended with an "
+		      "error (what they took before it well-formed)\n",
+		      n, (unsigned long long)flips, ok, (unsigned long long)events, refused);
+}
+
+/* ---- the library calls under a mutator thread --------------------------------- */
+
+struct mut_thread {
+	struct target t;
+	uint64_t seed, flips;
+	atomic_int stop;
+};
+
+static void *mutator_thread(void *arg)
+{
+	struct mut_thread *m = arg;
+	while (!atomic_load(&m->stop)) {
+		mutate_one(&m->t, &m->seed);
+		m->flips++;
+		if ((m->flips & 15) == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+#define CALLS 400 /* intake calls per round */
+
+static void intake_calls_under_a_mutator_thread(void **state)
+{
+	unsigned round, n = rounds(16), k;
+	uint64_t flips = 0, errors = 0, pages = 0;
+	(void)state;
+	for (round = 0; round < n; round++) {
+		char name[32], out[32];
+		struct ringbuf *wr, *rb = NULL;
+		struct ringbuf_trace_registry lreg;
+		struct ringbuf_tracedat_info info;
+		struct ringbuf_tracedat *w = NULL;
+		struct ringbuf h;
+		struct mut_thread m;
+		pthread_t th;
+		unsigned char *base;
+		int fd, r;
+		snprintf(name, sizeof name, "t%u.rb", round);
+		snprintf(out, sizeof out, "t%u.dat", round);
+		wr = make_buffer(path_of(name), round & 1 ? RINGBUF_MODE_OVERWRITE : RINGBUF_MODE_PRODUCER_CONSUMER,
+				 300 + 211 * round);
+		memcpy(&h, wr, sizeof h);
+		/* the recorder's view, before the mutation starts */
+		assert_int_equal(ringbuf_open_file(path_of(name), RINGBUF_OPEN_RDWR, &rb), 0);
+		assert_int_equal(ringbuf_trace_load_registry(rb, &lreg), 0);
+		ringbuf_tracedat_info_of(rb, &lreg, &info);
+		info.version = 6;
+		assert_int_equal(ringbuf_tracedat_open(path_of(out), &info, &w), 0);
+		/* the mutator's own view */
+		fd = open(path_of(name), O_RDWR);
+		assert_true(fd >= 0);
+		base = mmap(NULL, (size_t)h.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		assert_true(base != MAP_FAILED);
+		close(fd);
+		memset(&m, 0, sizeof m);
+		target_of(&m.t, base, &h);
+		m.seed = 0x2545f4914f6cdd1dull * (round + 1);
+		atomic_init(&m.stop, 0);
+		assert_int_equal(pthread_create(&th, NULL, mutator_thread, &m), 0);
+		for (k = 0; k < CALLS; k++) {
+			struct ringbuf_stats st;
+			struct ringbuf *rb2;
+			switch (k % 8) {
+			case 0: case 1: case 2:
+				r = ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, RINGBUF_READ_FULL);
+				break;
+			case 3: case 4:
+				r = ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0);
+				break;
+			case 5:
+				r = ringbuf_recover(rb);
+				break;
+			case 6:
+				r = ringbuf_stats(rb, &st);
+				if (r == 0)
+					r = ringbuf_wait(rb, RINGBUF_ALL_CPUS, 50, 0);
+				break;
+			default:
+				r = ringbuf_open_file(path_of(name), RINGBUF_OPEN_RDWR, &rb2);
+				if (r == 0)
+					ringbuf_destroy(rb2);
+				break;
+			}
+			if (r > 0 && k % 8 < 5)
+				pages += (uint64_t)r;
+			if (r < 0) {
+				assert_true(r == RINGBUF_ECORRUPT || r == RINGBUF_EAGAIN || r == RINGBUF_EBUSY ||
+					    r == RINGBUF_EINVAL);
+				errors++;
+			}
+		}
+		atomic_store(&m.stop, 1);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		flips += m.flips;
+		/* what the writer made of the file is well-formed */
+		r = ringbuf_tracedat_finish(w, NULL);
+		assert_int_equal(r, 0);
+		check_tracedat(path_of(out));
+		munmap(base, (size_t)h.total_size);
+		ringbuf_trace_registry_free(&lreg);
+		ringbuf_destroy(rb);
+		ringbuf_destroy(wr);
+		unlink(path_of(name));
+		unlink(path_of(out));
+	}
+	print_message("  %u rounds of %u calls: %llu pages taken, %llu calls refused, %llu changes made\n", n,
+		      CALLS, (unsigned long long)pages, (unsigned long long)errors, (unsigned long long)flips);
+}
+
+static int setup_all(void **state)
+{
+	(void)state;
+	if (ringbuf_trace_register_event(&reg, &ringbuf_event_hnum) < 0)
+		return -1;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/ringbuf-hostile-XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_all(void **state)
+{
+	char cmd[128];
+	(void)state;
+	snprintf(cmd, sizeof cmd, getenv("KEEP") ? "true %s" : "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(recorder_survives_a_mutating_writer),
+		cmocka_unit_test(intake_calls_under_a_mutator_thread),
+	};
+	return cmocka_run_group_tests(tests, setup_all, teardown_all);
+}
