@@ -742,6 +742,133 @@ static void kill_at_random_steps_keeps_every_committed_event(void **state)
 	munmap(g_side, sizeof *g_side);
 }
 
+
+/* ---- one change after the open, no concurrency: each failed before ----------
+ * The recorder's view was validated when it opened the file; these changes
+ * come after. Before the fixes: head_hint and prev were used as page indices
+ * unchecked (reads far outside the mapping: SIGSEGV), the reader lock's
+ * contention path found the block from c->index (SIGSEGV for a changed
+ * index), and rbrec_drain retried a page the reader could not consume
+ * forever (a hang). */
+enum { C_HINT, C_PREV, C_READER_PAGE, C_LOCK_INDEX, C_COUNT };
+
+static void changes_after_the_open_are_errors(void **state)
+{
+	unsigned k;
+	(void)state;
+	for (k = 0; k < C_COUNT; k++) {
+		char name[32];
+		struct ringbuf *wr, *rb;
+		struct ringbuf__cpu *c;
+		struct ringbuf_stats st;
+		unsigned char page[4096];
+		const void *ref;
+		uint32_t i;
+		int r;
+		snprintf(name, sizeof name, "c%u.rb", k);
+		wr = make_buffer(path_of(name), RINGBUF_MODE_PRODUCER_CONSUMER, 3000);
+		assert_int_equal(ringbuf_open_file(path_of(name), RINGBUF_OPEN_RDWR, &rb), 0);
+		c = ringbuf__cpu(rb, 0);
+		switch (k) {
+		case C_HINT:
+			c->head_hint = 0x3ffffff0u;
+			break;
+		case C_PREV:
+			for (i = 0; i <= rb->nr_pages; i++)
+				ringbuf__bp(rb, 0, i)->prev = 0x3ffffff0u;
+			break;
+		case C_READER_PAGE:
+			atomic_store(&c->reader_page, 0x3ffffff0u);
+			break;
+		default:
+			atomic_store(&c->reader_lock, 1); /* held by someone else */
+			c->index = 0x3ffffff0u;
+			break;
+		}
+		r = ringbuf_read_page(rb, 0, page, sizeof page, 0);
+		assert_true(r >= 0 || r == RINGBUF_ECORRUPT || r == RINGBUF_EBUSY);
+		r = ringbuf_read_page_ref(rb, 0, &ref);
+		assert_true(r >= 0 || r == RINGBUF_ECORRUPT || r == RINGBUF_EBUSY || r == RINGBUF_EAGAIN);
+		assert_int_equal(ringbuf_stats(rb, &st), 0);
+		if (k == C_PREV || k == C_READER_PAGE)
+			assert_int_equal(ringbuf_read_page(rb, 0, page, sizeof page, 0), RINGBUF_ECORRUPT);
+		ringbuf_destroy(rb);
+		ringbuf_destroy(wr);
+		unlink(path_of(name));
+	}
+}
+
+static void recorder_gives_up_on_a_page_it_cannot_take(void **state)
+{
+	struct ringbuf *wr, *rb;
+	struct ringbuf_trace_registry lreg;
+	struct ringbuf_tracedat_info info;
+	struct ringbuf_tracedat *w;
+	uint64_t bad = 0;
+	uint32_t h;
+	uint64_t link;
+	(void)state;
+	wr = make_buffer(path_of("g.rb"), RINGBUF_MODE_PRODUCER_CONSUMER, 3000);
+	assert_int_equal(ringbuf_open_file(path_of("g.rb"), RINGBUF_OPEN_RDWR, &rb), 0);
+	assert_int_equal(ringbuf_trace_load_registry(rb, &lreg), 0);
+	ringbuf_tracedat_info_of(rb, &lreg, &info);
+	info.version = 6;
+	assert_int_equal(ringbuf_tracedat_open(path_of("g.dat"), &info, &w), 0);
+	/* the head page of CPU 0 (full, not the commit page) says it holds
+	 * more than a page: the reader swaps it in and refuses it, every time */
+	assert_int_equal(ringbuf__find_head(rb, 0, ringbuf__cpu(rb, 0), &h, &link), 0);
+	atomic_store(&ringbuf__dp(rb, 0, h)->commit, (long)rb->bsize + 64);
+	assert_int_equal(rbrec_drain(w, rb, RINGBUF_READ_FULL, &bad, 1), RINGBUF_ECORRUPT);
+	assert_true(bad > 0);
+	ringbuf_tracedat_abort(w);
+	ringbuf_trace_registry_free(&lreg);
+	ringbuf_destroy(rb);
+	ringbuf_destroy(wr);
+}
+
+
+/* The trace.dat writer's page check (A2) on times a hostile page can hold:
+ * before, a running time past 2^64 and a TIME_STAMP that goes back passed
+ * (pagewalk.h refused the trace: "ts overflow" in intake_calls...). */
+static void page_check_refuses_times_that_wrap_or_go_back(void **state)
+{
+	unsigned char pg[4096];
+	uint64_t ts;
+	unsigned long commit;
+	uint32_t w[4];
+	const size_t hdr = 8 + sizeof(long);
+	const int be = PW_BIG_ENDIAN;
+	(void)state;
+	/* one data event (type_len 1, 4 bytes) with delta 5 */
+	memset(pg, 0, sizeof pg);
+	w[0] = be ? (1u << 27) | 5u : (5u << 5) | 1u;
+	w[1] = 42;
+	memcpy(pg + hdr, w, 8);
+	commit = 8;
+	memcpy(pg + 8, &commit, sizeof commit);
+	ts = 1000;
+	memcpy(pg, &ts, 8);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, sizeof pg, be, sizeof(long), NULL, NULL), 0);
+	ts = UINT64_MAX - 2; /* + 5: past 2^64 */
+	memcpy(pg, &ts, 8);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, sizeof pg, be, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
+	/* a TIME_STAMP (type 31) to 100 after a page stamp of 1000: back */
+	ts = 1000;
+	memcpy(pg, &ts, 8);
+	w[0] = be ? (31u << 27) | 100u : (100u << 5) | 31u;
+	w[1] = 0;
+	w[2] = be ? (1u << 27) : (0u << 5) | 1u;
+	w[3] = 42;
+	memcpy(pg + hdr, w, 16);
+	commit = 16;
+	memcpy(pg + 8, &commit, sizeof commit);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, sizeof pg, be, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
+	/* ... to 2000: forward, fine */
+	w[0] = be ? (31u << 27) | 2000u : (2000u << 5) | 31u;
+	memcpy(pg + hdr, w, 4);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, sizeof pg, be, sizeof(long), NULL, NULL), 0);
+}
+
 static int setup_all(void **state)
 {
 	(void)state;
@@ -766,6 +893,9 @@ int main(void)
 		cmocka_unit_test(recorder_survives_a_mutating_writer),
 		cmocka_unit_test(intake_calls_under_a_mutator_thread),
 		cmocka_unit_test(kill_at_random_steps_keeps_every_committed_event),
+		cmocka_unit_test(changes_after_the_open_are_errors),
+		cmocka_unit_test(recorder_gives_up_on_a_page_it_cannot_take),
+		cmocka_unit_test(page_check_refuses_times_that_wrap_or_go_back),
 	};
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
