@@ -2186,6 +2186,20 @@ extern int clock_gettime(int, struct timespec *);
  * nested writer moved the tail meanwhile; after dropping `committing` to 0,
  * repeat if `commits` shows a writer started meanwhile.
  *
+ * HOSTILE MEMORY. A shared block's other process (ringbuf-record's traced
+ * process) may change any byte of it at any moment, validated at the open or
+ * not. The reader path (reader lock, S1-S4, read_page, read_page_ref,
+ * consume, stats) therefore loads each page index and commit it uses once
+ * into a local and checks it (index <= nr_pages, commit <= bsize) before it
+ * names a page with it; a value that fails is RINGBUF_ECORRUPT, never an
+ * access outside the block; loops over pages are bounded by the page count
+ * (find_head 3 laps, a read_page of padding-only pages one lap and a half,
+ * the swap 64 tries). Records are parsed against that one commit, and a
+ * page handed out by reference is copied once and checked from the copy by
+ * its user (ringbuf_tracedat's A1-A2). Not covered: the header's geometry
+ * (read in place as the handle) and ringbuf_recover, which assumes the
+ * writers are gone (README, Limitations; tests/test_record_hostile.c).
+ *
  * READER SWAP (ringbuf__get_reader_page, serialized by the per-CPU reader lock):
  *   S1  find the head page H: the page whose prev's link carries HEADER
  *   S2  prepare R: R.next = H.next | HEADER, reader_page = H (published early

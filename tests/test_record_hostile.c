@@ -21,8 +21,16 @@
  *       ringbuf_wait) called in a loop, a fixed number of times, on one
  *       MAP_SHARED view while a thread flips values through another.
  *
- * Seeds and counts are fixed (rounds, flips, calls), nothing is timed.
- * RINGBUF_TEST_HOSTILE_ROUNDS=N runs more rounds.
+ *   kill_at_random_steps_keeps_every_committed_event  100 SIGKILLs of a
+ *       writer with nested signal writers, recorded (see its section).
+ *   changes_after_the_open_are_errors, recorder_gives_up_on_a_page_it_cannot_take,
+ *   page_check_refuses_times_that_wrap_or_go_back  one change each, no
+ *       concurrency: the bugs the mutators found, each of which failed before.
+ *
+ * Seeds and counts are fixed (rounds, flips, calls, kill steps), nothing is
+ * timed. RINGBUF_TEST_HOSTILE_ROUNDS=N runs more mutator rounds,
+ * RINGBUF_TEST_KILL_ROUNDS=N more kills. Wall time is mostly the recorder's
+ * own wait (100 ms) before it sees a killed child gone: about 20 s.
  *
  * Not mutated: the header's geometry (offsets, sizes, page count, CPU count;
  * the first fields of struct ringbuf up to record_disabled). The handle the

@@ -29,7 +29,11 @@
  * The mapping is shared with a process that may be broken or hostile: every
  * page is copied once and checked from the copy (a malformed page is
  * counted and left out), the user area is validated by
- * ringbuf_trace_load_registry().
+ * ringbuf_trace_load_registry(), every index the reader loads is checked
+ * (HOSTILE MEMORY in ringbuf.h's >>design), and a corruption the reader
+ * cannot get past (the same page refused again and again) ends the
+ * recording with exit status 2 after a bounded number of tries, what was
+ * taken before it written (tests/test_record_hostile.c).
  *
  * FOLLOWING A PROCESS TREE (-d DIR). Every process of the tree makes its own
  * buffer in DIR and announces it by the protocol of examples/malloc_trace.c
