@@ -7592,6 +7592,8 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 	{
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 		uint32_t depth = RINGBUF__LOAD(&c->committing), n = rb->nr_pages, i;
+		if (depth > RINGBUF_MAX_NEST) /* validated, but this is another load */
+			depth = RINGBUF_MAX_NEST;
 
 		/* 1. a head push cut between H1 and H3: count it if its owner had
 		 * not, then finish it. Its owner is the deepest writer in flight
@@ -7601,7 +7603,7 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		for (i = 0; i <= n; i++) {
 			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
 			uint64_t link = RINGBUF__LOAD(&bp->next);
-			if ((link & RINGBUF__F_MASK) == RINGBUF__F_UPDATE) {
+			if ((link & RINGBUF__F_MASK) == RINGBUF__F_UPDATE && ringbuf__link_idx(link) <= n) {
 				uint32_t nx = ringbuf__link_idx(link);
 				struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, nx);
 				uint64_t nl = RINGBUF__LOAD(&nb->next);
@@ -7639,6 +7641,9 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 				continue;
 			sl.page = c->slots[i].page;
 			sl.off = c->slots[i].off;
+			/* loaded once, checked (validated before, but loaded again) */
+			if (sl.page > n || sl.len > 2 * rb->bsize)
+				continue;
 			bp = ringbuf__bp(rb, cpu, sl.page);
 			wf = RINGBUF__LOAD(&bp->write);
 			w = (uint32_t)(wf & RINGBUF__WRITE_MASK);
