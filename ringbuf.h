@@ -1047,7 +1047,7 @@ struct ringbuf__cpu {
 	_Atomic(uint64_t) read_events;
 	_Atomic(uint64_t) pages_read;
 	_Atomic(uint32_t) corrupt;      /* set once by RINGBUF__WARN */
-	uint32_t index;                 /* this CPU's index: the reader lock finds rb from c */
+	uint32_t index;                 /* this CPU's index (checked by ringbuf_open_file) */
 };
 
 struct ringbuf {
@@ -2197,6 +2197,20 @@ extern int clock_gettime(int, struct timespec *);
  * (release), then publish commit = write on the tail page; repeat while a
  * nested writer moved the tail meanwhile; after dropping `committing` to 0,
  * repeat if `commits` shows a writer started meanwhile.
+ *
+ * HOSTILE MEMORY. A shared block's other process (ringbuf-record's traced
+ * process) may change any byte of it at any moment, validated at the open or
+ * not. The reader path (reader lock, S1-S4, read_page, read_page_ref,
+ * consume, stats) therefore loads each page index and commit it uses once
+ * into a local and checks it (index <= nr_pages, commit <= bsize) before it
+ * names a page with it; a value that fails is RINGBUF_ECORRUPT, never an
+ * access outside the block; loops over pages are bounded by the page count
+ * (find_head 3 laps, a read_page of padding-only pages one lap and a half,
+ * the swap 64 tries). Records are parsed against that one commit, and a
+ * page handed out by reference is copied once and checked from the copy by
+ * its user (ringbuf_tracedat's A1-A2). Not covered: the header's geometry
+ * (read in place as the handle) and ringbuf_recover, which assumes the
+ * writers are gone (README, Limitations; tests/test_record_hostile.c).
  *
  * READER SWAP (ringbuf__get_reader_page, serialized by the per-CPU reader lock):
  *   S1  find the head page H: the page whose prev's link carries HEADER
@@ -4754,35 +4768,22 @@ static bool ringbuf__rl_gone(uint64_t w, bool shared)
 }
 #endif
 
-/* The buffer a CPU buffer belongs to (c->index, checked when a file is
- * opened), or NULL if the block does not check out. */
-static struct ringbuf *ringbuf__cpu_rb(struct ringbuf__cpu *c)
-{
-	uint64_t off = (sizeof(struct ringbuf) + RINGBUF__CACHELINE - 1) & ~(uint64_t)(RINGBUF__CACHELINE - 1);
-	struct ringbuf *rb = (struct ringbuf *)(void *)((char *)(c - c->index) - off);
-	if (rb->magic != RINGBUF__MAGIC || rb->cpu_off != off || c->index >= rb->ncpu ||
-	    ringbuf__cpu(rb, c->index) != c)
-		return NULL;
-	return rb;
-}
-
 static void ringbuf__sleep_ms(unsigned ms);
 static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
 
 /* Take cpu's reader lock: 0, or RINGBUF_EBUSY if this thread already holds it
  * (a signal handler interrupted a reader) or a live holder keeps it past the
  * bound (see above). */
-static int ringbuf__reader_lock(struct ringbuf__cpu *c)
+static int ringbuf__reader_lock(struct ringbuf *rb, struct ringbuf__cpu *c)
 {
 	uint64_t me = ringbuf__rl_self(), cur = 0;
-	struct ringbuf *rb = NULL;
 	unsigned n = 0;
 	while (!atomic_compare_exchange_strong_explicit(&c->reader_lock, &cur, me, memory_order_acquire,
 							memory_order_relaxed)) {
 		if (cur == me)
 			return RINGBUF_EBUSY;
 		if (n >= RINGBUF__RL_YIELDS && (n - RINGBUF__RL_YIELDS) % RINGBUF__RL_CHECK == 0 &&
-		    (rb || (rb = ringbuf__cpu_rb(c)) != NULL) && ringbuf__rl_gone(cur, rb->shared)) {
+		    ringbuf__rl_gone(cur, rb->shared)) {
 			/* from that very id: a judge that came first, or the
 			 * holder's unlock, makes it fail */
 			if (atomic_compare_exchange_strong_explicit(&c->reader_lock, &cur, me,
@@ -4790,7 +4791,9 @@ static int ringbuf__reader_lock(struct ringbuf__cpu *c)
 #ifdef RINGBUF_TESTING
 				atomic_fetch_add_explicit(&ringbuf__rl_takeovers, 1, memory_order_relaxed);
 #endif
-				ringbuf__repair_reader(rb, c->index);
+				/* the CPU from c's place, not c->index: a shared
+				 * block's other process may have changed that */
+				ringbuf__repair_reader(rb, (unsigned)(c - ringbuf__cpu(rb, 0)));
 				return 0;
 			}
 		}
@@ -4821,10 +4824,20 @@ static int ringbuf__find_head(struct ringbuf *rb, unsigned cpu, struct ringbuf__
 {
 	uint32_t n = rb->nr_pages + 1, x = c->head_hint, i;
 	uint32_t rp = RINGBUF__LOAD(&c->reader_page);
+	/* HOSTILE MEMORY: every index below is loaded once and range-checked
+	 * before it names a page (a shared block's other process may change
+	 * any of them between two loads) */
+	if (x >= n)
+		x = 0; /* only a hint */
 	for (i = 0; i < 3 * n; i++) {
 		if (x != rp) {
 			uint32_t p = ringbuf__bp(rb, cpu, x)->prev;
-			uint64_t link = ringbuf__load_link(ringbuf__bp(rb, cpu, p));
+			uint64_t link;
+			if (p >= n) {
+				ringbuf__warn(rb, cpu, "reader: prev index out of range");
+				return RINGBUF_ECORRUPT;
+			}
+			link = ringbuf__load_link(ringbuf__bp(rb, cpu, p));
 			if (ringbuf__link_idx(link) == x &&
 			    (link & RINGBUF__F_MASK) == RINGBUF__F_HEADER) {
 				c->head_hint = x;
@@ -4872,18 +4885,27 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 		/* Unread data on the reader page: no need to look at the commit
 		 * page, which lives in the writer's hottest cache line (reading it
 		 * for every event made a live reader slow its writer down). */
-		uint32_t commit = ringbuf__page_commit(rb, cpu, RINGBUF__LOAD(&c->reader_page));
+		uint32_t rp = RINGBUF__LOAD(&c->reader_page), commit;
+		if (rp > rb->nr_pages) {
+			ringbuf__warn(rb, cpu, "reader: reader page index out of range");
+			return RINGBUF_ECORRUPT;
+		}
+		commit = ringbuf__page_commit(rb, cpu, rp);
 		if (c->read < commit && commit <= rb->bsize)
 			return 1;
 	}
 	for (tries = 0; tries < 64; tries++) {
 		uint32_t rp = RINGBUF__LOAD(&c->reader_page);
-		uint32_t cp, commit, h, hn;
+		uint32_t cp, commit, h, hn, hp;
 		uint64_t link, hlink;
 		struct ringbuf__bpage *rbp;
 		uint64_t ov;
 		int r;
 
+		if (rp > rb->nr_pages) {
+			ringbuf__warn(rb, cpu, "reader: reader page index out of range");
+			return RINGBUF_ECORRUPT;
+		}
 		/* [R-cpage] acquire, pairs with [W-cpage]. The commit page is read
 		 * BEFORE the reader page's commit: once the commit page has left the
 		 * reader page, the commit read next is that page's final one. (The
@@ -4919,10 +4941,15 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 		atomic_store_explicit(&ringbuf__dp(rb, cpu, rp)->commit, 0, memory_order_relaxed);
 		hlink = ringbuf__load_link(ringbuf__bp(rb, cpu, h));
 		hn = ringbuf__link_idx(hlink);
+		hp = ringbuf__bp(rb, cpu, h)->prev; /* find_head checked a load of it: load once more, check */
+		if (hn > rb->nr_pages || hp > rb->nr_pages) {
+			ringbuf__warn(rb, cpu, "reader: link index out of range");
+			return RINGBUF_ECORRUPT;
+		}
 		atomic_store_explicit(&rbp->next,
 				      ringbuf__link_make(RINGBUF__LOAD(&rbp->next), hn, RINGBUF__F_HEADER),
 				      memory_order_relaxed);
-		rbp->prev = ringbuf__bp(rb, cpu, h)->prev;
+		rbp->prev = hp;
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READER_S2_PREPARED);
 		/* published before S3 (seq_cst): a writer that sees the new ring sees
 		 * that H, which may hold the commit, is the reader page */
@@ -4939,7 +4966,7 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READER_S2);
 
 		/* S3 */
-		if (!ringbuf__cas_link(ringbuf__bp(rb, cpu, rbp->prev), link,
+		if (!ringbuf__cas_link(ringbuf__bp(rb, cpu, hp), link,
 				       ringbuf__link_make(link, rp, 0))) {
 			atomic_store_explicit(&c->reader_page, rp, memory_order_seq_cst);
 			continue; /* a writer moved the head meanwhile */
@@ -4961,6 +4988,25 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 	return RINGBUF_EAGAIN;
 }
 
+/* The reader page and its commit, each loaded once and checked: what the
+ * reader parses and copies after ringbuf__get_reader_page (whose own checks
+ * were earlier loads: another process may have changed both since). */
+static int ringbuf__reader_at(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c, uint32_t *rp,
+			      uint32_t *commit)
+{
+	*rp = RINGBUF__LOAD(&c->reader_page);
+	if (*rp > rb->nr_pages) {
+		ringbuf__warn(rb, cpu, "reader: reader page index out of range");
+		return RINGBUF_ECORRUPT;
+	}
+	*commit = ringbuf__page_commit(rb, cpu, *rp);
+	if (*commit > rb->bsize) {
+		ringbuf__warn(rb, cpu, "reader: commit beyond the page");
+		return RINGBUF_ECORRUPT;
+	}
+	return 0;
+}
+
 /* Find the next data event on cpu, skipping (consuming) padding and time
  * records. On success fills rec and *evlen (record length) and returns 1. */
 static int ringbuf__next_event(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
@@ -4974,9 +5020,9 @@ static int ringbuf__next_event(struct ringbuf *rb, unsigned cpu, struct ringbuf_
 		struct ringbuf__rec e;
 		if (r <= 0)
 			return r;
-		rp = RINGBUF__LOAD(&c->reader_page);
+		if ((r = ringbuf__reader_at(rb, cpu, c, &rp, &commit)) < 0)
+			return r;
 		dp = ringbuf__dp(rb, cpu, rp);
-		commit = ringbuf__page_commit(rb, cpu, rp);
 		if (c->read == 0)
 			c->read_stamp = atomic_load_explicit(&((struct ringbuf__dpage *)dp)->time_stamp,
 							     memory_order_relaxed);
@@ -5016,7 +5062,7 @@ static int ringbuf__read_one_ts(struct ringbuf *rb, unsigned cpu, struct ringbuf
 	if (!rb || cpu >= rb->ncpu || !rec)
 		return RINGBUF_EINVAL;
 	c = ringbuf__cpu(rb, cpu);
-	if ((r = ringbuf__reader_lock(c)) < 0)
+	if ((r = ringbuf__reader_lock(rb, c)) < 0)
 		return r;
 	r = ringbuf__next_event(rb, cpu, c, rec, &len);
 	if (r != 1 && expect_ts != RINGBUF__NO_TS)
@@ -5079,7 +5125,7 @@ RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, 
 	uint64_t ts, lost;
 	bool align8, first = true;
 	struct ringbuf__rec e;
-	int r;
+	int r, swaps = 0;
 
 	if (!rb || cpu >= rb->ncpu || !page || size < rb->page_size ||
 	    (flags & ~(unsigned)RINGBUF_READ_FULL))
@@ -5087,20 +5133,20 @@ RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, 
 	odata = out + RINGBUF__HDR_SIZE; /* not before the NULL check (UBSan) */
 	align8 = (rb->flags & RINGBUF_F_ALIGN8) != 0;
 	c = ringbuf__cpu(rb, cpu);
-	if ((r = ringbuf__reader_lock(c)) < 0)
+	if ((r = ringbuf__reader_lock(rb, c)) < 0)
 		return r;
 again:
 	r = ringbuf__get_reader_page(rb, cpu, c);
 	if (r <= 0)
 		goto out;
-	rp = RINGBUF__LOAD(&c->reader_page);
+	if ((r = ringbuf__reader_at(rb, cpu, c, &rp, &commit)) < 0)
+		goto out;
 	if ((flags & RINGBUF_READ_FULL) &&
 	    atomic_load_explicit(&c->commit_page, memory_order_acquire) == rp) {
 		r = 0; /* a writer is still on the page */
 		goto out;
 	}
 	dp = ringbuf__dp(rb, cpu, rp);
-	commit = ringbuf__page_commit(rb, cpu, rp);
 	ts = c->read == 0 ? atomic_load_explicit(&((struct ringbuf__dpage *)dp)->time_stamp,
 						 memory_order_relaxed)
 			  : c->read_stamp;
@@ -5155,10 +5201,16 @@ again:
 		}
 	}
 	if (first) {
-		/* only time records or padding were left: consume them, go on */
+		/* only time records or padding were left: consume them, go on;
+		 * a bounded number of pages (a ring another process keeps
+		 * refilling, or corrupted to never reach its commit page, would
+		 * keep this call here): then RINGBUF_EAGAIN, nothing lost */
 		c->read = off;
 		c->read_stamp = ts;
-		goto again;
+		if (++swaps <= 2 * (int)(rb->nr_pages + 1))
+			goto again;
+		r = RINGBUF_EAGAIN;
+		goto out;
 	}
 	lost = c->lost_pending;
 	/* Room for the lost count: hold events back for the next read rather than
@@ -5211,17 +5263,17 @@ RINGBUF_API int ringbuf_read_page_ref(struct ringbuf *rb, unsigned cpu, const vo
 	if (!rb || cpu >= rb->ncpu || !page)
 		return RINGBUF_EINVAL;
 	c = ringbuf__cpu(rb, cpu);
-	if ((r = ringbuf__reader_lock(c)) < 0)
+	if ((r = ringbuf__reader_lock(rb, c)) < 0)
 		return r;
 	r = ringbuf__get_reader_page(rb, cpu, c);
 	if (r <= 0)
 		goto out;
-	rp = RINGBUF__LOAD(&c->reader_page);
+	if ((r = ringbuf__reader_at(rb, cpu, c, &rp, &commit)) < 0)
+		goto out;
 	r = RINGBUF_EAGAIN;
 	if (c->read != 0 || atomic_load_explicit(&c->commit_page, memory_order_acquire) == rp)
 		goto out; /* partly read, or a writer is still on it */
 	dp = ringbuf__dp(rb, cpu, rp);
-	commit = ringbuf__page_commit(rb, cpu, rp);
 	ts = atomic_load_explicit(&dp->time_stamp, memory_order_relaxed);
 	/* check every record, find where the data ends (trailing padding out) */
 	for (off = 0; off < commit; off += e.len) {
@@ -5527,7 +5579,7 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 		if (!atomic_compare_exchange_strong_explicit(&c->reader_lock, &zero, ringbuf__rl_self(),
 							     memory_order_acquire, memory_order_relaxed))
 			return RINGBUF_EBUSY;
-	} else if ((r = ringbuf__reader_lock(c)) < 0) {
+	} else if ((r = ringbuf__reader_lock(rb, c)) < 0) {
 		return r;
 	}
 	for (loops = 0; loops < limit; loops++) {
@@ -6334,7 +6386,7 @@ RINGBUF_API int ringbuf_reset_cpu(struct ringbuf *rb, unsigned cpu)
 	if (!rb || cpu >= rb->ncpu)
 		return RINGBUF_EINVAL;
 	c = ringbuf__cpu(rb, cpu);
-	if ((r = ringbuf__reader_lock(c)) < 0) /* R1 */
+	if ((r = ringbuf__reader_lock(rb, c)) < 0) /* R1 */
 		return r;
 	atomic_fetch_or_explicit(&c->disabled, RINGBUF__RESET_BIT, memory_order_relaxed); /* R2 */
 	if ((r = ringbuf__reset_barrier(rb)) < 0) /* R3 */
@@ -6535,12 +6587,14 @@ RINGBUF_API int ringbuf_stats_cpu(struct ringbuf *rb, unsigned cpu, struct ringb
 
 	/* bytes and oldest time stamp: walk reader page, then head .. commit page.
 	 * Without the reader lock this is a snapshot; the walk is bounded. */
-	if (ringbuf__reader_lock(c) == 0) {
+	if (ringbuf__reader_lock(rb, c) == 0) {
 		uint64_t link;
 		uint32_t h;
 		rp = RINGBUF__LOAD(&c->reader_page);
 		cp = atomic_load_explicit(&c->commit_page, memory_order_acquire);
-		commit = ringbuf__page_commit(rb, cpu, rp);
+		/* a shared block's indices are checked where loaded (HOSTILE
+		 * MEMORY, find_head) */
+		commit = rp <= rb->nr_pages ? ringbuf__page_commit(rb, cpu, rp) : 0;
 		if (commit > c->read && commit <= rb->bsize) {
 			bytes += commit - c->read;
 			/* as the kernel: the time stamp of the oldest page */
@@ -7687,6 +7741,8 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 	{
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 		uint32_t depth = RINGBUF__LOAD(&c->committing), n = rb->nr_pages, i;
+		if (depth > RINGBUF_MAX_NEST) /* validated, but this is another load */
+			depth = RINGBUF_MAX_NEST;
 
 		/* 1. a head push cut between H1 and H3: count it if its owner had
 		 * not, then finish it. Its owner is the deepest writer in flight
@@ -7696,7 +7752,7 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		for (i = 0; i <= n; i++) {
 			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
 			uint64_t link = RINGBUF__LOAD(&bp->next);
-			if ((link & RINGBUF__F_MASK) == RINGBUF__F_UPDATE) {
+			if ((link & RINGBUF__F_MASK) == RINGBUF__F_UPDATE && ringbuf__link_idx(link) <= n) {
 				uint32_t nx = ringbuf__link_idx(link);
 				struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, nx);
 				uint64_t nl = RINGBUF__LOAD(&nb->next);
@@ -7734,6 +7790,9 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 				continue;
 			sl.page = c->slots[i].page;
 			sl.off = c->slots[i].off;
+			/* loaded once, checked (validated before, but loaded again) */
+			if (sl.page > n || sl.len > 2 * rb->bsize)
+				continue;
 			bp = ringbuf__bp(rb, cpu, sl.page);
 			wf = RINGBUF__LOAD(&bp->write);
 			w = (uint32_t)(wf & RINGBUF__WRITE_MASK);

@@ -230,7 +230,9 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
  *      size, bits 27..29 and above 31 clear, bit 30 only with bit 31, the
  *      stored count inside the page, every record's header 4-aligned and
  *      inside commit, type_len 0 with array[0] >= 4, padding with array[0] >= 4,
- *      extends and stamps complete;
+ *      extends and stamps complete; the running time (page stamp plus the
+ *      deltas) never past 2^64, a TIME_STAMP never back (only a wrap of its
+ *      59 bits, as kbuffer reads it): a hostile page's times stay readable;
  *   A3 zero the bytes after commit (after the stored count);
  *   A4 write the page to the CPU's file; a short write poisons the writer.
  */
@@ -307,13 +309,14 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 {
 	const unsigned char *pg = (const unsigned char *)page;
 	const int be = big_endian != 0;
-	uint64_t commit, nev = 0, nlost = 0;
+	uint64_t commit, nev = 0, nlost = 0, ts, add;
 	size_t hdr, bsize, len, off = 0;
 	if (!page || (long_size != 4 && long_size != 8) || page_size < 64 || page_size > ((size_t)1 << 20))
 		return RINGBUF_EINVAL;
 	hdr = 8 + long_size;
 	bsize = page_size - hdr;
 	commit = ringbuf_tdat__get(pg + 8, long_size, be);
+	ts = ringbuf_tdat__get(pg, 8, be);
 	len = (size_t)(commit & ((1u << 27) - 1));
 	if ((commit >> 32) != 0 || (commit & (7u << 27)) != 0 || len > bsize || (len & 3) != 0)
 		return RINGBUF_ECORRUPT;
@@ -336,6 +339,28 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 		t = be ? w >> 27 : w & 31u;
 		if (left >= 8)
 			a0 = (uint32_t)ringbuf_tdat__get(d + 4, 4, be);
+		add = be ? w & ((1u << 27) - 1) : w >> 5; /* the record's time delta */
+		if (t == 30)
+			add |= (uint64_t)a0 << 27;
+		if (t == 31) {
+			/* the low 59 bits of the time, the top 5 kept: below the
+			 * running time only as a wrap (from near 2^59 to near 0,
+			 * as kbuffer reads it); a stamp that goes back is refused */
+			const uint64_t m = ((uint64_t)1 << 59) - 1;
+			uint64_t val = ((uint64_t)a0 << 27 | add) & m, v = (ts & ~m) | val;
+			add = 0;
+			if (v < ts) {
+				if ((ts & m) - val < ((uint64_t)1 << 58) || v + ((uint64_t)1 << 59) < v)
+					return RINGBUF_ECORRUPT;
+				v += (uint64_t)1 << 59;
+			}
+			ts = v;
+		}
+		/* A2: the running time never wraps past 2^64 (a reader would
+		 * put the events before the page's start) */
+		if (ts + add < ts)
+			return RINGBUF_ECORRUPT;
+		ts += add;
 		if (t >= 1 && t <= 28) {
 			rl = 4 + (size_t)t * 4;
 			nev++;

@@ -120,7 +120,7 @@ static pid_t child_holding_the_lock(void)
 		close(p[0]);
 		if (ringbuf_open_file(g_path, RINGBUF_OPEN_RDWR, &rb) != 0)
 			_exit(2);
-		if (ringbuf__reader_lock(ringbuf__cpu(rb, 0)) != 0)
+		if (ringbuf__reader_lock(rb, ringbuf__cpu(rb, 0)) != 0)
 			_exit(3);
 		(void)!write(p[1], "x", 1);
 		for (;;)
@@ -281,7 +281,7 @@ struct holder {
 static void *holder_main(void *arg)
 {
 	struct holder *h = arg;
-	if (ringbuf__reader_lock(ringbuf__cpu(h->rb, 0)) == 0) {
+	if (ringbuf__reader_lock(h->rb, ringbuf__cpu(h->rb, 0)) == 0) {
 		sem_post(&h->locked);
 		sem_wait(&h->release);
 		ringbuf__reader_unlock(ringbuf__cpu(h->rb, 0));
@@ -312,7 +312,7 @@ static void live_holder_gives_ebusy_after_the_bound_and_is_never_taken_over(void
 	sem_post(&h.release);
 	pthread_join(t, NULL);
 	/* the same thread holds it: at once */
-	assert_int_equal(ringbuf__reader_lock(ringbuf__cpu(rb, 0)), 0);
+	assert_int_equal(ringbuf__reader_lock(rb, ringbuf__cpu(rb, 0)), 0);
 	reset_counts();
 	assert_int_equal(ringbuf_consume(rb, 0, &rec), RINGBUF_EBUSY);
 	assert_int_equal(atomic_load(&ringbuf__rl_waits), 0);

@@ -29,7 +29,11 @@
  * The mapping is shared with a process that may be broken or hostile: every
  * page is copied once and checked from the copy (a malformed page is
  * counted and left out), the user area is validated by
- * ringbuf_trace_load_registry().
+ * ringbuf_trace_load_registry(), every index the reader loads is checked
+ * (HOSTILE MEMORY in ringbuf.h's >>design), and a corruption the reader
+ * cannot get past (the same page refused again and again) ends the
+ * recording with exit status 2 after a bounded number of tries, what was
+ * taken before it written (tests/test_record_hostile.c).
  *
  * FOLLOWING A PROCESS TREE (-d DIR). Every process of the tree makes its own
  * buffer in DIR and announces it by the protocol of examples/malloc_trace.c
@@ -359,13 +363,21 @@ static void rbrec_on_warning(const char *what, unsigned cpu, void *ctx)
 static int rbrec_drain(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned flags, uint64_t *bad,
 		       int live)
 {
-	int total = 0, again = 0;
+	int total = 0, again = 0, corrupt = 0;
 	for (;;) {
 		int r = ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, flags);
-		if (r == RINGBUF_ECORRUPT) { /* one page left out; the writer goes on */
+		if (r == RINGBUF_ECORRUPT) {
+			/* a malformed page left out, the writer goes on; but a
+			 * corruption the reader cannot get past (a page it does not
+			 * consume, an index out of range) comes back at every call:
+			 * a bounded number in a row, then the error (a hostile or
+			 * broken writer must not keep the recorder here) */
 			++*bad;
-			continue;
+			if (++corrupt <= 2 * (int)(ringbuf_nr_pages(rb) + 1) * (int)ringbuf_ncpu(rb) + 8)
+				continue;
+			return r;
 		}
+		corrupt = 0;
 		if (r == RINGBUF_EAGAIN) {
 			if (live)
 				return total;

@@ -1,0 +1,919 @@
+/* test_record_hostile.c - the recorder's intake against a hostile writer.
+ *
+ * ringbuf-record maps a buffer that the traced process can change at any
+ * moment: every byte it reads there may change between two loads. These tests
+ * run the intake while another party keeps changing the shared file and ask
+ * for: no crash, no hang, no access outside the mapping or the output (run it
+ * under AddressSanitizer: make asan), and either a well-formed trace.dat (every
+ * page of it passes the independent page walker tests/pagewalk.h) or a clear
+ * error.
+ *
+ *   recorder_survives_a_mutating_writer   ringbuf_record_main (the whole tool,
+ *       in a thread) records a buffer whose "traced process" is a child that
+ *       flips MUT_FLIPS seeded values in the shared file (page data, page
+ *       headers, page descriptors and links, the per-CPU control (tail,
+ *       commit, reader page, read index, reader lock, slots), the header's
+ *       control words, the user area) and exits; the recorder drains live
+ *       while it mutates, then recovers and takes the rest.
+ *   intake_calls_under_a_mutator_thread    the library calls the recorder
+ *       uses (ringbuf_open_file RDWR with its validation, ringbuf_tracedat_drain
+ *       with and without RINGBUF_READ_FULL, ringbuf_stats, ringbuf_wait)
+ *       called in a loop, a fixed number of times, on one MAP_SHARED view
+ *       while a thread flips values through another; then ringbuf_recover
+ *       and a last drain once it stopped.
+ *
+ *   kill_at_random_steps_keeps_every_committed_event  100 SIGKILLs of a
+ *       writer with nested signal writers, recorded (see its section).
+ *   changes_after_the_open_are_errors, recorder_gives_up_on_a_page_it_cannot_take,
+ *   page_check_refuses_times_that_wrap_or_go_back  one change each, no
+ *       concurrency: the bugs the mutators found, each of which failed before.
+ *
+ * Seeds and counts are fixed (rounds, flips, calls, kill steps), nothing is
+ * timed. RINGBUF_TEST_HOSTILE_ROUNDS=N runs more mutator rounds,
+ * RINGBUF_TEST_KILL_ROUNDS=N more kills. Wall time is mostly the recorder's
+ * own wait (100 ms) before it sees a killed child gone: about 20 s.
+ *
+ * Not mutated: the header's geometry (offsets, sizes, page count, CPU count;
+ * the first fields of struct ringbuf up to record_disabled). The handle the
+ * library works with is that header, read in place: a writer that changes the
+ * geometry after the open is outside what the recorder withstands today
+ * (README, Limitations).
+ */
+#define _GNU_SOURCE 1
+#define RINGBUF_RECORD_TOOL_NO_MAIN
+#include "tools/ringbuf-record.c"
+#define RINGBUF_TRACE_DEFINE_EVENTS
+#include "ringbuf_trace.h"
+#undef RINGBUF_TRACE_DEFINE_EVENTS
+#include "tests/pagewalk.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+RINGBUF_TRACE_EVENT(hnum, RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, cpu), RINGBUF_FIELD(uint32_t, seq)),
+		    RINGBUF_PRINT("cpu=%u seq=%u", REC->cpu, REC->seq));
+/* the kill test's event: seq and three words derived from it (a torn event
+ * shows as words that do not match) */
+RINGBUF_TRACE_EVENT(kev,
+		    RINGBUF_FIELDS(RINGBUF_FIELD(uint32_t, seq), RINGBUF_FIELD(uint32_t, a), RINGBUF_FIELD(uint32_t, b),
+				   RINGBUF_FIELD(uint32_t, c)),
+		    RINGBUF_PRINT("seq=%u", REC->seq));
+
+#define NCPU 2
+/* changes in round k of the recorder test: 4 to 2048, doubling */
+#define MUT_FLIPS(k) (4u << ((k) % 10))
+
+static char tmpdir[64];
+
+static char *path_of(const char *name)
+{
+	static char buf[4][160];
+	static int k;
+	char *b = buf[k++ & 3];
+	snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
+	return b;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+/* ---- the mutator ------------------------------------------------------------ */
+
+struct region {
+	uint64_t off, len;
+};
+
+struct target {
+	unsigned char *base; /* the mutator's own mapping of the file */
+	uint64_t size;
+	uint32_t nr_pages, bsize, page_size;
+	struct region r[8];
+	unsigned nr;
+};
+
+/* The regions of a block, from a trusted copy of its header. */
+static void target_of(struct target *t, unsigned char *base, const struct ringbuf *h)
+{
+	memset(t, 0, sizeof *t);
+	t->base = base;
+	t->size = h->total_size;
+	t->nr_pages = h->nr_pages;
+	t->bsize = h->bsize;
+	t->page_size = h->page_size;
+	/* the header's control words (after the geometry) */
+	t->r[t->nr++] = (struct region){offsetof(struct ringbuf, record_disabled),
+					sizeof(struct ringbuf) - offsetof(struct ringbuf, record_disabled)};
+	t->r[t->nr++] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};   /* per-CPU control */
+	t->r[t->nr++] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};   /* (twice the weight) */
+	t->r[t->nr++] = (struct region){h->bpage_off, h->data_off - h->bpage_off}; /* descriptors, links */
+	t->r[t->nr++] = (struct region){h->data_off, h->user_off - h->data_off};   /* data pages */
+	t->r[t->nr++] = (struct region){h->data_off, h->user_off - h->data_off};   /* (page headers, below) */
+	if (h->user_size)
+		t->r[t->nr++] = (struct region){h->user_off, h->user_size};
+}
+
+/* One seeded change: a 4- or 8-byte aligned value somewhere in a region. */
+static void mutate_one(struct target *t, uint64_t *s)
+{
+	uint64_t x = rnd(s), v;
+	unsigned ri = (unsigned)(x % t->nr);
+	struct region *r = &t->r[ri];
+	uint64_t off;
+	unsigned kind = (unsigned)((x >> 8) % 8), wide = (unsigned)((x >> 12) & 1);
+	if (r->len < 8)
+		return;
+	off = r->off + (rnd(s) % (r->len - 7) & ~(uint64_t)3);
+	if (ri == 5) /* a data page's header: time stamp and commit */
+		off = r->off + (rnd(s) % (r->len / t->page_size)) * t->page_size + (rnd(s) & 8);
+	if (wide)
+		off &= ~(uint64_t)7;
+	switch (kind) {
+	case 0: v = rnd(s); break;
+	case 1: v = 0; break;
+	case 2: v = UINT64_MAX; break;
+	case 3: v = rnd(s) % (t->nr_pages + 3); break;          /* an index, in range or just past it */
+	case 4: v = t->bsize - 16 + rnd(s) % 32; break;         /* a size about the page's end */
+	case 5: v = (uint64_t)1 << (rnd(s) % 64); break;        /* one bit (flags, commit bits) */
+	case 6: v = rnd(s) % (t->nr_pages + 3) << 2 | (rnd(s) & 3); break; /* a link */
+	default: { /* flip one bit of what is there */
+		uint64_t cur;
+		memcpy(&cur, t->base + off, wide ? 8 : 4);
+		v = cur ^ ((uint64_t)1 << (rnd(s) % (wide ? 64 : 32)));
+	}
+	}
+	if (wide) {
+		__atomic_store_n((uint64_t *)(void *)(t->base + off), v, __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n((uint32_t *)(void *)(t->base + off), (uint32_t)v, __ATOMIC_RELAXED);
+	}
+}
+
+/* ---- the buffer ------------------------------------------------------------- */
+
+static struct ringbuf_trace_registry reg = RINGBUF_TRACE_REGISTRY_INIT("hostile");
+
+/* A file buffer with formats and nevents events per CPU. */
+static struct ringbuf *make_buffer(const char *path, int mode, unsigned nevents)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	unsigned i;
+	cfg.ncpu = NCPU;
+	cfg.size_per_cpu = 16 << 10;
+	cfg.mode = mode;
+	cfg.user_size = ringbuf_trace_user_size(&reg);
+	assert_int_equal(ringbuf_create_file(path, &cfg, &rb), 0);
+	assert_int_equal(ringbuf_trace_store_registry(rb, &reg), 0);
+	for (i = 0; i < nevents; i++) {
+		int r = trace_hnum(rb, i & 1, i & 1, i >> 1);
+		assert_true(r == 1 || r == RINGBUF_ENOSPC);
+	}
+	return rb;
+}
+
+/* ---- checking a trace.dat (version 6, this host's order) --------------------- */
+
+struct tdat {
+	unsigned char *p;
+	size_t len, pos;
+	int bad;
+};
+
+static uint64_t rd(struct tdat *t, unsigned n)
+{
+	uint64_t v = 0;
+	uint32_t v32;
+	uint16_t v16;
+	if (t->bad || t->pos + n > t->len) {
+		t->bad = 1;
+		return 0;
+	}
+	if (n == 2) {
+		memcpy(&v16, t->p + t->pos, 2);
+		v = v16;
+	} else if (n == 4) {
+		memcpy(&v32, t->p + t->pos, 4);
+		v = v32;
+	} else {
+		memcpy(&v, t->p + t->pos, 8);
+	}
+	t->pos += n;
+	return v;
+}
+
+static void tskip(struct tdat *t, uint64_t n)
+{
+	if (t->bad || n > t->len - t->pos)
+		t->bad = 1;
+	else
+		t->pos += (size_t)n;
+}
+
+static void skip_str(struct tdat *t)
+{
+	size_t n;
+	if (t->bad || t->pos >= t->len) {
+		t->bad = 1;
+		return;
+	}
+	n = strnlen((char *)t->p + t->pos, t->len - t->pos);
+	if (t->pos + n >= t->len)
+		t->bad = 1;
+	else
+		t->pos += n + 1;
+}
+
+/* Every page of every CPU walks (pagewalk.h), fn (if not NULL) gets each
+ * record; returns the events, or fails. */
+static uint64_t check_tracedat_fn(const char *path, int (*fn)(const struct pw_record *, void *), void *ctx)
+{
+	struct tdat t;
+	FILE *f = fopen(path, "rb");
+	long n;
+	uint32_t page_size;
+	unsigned i, nsys, nev, ncpu;
+	uint64_t off[NCPU], size[NCPU], events = 0;
+	memset(&t, 0, sizeof t);
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	assert_true(n > 0);
+	t.p = malloc((size_t)n);
+	assert_non_null(t.p);
+	assert_int_equal(fread(t.p, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	t.len = (size_t)n;
+	assert_memory_equal(t.p, "\x17\x08\x44tracing6", 11);
+	t.pos = 14;
+	page_size = (uint32_t)rd(&t, 4);
+	skip_str(&t); /* header_page */
+	tskip(&t, rd(&t, 8));
+	skip_str(&t); /* header_event */
+	tskip(&t, rd(&t, 8));
+	nev = (unsigned)rd(&t, 4);
+	while (nev-- && !t.bad)
+		tskip(&t, rd(&t, 8));
+	nsys = (unsigned)rd(&t, 4);
+	while (nsys-- && !t.bad) {
+		skip_str(&t);
+		nev = (unsigned)rd(&t, 4);
+		while (nev-- && !t.bad)
+			tskip(&t, rd(&t, 8));
+	}
+	tskip(&t, rd(&t, 4)); /* kallsyms */
+	tskip(&t, rd(&t, 4)); /* printk */
+	tskip(&t, rd(&t, 8)); /* cmdlines */
+	ncpu = (unsigned)rd(&t, 4);
+	assert_false(t.bad);
+	assert_int_equal(ncpu, NCPU);
+	skip_str(&t); /* "options  " */
+	while (!t.bad && rd(&t, 2) != 0)
+		tskip(&t, rd(&t, 4));
+	skip_str(&t); /* "flyrecord" */
+	for (i = 0; i < ncpu; i++) {
+		off[i] = rd(&t, 8);
+		size[i] = rd(&t, 8);
+	}
+	assert_false(t.bad);
+	for (i = 0; i < ncpu; i++) {
+		uint64_t k;
+		assert_true(page_size >= 64 && off[i] % page_size == 0 && size[i] % page_size == 0);
+		assert_true(off[i] <= t.len && size[i] <= t.len - off[i]);
+		for (k = 0; k < size[i] / page_size; k++) {
+			struct pw_page info;
+			const char *err = NULL;
+			memset(&info, 0, sizeof info);
+			if (pw_walk_page(t.p + off[i] + k * page_size, page_size, false, fn, ctx, &info, &err) != 0)
+				fail_msg("%s: cpu %u page %llu: %s", path, i, (unsigned long long)k, err ? err : "?");
+			events += info.ndata;
+		}
+	}
+	free(t.p);
+	return events;
+}
+
+static uint64_t check_tracedat(const char *path)
+{
+	return check_tracedat_fn(path, NULL, NULL);
+}
+
+/* ---- the recorder against a mutating writer --------------------------------- */
+
+struct rec_run {
+	char *argv[12];
+	int argc, rc;
+};
+
+static void *recorder(void *arg)
+{
+	struct rec_run *r = arg;
+	r->rc = ringbuf_record_main(r->argc, r->argv);
+	return NULL;
+}
+
+/* The "traced process": maps the file, waits for the go, flips, exits. */
+static void mutator_child(const char *path, int fd, uint64_t seed, unsigned flips)
+{
+	struct ringbuf h;
+	struct target t;
+	unsigned char *base;
+	char c;
+	unsigned i;
+	int f = open(path, O_RDWR);
+	if (f < 0 || read(f, &h, sizeof h) != (ssize_t)sizeof h)
+		_exit(20);
+	base = mmap(NULL, (size_t)h.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+	if (base == MAP_FAILED)
+		_exit(21);
+	close(f);
+	target_of(&t, base, &h);
+	if (read(fd, &c, 1) != 1)
+		_exit(22);
+	for (i = 0; i < flips; i++) {
+		mutate_one(&t, &seed);
+		if ((i & 63) == 0)
+			sched_yield(); /* let the recorder read between changes */
+	}
+	_exit(0);
+}
+
+static unsigned rounds(unsigned dflt)
+{
+	const char *e = getenv("RINGBUF_TEST_HOSTILE_ROUNDS");
+	return e && atoi(e) > 0 ? (unsigned)atoi(e) : dflt;
+}
+
+static void recorder_survives_a_mutating_writer(void **state)
+{
+	unsigned round, n = rounds(20), ok = 0, refused = 0;
+	uint64_t events = 0, flips = 0;
+	(void)state;
+	for (round = 0; round < n; round++) {
+		char name[32], out[32], pidstr[24];
+		struct rec_run run;
+		struct ringbuf *rb;
+		pthread_t th;
+		int fds[2], status;
+		pid_t pid;
+		snprintf(name, sizeof name, "h%u.rb", round);
+		snprintf(out, sizeof out, "h%u.dat", round);
+		rb = make_buffer(path_of(name), round & 1 ? RINGBUF_MODE_OVERWRITE : RINGBUF_MODE_PRODUCER_CONSUMER,
+				 200 + 97 * round);
+		assert_int_equal(pipe(fds), 0);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(fds[1]);
+			mutator_child(path_of(name), fds[0], 0x9e3779b97f4a7c15ull * (round + 1), MUT_FLIPS(round));
+		}
+		close(fds[0]);
+		ringbuf_destroy(rb); /* the child is the writer from here on */
+		snprintf(pidstr, sizeof pidstr, "%d", (int)pid);
+		memset(&run, 0, sizeof run);
+		run.argv[run.argc++] = (char *)"ringbuf-record";
+		run.argv[run.argc++] = (char *)"-q";
+		run.argv[run.argc++] = (char *)"-o";
+		run.argv[run.argc++] = strdup(path_of(out));
+		run.argv[run.argc++] = (char *)"-p";
+		run.argv[run.argc++] = pidstr;
+		run.argv[run.argc++] = strdup(path_of(name));
+		assert_int_equal(pthread_create(&th, NULL, recorder, &run), 0);
+		assert_int_equal(write(fds[1], "g", 1), 1);
+		close(fds[1]);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		/* a clear error, or a well-formed trace */
+		if (run.rc == RBREC_OK) {
+			events += check_tracedat(path_of(out));
+			ok++;
+		} else {
+			struct stat sb;
+			/* what was taken before the error is written, well-formed */
+			assert_int_equal(run.rc, RBREC_FILE);
+			if (stat(path_of(out), &sb) == 0)
+				events += check_tracedat(path_of(out));
+			refused++;
+		}
+		flips += MUT_FLIPS(round);
+		unlink(path_of(name));
+		unlink(path_of(out));
+		free(run.argv[3]);
+		free(run.argv[run.argc - 1]);
+	}
+	print_message("  %u rounds, %llu changes: %u traces well-formed (%llu events), %u runs ended with an "
+		      "error (what they took before it well-formed)\n",
+		      n, (unsigned long long)flips, ok, (unsigned long long)events, refused);
+}
+
+/* ---- the library calls under a mutator thread --------------------------------- */
+
+struct mut_thread {
+	struct target t;
+	uint64_t seed, flips;
+	atomic_int stop;
+};
+
+static void *mutator_thread(void *arg)
+{
+	struct mut_thread *m = arg;
+	while (!atomic_load(&m->stop)) {
+		mutate_one(&m->t, &m->seed);
+		m->flips++;
+		if ((m->flips & 15) == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+#define CALLS 400 /* intake calls per round */
+
+static void intake_calls_under_a_mutator_thread(void **state)
+{
+	unsigned round, n = rounds(8), k;
+	uint64_t flips = 0, errors = 0, pages = 0;
+	(void)state;
+	for (round = 0; round < n; round++) {
+		char name[32], out[32];
+		struct ringbuf *wr, *rb = NULL;
+		struct ringbuf_trace_registry lreg;
+		struct ringbuf_tracedat_info info;
+		struct ringbuf_tracedat *w = NULL;
+		struct ringbuf h;
+		struct mut_thread m;
+		pthread_t th;
+		unsigned char *base;
+		int fd, r;
+		snprintf(name, sizeof name, "t%u.rb", round);
+		snprintf(out, sizeof out, "t%u.dat", round);
+		wr = make_buffer(path_of(name), round & 1 ? RINGBUF_MODE_OVERWRITE : RINGBUF_MODE_PRODUCER_CONSUMER,
+				 300 + 211 * round);
+		memcpy(&h, wr, sizeof h);
+		/* the recorder's view, before the mutation starts */
+		assert_int_equal(ringbuf_open_file(path_of(name), RINGBUF_OPEN_RDWR, &rb), 0);
+		assert_int_equal(ringbuf_trace_load_registry(rb, &lreg), 0);
+		ringbuf_tracedat_info_of(rb, &lreg, &info);
+		info.version = 6;
+		assert_int_equal(ringbuf_tracedat_open(path_of(out), &info, &w), 0);
+		/* the mutator's own view */
+		fd = open(path_of(name), O_RDWR);
+		assert_true(fd >= 0);
+		base = mmap(NULL, (size_t)h.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		assert_true(base != MAP_FAILED);
+		close(fd);
+		memset(&m, 0, sizeof m);
+		target_of(&m.t, base, &h);
+		m.seed = 0x2545f4914f6cdd1dull * (round + 1);
+		atomic_init(&m.stop, 0);
+		assert_int_equal(pthread_create(&th, NULL, mutator_thread, &m), 0);
+		for (k = 0; k < CALLS; k++) {
+			struct ringbuf_stats st;
+			struct ringbuf *rb2;
+			switch (k % 8) {
+			case 0: case 1: case 2:
+				r = ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, RINGBUF_READ_FULL);
+				break;
+			case 3: case 4:
+				r = ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0);
+				break;
+			case 5:
+			case 6:
+				r = ringbuf_stats(rb, &st);
+				if (r == 0)
+					r = ringbuf_wait(rb, RINGBUF_ALL_CPUS, 50, 0);
+				break;
+			default:
+				r = ringbuf_open_file(path_of(name), RINGBUF_OPEN_RDWR, &rb2);
+				if (r == 0)
+					ringbuf_destroy(rb2);
+				break;
+			}
+			if (r > 0 && k % 8 < 5)
+				pages += (uint64_t)r;
+			if (r < 0) {
+				/* a clear error: the open's refusals, a corruption, a
+				 * page or lock in transition */
+				if (r != RINGBUF_ECORRUPT && r != RINGBUF_EAGAIN && r != RINGBUF_EBUSY &&
+				    r != RINGBUF_EINVAL && r != RINGBUF_EFORMAT && r != RINGBUF_EVERSION &&
+				    r != RINGBUF_ETRUNC)
+					fail_msg("round %u call %u (kind %u): %s", round, k, k % 8, ringbuf_strerror(r));
+				errors++;
+			}
+		}
+		atomic_store(&m.stop, 1);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		flips += m.flips;
+		/* the writer gone (the mutator stopped): repair, take the rest,
+		 * as the recorder does (ringbuf_recover racing a writer that is
+		 * still there is outside what it withstands: README) */
+		r = ringbuf_recover(rb);
+		if (r == 0)
+			r = ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0);
+		assert_true(r >= 0 || r == RINGBUF_ECORRUPT || r == RINGBUF_EBUSY || r == RINGBUF_EAGAIN);
+		/* what the writer made of the file is well-formed */
+		r = ringbuf_tracedat_finish(w, NULL);
+		assert_int_equal(r, 0);
+		check_tracedat(path_of(out));
+		munmap(base, (size_t)h.total_size);
+		ringbuf_trace_registry_free(&lreg);
+		ringbuf_destroy(rb);
+		ringbuf_destroy(wr);
+		unlink(path_of(name));
+		unlink(path_of(out));
+	}
+	print_message("  %u rounds of %u calls: %llu pages taken, %llu calls refused, %llu changes made\n", n,
+		      CALLS, (unsigned long long)pages, (unsigned long long)errors, (unsigned long long)flips);
+}
+
+
+/* ---- killed at random moments, nested signal writers running ---------------
+ *
+ * The writer child writes kev events (seq from one counter, taken before the
+ * reserve) on 2 CPU buffers; its test-point hook (RINGBUF_TESTING: every step
+ * of the write path) raises SIGUSR1 at seeded steps, whose handler writes one
+ * more event nested in the interrupted one (itself interruptible: up to 3
+ * deep), and raises SIGKILL at a seeded step count, in an outer or a nested
+ * writer alike. After each commit that returned, the child marks the seq in
+ * a shared anonymous mapping (the side channel: it survives the kill). The
+ * recorder (ringbuf_record_main in a thread, -p the child) drains live, then
+ * repairs and takes the rest. The trace must hold every marked seq, none
+ * twice, every event whole (its words match its seq), and nothing never
+ * written. KILL_ROUNDS kills (RINGBUF_TEST_KILL_ROUNDS=N: N). */
+
+#define KILL_MAXSEQ 65536
+#define KILL_ROUNDS 100
+
+struct kill_side {
+	_Atomic(uint32_t) next;            /* seq counter (the child's) */
+	_Atomic(uint8_t) done[KILL_MAXSEQ];  /* commit returned */
+	_Atomic(uint32_t) nested;          /* events written by handlers */
+	_Atomic(uint32_t) killed_nested;   /* the kill came in a handler */
+};
+
+static struct kill_side *g_side;
+static struct ringbuf *g_krb;
+static uint64_t g_khits, g_kill_at, g_kseed;
+static volatile sig_atomic_t g_depth;
+
+static uint32_t kword(uint32_t seq, unsigned k)
+{
+	return k == 0 ? ~seq : k == 1 ? seq * 2654435761u : seq ^ 0x5bd1e995u;
+}
+
+static void kill_write(unsigned cpu)
+{
+	uint32_t seq = atomic_fetch_add(&g_side->next, 1);
+	int r;
+	if (seq >= KILL_MAXSEQ)
+		_exit(3); /* the seeded kill point is always reached before */
+	r = trace_kev(g_krb, cpu, seq, kword(seq, 0), kword(seq, 1), kword(seq, 2));
+	if (r == 1)
+		atomic_store(&g_side->done[seq], 1);
+	else if (r != RINGBUF_ENOSPC)
+		_exit(4);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	g_depth++;
+	atomic_fetch_add(&g_side->nested, 1);
+	kill_write((unsigned)(g_kseed >> 7) & 1);
+	g_depth--;
+}
+
+static void kill_point(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	uint64_t h;
+	(void)rb;
+	(void)cpu;
+	(void)ctx;
+	if (point >= RINGBUF__TP_COUNT)
+		return; /* the write path's steps only */
+	h = ++g_khits;
+	if (h == g_kill_at) {
+		if (g_depth)
+			atomic_store(&g_side->killed_nested, 1);
+		raise(SIGKILL);
+	}
+	g_kseed = g_kseed * 6364136223846793005ull + 1442695040888963407ull;
+	if (g_depth < 3 && (g_kseed >> 33) % 11 == 0)
+		raise(SIGUSR1); /* a nested writer at this very step */
+}
+
+static void kill_child(const char *path, int fd, uint64_t seed)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct sigaction sa;
+	uint32_t i;
+	cfg.ncpu = NCPU;
+	cfg.size_per_cpu = 256 << 10; /* holds every event of a round: none dropped */
+	cfg.user_size = ringbuf_trace_user_size(&reg);
+	if (ringbuf_create_file(path, &cfg, &g_krb) < 0 || ringbuf_trace_store_registry(g_krb, &reg) < 0)
+		_exit(11);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_usr1;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_NODEFER; /* a handler's writer may be interrupted too */
+	sigaction(SIGUSR1, &sa, NULL);
+	g_kseed = seed;
+	g_kill_at = 100 + (seed >> 40) % 30000; /* write-path steps: about 3,000 events at most */
+	if (write(fd, "r", 1) != 1)
+		_exit(12);
+	ringbuf__set_testpoint_hook(kill_point, NULL);
+	for (i = 0;; i++) {
+		kill_write(i & 1);
+		if (i == 256) { /* let the recorder take pages while this runs */
+			struct ringbuf_stats st;
+			while (ringbuf_stats(g_krb, &st) == 0 && st.pages_read == 0)
+				sched_yield();
+		}
+	}
+}
+
+struct kill_check {
+	uint8_t *seen;
+	uint64_t events, twice, torn, unwritten;
+};
+
+static int on_kev(const struct pw_record *r, void *ctx)
+{
+	struct kill_check *k = ctx;
+	uint16_t id;
+	uint32_t w[4];
+	if (r->kind != PW_DATA)
+		return 0;
+	if (r->payload_len < 24)
+		return k->torn++, 0;
+	memcpy(&id, r->payload, 2);
+	memcpy(w, r->payload + 8, 16);
+	if (id != 2 || w[0] >= KILL_MAXSEQ || w[1] != kword(w[0], 0) || w[2] != kword(w[0], 1) ||
+	    w[3] != kword(w[0], 2)) {
+		k->torn++;
+		return 0;
+	}
+	if (w[0] >= atomic_load(&g_side->next))
+		k->unwritten++;
+	if (k->seen[w[0]]++)
+		k->twice++;
+	k->events++;
+	return 0;
+}
+
+static void kill_at_random_steps_keeps_every_committed_event(void **state)
+{
+	const char *e = getenv("RINGBUF_TEST_KILL_ROUNDS");
+	unsigned round, n = e && atoi(e) > 0 ? (unsigned)atoi(e) : KILL_ROUNDS, nested_kills = 0;
+	uint64_t committed = 0, extra = 0, nested = 0, live = 0;
+	struct kill_check k;
+	(void)state;
+	g_side = mmap(NULL, sizeof *g_side, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(g_side != MAP_FAILED);
+	memset(&k, 0, sizeof k);
+	k.seen = malloc(KILL_MAXSEQ);
+	assert_non_null(k.seen);
+	for (round = 0; round < n; round++) {
+		char name[32], out[32], pidstr[24], c;
+		struct rec_run run;
+		pthread_t th;
+		int fds[2], status;
+		uint32_t s, top;
+		pid_t pid;
+		uint64_t before = k.events;
+		snprintf(name, sizeof name, "k%u.rb", round);
+		snprintf(out, sizeof out, "k%u.dat", round);
+		memset(g_side, 0, sizeof *g_side);
+		memset(k.seen, 0, KILL_MAXSEQ);
+		assert_int_equal(pipe(fds), 0);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			close(fds[0]);
+			kill_child(path_of(name), fds[1], 0x9e3779b97f4a7c15ull * (round + 7) ^ 0xd1b54a32d192ed03ull);
+		}
+		close(fds[1]);
+		assert_int_equal(read(fds[0], &c, 1), 1);
+		close(fds[0]);
+		snprintf(pidstr, sizeof pidstr, "%d", (int)pid);
+		memset(&run, 0, sizeof run);
+		run.argv[run.argc++] = (char *)"ringbuf-record";
+		run.argv[run.argc++] = (char *)"-q";
+		run.argv[run.argc++] = (char *)"-o";
+		run.argv[run.argc++] = strdup(path_of(out));
+		run.argv[run.argc++] = (char *)"-p";
+		run.argv[run.argc++] = pidstr;
+		run.argv[run.argc++] = strdup(path_of(name));
+		assert_int_equal(pthread_create(&th, NULL, recorder, &run), 0);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+			fail_msg("round %u: child %s %d", round, WIFEXITED(status) ? "exit" : "signal",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		assert_int_equal(pthread_join(th, NULL), 0);
+		assert_int_equal(run.rc, RBREC_OK);
+		assert_int_equal(ringbuf_record_last.recovered, 1);
+		assert_int_equal(ringbuf_record_last.bad_pages, 0);
+		live += ringbuf_record_last.live_pages;
+		check_tracedat_fn(path_of(out), on_kev, &k);
+		if (k.twice || k.torn || k.unwritten)
+			fail_msg("round %u: %llu events twice, %llu torn, %llu never written", round,
+				 (unsigned long long)k.twice, (unsigned long long)k.torn,
+				 (unsigned long long)k.unwritten);
+		top = atomic_load(&g_side->next);
+		for (s = 0; s < top && s < KILL_MAXSEQ; s++) {
+			if (atomic_load(&g_side->done[s]) && !k.seen[s])
+				fail_msg("round %u: seq %u committed (its commit returned) but not in the trace", round, s);
+			committed += atomic_load(&g_side->done[s]);
+		}
+		extra += (k.events - before) - 0; /* counted below against committed */
+		nested += atomic_load(&g_side->nested);
+		nested_kills += atomic_load(&g_side->killed_nested);
+		unlink(path_of(name));
+		unlink(path_of(out));
+		free(run.argv[3]);
+		free(run.argv[run.argc - 1]);
+	}
+	print_message("  %u kills (%u inside a nested writer): %llu events committed, all in the traces "
+		      "(%llu events there: the others were cut inside their commit, kept whole), none twice, "
+		      "none torn; %llu written by nested handlers; %llu pages taken live\n",
+		      n, nested_kills, (unsigned long long)committed, (unsigned long long)extra,
+		      (unsigned long long)nested, (unsigned long long)live);
+	free(k.seen);
+	munmap(g_side, sizeof *g_side);
+}
+
+
+/* ---- one change after the open, no concurrency: each failed before ----------
+ * The recorder's view was validated when it opened the file; these changes
+ * come after. Before the fixes: head_hint and prev were used as page indices
+ * unchecked (reads far outside the mapping: SIGSEGV), the reader lock's
+ * contention path found the block from c->index (SIGSEGV for a changed
+ * index), and rbrec_drain retried a page the reader could not consume
+ * forever (a hang). */
+enum { C_HINT, C_PREV, C_READER_PAGE, C_LOCK_INDEX, C_COUNT };
+
+static void changes_after_the_open_are_errors(void **state)
+{
+	unsigned k;
+	(void)state;
+	for (k = 0; k < C_COUNT; k++) {
+		char name[32];
+		struct ringbuf *wr, *rb;
+		struct ringbuf__cpu *c;
+		struct ringbuf_stats st;
+		unsigned char page[4096];
+		const void *ref;
+		uint32_t i;
+		int r;
+		snprintf(name, sizeof name, "c%u.rb", k);
+		wr = make_buffer(path_of(name), RINGBUF_MODE_PRODUCER_CONSUMER, 3000);
+		assert_int_equal(ringbuf_open_file(path_of(name), RINGBUF_OPEN_RDWR, &rb), 0);
+		c = ringbuf__cpu(rb, 0);
+		switch (k) {
+		case C_HINT:
+			c->head_hint = 0x3ffffff0u;
+			break;
+		case C_PREV:
+			for (i = 0; i <= rb->nr_pages; i++)
+				ringbuf__bp(rb, 0, i)->prev = 0x3ffffff0u;
+			break;
+		case C_READER_PAGE:
+			atomic_store(&c->reader_page, 0x3ffffff0u);
+			break;
+		default:
+			atomic_store(&c->reader_lock, 1); /* held by someone else */
+			c->index = 0x3ffffff0u;
+			break;
+		}
+		r = ringbuf_read_page(rb, 0, page, sizeof page, 0);
+		assert_true(r >= 0 || r == RINGBUF_ECORRUPT || r == RINGBUF_EBUSY);
+		r = ringbuf_read_page_ref(rb, 0, &ref);
+		assert_true(r >= 0 || r == RINGBUF_ECORRUPT || r == RINGBUF_EBUSY || r == RINGBUF_EAGAIN);
+		assert_int_equal(ringbuf_stats(rb, &st), 0);
+		if (k == C_PREV || k == C_READER_PAGE)
+			assert_int_equal(ringbuf_read_page(rb, 0, page, sizeof page, 0), RINGBUF_ECORRUPT);
+		ringbuf_destroy(rb);
+		ringbuf_destroy(wr);
+		unlink(path_of(name));
+	}
+}
+
+static void recorder_gives_up_on_a_page_it_cannot_take(void **state)
+{
+	struct ringbuf *wr, *rb;
+	struct ringbuf_trace_registry lreg;
+	struct ringbuf_tracedat_info info;
+	struct ringbuf_tracedat *w;
+	uint64_t bad = 0;
+	uint32_t h;
+	uint64_t link;
+	(void)state;
+	wr = make_buffer(path_of("g.rb"), RINGBUF_MODE_PRODUCER_CONSUMER, 3000);
+	assert_int_equal(ringbuf_open_file(path_of("g.rb"), RINGBUF_OPEN_RDWR, &rb), 0);
+	assert_int_equal(ringbuf_trace_load_registry(rb, &lreg), 0);
+	ringbuf_tracedat_info_of(rb, &lreg, &info);
+	info.version = 6;
+	assert_int_equal(ringbuf_tracedat_open(path_of("g.dat"), &info, &w), 0);
+	/* the head page of CPU 0 (full, not the commit page) says it holds
+	 * more than a page: the reader swaps it in and refuses it, every time */
+	assert_int_equal(ringbuf__find_head(rb, 0, ringbuf__cpu(rb, 0), &h, &link), 0);
+	atomic_store(&ringbuf__dp(rb, 0, h)->commit, (long)rb->bsize + 64);
+	assert_int_equal(rbrec_drain(w, rb, RINGBUF_READ_FULL, &bad, 1), RINGBUF_ECORRUPT);
+	assert_true(bad > 0);
+	ringbuf_tracedat_abort(w);
+	ringbuf_trace_registry_free(&lreg);
+	ringbuf_destroy(rb);
+	ringbuf_destroy(wr);
+}
+
+
+/* The trace.dat writer's page check (A2) on times a hostile page can hold:
+ * before, a running time past 2^64 and a TIME_STAMP that goes back passed
+ * (pagewalk.h refused the trace: "ts overflow" in intake_calls...). */
+static void page_check_refuses_times_that_wrap_or_go_back(void **state)
+{
+	unsigned char pg[4096];
+	uint64_t ts;
+	unsigned long commit;
+	uint32_t w[4];
+	const size_t hdr = 8 + sizeof(long);
+	const int be = PW_BIG_ENDIAN;
+	(void)state;
+	/* one data event (type_len 1, 4 bytes) with delta 5 */
+	memset(pg, 0, sizeof pg);
+	w[0] = be ? (1u << 27) | 5u : (5u << 5) | 1u;
+	w[1] = 42;
+	memcpy(pg + hdr, w, 8);
+	commit = 8;
+	memcpy(pg + 8, &commit, sizeof commit);
+	ts = 1000;
+	memcpy(pg, &ts, 8);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, sizeof pg, be, sizeof(long), NULL, NULL), 0);
+	ts = UINT64_MAX - 2; /* + 5: past 2^64 */
+	memcpy(pg, &ts, 8);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, sizeof pg, be, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
+	/* a TIME_STAMP (type 31) to 100 after a page stamp of 1000: back */
+	ts = 1000;
+	memcpy(pg, &ts, 8);
+	w[0] = be ? (31u << 27) | 100u : (100u << 5) | 31u;
+	w[1] = 0;
+	w[2] = be ? (1u << 27) : (0u << 5) | 1u;
+	w[3] = 42;
+	memcpy(pg + hdr, w, 16);
+	commit = 16;
+	memcpy(pg + 8, &commit, sizeof commit);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, sizeof pg, be, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
+	/* ... to 2000: forward, fine */
+	w[0] = be ? (31u << 27) | 2000u : (2000u << 5) | 31u;
+	memcpy(pg + hdr, w, 4);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, sizeof pg, be, sizeof(long), NULL, NULL), 0);
+}
+
+static int setup_all(void **state)
+{
+	(void)state;
+	if (ringbuf_trace_register_event(&reg, &ringbuf_event_hnum) < 0 ||
+	    ringbuf_trace_register_event(&reg, &ringbuf_event_kev) < 0)
+		return -1;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/ringbuf-hostile-XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_all(void **state)
+{
+	char cmd[128];
+	(void)state;
+	snprintf(cmd, sizeof cmd, getenv("KEEP") ? "true %s" : "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(recorder_survives_a_mutating_writer),
+		cmocka_unit_test(intake_calls_under_a_mutator_thread),
+		cmocka_unit_test(kill_at_random_steps_keeps_every_committed_event),
+		cmocka_unit_test(changes_after_the_open_are_errors),
+		cmocka_unit_test(recorder_gives_up_on_a_page_it_cannot_take),
+		cmocka_unit_test(page_check_refuses_times_that_wrap_or_go_back),
+	};
+	return cmocka_run_group_tests(tests, setup_all, teardown_all);
+}
