@@ -235,6 +235,8 @@ static int rbrec_gone(long pid, unsigned long long start)
 struct rbrec_diag {
 	const char *path;  /* the buffer file */
 	struct ringbuf *rb; /* its mapping once open, else NULL (read the file) */
+	size_t len;         /* the mapping's length, read once at open (the block's
+			     * own total_size is the traced process's to change) */
 	unsigned dumps;
 };
 static struct rbrec_diag rbrec_diag;
@@ -250,8 +252,15 @@ static void rbrec_hex(FILE *f, const unsigned char *p, size_t n)
 static void rbrec_dump_text(FILE *f, struct ringbuf *rb, size_t len)
 {
 	unsigned cpu, i;
+	/* the copy is ours, but what it holds is the traced process's: every
+	 * part it names must lie inside it */
 	if (len < sizeof *rb || rb->magic != RINGBUF__MAGIC || rb->total_size > len || rb->nr_pages > 1u << 20 ||
-	    rb->ncpu > 4096 || rb->page_size < 64) {
+	    rb->nr_pages == 0 || rb->ncpu == 0 || rb->ncpu > 4096 || rb->page_size < 64 ||
+	    rb->page_size > 1u << 20 || rb->cpu_off > len ||
+	    (len - rb->cpu_off) / sizeof(struct ringbuf__cpu) < rb->ncpu || rb->bpage_off > len ||
+	    (len - rb->bpage_off) / sizeof(struct ringbuf__bpage) / RINGBUF__BP_STRIDE(rb->nr_pages) < rb->ncpu ||
+	    rb->data_off > len ||
+	    (len - rb->data_off) / rb->page_size / ((uint64_t)rb->nr_pages + 1) < rb->ncpu) {
 		fprintf(f, "header not usable: no per-CPU state\n");
 		return;
 	}
@@ -292,7 +301,8 @@ static void rbrec_dump_text(FILE *f, struct ringbuf *rb, size_t len)
 			if (i && show[i] == show[i - 1])
 				continue;
 			fprintf(f, "  page %u bytes (header and the first 256 of data[]):\n    ", show[i]);
-			rbrec_hex(f, (const unsigned char *)ringbuf__dp(rb, cpu, show[i]), 16 + 256);
+			rbrec_hex(f, (const unsigned char *)ringbuf__dp(rb, cpu, show[i]),
+				  rb->page_size < 16 + 256 ? rb->page_size : 16 + 256);
 		}
 	}
 }
@@ -307,16 +317,21 @@ static void rbrec_dump(const char *what, unsigned cpu)
 	if (!rbrec_diag.path || rbrec_diag.dumps >= 4)
 		return;
 	/* the copy first: as near the failure as this can get */
+	/* aligned as the block (struct ringbuf is read from the copy) */
 	if (rbrec_diag.rb) {
-		len = (size_t)rbrec_diag.rb->total_size;
-		if ((copy = malloc(len)) != NULL)
+		len = rbrec_diag.len;
+		if (posix_memalign((void **)&copy, 4096, len ? len : 1) != 0)
+			copy = NULL;
+		else
 			memcpy(copy, rbrec_diag.rb, len);
 	} else {
 		FILE *in = fopen(rbrec_diag.path, "rb");
 		if (in) {
 			long n = (fseek(in, 0, SEEK_END) == 0) ? ftell(in) : -1;
 			rewind(in);
-			if (n > 0 && (copy = malloc((size_t)n)) != NULL)
+			if (n > 0 && posix_memalign((void **)&copy, 4096, (size_t)n) != 0)
+				copy = NULL;
+			if (n > 0 && copy)
 				len = fread(copy, 1, (size_t)n, in);
 			fclose(in);
 		}
@@ -816,6 +831,7 @@ static int rbrec_run(int argc, char **argv)
 	}
 
 	/* corrupt pages are dumped (>>diagnostics) */
+	rbrec_diag.len = (size_t)rb->total_size; /* as validated by the open */
 	rbrec_diag.rb = rb;
 	ringbuf_set_warn_hook(rbrec_on_warning, NULL);
 	/* live: whole pages while the process runs */
