@@ -330,6 +330,23 @@ static void *recorder(void *arg)
 	return NULL;
 }
 
+/* `ringbuf-record -q -o OUT -p PID FILE` in a thread (OUT and FILE under the
+ * test's directory; argv[3] and the last are the caller's to free) */
+static void start_recorder(struct rec_run *run, pthread_t *th, char *pidstr, size_t pidlen, pid_t pid,
+			   const char *out, const char *name)
+{
+	snprintf(pidstr, pidlen, "%d", (int)pid);
+	memset(run, 0, sizeof *run);
+	run->argv[run->argc++] = (char *)"ringbuf-record";
+	run->argv[run->argc++] = (char *)"-q";
+	run->argv[run->argc++] = (char *)"-o";
+	run->argv[run->argc++] = strdup(path_of(out));
+	run->argv[run->argc++] = (char *)"-p";
+	run->argv[run->argc++] = pidstr;
+	run->argv[run->argc++] = strdup(path_of(name));
+	assert_int_equal(pthread_create(th, NULL, recorder, run), 0);
+}
+
 /* The "traced process": maps the file, waits for the go, flips, exits. */
 static void mutator_child(const char *path, int fd, uint64_t seed, unsigned flips)
 {
@@ -387,16 +404,7 @@ static void recorder_survives_a_mutating_writer(void **state)
 		}
 		close(fds[0]);
 		ringbuf_destroy(rb); /* the child is the writer from here on */
-		snprintf(pidstr, sizeof pidstr, "%d", (int)pid);
-		memset(&run, 0, sizeof run);
-		run.argv[run.argc++] = (char *)"ringbuf-record";
-		run.argv[run.argc++] = (char *)"-q";
-		run.argv[run.argc++] = (char *)"-o";
-		run.argv[run.argc++] = strdup(path_of(out));
-		run.argv[run.argc++] = (char *)"-p";
-		run.argv[run.argc++] = pidstr;
-		run.argv[run.argc++] = strdup(path_of(name));
-		assert_int_equal(pthread_create(&th, NULL, recorder, &run), 0);
+		start_recorder(&run, &th, pidstr, sizeof pidstr, pid, out, name);
 		assert_int_equal(write(fds[1], "g", 1), 1);
 		close(fds[1]);
 		assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -713,16 +721,7 @@ static void kill_at_random_steps_keeps_every_committed_event(void **state)
 		close(fds[1]);
 		assert_int_equal(read(fds[0], &c, 1), 1);
 		close(fds[0]);
-		snprintf(pidstr, sizeof pidstr, "%d", (int)pid);
-		memset(&run, 0, sizeof run);
-		run.argv[run.argc++] = (char *)"ringbuf-record";
-		run.argv[run.argc++] = (char *)"-q";
-		run.argv[run.argc++] = (char *)"-o";
-		run.argv[run.argc++] = strdup(path_of(out));
-		run.argv[run.argc++] = (char *)"-p";
-		run.argv[run.argc++] = pidstr;
-		run.argv[run.argc++] = strdup(path_of(name));
-		assert_int_equal(pthread_create(&th, NULL, recorder, &run), 0);
+		start_recorder(&run, &th, pidstr, sizeof pidstr, pid, out, name);
 		assert_int_equal(waitpid(pid, &status, 0), pid);
 		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
 			fail_msg("round %u: child %s %d", round, WIFEXITED(status) ? "exit" : "signal",
