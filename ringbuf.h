@@ -4452,9 +4452,11 @@ static uint64_t ringbuf__gen_new(void)
 {
 	uint64_t hi = atomic_load_explicit(&ringbuf__gen_hi, memory_order_relaxed);
 	if (!hi) {
-		uint64_t x = ringbuf__default_clock(NULL), expect = 0;
+		uint64_t x = 0, expect = 0;
 #if defined(__linux__)
-		x ^= (uint64_t)(uint32_t)getpid() << 32;
+		/* on Linux only, as getpid: the model checker (verify/, no
+		 * __linux__) has no clock_gettime and crashed on the call */
+		x = ringbuf__default_clock(NULL) ^ ((uint64_t)(uint32_t)getpid() << 32);
 #endif
 		x *= 0x9e3779b97f4a7c15ull; /* spread: the high half depends on every bit */
 		hi = (x & ~(uint64_t)0xffffffffu) | ((uint64_t)1 << 63);
