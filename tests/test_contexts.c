@@ -61,17 +61,6 @@
 
 #define PERSIST RINGBUF__OWN_PERSIST
 
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#ifndef UNDER_TSAN
-#define UNDER_TSAN 0
-#endif
-
 /* The statistical race tests need signals that land at any instruction;
  * ThreadSanitizer defers asynchronous signals to its own safe points. */
 #define SKIP_UNDER_TSAN()                                                                    \

@@ -50,6 +50,8 @@ static pid_t g_writer_tid;
  * writer thread and its handlers write them; read after the writer joined. */
 static uint64_t g_attempts[NCTX], g_ok[NCTX];
 static _Atomic(uint64_t) g_irqs, g_nmis;
+/* times the writer found its signals blocked (sig_unblock_pair: TSan only) */
+static uint64_t g_mask_repairs;
 
 /* Async-signal-safe: reserve, fill, commit. */
 static void write_event(uint32_t ctx)
@@ -105,6 +107,7 @@ static void *writer(void *arg)
 	for (unsigned long i = 0;; i++) {
 		write_event(0);
 		if ((i & 255) == 0) {
+			g_mask_repairs += (uint64_t)sig_unblock_pair(SIGUSR1, SIGUSR2);
 			clock_gettime(CLOCK_MONOTONIC, &t);
 			/* at least `seconds`, and until the handlers have done what
 			 * the checks ask for (counted, so a loaded machine only makes
@@ -211,6 +214,7 @@ static void run_torture(int mode, size_t page_size, double seconds)
 	atomic_store(&g_irqs, 0);
 	atomic_store(&g_nmis, 0);
 	atomic_store(&g_writer_done, 0);
+	g_mask_repairs = 0;
 
 	install_irq_nmi(SIGUSR1, on_irq, SIGUSR2, on_nmi); /* SIGUSR2 stays deliverable inside on_irq */
 
@@ -240,12 +244,16 @@ static void run_torture(int mode, size_t page_size, double seconds)
 		rs.gaps += g_attempts[i] - rs.next_seq[i];
 	}
 	print_message("  mode=%s page=%zu: %llu events (%llu irq, %llu nmi signals), read %llu, "
-		      "lost in stream %llu, overrun %llu, dropped %llu, commit_overrun %llu\n",
+		      "lost in stream %llu, overrun %llu, dropped %llu, commit_overrun %llu, "
+		      "signal mask repairs %llu\n",
 		      mode == RINGBUF_MODE_OVERWRITE ? "overwrite" : "producer/consumer", page_size,
 		      (unsigned long long)attempts, (unsigned long long)atomic_load(&g_irqs),
 		      (unsigned long long)atomic_load(&g_nmis), (unsigned long long)rs.read,
 		      (unsigned long long)rs.lost, (unsigned long long)st.overrun,
-		      (unsigned long long)st.dropped_events, (unsigned long long)st.commit_overrun);
+		      (unsigned long long)st.dropped_events, (unsigned long long)st.commit_overrun,
+		      (unsigned long long)g_mask_repairs);
+	if (!UNDER_TSAN)
+		assert_int_equal(g_mask_repairs, 0);
 
 	assert_true(atomic_load(&g_irqs) > 100);
 	assert_true(atomic_load(&g_nmis) > 10);
