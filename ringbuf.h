@@ -1178,7 +1178,8 @@ enum ringbuf__tp {
 	/* ringbuf_open_file's validation of a block (V0-V3, >>file) */
 	RINGBUF__TP_VALIDATE_TAIL = 90, /* V1: commit and tail pages loaded, before the ring walk */
 	RINGBUF__TP_VALIDATE_WALKED,    /* V2: first pass over the links done, before the second */
-	RINGBUF__TP_VALIDATE_SLOT       /* V4: a slot's len, page and off loaded, its event not yet */
+	RINGBUF__TP_VALIDATE_SLOT,      /* V4: a slot's len, page and off loaded, its event not yet */
+	RINGBUF__TP_RECOVER_COMMIT      /* recovery: slots padded, before the commit walk (step 3) */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
@@ -3125,7 +3126,14 @@ RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct
 	return NULL;
 }
 
-/* Commit everything reserved on cpu (outermost writer only). */
+/* Commit everything reserved on cpu (outermost writer only).
+ *
+ * Also recovery's step 3, in a recorder whose block another process can
+ * still write (HOSTILE MEMORY): every page index it uses -- the commit and
+ * tail pages, each link it follows -- is checked against the ring where it
+ * is loaded, and an index out of range ends the walk with a warning (the
+ * recovery's final validation then refuses the block). A writer of its own
+ * block never meets one; the checks are compares on indexes already loaded. */
 static void ringbuf__set_commit_to_write(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
 {
 	uint32_t guard = 0, limit = 4 * (rb->nr_pages + 1) + 16;
@@ -3134,6 +3142,10 @@ static void ringbuf__set_commit_to_write(struct ringbuf *rb, unsigned cpu, struc
 		uint32_t tp = RINGBUF__LOAD(&c->tail_page);
 		struct ringbuf__dpage *dp;
 		uint64_t w;
+		if (RINGBUF__UNLIKELY(cp > rb->nr_pages || tp > rb->nr_pages)) {
+			ringbuf__warn(rb, cpu, "commit: commit or tail page out of range");
+			return;
+		}
 		while (cp != tp) {
 			/* the page is complete: its write index is final */
 			dp = ringbuf__dp(rb, cpu, cp);
@@ -3141,6 +3153,10 @@ static void ringbuf__set_commit_to_write(struct ringbuf *rb, unsigned cpu, struc
 			/* [W-commit] release: the page's events before its commit */
 			atomic_store_explicit(&dp->commit, (long)w, memory_order_release);
 			cp = ringbuf__next_idx(rb, cpu, cp);
+			if (RINGBUF__UNLIKELY(cp > rb->nr_pages)) {
+				ringbuf__warn(rb, cpu, "commit: link index out of range");
+				return;
+			}
 			/* [W-cpage] release: the page commit before the commit page */
 			atomic_store_explicit(&c->commit_page, cp, memory_order_release);
 			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_PAGE);
@@ -3153,6 +3169,10 @@ static void ringbuf__set_commit_to_write(struct ringbuf *rb, unsigned cpu, struc
 				 * standing still within a few laps is corruption. */
 				if (ntp != tp)
 					guard = 0;
+				if (RINGBUF__UNLIKELY(ntp > rb->nr_pages)) {
+					ringbuf__warn(rb, cpu, "commit: commit or tail page out of range");
+					return;
+				}
 				tp = ntp;
 			}
 			if (++guard > limit) {
@@ -7736,7 +7756,11 @@ static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu)
 		/* cut after S3, before S4's completion mark: rp (H) is off the
 		 * ring, its old predecessor links to the page that took its place,
 		 * and H's successor still names H as its prev: finish S4 */
-		uint32_t p = ringbuf__bp(rb, cpu, rp)->prev, hn = ringbuf__next_idx(rb, cpu, rp), r2;
+		uint32_t p, hn, r2;
+		if (rp > n)
+			return; /* validated, but this is another load */
+		p = ringbuf__bp(rb, cpu, rp)->prev;
+		hn = ringbuf__next_idx(rb, cpu, rp);
 		if (p > n || hn > n || (r2 = ringbuf__next_idx(rb, cpu, p)) == rp || r2 > n ||
 		    ringbuf__bp(rb, cpu, hn)->prev != rp || ringbuf__next_idx(rb, cpu, r2) != hn)
 			return;
@@ -7841,7 +7865,10 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 			if ((wf & RINGBUF__WRITE_MASK) > rb->bsize)
 				RINGBUF__STORE(&bp->write, (wf & ~RINGBUF__WRITE_MASK) | rb->bsize);
 		}
-		/* 3. commit everything: complete nested events included */
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_RECOVER_COMMIT);
+		/* 3. commit everything: complete nested events included (the
+		 * walk checks each index it loads: another process may still
+		 * write a shared block) */
 		RINGBUF__STORE(&c->committing, 1);
 		ringbuf__set_commit_to_write(rb, cpu, c);
 		RINGBUF__STORE(&c->committing, 0);

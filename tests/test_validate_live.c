@@ -192,6 +192,85 @@ static void slot_rewritten_under_the_check(void **state)
 	unlink(path);
 }
 
+/* Recovery racing a writer of another process (HOSTILE MEMORY in ringbuf.h):
+ * the commit walk of recovery's step 3 loads the commit and tail pages and
+ * follows links after the validation checked them. A test point there
+ * (RINGBUF__TP_RECOVER_COMMIT) rewrites one of them out of range, as a
+ * process still mapping the block could. Before the fix the walk used the
+ * index as loaded: a data page far outside the mapping was written
+ * (SIGSEGV); now the walk stops with a warning and the recovery's final
+ * validation refuses the block. */
+enum { BAD_COMMIT_PAGE, BAD_TAIL_PAGE, BAD_LINK, BAD_COUNT };
+
+struct bad_live {
+	int what;
+	unsigned hits;
+};
+
+static void bad_index_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	struct bad_live *l = (struct bad_live *)ctx;
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	const uint32_t bad = (uint32_t)RINGBUF__IDX_MASK;
+	if (cpu != 0 || point != RINGBUF__TP_RECOVER_COMMIT || l->hits++ != 0)
+		return;
+	if (l->what == BAD_COMMIT_PAGE) {
+		RINGBUF__STORE(&c->commit_page, bad);
+	} else if (l->what == BAD_TAIL_PAGE) {
+		RINGBUF__STORE(&c->tail_page, bad);
+	} else {
+		struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, RINGBUF__LOAD(&c->commit_page));
+		uint64_t link = RINGBUF__LOAD(&bp->next);
+		RINGBUF__STORE(&bp->next, ringbuf__link_make(link, bad, link & RINGBUF__F_MASK));
+	}
+}
+
+static void recovery_walk_meets_indexes_out_of_range(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	(void)state;
+	snprintf(path, sizeof path, "/tmp/ringbuf-validate-walk-%d.rb", (int)getpid());
+	for (int what = 0; what < BAD_COUNT; what++) {
+		struct ringbuf *w = NULL, *r = NULL;
+		struct bad_live l = {what, 0};
+		struct ringbuf_stats st;
+		uint32_t *outer;
+		int rc;
+		unlink(path);
+		cfg.ncpu = 1;
+		cfg.size_per_cpu = 8 * 4096;
+		cfg.page_size = 4096;
+		cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+		assert_int_equal(ringbuf_create_file(path, &cfg, &w), 0);
+		/* an event in flight (its writer "killed"), and nested events
+		 * after it filling three pages: the commit page stays behind
+		 * the tail, so step 3 walks links */
+		outer = (uint32_t *)ringbuf_reserve(w, 0, 64);
+		assert_non_null(outer);
+		memset(outer, 0, 64);
+		do {
+			uint32_t *ev = (uint32_t *)ringbuf_reserve(w, 0, 200);
+			assert_non_null(ev);
+			memset(ev, 0, 200);
+			ringbuf_commit(w, 0, ev);
+			assert_int_equal(ringbuf_stats_cpu(w, 0, &st), 0);
+		} while (st.pages_touched < 4);
+		assert_int_not_equal(RINGBUF__LOAD(&ringbuf__cpu(w, 0)->commit_page),
+				     RINGBUF__LOAD(&ringbuf__cpu(w, 0)->tail_page));
+		ringbuf__set_testpoint_hook(bad_index_hook, &l);
+		rc = ringbuf_open_file(path, RINGBUF_OPEN_RECOVER, &r);
+		ringbuf__set_testpoint_hook(NULL, NULL);
+		print_message("  index out of range in the %s: %s (%s)\n",
+			      what == BAD_COMMIT_PAGE ? "commit page" : what == BAD_TAIL_PAGE ? "tail page" : "commit page's link",
+			      ringbuf_strerror(rc), ringbuf__invalid_why ? ringbuf__invalid_why : "-");
+		assert_int_equal(l.hits, 1);
+		assert_int_equal(rc, RINGBUF_ECORRUPT);
+		assert_null(r);
+		ringbuf_destroy(w);
+	}
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,6 +278,7 @@ int main(void)
 		cmocka_unit_test(tail_moved_before_the_walk_overwrite),
 		cmocka_unit_test(head_pushed_under_the_walk),
 		cmocka_unit_test(slot_rewritten_under_the_check),
+		cmocka_unit_test(recovery_walk_meets_indexes_out_of_range),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
