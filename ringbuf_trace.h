@@ -1034,8 +1034,10 @@ RINGBUF_API int ringbuf_trace_consume_foreach(struct ringbuf *rb, unsigned cpu, 
  * EXPORT. ringbuf_trace_write_tracedat() writes a trace.dat file (version 6, or
  * 7 uncompressed) that `trace-cmd report` and KernelShark read: the kernel's
  * header_page and header_event texts, one event system (reg->system) with the
- * format of every event registered in reg, the thread names (cmdlines), the
- * trace clock, and per CPU the pages, page-aligned. It CONSUMES the buffer:
+ * format of every event registered in reg, the thread names (cmdlines: this
+ * process's threads, with or without reg; a loaded registry's names for a
+ * buffer of another process), the trace clock, and per CPU the pages,
+ * page-aligned. It CONSUMES the buffer:
  * every unread event is read out through ringbuf_read_page() (as trace-cmd
  * extract does), so stop or pause the writers first for a complete snapshot;
  * with writers running it takes what was committed (bounded) and leaves the rest.
@@ -2352,6 +2354,9 @@ struct ringbuf_trace__layout {
 	const char *clock;                  /* without brackets, < 64 chars */
 	const struct ringbuf_trace_registry *reg; /* formats, thread names (NULL: none) */
 	const char *cmdlines;               /* "pid comm\n" lines instead of reg's (NULL: reg's) */
+	int own_threads;                    /* in-process export: with no reg either, this
+					     * process's thread names (the table every
+					     * thread's first event fills, registry or not) */
 	const char *kallsyms;               /* NULL: empty */
 	const char *const *ftrace_formats;  /* NULL-terminated, NULL: none */
 	int tsc;                            /* write TSC2NSEC and OFFSET */
@@ -2558,7 +2563,7 @@ static void ringbuf_trace__loaded_cmdlines(struct ringbuf_trace__out *t,
 static void ringbuf_trace__cmdlines_text(struct ringbuf_trace__out *t, const struct ringbuf_trace_registry *reg)
 {
 	uint32_t n, i, j;
-	if (reg->loaded) {
+	if (reg && reg->loaded) {
 		ringbuf_trace__loaded_cmdlines(t, reg);
 		return;
 	}
@@ -2590,7 +2595,7 @@ static void ringbuf_trace__cmdlines(struct ringbuf_trace__out *o)
 	const char *text = l->cmdlines;
 	size_t n = text ? strlen(text) : 0;
 	t.l = l; /* counted while it lives */
-	if (!text && l->reg) {
+	if (!text && (l->reg || l->own_threads)) {
 		ringbuf_trace__cmdlines_text(&t, l->reg);
 		if (t.err)
 			o->err = t.err;
@@ -3010,6 +3015,7 @@ RINGBUF_API int ringbuf_trace_write_tracedat(struct ringbuf *rb, const struct ri
 	l.be = endian.b[0] != 1;
 	l.long_size = (unsigned)sizeof(long);
 	l.reg = reg;
+	l.own_threads = 1; /* rb is this process's: so are its writers' names */
 	l.kallsyms = opts->kallsyms;
 	l.ftrace_formats = opts->ftrace_formats;
 	l.ioerr = RINGBUF_EINVAL;
