@@ -314,7 +314,10 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * repair checks cost one compare with the top frame (the caller's frame on
  * top at an entry, the function's own at an exit); the exit hook looks for
  * its frame key only when a repair needs it. Repairs, drops and overruns are
- * out of line.
+ * out of line. Measured (make bench-ftrace, its floor row: hooks that write
+ * the same two records and do nothing else), the two records through
+ * ringbuf.h are about 4/5 of a traced call; the busy flag, the shadow stack
+ * and the frame key most of the rest (docs/tracing.md, Cost).
  */
 
 #ifdef __cplusplus

@@ -1440,6 +1440,20 @@ RINGBUF__INLINE void *ringbuf_trace__reserve_in(struct ringbuf *rb, unsigned cpu
 	}
 	*at = cpu;
 	depth = cpu < rb->ncpu ? RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing) : 1;
+	/* the common case, one 8-byte store (the header as the general code
+	 * below writes it): the outermost writer (depth 1), not in a marked
+	 * signal handler, its thread id known and its name published to rb */
+	if (RINGBUF__LIKELY(depth <= 1 && ringbuf_trace__self.sigdepth == 0 && ringbuf_trace__self.tid != 0 &&
+			    ringbuf_trace__self.comm_rb == (const void *)rb &&
+			    ringbuf_trace__self.comm_gen == ringbuf_trace__self.name_gen)) {
+		struct ringbuf_trace_entry h;
+		h.type = (uint16_t)id;
+		h.flags = 0;
+		h.preempt_count = 0;
+		h.pid = ringbuf_trace__self.tid;
+		memcpy(e, &h, sizeof h);
+		return e;
+	}
 	sd = ringbuf_trace__self.sigdepth + 1;
 	if (sd > depth)
 		depth = sd;

@@ -11,7 +11,11 @@
 # picks (the TSC when it is invariant), the same with CLOCK_MONOTONIC
 # (RINGBUF_FTRACE_KEEP_CLOCK), the `function` event (one record per call),
 # and funcgraph in producer/consumer mode with a live recorder thread
-# reading whole pages (ringbuf_read_page; its losses are reported); -pg for `uftrace record`
+# reading whole pages (ringbuf_read_page; its losses are reported); and the
+# floor (bench/ftrace/floor.c: hooks that write the same two records per call
+# through the same trace header, reserve/commit and record stamps, and do
+# nothing else: not a tracer, the least this ring buffer's write path costs
+# for function_graph); -pg for `uftrace record`
 # (its default options, recording to a temporary directory);
 # -finstrument-functions with LD_PRELOAD=liblttng-ust-cyg-profile.so and
 # -fast.so, in an LTTng session of its own (a user-space channel of 4 x 256 KiB
@@ -34,17 +38,19 @@ FIBFLAGS=-fno-optimize-sibling-calls
 n=${FTRACE_N:-27}
 rounds=${FTRACE_ROUNDS:-7}
 mkdir -p "$out"
-rbvariants="rb rb_mono rb_func rb_live"
+rbvariants="rb rb_mono rb_func rb_live rb_floor"
 # shellcheck disable=SC2086 # CFLAGS is a list of flags
 {
 	$CC $CFLAGS $FIBFLAGS -I"$root" -o "$out/fib_plain" "$root/bench/ftrace/fib.c"
 	$CC $CFLAGS -std=c11 -pthread -I"$root" -c -o "$out/impl.o" "$root/bench/ftrace/impl.c"
+	$CC $CFLAGS -std=c11 -pthread -I"$root" -c -o "$out/floor.o" "$root/bench/ftrace/floor.c"
 	for v in $rbvariants; do
+		impl=impl
 		case $v in
-		rb) d="" ;; rb_mono) d=-DKEEP ;; rb_func) d=-DFUNC ;; rb_live) d=-DLIVE ;;
+		rb) d="" ;; rb_mono) d=-DKEEP ;; rb_func) d=-DFUNC ;; rb_live) d=-DLIVE ;; rb_floor) d="" impl=floor ;;
 		esac
 		$CC $CFLAGS $FIBFLAGS -DRB $d -finstrument-functions -pthread -I"$root" -o "$out/fib_$v" \
-			"$root/bench/ftrace/fib.c" "$out/impl.o"
+			"$root/bench/ftrace/fib.c" "$out/$impl.o"
 	done
 }
 have_uftrace=0
@@ -125,7 +131,7 @@ for ((r = 0; r < rounds; r++)); do
 		line=$("$out/fib_$v" "$n")
 		echo "$line" | ns_of >> "$out/$v"
 		echo "$line" > "$out/$v.last"
-		if [ $v = rb_live ]; then
+		if [ "$v" = rb_live ]; then
 			echo "$line" | sed -n 's/.*lost=\([0-9]*\).*/\1/p' >> "$out/rb_live.lost"
 		fi
 	done
@@ -165,6 +171,7 @@ row "ringbuf_ftrace graph, TSC (default)" "$(median < "$out/rb")"
 row "ringbuf_ftrace graph, CLOCK_MONOTONIC" "$(median < "$out/rb_mono")"
 row "ringbuf_ftrace function (1 record)" "$(median < "$out/rb_func")"
 row "ringbuf_ftrace graph, live recorder" "$(median < "$out/rb_live")"
+row "floor: 2 bare records/call (no tracer)" "$(median < "$out/rb_floor")"
 [ -n "$uf" ] && row "uftrace record (-pg)" "$uf"
 [ -n "$lt" ] && row "lttng-ust cyg-profile" "$lt"
 [ -n "$ltf" ] && row "lttng-ust cyg-profile-fast" "$ltf"
