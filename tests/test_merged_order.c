@@ -249,21 +249,83 @@ static int collect(const struct ringbuf_record *rec, void *ctx)
 	return 0;
 }
 
+/* ringbuf_trace_consume_foreach(RINGBUF_ALL_CPUS) with 3 and with 256 CPUs:
+ * the event in flight is on the top CPU, the visible ones on 1 and 0 */
 static void trace_consume_foreach_all_cpus_waits_for_an_older_event_in_flight(void **state)
 {
-	struct ringbuf *rb = mk(3, 256, 8, RINGBUF_MODE_PRODUCER_CONSUMER, true);
-	struct got g = {{0}, {0}, {0}, 0};
+	static const unsigned ncpus[] = {3, 256};
 	static const uint64_t ts[] = {100, 150, 200};
-	static const unsigned cpu[] = {2, 1, 0};
-	struct ev *e;
 	(void)state;
-	e = begin(rb, 2, 0, 100); /* stamped 100, in flight */
-	put(rb, 0, 0, 200);
-	put(rb, 1, 0, 150);
-	assert_int_equal(ringbuf_trace_consume_foreach(rb, RINGBUF_ALL_CPUS, 0, collect, &g), 0);
-	ringbuf_commit(rb, 2, e);
-	assert_int_equal(ringbuf_trace_consume_foreach(rb, RINGBUF_ALL_CPUS, 0, collect, &g), 0);
-	expect_stream(&g, ts, cpu, 3, "ringbuf_trace_consume_foreach(RINGBUF_ALL_CPUS)");
+	for (unsigned k = 0; k < 2; k++) {
+		unsigned top = ncpus[k] - 1, cpu[3] = {top, 1, 0};
+		struct ringbuf *rb = mk(ncpus[k], 256, 8, RINGBUF_MODE_PRODUCER_CONSUMER, true);
+		struct got g = {{0}, {0}, {0}, 0};
+		struct ev *e;
+		e = begin(rb, top, 0, 100); /* stamped 100, in flight */
+		put(rb, 0, 0, 200);
+		put(rb, 1, 0, 150);
+		assert_int_equal(ringbuf_trace_consume_foreach(rb, RINGBUF_ALL_CPUS, 0, collect, &g), 0);
+		if (g.n)
+			fail_msg("%u CPUs: ringbuf_trace_consume_foreach handed out cpu %u ts %llu while "
+				 "the writer on CPU %u is in an event stamped 100",
+				 ncpus[k], g.cpu[0], (unsigned long long)g.ts[0], top);
+		ringbuf_commit(rb, top, e);
+		assert_int_equal(ringbuf_trace_consume_foreach(rb, RINGBUF_ALL_CPUS, 0, collect, &g), 0);
+		expect_stream(&g, ts, cpu, 3, "ringbuf_trace_consume_foreach(RINGBUF_ALL_CPUS)");
+	}
+}
+
+/* A file-backed block of 256 CPUs opened by a second handle, as ringbuf-record
+ * opens a traced process's buffer (RINGBUF_OPEN_RDWR: the same memory): its
+ * merged readers wait for the creator's writer in flight on CPU 255, and a
+ * snapshot of the block copies every CPU's events, CPU 255's included. */
+static void shared_file_block_of_256_cpus_merged_readers_and_snapshot(void **state)
+{
+	char path[] = "/tmp/ringbuf-test-merged-256-XXXXXX";
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	static const uint64_t ts[] = {100, 150, 200};
+	static const unsigned cpu[] = {255, 130, 0};
+	struct ringbuf *view = NULL, *w;
+	struct ringbuf_trace_snapshot *snap = NULL;
+	struct got g = {{0}, {0}, {0}, 0};
+	struct ringbuf_record rec;
+	struct ev *e;
+	int fd;
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	unlink(path);
+	cfg.ncpu = 256;
+	cfg.page_size = 256;
+	cfg.size_per_cpu = 4 * 256;
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+	cfg.clock = test_clock;
+	assert_int_equal(ringbuf_create_file(path, &cfg, &w), 0);
+	ringbuf_destroy(g_rb);
+	g_rb = w;
+	atomic_store(&g_now, READERS_START_NS);
+	assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &view), 0);
+	e = begin(w, 255, 0, 100);
+	put(w, 0, 0, 200);
+	put(w, 130, 0, 150);
+	assert_int_equal(ringbuf_consume_merged(view, &rec), RINGBUF_EAGAIN);
+	assert_int_equal(ringbuf_iter_start(view, RINGBUF_ALL_CPUS, &g_it), 0);
+	assert_int_equal(ringbuf_iter_next(g_it, &rec), RINGBUF_EAGAIN);
+	ringbuf_iter_finish(g_it);
+	g_it = NULL;
+	ringbuf_commit(w, 255, e);
+	/* the snapshot first (it copies without consuming) */
+	assert_int_equal(ringbuf_trace_snapshot_create(view, &snap), 0);
+	assert_int_equal(ringbuf_trace_snapshot(snap), 3);
+	assert_int_equal(drain_consume(ringbuf_trace_snapshot_buffer(snap), &g), 0);
+	expect_stream(&g, ts, cpu, 3, "the snapshot of a 256-CPU block");
+	ringbuf_trace_snapshot_destroy(snap);
+	memset(&g, 0, sizeof g);
+	assert_int_equal(drain_consume(view, &g), 0);
+	expect_stream(&g, ts, cpu, 3, "ringbuf_consume_merged of a 256-CPU file block");
+	ringbuf_destroy(view);
+	unlink(path);
 }
 
 /* ==== 3. real threads, fixed counts ====================================== */
@@ -518,6 +580,7 @@ int main(void)
 		T(merged_iterator_is_not_fooled_by_a_writer_that_commits_older_and_reenters_newer),
 		T(merged_readers_wait_for_a_writer_on_buffer_65_66_256_300),
 		T(trace_consume_foreach_all_cpus_waits_for_an_older_event_in_flight),
+		T(shared_file_block_of_256_cpus_merged_readers_and_snapshot),
 		T(merged_consume_with_two_writer_threads_never_steps_back),
 		T(merged_iterator_in_overwrite_mode_with_two_writer_threads_never_steps_back),
 		T(reset_of_the_pick_before_consume),
