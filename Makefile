@@ -132,6 +132,7 @@ $(BUILD)/tests/test_read_tool: tools/ringbuf-read.c
 $(BUILD)/tests/test_record: tools/ringbuf-record.c
 $(BUILD)/tests/test_record_net: tools/ringbuf-record.c
 $(BUILD)/tests/test_record_hostile: tools/ringbuf-record.c
+$(BUILD)/tests/test_fuzz_findings: tools/ringbuf-record.c
 
 # tests/test_X_outline.c includes tests/test_X.c (the same tests with
 # RINGBUF__CURRENT_OUTLINE): rebuilt when that file changes

@@ -23,9 +23,21 @@
  *    output page is private to the caller: plain memcpy stores suffice), or
  *    an alignment requirement is documented and a misaligned buffer refused
  *    with RINGBUF_EINVAL. This test fails under `make ubsan`.
+ *
+ * 3. (fuzz/fuzz_intake.c) ringbuf-record's corruption dump describes a copy
+ *    of a block that failed its checks (rbrec_dump_text, >>diagnostics in
+ *    tools/ringbuf-record.c). It checked that the per-CPU state, the page
+ *    descriptors and the pages the copy's header names lie inside the copy,
+ *    not that they are aligned: a header whose cpu_off is off the 64-byte
+ *    grid (one byte of the traced process's) made it read the per-CPU struct
+ *    misaligned (UBSan: "member access within misaligned address ... for type
+ *    'struct ringbuf__cpu', which requires 64 byte alignment"). Expected: the
+ *    header is reported as not usable, nothing is read through it.
+ *    This test compiles the tool in (RINGBUF_RECORD_TOOL_NO_MAIN), which
+ *    brings ringbuf.h with its implementation.
  */
-#define RINGBUF_IMPLEMENTATION
-#include "ringbuf.h"
+#define RINGBUF_RECORD_TOOL_NO_MAIN
+#include "tools/ringbuf-record.c"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -137,11 +149,59 @@ static void read_page_into_a_buffer_that_is_not_8_byte_aligned(void **state)
 	ringbuf_destroy(rb);
 }
 
+/* The dump's text of a copy of rb's block whose header field at off is
+ * moved by delta bytes (a 4096-aligned copy, as rbrec_dump makes it). */
+static char *dump_text_moved(struct ringbuf *rb, size_t off, uint64_t delta)
+{
+	size_t len = (size_t)rb->total_size, n = 0;
+	unsigned char *copy = NULL;
+	char *text = NULL;
+	uint64_t v;
+	FILE *f;
+	assert_int_equal(posix_memalign((void **)&copy, 4096, len), 0);
+	memcpy(copy, rb, len);
+	memcpy(&v, copy + off, 8);
+	v += delta;
+	memcpy(copy + off, &v, 8);
+	f = open_memstream(&text, &n);
+	assert_non_null(f);
+	rbrec_dump_text(f, (struct ringbuf *)(void *)copy, len);
+	fclose(f);
+	free(copy);
+	return text;
+}
+
+static void record_dump_refuses_a_misaligned_header(void **state)
+{
+	struct ringbuf *rb = make(128, 0);
+	uint32_t payload[4] = {1, 2, 3, 4};
+	const size_t fields[] = {offsetof(struct ringbuf, cpu_off), offsetof(struct ringbuf, bpage_off),
+				 offsetof(struct ringbuf, data_off)};
+	char *text;
+	unsigned i;
+	(void)state;
+	assert_int_equal(ringbuf_write(rb, 0, payload, 16), 0);
+	/* the copy as it is: described */
+	text = dump_text_moved(rb, fields[0], 0);
+	assert_non_null(strstr(text, "cpu 0: reader"));
+	free(text);
+	/* each offset 32 bytes on (still inside the block, off the grid) */
+	for (i = 0; i < 3; i++) {
+		text = dump_text_moved(rb, fields[i], i == 0 ? 32 : 4);
+		if (!strstr(text, "header not usable"))
+			fail_msg("field %u moved off its alignment: the dump read through it:\n%.200s", i, text);
+		free(text);
+	}
+	ringbuf_destroy(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(align8_page_with_4_mod_8_padding_is_rejected_not_misaligned),
 		cmocka_unit_test(read_page_into_a_buffer_that_is_not_8_byte_aligned),
+		cmocka_unit_test(record_dump_refuses_a_misaligned_header),
 	};
+	(void)ringbuf_record_main; /* the whole tool comes with rbrec_dump_text */
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

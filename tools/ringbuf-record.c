@@ -253,10 +253,15 @@ static void rbrec_dump_text(FILE *f, struct ringbuf *rb, size_t len)
 {
 	unsigned cpu, i;
 	/* the copy is ours, but what it holds is the traced process's: every
-	 * part it names must lie inside it */
+	 * part it names must lie inside it, aligned as its type (the copy is
+	 * 4096-aligned: a per-CPU struct at a cpu_off that is not a multiple
+	 * of 64, or a page not at a multiple of 8, is a misaligned access,
+	 * undefined behaviour; found by fuzz/fuzz_intake.c under UBSan) */
 	if (len < sizeof *rb || rb->magic != RINGBUF__MAGIC || rb->total_size > len || rb->nr_pages > 1u << 20 ||
 	    rb->nr_pages == 0 || rb->ncpu == 0 || rb->ncpu > 4096 || rb->page_size < 64 ||
-	    rb->page_size > 1u << 20 || rb->cpu_off > len ||
+	    rb->page_size > 1u << 20 || rb->cpu_off % _Alignof(struct ringbuf__cpu) != 0 ||
+	    rb->bpage_off % _Alignof(struct ringbuf__bpage) != 0 || rb->data_off % _Alignof(struct ringbuf__dpage) != 0 ||
+	    rb->page_size % _Alignof(struct ringbuf__dpage) != 0 || rb->cpu_off > len ||
 	    (len - rb->cpu_off) / sizeof(struct ringbuf__cpu) < rb->ncpu || rb->bpage_off > len ||
 	    (len - rb->bpage_off) / sizeof(struct ringbuf__bpage) / RINGBUF__BP_STRIDE(rb->nr_pages) < rb->ncpu ||
 	    rb->data_off > len ||
