@@ -7749,12 +7749,50 @@ static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu)
 	}
 }
 
+/* Once no reader's swap is cut (ringbuf__repair_reader), every ring page's
+ * prev names its predecessor in the ring: the reader finds the head page as
+ * the page whose prev links to it with HEADER (find_head), and a prev that
+ * names another page hides the head for good. The block's validation checks
+ * only that each prev is in range (a prev changes in a reader's swap, which
+ * a cut reader leaves half done: repair_reader reads the prevs to tell), so
+ * a block whose prev was changed (a hostile or corrupted writer; found by
+ * fuzz/fuzz_intake.c: the head page's prev naming the reader page, which
+ * links to the head without HEADER) passed recovery, and every read of it
+ * answered RINGBUF_EAGAIN, a CPU the reader could never take, retried for
+ * seconds by ringbuf-record at the end of a recording. The ring's links are
+ * the truth (the validation walked them): the prevs are set from them. A
+ * walk that does not close without meeting the reader page changes nothing
+ * (the validation that follows the repair reports it). */
+static void ringbuf__repair_prev(struct ringbuf *rb, unsigned cpu)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	uint32_t n = rb->nr_pages, rp = RINGBUF__LOAD(&c->reader_page), t = RINGBUF__LOAD(&c->tail_page), x, i;
+	if (rp > n || t > n)
+		return;
+	if (t == rp)
+		t = ringbuf__next_idx(rb, cpu, rp);
+	for (x = t, i = 0; i < n; i++) {
+		x = ringbuf__next_idx(rb, cpu, x);
+		if (x > n || x == rp)
+			return;
+	}
+	if (x != t)
+		return;
+	for (i = 0; i < n; i++) {
+		uint32_t nx = ringbuf__next_idx(rb, cpu, x);
+		ringbuf__bp(rb, cpu, nx)->prev = x;
+		x = nx;
+	}
+}
+
 /* Repair one CPU buffer whose writers are gone. live: a reader may be running
  * (its lock and state are left alone). */
 static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 {
-	if (!live)
+	if (!live) {
 		ringbuf__repair_reader(rb, cpu); /* 0. a reader's swap cut at any step */
+		ringbuf__repair_prev(rb, cpu);   /* then the prevs, from the ring */
+	}
 	{
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 		uint32_t depth = RINGBUF__LOAD(&c->committing), n = rb->nr_pages, i;

@@ -35,6 +35,17 @@
  *    header is reported as not usable, nothing is read through it.
  *    This test compiles the tool in (RINGBUF_RECORD_TOOL_NO_MAIN), which
  *    brings ringbuf.h with its implementation.
+ *
+ * 4. (fuzz/fuzz_intake.c) A block whose head page's prev names the reader
+ *    page (one bit of the page descriptors changed; the reader page links to
+ *    the head page, without the HEADER flag) passes ringbuf_recover (the
+ *    validation checks that a prev is in range, not that it names the ring
+ *    predecessor), and then the reader never finds the head page: find_head
+ *    looks for the page whose prev links to it with HEADER. Every
+ *    ringbuf_read_page answered RINGBUF_EAGAIN, for a block no writer can
+ *    change any more; ringbuf-record's last drain retried it for 20 s per
+ *    CPU (libFuzzer -timeout). Expected: recovery sets the prevs from the
+ *    ring's links (or refuses the block); the committed events are read.
  */
 #define RINGBUF_RECORD_TOOL_NO_MAIN
 #include "tools/ringbuf-record.c"
@@ -195,12 +206,65 @@ static void record_dump_refuses_a_misaligned_header(void **state)
 	ringbuf_destroy(rb);
 }
 
+static void recovery_repairs_a_prev_that_hides_the_head(void **state)
+{
+	struct ringbuf *rb = make(128, 0);
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, 0);
+	uint32_t payload[4] = {1, 2, 3, 4}, n = rb->nr_pages, rp, head = n + 1, i;
+	unsigned char page[128];
+	int r, written = 0, events = 0, tries;
+	(void)state;
+
+	/* two pages full, the third started: the head page holds events */
+	while (atomic_load(&c->tail_page) != 2) {
+		assert_int_equal(ringbuf_write(rb, 0, payload, 16), 0);
+		written++;
+	}
+	assert_int_equal(ringbuf_write(rb, 0, payload, 16), 0);
+	written++;
+	rp = atomic_load(&c->reader_page);
+	for (i = 0; i <= n; i++) {
+		uint64_t l = atomic_load(&ringbuf__bp(rb, 0, i)->next);
+		if (i != rp && (l & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
+			head = ringbuf__link_idx(l);
+	}
+	assert_true(head <= n && head != rp);
+	/* the corruption: the head's prev names the reader page, which links
+	 * to the head (no flag) */
+	ringbuf__bp(rb, 0, head)->prev = rp;
+	atomic_store(&ringbuf__bp(rb, 0, rp)->next,
+		     ringbuf__link_make(atomic_load(&ringbuf__bp(rb, 0, rp)->next), head, 0));
+	ringbuf_set_warn_hook(quiet, NULL);
+	r = ringbuf_recover(rb);
+	if (r == 0) {
+		for (tries = 0; tries < 16; tries++) {
+			struct pw_page info;
+			const char *err = NULL;
+			r = ringbuf_read_page(rb, 0, page, sizeof page, 0);
+			if (r <= 0)
+				break;
+			assert_int_equal(pw_walk_page(page, sizeof page, false, NULL, NULL, &info, &err), 0);
+			events += (int)info.ndata;
+		}
+		if (r == RINGBUF_EAGAIN)
+			fail_msg("recovered block: read_page answers RINGBUF_EAGAIN (no writer left: the "
+				 "head page cannot be found), %d of %d events read", events, written);
+		assert_int_equal(r, 0);
+		assert_int_equal(events, written);
+	} else {
+		assert_int_equal(r, RINGBUF_ECORRUPT); /* refusing it is fine too */
+	}
+	ringbuf_set_warn_hook(NULL, NULL);
+	ringbuf_destroy(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(align8_page_with_4_mod_8_padding_is_rejected_not_misaligned),
 		cmocka_unit_test(read_page_into_a_buffer_that_is_not_8_byte_aligned),
 		cmocka_unit_test(record_dump_refuses_a_misaligned_header),
+		cmocka_unit_test(recovery_repairs_a_prev_that_hides_the_head),
 	};
 	(void)ringbuf_record_main; /* the whole tool comes with rbrec_dump_text */
 	return cmocka_run_group_tests(tests, NULL, NULL);
