@@ -270,7 +270,8 @@ else
 endif
 
 # RINGBUF_TESTING is defined by the targets that need the test-point hook.
-$(BUILD)/fuzz/%: fuzz/%.c ringbuf.h $(TEST_HDRS) | $(BUILD)/fuzz
+# fuzz_intake.c compiles ringbuf-record in (and every header through it)
+$(BUILD)/fuzz/%: fuzz/%.c $(wildcard ringbuf*.h) tools/ringbuf-record.c $(TEST_HDRS) | $(BUILD)/fuzz
 	$(FUZZ_CC) $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-pthread -I. -o $@ $< $(call extra_ldflags,$<)
 
