@@ -4845,8 +4845,20 @@ static int ringbuf__find_head(struct ringbuf *rb, unsigned cpu, struct ringbuf__
 				return RINGBUF_ECORRUPT;
 			}
 			link = ringbuf__load_link(ringbuf__bp(rb, cpu, p));
-			if (ringbuf__link_idx(link) == x &&
-			    (link & RINGBUF__F_MASK) == RINGBUF__F_HEADER) {
+			/* a ring page's prev is its ring predecessor, which
+			 * links to it: writers change a link's flags, never its
+			 * index, and only a reader's swap (S2-S4, under the
+			 * reader lock held here, a cut one repaired when the
+			 * lock was taken over) changes prevs and indices. A
+			 * prev that names the reader page or a page linking
+			 * elsewhere hides the head for good: every call would
+			 * end in RINGBUF_EAGAIN after 3 rounds (found by
+			 * fuzz/fuzz_intake.c: ringbuf-record spun seconds on it) */
+			if (p == rp || ringbuf__link_idx(link) != x) {
+				ringbuf__warn(rb, cpu, "reader: a page's prev does not link to it");
+				return RINGBUF_ECORRUPT;
+			}
+			if ((link & RINGBUF__F_MASK) == RINGBUF__F_HEADER) {
 				c->head_hint = x;
 				*head = x;
 				*plink = link;

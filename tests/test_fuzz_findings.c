@@ -44,8 +44,12 @@
  *    looks for the page whose prev links to it with HEADER. Every
  *    ringbuf_read_page answered RINGBUF_EAGAIN, for a block no writer can
  *    change any more; ringbuf-record's last drain retried it for 20 s per
- *    CPU (libFuzzer -timeout). Expected: recovery sets the prevs from the
- *    ring's links (or refuses the block); the committed events are read.
+ *    CPU (libFuzzer -timeout), and every live drain spent 100 x 64 tries
+ *    with yields per CPU on it (seconds on a loaded machine). Expected: a
+ *    reader refuses such a ring (RINGBUF_ECORRUPT: a ring page's prev must
+ *    be its ring predecessor, which links to it), and recovery sets the
+ *    prevs from the ring's links (or refuses the block); then the committed
+ *    events are read.
  */
 #define RINGBUF_RECORD_TOOL_NO_MAIN
 #include "tools/ringbuf-record.c"
@@ -206,22 +210,21 @@ static void record_dump_refuses_a_misaligned_header(void **state)
 	ringbuf_destroy(rb);
 }
 
-static void recovery_repairs_a_prev_that_hides_the_head(void **state)
+/* A buffer of 3 ring pages, the head page full of events, whose head page's
+ * prev names the reader page, which links to the head (no flag). */
+static struct ringbuf *make_prev_hides_head(int *written)
 {
 	struct ringbuf *rb = make(128, 0);
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, 0);
 	uint32_t payload[4] = {1, 2, 3, 4}, n = rb->nr_pages, rp, head = n + 1, i;
-	unsigned char page[128];
-	int r, written = 0, events = 0, tries;
-	(void)state;
-
+	*written = 0;
 	/* two pages full, the third started: the head page holds events */
 	while (atomic_load(&c->tail_page) != 2) {
 		assert_int_equal(ringbuf_write(rb, 0, payload, 16), 0);
-		written++;
+		++*written;
 	}
 	assert_int_equal(ringbuf_write(rb, 0, payload, 16), 0);
-	written++;
+	++*written;
 	rp = atomic_load(&c->reader_page);
 	for (i = 0; i <= n; i++) {
 		uint64_t l = atomic_load(&ringbuf__bp(rb, 0, i)->next);
@@ -229,12 +232,29 @@ static void recovery_repairs_a_prev_that_hides_the_head(void **state)
 			head = ringbuf__link_idx(l);
 	}
 	assert_true(head <= n && head != rp);
-	/* the corruption: the head's prev names the reader page, which links
-	 * to the head (no flag) */
 	ringbuf__bp(rb, 0, head)->prev = rp;
 	atomic_store(&ringbuf__bp(rb, 0, rp)->next,
 		     ringbuf__link_make(atomic_load(&ringbuf__bp(rb, 0, rp)->next), head, 0));
+	return rb;
+}
+
+static void recovery_repairs_a_prev_that_hides_the_head(void **state)
+{
+	unsigned char page[128];
+	int r, written, events = 0, tries;
+	struct ringbuf *rb = make_prev_hides_head(&written);
+	(void)state;
+
 	ringbuf_set_warn_hook(quiet, NULL);
+	/* read as it is (a live recorder, no recovery): a clear error */
+	r = ringbuf_read_page(rb, 0, page, sizeof page, 0);
+	if (r == RINGBUF_EAGAIN)
+		fail_msg("read_page answers RINGBUF_EAGAIN for a head no writer can ever make visible");
+	assert_int_equal(r, RINGBUF_ECORRUPT);
+	ringbuf_destroy(rb);
+
+	/* recovered (the writers gone): every event read */
+	rb = make_prev_hides_head(&written);
 	r = ringbuf_recover(rb);
 	if (r == 0) {
 		for (tries = 0; tries < 16; tries++) {
