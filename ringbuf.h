@@ -2219,6 +2219,9 @@ extern int clock_gettime(int, struct timespec *);
  *
  * READER SWAP (ringbuf__get_reader_page, serialized by the per-CPU reader lock):
  *   S1  find the head page H: the page whose prev's link carries HEADER
+ *       (a ring page whose prev is R or does not link to it cannot happen
+ *       under the lock: RINGBUF_ECORRUPT; ringbuf_recover sets the prevs
+ *       from the links, ringbuf__repair_prev)
  *   S2  prepare R: R.next = H.next | HEADER, reader_page = H (published early
  *       so a writer never pushes the head over a commit that is being swapped out),
  *       then the overrun (read after S1's link load) goes into lost_pending
