@@ -283,9 +283,19 @@ static void self_check(void)
 	}
 }
 
+/* How far the inputs got (FUZZ_INTAKE_VERBOSE=1: printed at exit): a
+ * target whose inputs all stop at the open fuzzes little. */
+static struct {
+	unsigned long long runs, attached, written, recovered, finished, events;
+} fz_st;
+
 static void cleanup(void)
 {
 	unsigned i;
+	if (getenv("FUZZ_INTAKE_VERBOSE"))
+		fprintf(stderr, "fuzz_intake: %llu inputs: %llu attached, %llu trace.dat writers, %llu recovered, "
+				"%llu trace.dat files checked (%llu events)\n",
+			fz_st.runs, fz_st.attached, fz_st.written, fz_st.recovered, fz_st.finished, fz_st.events);
 	if (memfd >= 0)
 		close(memfd);
 	for (i = 0; i < NTEMPL; i++)
@@ -545,6 +555,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	gone = (ctl >> 2) & 1;
 	live = (ctl >> 3) & 3;
 	version = (ctl & 0x80) ? 7 : 6;
+	fz_st.runs++;
 	cap = t->len + 65536 * 8;
 	img = calloc(1, cap);
 	CHECK(img);
@@ -566,6 +577,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	}
 	CHECK(rb);
+	fz_st.attached++;
 	(void)ringbuf_trace_writer_pid(rb);
 	r = ringbuf_trace_writer_alive(rb);
 	CHECK(r == 0 || r == 1 || known_error(r));
@@ -576,6 +588,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ringbuf_destroy(rb);
 		goto out;
 	}
+	fz_st.written++;
 	rbrec_diag.len = (size_t)rb->total_size;
 	rbrec_diag.rb = rb;
 	/* live rounds, then the end */
@@ -592,14 +605,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ok) {
 		r = rbrec_take_rest(w, rb, gone, &bad, &what);
 		CHECK(r >= 0 || known_error(r));
+		if (gone && strcmp(what, "reading") == 0)
+			fz_st.recovered++;
 		if (r == RINGBUF_ECORRUPT && strcmp(what, "recovery") == 0)
 			rbrec_dump(ringbuf__invalid_why ? ringbuf__invalid_why : "?", RINGBUF_ALL_CPUS);
 	}
 	memset(&st, 0, sizeof st);
 	r = ringbuf_tracedat_finish(w, &st);
 	CHECK(r == 0 || known_error(r));
-	if (r == 0 && version == 6)
+	if (r == 0 && version == 6) {
 		CHECK(check_tracedat(info.ncpu, (uint32_t)info.page_size) == st.events);
+		fz_st.finished++;
+		fz_st.events += st.events;
+	}
 	ringbuf_trace_registry_free(&reg);
 	ringbuf_destroy(rb);
 	unlink(outpath);
