@@ -66,7 +66,10 @@
  * tests/test_fuzz_findings.c): the corruption dump read a per-CPU struct at a
  * misaligned copied offset (8b86ae10..., UBSan); a head page's prev naming
  * the reader page survived recovery and left the reader answering
- * RINGBUF_EAGAIN, retried for 20 s by the last drain (70b5bff2..., a slow unit).
+ * RINGBUF_EAGAIN, retried for 20 s by the last drain (70b5bff2..., a slow unit),
+ * or, without recovery, for seconds per live drain (984282f9...); the
+ * trace.dat writer's page check let a time record followed by another one
+ * into the trace.dat, which pagewalk refuses (8c315fc7...).
  *
  * Deterministic: the templates use a fixed clock, and the fuzz process's pid
  * (stored in the user area) is the "traced process", alive; the live rounds

@@ -50,6 +50,14 @@
  *    be its ring predecessor, which links to it), and recovery sets the
  *    prevs from the ring's links (or refuses the block); then the committed
  *    events are read.
+ *
+ * 5. (fuzz/fuzz_intake.c) The trace.dat writer's page check (A2,
+ *    ringbuf_tracedat_check_page) took a page where a TIME_EXTEND is followed
+ *    by another time record (or ends the page), which tests/pagewalk.h
+ *    refuses ("time record not followed by an event") and the kernel never
+ *    writes (a time record is reserved with its event): ringbuf-record wrote
+ *    such a page of a corrupted buffer into the trace.dat. Expected:
+ *    RINGBUF_ECORRUPT (the page left out and counted), as pagewalk.
  */
 #define RINGBUF_RECORD_TOOL_NO_MAIN
 #include "tools/ringbuf-record.c"
@@ -278,6 +286,47 @@ static void recovery_repairs_a_prev_that_hides_the_head(void **state)
 	ringbuf_destroy(rb);
 }
 
+/* A page of 64 bytes (this host's order and long) holding the records w[]. */
+static void time_page(unsigned char *pg, const uint32_t *w, unsigned n)
+{
+	uint64_t ts = 1000, commit = 4 * n;
+	memset(pg, 0, 64);
+	memcpy(pg, &ts, 8);
+	memcpy(pg + 8, &commit, sizeof(long));
+	memcpy(pg + 8 + sizeof(long), w, 4 * n);
+}
+
+static void tracedat_refuses_a_time_record_without_its_event(void **state)
+{
+	/* records: TIME_EXTEND (type 30) = 2 words, data of 4 bytes (type 1) = 2 words */
+	const uint32_t ext_data[] = {30u | 1u << 5, 0, 1u, 0xabcd};
+	const uint32_t ext_ext_data[] = {30u | 1u << 5, 0, 30u | 2u << 5, 0, 1u, 0xabcd};
+	const uint32_t data_ext[] = {1u, 0xabcd, 30u | 1u << 5, 0};
+	const uint32_t stamp_ext_data[] = {31u | 2000u << 5, 0, 30u | 1u << 5, 0, 1u, 0xabcd};
+	unsigned char pg[64];
+	struct pw_page info;
+	const char *err;
+	uint64_t ev = 0;
+	(void)state;
+
+	time_page(pg, ext_data, 4); /* the kernel's shape */
+	assert_int_equal(pw_walk_page(pg, 64, false, NULL, NULL, &info, &err), 0);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), &ev, NULL), 0);
+	assert_int_equal(ev, 1);
+
+	time_page(pg, ext_ext_data, 6);
+	assert_int_equal(pw_walk_page(pg, 64, false, NULL, NULL, &info, &err), PW_E_EXTEND);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
+
+	time_page(pg, data_ext, 4); /* a time record last */
+	assert_int_equal(pw_walk_page(pg, 64, false, NULL, NULL, &info, &err), PW_E_EXTEND);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
+
+	time_page(pg, stamp_ext_data, 6);
+	assert_int_equal(pw_walk_page(pg, 64, false, NULL, NULL, &info, &err), PW_E_EXTEND);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +334,7 @@ int main(void)
 		cmocka_unit_test(read_page_into_a_buffer_that_is_not_8_byte_aligned),
 		cmocka_unit_test(record_dump_refuses_a_misaligned_header),
 		cmocka_unit_test(recovery_repairs_a_prev_that_hides_the_head),
+		cmocka_unit_test(tracedat_refuses_a_time_record_without_its_event),
 	};
 	(void)ringbuf_record_main; /* the whole tool comes with rbrec_dump_text */
 	return cmocka_run_group_tests(tests, NULL, NULL);
