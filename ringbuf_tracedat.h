@@ -229,7 +229,7 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
  *   A2 check the copy (ringbuf_tracedat_check_page): commit bits 0..26 <= data
  *      size, bits 27..29 and above 31 clear, bit 30 only with bit 31, the
  *      stored count inside the page, every record's header 4-aligned and
- *      inside commit, type_len 0 with array[0] >= 4, padding with array[0] >= 4,
+ *      inside commit, type_len 0 with array[0] >= 4 (a multiple of 4), padding with array[0] >= 4,
  *      extends and stamps complete, each followed by an event or a padding
  *      (not by another time record, not last: tests/pagewalk.h's rule, the
  *      kernel's shape; found by fuzz/fuzz_intake.c); the running time (page stamp plus the
@@ -368,9 +368,11 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 			rl = 4 + (size_t)t * 4;
 			nev++;
 		} else if (t == 0) {
-			if (left < 8 || a0 < 4)
+			/* array[0] a multiple of 4, as ringbuf.h's parser and
+			 * pagewalk take it (kbuffer would round it up) */
+			if (left < 8 || a0 < 4 || (a0 & 3) != 0)
 				return RINGBUF_ECORRUPT;
-			rl = 4 + (((size_t)a0 + 3) & ~(size_t)3);
+			rl = 4 + (size_t)a0;
 			nev++;
 		} else if (t == 29) {
 			if (left < 8 || a0 < 4)

@@ -327,6 +327,26 @@ static void tracedat_refuses_a_time_record_without_its_event(void **state)
 	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
 }
 
+/* Found reading the check beside pagewalk (the same kind as 5): a type_len 0
+ * record whose array[0] is not a multiple of 4 was rounded up and taken;
+ * ringbuf.h's own parser and pagewalk refuse it. */
+static void tracedat_refuses_an_unaligned_type0_length(void **state)
+{
+	/* type 0, array[0] 8 (itself and 4 payload bytes), then a type 1 event */
+	const uint32_t ok[] = {0u, 8, 0x1234, 1u, 0xabcd};
+	const uint32_t odd[] = {0u, 7, 0x1234, 1u, 0xabcd}; /* array[0] 7 */
+	unsigned char pg[64];
+	struct pw_page info;
+	const char *err;
+	(void)state;
+	time_page(pg, ok, 5);
+	assert_int_equal(pw_walk_page(pg, 64, false, NULL, NULL, &info, &err), 0);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), NULL, NULL), 0);
+	time_page(pg, odd, 5);
+	assert_int_not_equal(pw_walk_page(pg, 64, false, NULL, NULL, &info, &err), 0);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +355,7 @@ int main(void)
 		cmocka_unit_test(record_dump_refuses_a_misaligned_header),
 		cmocka_unit_test(recovery_repairs_a_prev_that_hides_the_head),
 		cmocka_unit_test(tracedat_refuses_a_time_record_without_its_event),
+		cmocka_unit_test(tracedat_refuses_an_unaligned_type0_length),
 	};
 	(void)ringbuf_record_main; /* the whole tool comes with rbrec_dump_text */
 	return cmocka_run_group_tests(tests, NULL, NULL);
