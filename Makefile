@@ -132,6 +132,7 @@ $(BUILD)/tests/test_read_tool: tools/ringbuf-read.c
 $(BUILD)/tests/test_record: tools/ringbuf-record.c
 $(BUILD)/tests/test_record_net: tools/ringbuf-record.c
 $(BUILD)/tests/test_record_hostile: tools/ringbuf-record.c
+$(BUILD)/tests/test_fuzz_findings: tools/ringbuf-record.c
 
 # tests/test_X_outline.c includes tests/test_X.c (the same tests with
 # RINGBUF__CURRENT_OUTLINE): rebuilt when that file changes
@@ -269,7 +270,8 @@ else
 endif
 
 # RINGBUF_TESTING is defined by the targets that need the test-point hook.
-$(BUILD)/fuzz/%: fuzz/%.c ringbuf.h $(TEST_HDRS) | $(BUILD)/fuzz
+# fuzz_intake.c compiles ringbuf-record in (and every header through it)
+$(BUILD)/fuzz/%: fuzz/%.c $(wildcard ringbuf*.h) tools/ringbuf-record.c $(TEST_HDRS) | $(BUILD)/fuzz
 	$(FUZZ_CC) $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-pthread -I. -o $@ $< $(call extra_ldflags,$<)
 

@@ -2220,6 +2220,9 @@ extern int clock_gettime(int, struct timespec *);
  *
  * READER SWAP (ringbuf__get_reader_page, serialized by the per-CPU reader lock):
  *   S1  find the head page H: the page whose prev's link carries HEADER
+ *       (a ring page whose prev is R or does not link to it cannot happen
+ *       under the lock: RINGBUF_ECORRUPT; ringbuf_recover sets the prevs
+ *       from the links, ringbuf__repair_prev)
  *   S2  prepare R: R.next = H.next | HEADER, reader_page = H (published early
  *       so a writer never pushes the head over a commit that is being swapped out),
  *       then the overrun (read after S1's link load) goes into lost_pending
@@ -4865,8 +4868,20 @@ static int ringbuf__find_head(struct ringbuf *rb, unsigned cpu, struct ringbuf__
 				return RINGBUF_ECORRUPT;
 			}
 			link = ringbuf__load_link(ringbuf__bp(rb, cpu, p));
-			if (ringbuf__link_idx(link) == x &&
-			    (link & RINGBUF__F_MASK) == RINGBUF__F_HEADER) {
+			/* a ring page's prev is its ring predecessor, which
+			 * links to it: writers change a link's flags, never its
+			 * index, and only a reader's swap (S2-S4, under the
+			 * reader lock held here, a cut one repaired when the
+			 * lock was taken over) changes prevs and indices. A
+			 * prev that names the reader page or a page linking
+			 * elsewhere hides the head for good: every call would
+			 * end in RINGBUF_EAGAIN after 3 rounds (found by
+			 * fuzz/fuzz_intake.c: ringbuf-record spun seconds on it) */
+			if (p == rp || ringbuf__link_idx(link) != x) {
+				ringbuf__warn(rb, cpu, "reader: a page's prev does not link to it");
+				return RINGBUF_ECORRUPT;
+			}
+			if ((link & RINGBUF__F_MASK) == RINGBUF__F_HEADER) {
 				c->head_hint = x;
 				*head = x;
 				*plink = link;
@@ -7773,12 +7788,50 @@ static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu)
 	}
 }
 
+/* Once no reader's swap is cut (ringbuf__repair_reader), every ring page's
+ * prev names its predecessor in the ring: the reader finds the head page as
+ * the page whose prev links to it with HEADER (find_head), and a prev that
+ * names another page hides the head for good. The block's validation checks
+ * only that each prev is in range (a prev changes in a reader's swap, which
+ * a cut reader leaves half done: repair_reader reads the prevs to tell), so
+ * a block whose prev was changed (a hostile or corrupted writer; found by
+ * fuzz/fuzz_intake.c: the head page's prev naming the reader page, which
+ * links to the head without HEADER) passed recovery, and every read of it
+ * answered RINGBUF_EAGAIN, a CPU the reader could never take, retried for
+ * seconds by ringbuf-record at the end of a recording. The ring's links are
+ * the truth (the validation walked them): the prevs are set from them. A
+ * walk that does not close without meeting the reader page changes nothing
+ * (the validation that follows the repair reports it). */
+static void ringbuf__repair_prev(struct ringbuf *rb, unsigned cpu)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	uint32_t n = rb->nr_pages, rp = RINGBUF__LOAD(&c->reader_page), t = RINGBUF__LOAD(&c->tail_page), x, i;
+	if (rp > n || t > n)
+		return;
+	if (t == rp)
+		t = ringbuf__next_idx(rb, cpu, rp);
+	for (x = t, i = 0; i < n; i++) {
+		x = ringbuf__next_idx(rb, cpu, x);
+		if (x > n || x == rp)
+			return;
+	}
+	if (x != t)
+		return;
+	for (i = 0; i < n; i++) {
+		uint32_t nx = ringbuf__next_idx(rb, cpu, x);
+		ringbuf__bp(rb, cpu, nx)->prev = x;
+		x = nx;
+	}
+}
+
 /* Repair one CPU buffer whose writers are gone. live: a reader may be running
  * (its lock and state are left alone). */
 static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 {
-	if (!live)
+	if (!live) {
 		ringbuf__repair_reader(rb, cpu); /* 0. a reader's swap cut at any step */
+		ringbuf__repair_prev(rb, cpu);   /* then the prevs, from the ring */
+	}
 	{
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 		uint32_t depth = RINGBUF__LOAD(&c->committing), n = rb->nr_pages, i;

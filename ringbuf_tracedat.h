@@ -229,8 +229,10 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
  *   A2 check the copy (ringbuf_tracedat_check_page): commit bits 0..26 <= data
  *      size, bits 27..29 and above 31 clear, bit 30 only with bit 31, the
  *      stored count inside the page, every record's header 4-aligned and
- *      inside commit, type_len 0 with array[0] >= 4, padding with array[0] >= 4,
- *      extends and stamps complete; the running time (page stamp plus the
+ *      inside commit, type_len 0 with array[0] >= 4 (a multiple of 4), padding with array[0] >= 4,
+ *      extends and stamps complete, each followed by an event or a padding
+ *      (not by another time record, not last: tests/pagewalk.h's rule, the
+ *      kernel's shape; found by fuzz/fuzz_intake.c); the running time (page stamp plus the
  *      deltas) never past 2^64, a TIME_STAMP never back (only a wrap of its
  *      59 bits, as kbuffer reads it): a hostile page's times stay readable;
  *   A3 zero the bytes after commit (after the stored count);
@@ -311,6 +313,7 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 	const int be = big_endian != 0;
 	uint64_t commit, nev = 0, nlost = 0, ts, add;
 	size_t hdr, bsize, len, off = 0;
+	int timed = 0; /* the last record was a time extend or stamp */
 	if (!page || (long_size != 4 && long_size != 8) || page_size < 64 || page_size > ((size_t)1 << 20))
 		return RINGBUF_EINVAL;
 	hdr = 8 + long_size;
@@ -365,23 +368,31 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 			rl = 4 + (size_t)t * 4;
 			nev++;
 		} else if (t == 0) {
-			if (left < 8 || a0 < 4)
+			/* array[0] a multiple of 4, as ringbuf.h's parser and
+			 * pagewalk take it (kbuffer would round it up) */
+			if (left < 8 || a0 < 4 || (a0 & 3) != 0)
 				return RINGBUF_ECORRUPT;
-			rl = 4 + (((size_t)a0 + 3) & ~(size_t)3);
+			rl = 4 + (size_t)a0;
 			nev++;
 		} else if (t == 29) {
 			if (left < 8 || a0 < 4)
 				return RINGBUF_ECORRUPT;
 			rl = 4 + (size_t)a0;
 		} else {
-			if (left < 8)
+			/* a time record belongs to the event after it (or to
+			 * the padding a discarded one became): never two in a
+			 * row, never the last record */
+			if (left < 8 || timed)
 				return RINGBUF_ECORRUPT;
 			rl = 8;
 		}
+		timed = t >= 30;
 		if (rl > left || (rl & 3) != 0)
 			return RINGBUF_ECORRUPT;
 		off += rl;
 	}
+	if (timed)
+		return RINGBUF_ECORRUPT;
 	if (events)
 		*events = nev;
 	if (lost)

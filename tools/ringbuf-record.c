@@ -253,10 +253,15 @@ static void rbrec_dump_text(FILE *f, struct ringbuf *rb, size_t len)
 {
 	unsigned cpu, i;
 	/* the copy is ours, but what it holds is the traced process's: every
-	 * part it names must lie inside it */
+	 * part it names must lie inside it, aligned as its type (the copy is
+	 * 4096-aligned: a per-CPU struct at a cpu_off that is not a multiple
+	 * of 64, or a page not at a multiple of 8, is a misaligned access,
+	 * undefined behaviour; found by fuzz/fuzz_intake.c under UBSan) */
 	if (len < sizeof *rb || rb->magic != RINGBUF__MAGIC || rb->total_size > len || rb->nr_pages > 1u << 20 ||
 	    rb->nr_pages == 0 || rb->ncpu == 0 || rb->ncpu > 4096 || rb->page_size < 64 ||
-	    rb->page_size > 1u << 20 || rb->cpu_off > len ||
+	    rb->page_size > 1u << 20 || rb->cpu_off % _Alignof(struct ringbuf__cpu) != 0 ||
+	    rb->bpage_off % _Alignof(struct ringbuf__bpage) != 0 || rb->data_off % _Alignof(struct ringbuf__dpage) != 0 ||
+	    rb->page_size % _Alignof(struct ringbuf__dpage) != 0 || rb->cpu_off > len ||
 	    (len - rb->cpu_off) / sizeof(struct ringbuf__cpu) < rb->ncpu || rb->bpage_off > len ||
 	    (len - rb->bpage_off) / sizeof(struct ringbuf__bpage) / RINGBUF__BP_STRIDE(rb->nr_pages) < rb->ncpu ||
 	    rb->data_off > len ||
@@ -407,6 +412,59 @@ static int rbrec_drain(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned 
 	}
 }
 
+/* ==== >>intake: attaching to a buffer and taking what is left ==============
+ *
+ * The two steps every recording makes on a buffer (FILE.rb, or each NAME.rb
+ * with -d), shared by both modes and by fuzz/fuzz_intake.c, which runs them
+ * (with rbrec_drain between them) on buffer images it corrupts. */
+
+/* Attach: map FILE.rb shared (RDWR: the recorder consumes pages, recovery
+ * repairs in place), load the event formats and thread names from its user
+ * area (validated: ringbuf_trace_load_registry) and fill info for the
+ * trace.dat writer (version, and the buffer's clock when not a TSC). Returns
+ * 0, or < 0 with nothing left open and *what naming the step that failed
+ * ("open": ringbuf_open_file's error, *rb NULL; "event formats"). */
+static int rbrec_attach(const char *path, int version, struct ringbuf **rb, struct ringbuf_trace_registry *reg,
+			struct ringbuf_tracedat_info *info, const char **what)
+{
+	int r;
+	*what = "open";
+	*rb = NULL;
+	r = ringbuf_open_file(path, RINGBUF_OPEN_RDWR, rb);
+	if (r < 0) {
+		*rb = NULL;
+		return r;
+	}
+	*what = "event formats";
+	r = ringbuf_trace_load_registry(*rb, reg);
+	if (r < 0) {
+		ringbuf_destroy(*rb);
+		*rb = NULL;
+		return r;
+	}
+	ringbuf_tracedat_info_of(*rb, reg, info);
+	info->version = version;
+	if (!info->tsc)
+		info->clock = ringbuf_clock_name(*rb);
+	return 0;
+}
+
+/* The end of a recording: when the writers are gone, repair the buffer
+ * (ringbuf_recover: events cut in the middle dropped), then take every page
+ * left (flags 0: partly written pages too; while a writer may still run, no
+ * repair and RINGBUF_EAGAIN ends it). Returns the pages taken, or < 0 with
+ * *what naming the step that failed ("recovery", "reading"). */
+static int rbrec_take_rest(struct ringbuf_tracedat *w, struct ringbuf *rb, int gone, uint64_t *bad,
+			   const char **what)
+{
+	int r;
+	*what = "recovery";
+	if (gone && (r = ringbuf_recover(rb)) < 0)
+		return r;
+	*what = "reading";
+	return rbrec_drain(w, rb, 0, bad, !gone);
+}
+
 /* ==== >>follow: a process tree, one buffer per process image in a directory ==== */
 
 struct rbrec_buf {
@@ -460,23 +518,16 @@ static void rbrec_follow_open(struct rbrec_follow *f, struct rbrec_buf *b)
 	b->lock_fd = -1;
 	if (!path || !out)
 		goto fail;
-	what = "open";
-	r = ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &b->rb);
+	r = rbrec_attach(path, f->version, &b->rb, &b->reg, &info, &what);
 	if (r < 0)
 		goto fail;
 	b->lock_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (b->lock_fd < 0) {
 		r = RINGBUF_ESYS;
+		what = "open";
+		ringbuf_trace_registry_free(&b->reg);
 		goto fail;
 	}
-	what = "event formats";
-	r = ringbuf_trace_load_registry(b->rb, &b->reg);
-	if (r < 0)
-		goto fail;
-	ringbuf_tracedat_info_of(b->rb, &b->reg, &info);
-	info.version = f->version;
-	if (!info.tsc)
-		info.clock = ringbuf_clock_name(b->rb);
 	what = "output";
 	r = ringbuf_tracedat_open(out, &info, &b->w);
 	if (r < 0) {
@@ -539,14 +590,11 @@ static void rbrec_follow_finish(struct rbrec_follow *f, struct rbrec_buf *b, int
 {
 	struct ringbuf_tracedat_stats st;
 	uint64_t bad = 0;
-	int r = 0, rec = 0;
+	const char *what;
+	int r, rec;
 	memset(&st, 0, sizeof st);
-	if (gone)
-		r = ringbuf_recover(b->rb);
-	if (r >= 0) {
-		rec = rbrec_drain(b->w, b->rb, 0, &bad, !gone);
-		r = rec < 0 ? rec : 0;
-	}
+	rec = rbrec_take_rest(b->w, b->rb, gone, &bad, &what);
+	r = rec < 0 ? rec : 0;
 	if (r < 0) {
 		fprintf(stderr, "ringbuf-record: %s/%s: %s\n", f->dir, b->name, ringbuf_strerror(r));
 		ringbuf_tracedat_abort(b->w);
@@ -693,6 +741,7 @@ static int rbrec_run(int argc, char **argv)
 {
 	const char *path = NULL, *out = NULL, *dir = NULL, *preload = NULL, *net = NULL;
 	char **cmd = NULL;
+	const char *what;
 	int keep = 0;
 	char host[256], port[32], neterr[320];
 	struct ringbuf_net *conn = NULL;
@@ -785,30 +834,23 @@ static int rbrec_run(int argc, char **argv)
 		out = "trace.dat";
 	memset(&rbrec_diag, 0, sizeof rbrec_diag);
 	rbrec_diag.path = path;
-	r = ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &rb);
-	if (r < 0) {
+	r = rbrec_attach(path, version, &rb, &reg, &info, &what);
+	if (r < 0 && strcmp(what, "open") == 0) {
 		fprintf(stderr, "ringbuf-record: %s: %s%s%s\n", path, ringbuf_strerror(r),
 			r == RINGBUF_ESYS ? ": " : "", r == RINGBUF_ESYS ? strerror(errno) : "");
 		if (r == RINGBUF_ECORRUPT)
 			rbrec_dump(ringbuf__invalid_why ? ringbuf__invalid_why : "?", RINGBUF_ALL_CPUS);
 		return RBREC_FILE;
 	}
-
-	r = ringbuf_trace_load_registry(rb, &reg);
 	if (r < 0) {
 		fprintf(stderr, "ringbuf-record: %s: no valid event formats in the user area (%s)\n", path,
 			ringbuf_strerror(r));
-		ringbuf_destroy(rb);
 		return RBREC_FILE;
 	}
 	if (!pid)
 		pid = (long)ringbuf_trace_writer_pid(rb);
 	if (pid > 0)
 		start = rbrec_proc(pid, &state);
-	ringbuf_tracedat_info_of(rb, &reg, &info);
-	info.version = version;
-	if (!info.tsc)
-		info.clock = ringbuf_clock_name(rb);
 	if (net) {
 		out = net;
 		r = ringbuf_net_connect(host, port, &info, (int)(timeout_s * 1000), &conn, neterr, sizeof neterr);
@@ -852,19 +894,16 @@ static int rbrec_run(int argc, char **argv)
 		ringbuf_record_last.live_pages += (uint64_t)r;
 	}
 	/* the end: repair a buffer whose writers are gone, then take the rest */
-	if (gone) {
+	if (gone)
 		ringbuf_record_last.recovered = 1;
-		r = ringbuf_recover(rb);
-		if (r < 0) {
+	if (rc == RBREC_OK) {
+		r = rbrec_take_rest(w, rb, gone, &ringbuf_record_last.bad_pages, &what);
+		if (r < 0 && strcmp(what, "recovery") == 0) {
 			fprintf(stderr, "ringbuf-record: %s: recovery failed: %s\n", path, ringbuf_strerror(r));
 			if (r == RINGBUF_ECORRUPT)
 				rbrec_dump(ringbuf__invalid_why ? ringbuf__invalid_why : "?", RINGBUF_ALL_CPUS);
 			rc = RBREC_FILE;
-		}
-	}
-	if (rc == RBREC_OK) {
-		r = rbrec_drain(w, rb, 0, &ringbuf_record_last.bad_pages, !gone);
-		if (r < 0) {
+		} else if (r < 0) {
 			fprintf(stderr, "ringbuf-record: %s: %s stopped: %s%s%s\n", path,
 				conn && r == RINGBUF_ESYS ? "sending" : "reading", ringbuf_strerror(r),
 				r == RINGBUF_ESYS ? ": " : "", r == RINGBUF_ESYS ? strerror(errno) : "");
