@@ -286,7 +286,11 @@ static void recovery_repairs_a_prev_that_hides_the_head(void **state)
 	ringbuf_destroy(rb);
 }
 
-/* A page of 64 bytes (this host's order and long) holding the records w[]. */
+/* A page of 64 bytes (this host's order and long) holding the records w[];
+ * header words are built with H(type, delta): the kernel's layout for this
+ * host's byte order (type_len in the low 5 bits on little-endian, the top 5
+ * on big-endian, as RINGBUF__HDR_WORD writes them). */
+#define H(type, delta) RINGBUF__HDR_WORD(type, delta)
 static void time_page(unsigned char *pg, const uint32_t *w, unsigned n)
 {
 	uint64_t ts = 1000, commit = 4 * n;
@@ -299,10 +303,10 @@ static void time_page(unsigned char *pg, const uint32_t *w, unsigned n)
 static void tracedat_refuses_a_time_record_without_its_event(void **state)
 {
 	/* records: TIME_EXTEND (type 30) = 2 words, data of 4 bytes (type 1) = 2 words */
-	const uint32_t ext_data[] = {30u | 1u << 5, 0, 1u, 0xabcd};
-	const uint32_t ext_ext_data[] = {30u | 1u << 5, 0, 30u | 2u << 5, 0, 1u, 0xabcd};
-	const uint32_t data_ext[] = {1u, 0xabcd, 30u | 1u << 5, 0};
-	const uint32_t stamp_ext_data[] = {31u | 2000u << 5, 0, 30u | 1u << 5, 0, 1u, 0xabcd};
+	const uint32_t ext_data[] = {H(30, 1), 0, H(1, 0), 0xabcd};
+	const uint32_t ext_ext_data[] = {H(30, 1), 0, H(30, 2), 0, H(1, 0), 0xabcd};
+	const uint32_t data_ext[] = {H(1, 0), 0xabcd, H(30, 1), 0};
+	const uint32_t stamp_ext_data[] = {H(31, 2000), 0, H(30, 1), 0, H(1, 0), 0xabcd};
 	unsigned char pg[64];
 	struct pw_page info;
 	const char *err;
@@ -311,20 +315,20 @@ static void tracedat_refuses_a_time_record_without_its_event(void **state)
 
 	time_page(pg, ext_data, 4); /* the kernel's shape */
 	assert_int_equal(pw_walk_page(pg, 64, false, NULL, NULL, &info, &err), 0);
-	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), &ev, NULL), 0);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, PW_BIG_ENDIAN, sizeof(long), &ev, NULL), 0);
 	assert_int_equal(ev, 1);
 
 	time_page(pg, ext_ext_data, 6);
 	assert_int_equal(pw_walk_page(pg, 64, false, NULL, NULL, &info, &err), PW_E_EXTEND);
-	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, PW_BIG_ENDIAN, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
 
 	time_page(pg, data_ext, 4); /* a time record last */
 	assert_int_equal(pw_walk_page(pg, 64, false, NULL, NULL, &info, &err), PW_E_EXTEND);
-	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, PW_BIG_ENDIAN, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
 
 	time_page(pg, stamp_ext_data, 6);
 	assert_int_equal(pw_walk_page(pg, 64, false, NULL, NULL, &info, &err), PW_E_EXTEND);
-	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, PW_BIG_ENDIAN, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
 }
 
 /* Found reading the check beside pagewalk (the same kind as 5): a type_len 0
@@ -333,18 +337,18 @@ static void tracedat_refuses_a_time_record_without_its_event(void **state)
 static void tracedat_refuses_an_unaligned_type0_length(void **state)
 {
 	/* type 0, array[0] 8 (itself and 4 payload bytes), then a type 1 event */
-	const uint32_t ok[] = {0u, 8, 0x1234, 1u, 0xabcd};
-	const uint32_t odd[] = {0u, 7, 0x1234, 1u, 0xabcd}; /* array[0] 7 */
+	const uint32_t ok[] = {H(0, 0), 8, 0x1234, H(1, 0), 0xabcd};
+	const uint32_t odd[] = {H(0, 0), 7, 0x1234, H(1, 0), 0xabcd}; /* array[0] 7 */
 	unsigned char pg[64];
 	struct pw_page info;
 	const char *err;
 	(void)state;
 	time_page(pg, ok, 5);
 	assert_int_equal(pw_walk_page(pg, 64, false, NULL, NULL, &info, &err), 0);
-	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), NULL, NULL), 0);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, PW_BIG_ENDIAN, sizeof(long), NULL, NULL), 0);
 	time_page(pg, odd, 5);
 	assert_int_not_equal(pw_walk_page(pg, 64, false, NULL, NULL, &info, &err), 0);
-	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, 0, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
+	assert_int_equal(ringbuf_tracedat_check_page(pg, 64, PW_BIG_ENDIAN, sizeof(long), NULL, NULL), RINGBUF_ECORRUPT);
 }
 
 int main(void)
