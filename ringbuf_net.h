@@ -126,7 +126,10 @@ RINGBUF_API void ringbuf_net_abort(struct ringbuf_net *n);
  *      decimal port per CPU, each NUL-terminated, 1..65535, inside the
  *      message; CLOSE or NOT_SUPP instead: the server refused;
  *   N7 connect one TCP connection per CPU to host:port[cpu] (the address of
- *      N1); each carries that CPU's pages, raw, page after page;
+ *      N1); each carries that CPU's pages, raw, page after page. listen's
+ *      reader processes listen() on those ports after RINIT is sent: a
+ *      refused connect is retried (pauses of 1, 2, 4 .. 64 ms, adding up
+ *      to timeout_ms at most);
  *   N8 send the metadata (a version 6 trace.dat up to its flyrecord
  *      section) in SEND_DATA messages of at most 8180 bytes, then FIN_DATA;
  *      listen writes it to its output file as it comes;
@@ -149,7 +152,8 @@ RINGBUF_API void ringbuf_net_abort(struct ringbuf_net *n);
  * TIMEOUTS. Connects poll for writability; reads poll before each read;
  * the control connection's sends poll too; the data connections get
  * SO_SNDTIMEO (the tracedat writer writes them). Each wait is bounded by
- * timeout_ms; nothing loops without reading or writing something.
+ * timeout_ms; nothing loops without reading or writing something, but N7's
+ * retries of a refused connect, whose pauses add up to timeout_ms at most.
  */
 
 /* ==== >>net_impl ========================================================= */
@@ -350,6 +354,37 @@ fail:
 	close(fd);
 	errno = e;
 	return -1;
+}
+
+#ifdef RINGBUF_TESTING
+/* N7's refused connects that were retried (tests wait on it: a fake server
+ * starts listening once the client has been refused). Relaxed: a count,
+ * nothing is published with it. */
+static _Atomic unsigned ringbuf_net__refused;
+#endif
+
+/* N7: a data connection. trace-cmd listen sends RINIT with ports it has only
+ * bound: each CPU's reader process, forked after the bind, calls listen() on
+ * its own, and a client that connects first is refused (ECONNREFUSED; seen
+ * under load, in the live recording test). A refused connect is retried, 1 ms
+ * after the first, the pause doubling up to 64 ms, while the pauses add up to
+ * less than timeout_ms; any other error, or a refusal after that, is the
+ * error. */
+static int ringbuf_net__connect_data(const struct addrinfo *ai, int timeout_ms)
+{
+	int waited = 0, pause = 1;
+	for (;;) {
+		int fd = ringbuf_net__connect_addr(ai, timeout_ms);
+		if (fd >= 0 || errno != ECONNREFUSED || waited >= timeout_ms)
+			return fd;
+#ifdef RINGBUF_TESTING
+		atomic_fetch_add_explicit(&ringbuf_net__refused, 1, memory_order_relaxed);
+#endif
+		(void)poll(NULL, 0, pause);
+		waited += pause;
+		if (pause < 64)
+			pause *= 2;
+	}
 }
 
 /* One message: header + fixed part + data. */
@@ -600,7 +635,7 @@ RINGBUF_API int ringbuf_net_connect(const char *host, const char *port, const st
 			((struct sockaddr_in6 *)(void *)&sa)->sin6_port = htons((uint16_t)ports[i]);
 		one.ai_addr = (struct sockaddr *)(void *)&sa;
 		one.ai_next = NULL;
-		n->data[i] = ringbuf_net__connect_addr(&one, timeout_ms);
+		n->data[i] = ringbuf_net__connect_data(&one, timeout_ms);
 		if (n->data[i] < 0)
 			goto data_error;
 		/* the tracedat writer writes whole pages: blocking, bounded by SO_SNDTIMEO */

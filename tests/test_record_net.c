@@ -21,6 +21,8 @@
  * early, one that never answers (-T 1), and hostile RINIT messages (size too
  * big, port out of range, missing NUL, CPU count mismatch): each gives exit
  * status 3 and a message, never a crash or a hang.
+ * And one that, as trace-cmd listen does, sends data ports that listen only
+ * after the client has been refused: the connect is retried.
  *
  * Skipped (and says so) when trace-cmd is not installed (the fake-server
  * cases run anyway). NET_TEST_LOG=FILE: trace-cmd listen's output goes there
@@ -623,6 +625,113 @@ static void bad_servers_give_clear_errors(void **state)
 	assert_int_equal(record("-q", "-N", "1234", "-o", "x.dat", path_of("run.rb"), NULL), RBREC_USAGE);
 }
 
+/* trace-cmd listen sends RINIT with data ports its reader processes have
+ * bound but listen on only once they run (they are forked after the bind): a
+ * client faster than them is refused. This server does the same on purpose:
+ * RINIT names two bound ports, and it listens on them only after the client
+ * has been refused once (ringbuf_net__refused counts the refusals it
+ * retries), or gives up when the client hangs up. Counted, not timed. */
+struct late {
+	int lfd, data[2];
+	unsigned ports[2];
+	pthread_t th;
+};
+
+static void *late_listen_server(void *arg)
+{
+	struct late *l = arg;
+	unsigned char buf[256], msg[64];
+	unsigned i, off;
+	int c = accept(l->lfd, NULL, NULL), a[2] = {-1, -1};
+	if (c < 0)
+		return NULL;
+	(void)!write(c, "tracecmd", 8);
+	if (read_n(c, buf, 5) < 0)
+		goto out;
+	(void)!write(c, "V3", 3);
+	if (read_n(c, buf, 8) < 0)
+		goto out;
+	(void)!write(c, "OK", 2);
+	if (read_n(c, buf, 28) < 0) /* TINIT with "tcp" */
+		goto out;
+	memset(msg, 0, sizeof msg);
+	put_be32(msg + 4, 2);  /* RINIT */
+	put_be32(msg + 8, 4);
+	put_be32(msg + 12, 2); /* cpus */
+	off = 16;
+	for (i = 0; i < 2; i++)
+		off += (unsigned)snprintf((char *)msg + off, sizeof msg - off, "%u", l->ports[i]) + 1;
+	put_be32(msg, off);
+	(void)!write(c, msg, off);
+	for (;;) {
+		struct pollfd p = {c, POLLIN, 0};
+		if (atomic_load_explicit(&ringbuf_net__refused, memory_order_relaxed) > 0)
+			break;
+		if (poll(&p, 1, 1) == 1 && read(c, buf, sizeof buf) <= 0)
+			goto out; /* the client gave up: refused for good */
+	}
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(listen(l->data[i], 1), 0);
+		a[i] = accept(l->data[i], NULL, NULL);
+	}
+	/* the metadata, then the client's abort */
+	while (read(c, buf, sizeof buf) > 0)
+		;
+out:
+	for (i = 0; i < 2; i++)
+		if (a[i] >= 0)
+			close(a[i]);
+	close(c);
+	return NULL;
+}
+
+static void data_port_listening_late_is_retried(void **state)
+{
+	union { uint16_t u; unsigned char b[2]; } endian;
+	struct ringbuf_tracedat_info info;
+	struct ringbuf_net *n = NULL;
+	struct sockaddr_in sa;
+	struct late l;
+	char port[16], err[256];
+	unsigned i;
+	int *fd[3] = {&l.lfd, &l.data[0], &l.data[1]};
+	(void)state;
+	for (i = 0; i < 3; i++) {
+		socklen_t len = sizeof sa;
+		*fd[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(*fd[i] >= 0);
+		memset(&sa, 0, sizeof sa);
+		sa.sin_family = AF_INET;
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		assert_int_equal(bind(*fd[i], (struct sockaddr *)&sa, sizeof sa), 0);
+		assert_int_equal(getsockname(*fd[i], (struct sockaddr *)&sa, &len), 0);
+		if (i)
+			l.ports[i - 1] = ntohs(sa.sin_port);
+		else
+			snprintf(port, sizeof port, "%u", ntohs(sa.sin_port));
+	}
+	assert_int_equal(listen(l.lfd, 1), 0);
+	atomic_store(&ringbuf_net__refused, 0);
+	assert_int_equal(pthread_create(&l.th, NULL, late_listen_server, &l), 0);
+	endian.u = 1;
+	memset(&info, 0, sizeof info);
+	info.ncpu = 2;
+	info.page_size = 4096;
+	info.big_endian = endian.b[0] != 1;
+	info.long_size = sizeof(long);
+	info.version = 6;
+	err[0] = 0;
+	i = (unsigned)-ringbuf_net_connect("127.0.0.1", port, &info, 30000, &n, err, sizeof err);
+	print_message("      data ports listening late: %s (%u refused connects retried)\n", err,
+		      atomic_load(&ringbuf_net__refused));
+	assert_int_equal(i, 0);
+	assert_true(atomic_load(&ringbuf_net__refused) > 0);
+	ringbuf_net_abort(n);
+	assert_int_equal(pthread_join(l.th, NULL), 0);
+	for (i = 0; i < 3; i++)
+		close(*fd[i]);
+}
+
 /* ringbuf_tracedat_open_fds: each page checked and written whole to its
  * CPU's descriptor; bad arguments refused; finish() leaves the descriptors
  * open and gives the counters; a peer gone is RINGBUF_ESYS, not SIGPIPE. */
@@ -713,6 +822,7 @@ int main(void)
 		cmocka_unit_test_teardown(live_recording_via_listen, stop_listener),
 		cmocka_unit_test(tracedat_streams_to_descriptors),
 		cmocka_unit_test(bad_servers_give_clear_errors),
+		cmocka_unit_test(data_port_listening_late_is_retried),
 	};
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, setup, rec_remove_tmpdir);
