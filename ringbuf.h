@@ -1160,6 +1160,9 @@ enum ringbuf__tp {
 	RINGBUF__TP_CURRENT_COMMITTED,   /* inline commit done, G4 not yet */
 	RINGBUF__TP_CURRENT_UNHELD,      /* inline G4 done, G5 not yet */
 	RINGBUF__TP_CURRENT_UNDONE,      /* inline reserve failed: G4 done, G5 not yet */
+	/* a thread's new per-buffer entry (ringbuf__tctx_get, T1-T3), cpu 0 */
+	RINGBUF__TP_TCTX_CHOSEN = 120,   /* T1: a free entry chosen, not yet taken */
+	RINGBUF__TP_TCTX_CLEARED,        /* T2: taken and cleared, our gen not yet in it */
 	/* ringbuf_wait's steps (outside the count as well) */
 	RINGBUF__TP_WAIT_REGISTER = 64, /* before the waiter registers */
 	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
@@ -3842,6 +3845,9 @@ static inline unsigned ringbuf__current_cpu(void)
 #ifndef RINGBUF__TLS_DEFINED_HERE
 RINGBUF__TLS_DEF unsigned ringbuf__tctx_last; /* entry of the last lookup: a hint */
 #endif
+/* nonzero while this thread makes a new entry (T1-T3 below; the
+ * implementation's own: one per thread of the translation unit) */
+static RINGBUF__TLS unsigned ringbuf__tctx_making;
 
 static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 {
@@ -3857,6 +3863,21 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 		}
 	if (!make)
 		return NULL;
+	/* MAKING AN ENTRY (T1 choose a free one, T2 take and clear it, T3 put
+	 * our gen in it). A signal handler of this thread that cuts in anywhere
+	 * in T1-T3 and needs a new entry of its own gets none: its event is
+	 * dropped, counted in `unmapped` by the caller. Were it to make one, it
+	 * could take the entry we chose (our T2 CAS then fails and we would
+	 * make a second one for the same buffer) or, finding ours half cleared,
+	 * take another: two entries of one buffer, the handler's holding a claim,
+	 * and our event reserved through ours but committed through the one the
+	 * lookup finds first -- another buffer (seen under qemu-s390x: a
+	 * thread's first event lost, test_read_tool "missing stream 2 seq 0").
+	 * A handler that finds an entry (made before, or by T3 done) uses it. */
+	if (ringbuf__tctx_making)
+		return NULL;
+	ringbuf__tctx_making = 1;
+	RINGBUF__BARRIER();
 	for (i = 0; i < RINGBUF__TCTX; i++) {
 		struct ringbuf__tctx *e = &ringbuf__tctx[i];
 		uint64_t old = atomic_load_explicit(&e->gen, memory_order_relaxed);
@@ -3870,6 +3891,7 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 			if (old == 0)
 				continue; /* a handler is setting it up right now */
 		}
+		RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_TCTX_CHOSEN);
 		if (atomic_compare_exchange_strong_explicit(&e->gen, &old, 0, memory_order_relaxed,
 							    memory_order_relaxed)) {
 			atomic_store_explicit(&e->cur, 0, memory_order_relaxed);
@@ -3879,14 +3901,19 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 			atomic_store_explicit(&e->miss_left, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->tid, 0, memory_order_relaxed);
+			RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_TCTX_CLEARED);
 			old = 0;
 			if (atomic_compare_exchange_strong_explicit(&e->gen, &old, gen, memory_order_relaxed,
-								    memory_order_relaxed))
+								    memory_order_relaxed)) {
+				ringbuf__tctx_last = (unsigned)i;
+				RINGBUF__BARRIER();
+				ringbuf__tctx_making = 0;
 				return e;
-			if (old == gen)
-				return e; /* a handler took it for the same buffer */
+			}
 		}
 	}
+	RINGBUF__BARRIER();
+	ringbuf__tctx_making = 0;
 	return NULL;
 }
 
