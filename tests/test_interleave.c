@@ -44,6 +44,11 @@ struct model {
 
 static struct model M;
 static uint64_t tp_hits[RINGBUF__TP_COUNT], tp_cut[RINGBUF__TP_COUNT];
+/* the reader's page swap steps outside the count (READER_S1 .. READER_S4):
+ * a writer on another CPU may run at each as at READER_S2 */
+#define NSWAP (RINGBUF__TP_READER_S4 - RINGBUF__TP_READER_S1 + 1)
+static uint64_t swap_hits[NSWAP], swap_cut[NSWAP];
+static const char *const swap_names[NSWAP] = {"READER_S1", "READER_S2_PREP", "READER_S3", "READER_S4"};
 static const char *const tp_names[RINGBUF__TP_COUNT] = {
 	"", "A_TIME", "B_BEFORE", "C_RESERVED", "D_WRITE_STAMP", "CROSS_CLAIMED", "CROSS_PADDED",
 	"MOVE_TAIL", "H1_COUNTED", "H1_UPDATE", "H2_NEW_HEAD", "H3_DONE", "U1_INTCNT", "U2_RESET",
@@ -158,6 +163,17 @@ static void hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 	(void)rb;
 	(void)cpu;
 	(void)ctx;
+	if (point >= RINGBUF__TP_READER_S1 && point <= RINGBUF__TP_READER_S4) {
+		/* the writer thread runs while the reader is inside its swap */
+		swap_hits[point - RINGBUF__TP_READER_S1]++;
+		if (M.budget <= 0 || (int)(rnd() % 100) >= M.inject_pct || M.depth >= RINGBUF_MAX_NEST - 1)
+			return;
+		M.budget--;
+		swap_cut[point - RINGBUF__TP_READER_S1]++;
+		for (int i = 0, k = 1 + (int)(rnd() % 4); i < k; i++)
+			do_write(M.depth);
+		return;
+	}
 	if (point >= RINGBUF__TP_COUNT)
 		return;
 	tp_hits[point]++;
@@ -337,6 +353,11 @@ static void every_test_point_was_cut_into(void **state)
 		print_message("  %-14s hit %8llu  cut in %7llu\n", tp_names[i], (unsigned long long)tp_hits[i],
 			      (unsigned long long)tp_cut[i]);
 		assert_true(tp_cut[i] > 0);
+	}
+	for (int i = 0; i < NSWAP; i++) {
+		print_message("  %-14s hit %8llu  cut in %7llu\n", swap_names[i], (unsigned long long)swap_hits[i],
+			      (unsigned long long)swap_cut[i]);
+		assert_true(swap_cut[i] > 0);
 	}
 }
 
