@@ -90,6 +90,7 @@ static FILE *fz_err;
 #include "ringbuf_trace.h"
 #undef RINGBUF_TRACE_DEFINE_EVENTS
 #include "tests/pagewalk.h"
+#include "tests/tdatwalk.h"
 
 #include <dirent.h>
 #include <stddef.h>
@@ -404,56 +405,16 @@ static size_t apply_edits(unsigned char *img, size_t len, size_t cap, const stru
 
 /* ---- the output ---------------------------------------------------------------- */
 
-struct tdat {
-	const unsigned char *p;
-	size_t len, pos;
-	int bad;
-};
-
-static uint64_t rd(struct tdat *t, unsigned n)
-{
-	uint64_t v = 0;
-	if (t->bad || n > t->len - t->pos) {
-		t->bad = 1;
-		return 0;
-	}
-	memcpy(&v, t->p + t->pos, n); /* little-endian host (the writer's order) */
-	t->pos += n;
-	return v;
-}
-
-static void tskip(struct tdat *t, uint64_t n)
-{
-	if (t->bad || n > t->len - t->pos)
-		t->bad = 1;
-	else
-		t->pos += (size_t)n;
-}
-
-static void skip_str(struct tdat *t)
-{
-	size_t n;
-	if (t->bad || t->pos >= t->len) {
-		t->bad = 1;
-		return;
-	}
-	n = strnlen((const char *)t->p + t->pos, t->len - t->pos);
-	if (t->pos + n >= t->len)
-		t->bad = 1;
-	else
-		t->pos += n + 1;
-}
-
 /* The trace.dat (version 6) at outpath: well formed, ncpu CPUs of
  * page_size pages, every page walks; returns the events the walker counts. */
 static uint64_t check_tracedat(unsigned ncpu, uint32_t page_size)
 {
-	struct tdat t;
 	FILE *f = fopen(outpath, "rb");
 	unsigned char *buf;
-	long n;
-	unsigned i, nsys, nev;
+	char why[160];
 	uint64_t events = 0;
+	uint32_t ps = 0;
+	long n;
 	CHECK(f);
 	CHECK(fseek(f, 0, SEEK_END) == 0);
 	n = ftell(f);
@@ -462,52 +423,12 @@ static uint64_t check_tracedat(unsigned ncpu, uint32_t page_size)
 	buf = malloc((size_t)n);
 	CHECK(buf && fread(buf, 1, (size_t)n, f) == (size_t)n);
 	fclose(f);
-	memset(&t, 0, sizeof t);
-	t.p = buf;
-	t.len = (size_t)n;
-	CHECK(t.len > 14 && memcmp(t.p, "\x17\x08\x44tracing6", 11) == 0);
-	t.pos = 14;
-	CHECK(rd(&t, 4) == page_size);
-	skip_str(&t); /* header_page */
-	tskip(&t, rd(&t, 8));
-	skip_str(&t); /* header_event */
-	tskip(&t, rd(&t, 8));
-	nev = (unsigned)rd(&t, 4);
-	while (nev-- && !t.bad)
-		tskip(&t, rd(&t, 8));
-	nsys = (unsigned)rd(&t, 4);
-	while (nsys-- && !t.bad) {
-		skip_str(&t);
-		nev = (unsigned)rd(&t, 4);
-		while (nev-- && !t.bad)
-			tskip(&t, rd(&t, 8));
-	}
-	tskip(&t, rd(&t, 4)); /* kallsyms */
-	tskip(&t, rd(&t, 4)); /* printk */
-	tskip(&t, rd(&t, 8)); /* cmdlines */
-	CHECK(rd(&t, 4) == ncpu);
-	skip_str(&t); /* "options  " */
-	for (i = 0; i < 64 && !t.bad && rd(&t, 2) != 0; i++)
-		tskip(&t, rd(&t, 4));
-	CHECK(i < 64);
-	skip_str(&t); /* "flyrecord" */
-	CHECK(!t.bad);
-	for (i = 0; i < ncpu; i++) {
-		uint64_t off = rd(&t, 8), size = rd(&t, 8), k;
-		CHECK(!t.bad);
-		CHECK(off % page_size == 0 && size % page_size == 0);
-		CHECK(off <= t.len && size <= t.len - off);
-		for (k = 0; k < size / page_size; k++) {
-			struct pw_page info;
-			const char *err = NULL;
-			memset(&info, 0, sizeof info);
-			if (pw_walk_page(t.p + off + k * page_size, page_size, false, NULL, NULL, &info, &err) != 0) {
-				fprintf(stderr, "fuzz_intake: trace.dat cpu %u page %llu: %s\n", i,
-					(unsigned long long)k, err ? err : "?");
-				CHECK(!"a page of the trace.dat walks");
-			}
-			events += info.ndata;
-		}
+	CHECK(n > 18);
+	memcpy(&ps, buf + 14, 4);
+	CHECK(ps == page_size);
+	if (tdat_walk_v6(buf, (size_t)n, ncpu, NULL, NULL, &events, why, sizeof why) != 0) {
+		fprintf(stderr, "fuzz_intake: trace.dat: %s\n", why);
+		CHECK(!"the trace.dat walks");
 	}
 	free(buf);
 	return events;

@@ -46,6 +46,7 @@
 #include "ringbuf_trace.h"
 #undef RINGBUF_TRACE_DEFINE_EVENTS
 #include "tests/pagewalk.h"
+#include "tests/tdatwalk.h"
 
 #include <pthread.h>
 #include <setjmp.h>
@@ -191,123 +192,27 @@ static struct ringbuf *make_buffer(const char *path, int mode, unsigned nevents)
 
 /* ---- checking a trace.dat (version 6, this host's order) --------------------- */
 
-struct tdat {
-	unsigned char *p;
-	size_t len, pos;
-	int bad;
-};
-
-static uint64_t rd(struct tdat *t, unsigned n)
-{
-	uint64_t v = 0;
-	uint32_t v32;
-	uint16_t v16;
-	if (t->bad || t->pos + n > t->len) {
-		t->bad = 1;
-		return 0;
-	}
-	if (n == 2) {
-		memcpy(&v16, t->p + t->pos, 2);
-		v = v16;
-	} else if (n == 4) {
-		memcpy(&v32, t->p + t->pos, 4);
-		v = v32;
-	} else {
-		memcpy(&v, t->p + t->pos, 8);
-	}
-	t->pos += n;
-	return v;
-}
-
-static void tskip(struct tdat *t, uint64_t n)
-{
-	if (t->bad || n > t->len - t->pos)
-		t->bad = 1;
-	else
-		t->pos += (size_t)n;
-}
-
-static void skip_str(struct tdat *t)
-{
-	size_t n;
-	if (t->bad || t->pos >= t->len) {
-		t->bad = 1;
-		return;
-	}
-	n = strnlen((char *)t->p + t->pos, t->len - t->pos);
-	if (t->pos + n >= t->len)
-		t->bad = 1;
-	else
-		t->pos += n + 1;
-}
-
 /* Every page of every CPU walks (pagewalk.h), fn (if not NULL) gets each
  * record; returns the events, or fails. */
 static uint64_t check_tracedat_fn(const char *path, int (*fn)(const struct pw_record *, void *), void *ctx)
 {
-	struct tdat t;
 	FILE *f = fopen(path, "rb");
+	unsigned char *p;
+	char why[160];
+	uint64_t events = 0;
 	long n;
-	uint32_t page_size;
-	unsigned i, nsys, nev, ncpu;
-	uint64_t off[NCPU], size[NCPU], events = 0;
-	memset(&t, 0, sizeof t);
 	assert_non_null(f);
 	fseek(f, 0, SEEK_END);
 	n = ftell(f);
 	rewind(f);
 	assert_true(n > 0);
-	t.p = malloc((size_t)n);
-	assert_non_null(t.p);
-	assert_int_equal(fread(t.p, 1, (size_t)n, f), (size_t)n);
+	p = malloc((size_t)n);
+	assert_non_null(p);
+	assert_int_equal(fread(p, 1, (size_t)n, f), (size_t)n);
 	fclose(f);
-	t.len = (size_t)n;
-	assert_memory_equal(t.p, "\x17\x08\x44tracing6", 11);
-	t.pos = 14;
-	page_size = (uint32_t)rd(&t, 4);
-	skip_str(&t); /* header_page */
-	tskip(&t, rd(&t, 8));
-	skip_str(&t); /* header_event */
-	tskip(&t, rd(&t, 8));
-	nev = (unsigned)rd(&t, 4);
-	while (nev-- && !t.bad)
-		tskip(&t, rd(&t, 8));
-	nsys = (unsigned)rd(&t, 4);
-	while (nsys-- && !t.bad) {
-		skip_str(&t);
-		nev = (unsigned)rd(&t, 4);
-		while (nev-- && !t.bad)
-			tskip(&t, rd(&t, 8));
-	}
-	tskip(&t, rd(&t, 4)); /* kallsyms */
-	tskip(&t, rd(&t, 4)); /* printk */
-	tskip(&t, rd(&t, 8)); /* cmdlines */
-	ncpu = (unsigned)rd(&t, 4);
-	assert_false(t.bad);
-	assert_int_equal(ncpu, NCPU);
-	skip_str(&t); /* "options  " */
-	while (!t.bad && rd(&t, 2) != 0)
-		tskip(&t, rd(&t, 4));
-	skip_str(&t); /* "flyrecord" */
-	for (i = 0; i < ncpu; i++) {
-		off[i] = rd(&t, 8);
-		size[i] = rd(&t, 8);
-	}
-	assert_false(t.bad);
-	for (i = 0; i < ncpu; i++) {
-		uint64_t k;
-		assert_true(page_size >= 64 && off[i] % page_size == 0 && size[i] % page_size == 0);
-		assert_true(off[i] <= t.len && size[i] <= t.len - off[i]);
-		for (k = 0; k < size[i] / page_size; k++) {
-			struct pw_page info;
-			const char *err = NULL;
-			memset(&info, 0, sizeof info);
-			if (pw_walk_page(t.p + off[i] + k * page_size, page_size, false, fn, ctx, &info, &err) != 0)
-				fail_msg("%s: cpu %u page %llu: %s", path, i, (unsigned long long)k, err ? err : "?");
-			events += info.ndata;
-		}
-	}
-	free(t.p);
+	if (tdat_walk_v6(p, (size_t)n, NCPU, fn, ctx, &events, why, sizeof why) != 0)
+		fail_msg("%s: %s", path, why);
+	free(p);
 	return events;
 }
 

@@ -472,6 +472,27 @@ static void put_be32(unsigned char *p, uint32_t v)
 	p[3] = (unsigned char)v;
 }
 
+/* The server's side of the protocol after its "tracecmd" greeting: the
+ * client's version (answered V3, or V4 with other_version: then -1), its
+ * options (answered OK) and its TINIT. 0, or -1 when the client went away. */
+static int fake_handshake(int c, int other_version)
+{
+	unsigned char buf[32];
+	if (read_n(c, buf, 5) < 0)
+		return -1;
+	if (other_version) {
+		(void)!write(c, "V4", 3);
+		return -1;
+	}
+	(void)!write(c, "V3", 3);
+	if (read_n(c, buf, 8) < 0)
+		return -1;
+	(void)!write(c, "OK", 2);
+	if (read_n(c, buf, 28) < 0) /* TINIT with "tcp" */
+		return -1;
+	return 0;
+}
+
 static void *fake_server(void *arg)
 {
 	struct fake *f = arg;
@@ -491,17 +512,7 @@ static void *fake_server(void *arg)
 			;
 		goto out;
 	}
-	if (read_n(c, buf, 5) < 0)
-		goto out;
-	if (f->kind == FAKE_OTHER_VERSION) {
-		(void)!write(c, "V4", 3);
-		goto out;
-	}
-	(void)!write(c, "V3", 3);
-	if (read_n(c, buf, 8) < 0)
-		goto out;
-	(void)!write(c, "OK", 2);
-	if (read_n(c, buf, 28) < 0) /* TINIT with "tcp" */
+	if (fake_handshake(c, f->kind == FAKE_OTHER_VERSION) < 0)
 		goto out;
 	memset(msg, 0, sizeof msg);
 	put_be32(msg + 4, 2);      /* RINIT */
@@ -646,13 +657,7 @@ static void *late_listen_server(void *arg)
 	if (c < 0)
 		return NULL;
 	(void)!write(c, "tracecmd", 8);
-	if (read_n(c, buf, 5) < 0)
-		goto out;
-	(void)!write(c, "V3", 3);
-	if (read_n(c, buf, 8) < 0)
-		goto out;
-	(void)!write(c, "OK", 2);
-	if (read_n(c, buf, 28) < 0) /* TINIT with "tcp" */
+	if (fake_handshake(c, 0) < 0)
 		goto out;
 	memset(msg, 0, sizeof msg);
 	put_be32(msg + 4, 2);  /* RINIT */
