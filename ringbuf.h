@@ -1008,9 +1008,9 @@ struct ringbuf__cpu {
 	/* mapped modes: 0 free, else token << 32 | flags | tid (>>contexts);
 	 * CAS acquire by the taker, store release by the owner */
 	_Atomic(uint64_t) owner;
-	/* writers started, for ringbuf__end_commit (any change) and
-	 * ringbuf_quiesce: + 1 per outermost entry (the low 32 bits count
-	 * them), + RINGBUF__COMMITS_NESTED per nested one [Q-W] */
+	/* writers started and left, for ringbuf__end_commit (any change) and
+	 * ringbuf_quiesce: + RINGBUF__COMMITS_NESTED per nested entry, + 1
+	 * per outermost exit (the low 32 bits count them) [Q-X] */
 	_Atomic(uint64_t) commits;
 	_Atomic(uint64_t) inflight_ts;/* set by the outermost writer as it enters: no event
 				       * it (or a writer nested in it) commits is older */
@@ -1279,8 +1279,8 @@ static inline void ringbuf__local_dec(_Atomic(uint64_t) *p)
  * >>design); relaxed atomics keep the accesses single and untorn. */
 #define RINGBUF__OWNER_INC(p) RINGBUF__STORE((p), RINGBUF__LOAD(p) + 1)
 
-/* commits: a nested entry adds this, an outermost one 1, so the low 32 bits
- * count the outermost entries alone (a carry only goes up) [Q-W] */
+/* commits: a nested entry adds this, an outermost exit 1, so the low 32 bits
+ * count the outermost exits alone (a carry only goes up) [Q-X] */
 #define RINGBUF__COMMITS_NESTED ((uint64_t)1 << 32)
 
 /* ---- geometry ----------------------------------------------------------- */
@@ -1710,9 +1710,6 @@ RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, s
 	/* [M1] a lower bound for the merged readers; release: the events of
 	 * the entries before this one (their commits) before it */
 	atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp), memory_order_release);
-	/* [Q-W] one more outermost entry, counted before committing is set
-	 * (release: pairs with ringbuf_quiesce's acquire) */
-	atomic_store_explicit(&c->commits, RINGBUF__LOAD(&c->commits) + 1, memory_order_release);
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, 1);
@@ -1817,8 +1814,14 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_FAST_ZERO);
 	if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
-			    !ringbuf__wake_due(c, atomic_load_explicit(&rb->waiters, memory_order_relaxed))))
+			    !ringbuf__wake_due(c, atomic_load_explicit(&rb->waiters, memory_order_relaxed)))) {
+		/* [Q-X] one more outermost exit, after the walk and the 0
+		 * (release: pairs with ringbuf_quiesce's acquire; a handler
+		 * running as outermost between the check and this store stores
+		 * the same count: it moves once for two exits) */
+		atomic_store_explicit(&c->commits, n + 1, memory_order_release);
 		return true;
+	}
 	/* a writer started after our check, or a reader waits: the general path
 	 * (committing back to 1) */
 	RINGBUF__STORE(&c->committing, 1);
@@ -2363,8 +2366,9 @@ extern int clock_gettime(int, struct timespec *);
  *   inflight_ts         owner [M1]        merged readers    release / acquire: the commits of the entries
  *                                                           before it
  *   commits             owner             owner             relaxed (nesting detection: any change)
- *     (outermost +1)    owner [Q-W]       ringbuf_quiesce   release store at each outermost entry, before
- *                                         (Q3, Q4)          committing = 1 / acquire: the exits before it
+ *     (outermost +1)    owner [Q-X]       ringbuf_quiesce   release store at each outermost exit, after
+ *                                         (Q3, Q4)          its walk and committing = 0 / acquire: the
+ *                                                           page commits before it
  *   owner word          any writer thread other writers     CAS acq_rel to take / store release
  *     (mapped modes)                                        to give back (G2 / G5); acquire load
  *                                                           to judge a dead owner (>>contexts)
@@ -3287,6 +3291,8 @@ RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ri
 		if (depth != 1)
 			return;
 		if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n)) {
+			/* [Q-X] the outermost exit (as in ringbuf__commit_fast) */
+			atomic_store_explicit(&c->commits, n + 1, memory_order_release);
 			/* [WAIT-W] one load when nobody waits; the reader's
 			 * membarrier() orders it after our commit (see ringbuf_wait) */
 			if (RINGBUF__UNLIKELY(ringbuf__wake_due(
@@ -3384,13 +3390,9 @@ RINGBUF_API void *ringbuf__reserve_slow(struct ringbuf *rb, unsigned cpu, size_t
 	 * complete): recovery after a kill must not mistake it for one in flight */
 	RINGBUF__STORE(&c->slots[depth - 1].len, 0);
 	RINGBUF__BARRIER();
-	if (depth == 1) { /* [M1] a lower bound for the merged readers (release) */
+	if (depth == 1) /* [M1] a lower bound for the merged readers (release) */
 		atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp),
 				      memory_order_release);
-		/* [Q-W] one more outermost entry, before committing is set
-		 * (release: ringbuf_quiesce) */
-		atomic_store_explicit(&c->commits, RINGBUF__LOAD(&c->commits) + 1, memory_order_release);
-	}
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, depth);
@@ -6505,24 +6507,24 @@ RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
 
 /* QUIESCE. Wait for the writers in flight at the call, and for no other,
  * without touching anything a writer uses. A writer V is in flight when its
- * outermost entry came before the call: [Q-W] commits += 1 (release), then
- * committing = 1. Nested entries add RINGBUF__COMMITS_NESTED instead, so
- * entered = the low 32 bits of commits changes only at outermost entries (a
+ * outermost entry (committing = 1) came before the call. Each outermost
+ * writer, as it leaves, adds 1 to commits [Q-X] (a release store of n + 1,
+ * n the count its last re-check read, after its last walk and its
+ * committing = 0); nested entries add RINGBUF__COMMITS_NESTED instead, so
+ * exits = the low 32 bits of commits changes only at outermost exits (a
  * nested writer runs while committing != 0, so its load + store cannot undo
- * an outermost increment, and its own carries go up, not into the low bits).
- * A signal handler that cuts in between the load and the store of an
- * outermost increment sees committing 0, enters as outermost and leaves; its
- * increments are then overwritten by V's: the count stands still for once
- * (see Q4; ringbuf__end_commit only needs commits to change, and V's store
- * changes it for any writer that V or the handler interrupted).
+ * an outermost one, and its own carries go up, not into the low bits). A
+ * signal handler that runs as outermost between V's re-check and V's store
+ * (committing is 0 there) leaves with the same store: the count moves once
+ * for two exits, and either store is an exit after V's last walk.
  *
  *   Q1  asymmetric barrier ([BARRIER], as for a reset): model it as an
  *       seq_cst fence F in every writer thread at some point during the call
  *   Q2  per CPU: quiet? (ringbuf__quiet: committing == 0 (acquire), then
  *       commit page == tail page and that page's commit (acquire) == its
  *       write index: nothing reserved left uncommitted, [Q-PEND])
- *   Q3  quiet: nothing in flight on that CPU; else e0 = entered (acquire)
- *   Q4  poll until quiet, or entered != e0 (acquire), or the time runs out
+ *   Q3  quiet: nothing in flight on that CPU; else x0 = exits (acquire)
+ *   Q4  poll until quiet, or exits != x0 (acquire), or the time runs out
  *       (RINGBUF_EBUSY)
  *
  * [Q-PEND] committing == 0 alone does not say V left: ringbuf__commit_fast
@@ -6530,53 +6532,54 @@ RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
  * re-checks commits and walks again if a writer started. A writer nested in
  * V after the re-check and before the store (RINGBUF__TP_COMMIT_FAST_CHECKED)
  * leaves its event to V (depth 2), so V's 0 is stored with that event
- * reserved, complete, and not committed; the old Q4 ended on that 0 and the
+ * reserved, complete, and not committed; Q4 once ended on that 0 and the
  * caller missed the nested event (verify/quiesce.c -DNESTED=3 -DOLD_Q4,
- * test_quiesce commit_fast_window). Now Q2/Q4 also ask the pages: the
+ * test_quiesce commit_fast_window). Q2/Q4 therefore also ask the pages: the
  * nested reservation is sequenced before V's release store of 0, which the
  * acquire load read, so the loads after it see the write index moved (or
- * later values); a page commit (acquire) equal to it is V's second walk
+ * later values); a page commit (acquire) equal to it is a walk after it
  * ([W-commit], release): the event is then visible. A writer that keeps the
- * CPU busy never leaves it quiet for long: for it the count serves. LIMIT:
- * the first outermost entry W after Q3 may be a second handler, running in
- * V's window (after its 0, before its re-check); W's [Q-W] comes before its
- * walk, so Q4 can end on it with the first handler's event still
- * uncommitted (verify/quiesce.c -DNESTED=4: two handlers at those two
- * points). Ending at the second entry instead closes that (-DTWO_ENTRIES
- * passes: W's first walk commits everything reserved before it, and a
- * second outermost entry needs W's 0, stored after that walk), but then a
- * writer that enters after the call and stalls inside its event is waited
- * for (test_quiesce does_not_wait_for_later_writers hangs): not taken.
+ * CPU busy never leaves it quiet for long: for it the exit count serves.
+ * [Q-X] replaces an ENTRY count ([Q-W], commits += 1 before committing = 1)
+ * that Q4 used to end on: a second handler W running as outermost in V's
+ * window (after its 0, before its re-check) entered, and so ended Q4, before
+ * its walk committed the first handler's event (verify/quiesce.c -DNESTED=4
+ * -DOLD_ENTRY_COUNT; test_quiesce two_handlers_in_the_commit_window). W's
+ * exit comes after that walk. The store moved, none was added: the write
+ * path costs the same.
  *
- * Why it waits for V: V's entered and committing stores precede F, so Q2
- * and Q3 read them or mo-later values (the fence rule for seq_cst fences),
- * and committing != 0 (a later 0 is V's exit, or its commit_fast window:
- * [Q-PEND]). Every store of committing between V's entry and V's exit is a
- * depth >= 1 (nesting is a stack), and entered does not move while V is
- * inside (no outermost entry can happen while committing != 0): Q4 cannot
- * end before V stored committing = 0 with every event of V and of the
- * writers nested in it committed ([M3], and [Q-PEND] for the window).
- * Why it ends when V left: after that store either Q4 finds the CPU quiet,
- * or the next outermost entry (which read committing 0 first) stores
- * entered > e0, and Q4 reads it or a later count (coherence) unless the time
- * runs out.
- * What it sees: Q4's acquire loads read V's release exit store [M3], or an
- * entered store sequenced after it (the next entry's release [Q-W], same
- * thread or after the owner handover): V's page commits happen before
- * whatever the caller reads next. (entered is 32 bits: Q4 would miss a
- * change only if exactly a multiple of 2^32 entries passed between looks.)
- * Cost on the write path: none; the outermost increment of commits moved
- * before the committing store and became a release (a plain store on x86).
+ * Why it waits for V: V's committing = 1 precedes F, so Q2 reads it or a
+ * mo-later value, and committing != 0 (a later 0 is V's exit, or its
+ * commit_fast window: [Q-PEND]); Q3 reads exits after F. Every store of
+ * committing between V's entry and V's exit is a depth >= 1 (nesting is a
+ * stack), and no outermost exit can happen while committing != 0: the
+ * first exit after Q3 is V's own or that of a handler that ran as outermost
+ * in V's commit_fast window (committing 0) -- after its own walk, which
+ * commits everything reserved before it, V's events and those nested in V
+ * included. So Q4 cannot end before V's events and those nested in it are
+ * committed ([M3] for quiet, [Q-X] for the count, [Q-PEND] for the window).
+ * Why it ends when V left: V's exit store moves the count (or a handler's,
+ * in the same window), and Q4 reads it or a later count (coherence), or
+ * finds the CPU quiet, unless the time runs out.
+ * What it sees: Q4's acquire loads read V's release exit stores ([M3], or
+ * [Q-X]: sequenced after V's last walk), or a store sequenced after them
+ * (same thread, or after the owner handover): V's page commits happen
+ * before whatever the caller reads next. (exits is 32 bits: Q4 would miss a
+ * change only if exactly a multiple of 2^32 exits passed between looks.)
  * Why not later writers: Q4 ends at the first quiet look or the first
- * outermost entry after Q3, so a writer that enters after Q3 is not waited
- * for. One that entered between F and Q3 may be (e0 is its count), as may, once, a writer whose signal handler ran as outermost
- * between the load and store of its increment. A writer killed mid event
- * leaves its CPU never quiet: RINGBUF_EBUSY at the time limit (a corrupt
- * CPU buffer is skipped). The call promises visibility, not that the
- * writer has returned: after a waiting reader's wake-up check (commit_fast
- * also walks again for that) Q4 may end with V still returning. Without
- * membarrier F is this thread's own fence only: a writer that entered just
- * before the call may then read as not in flight yet (documented). */
+ * outermost exit after Q3, and V's exit is one: a writer that enters after
+ * V left and stalls inside its event is not waited for. One that entered
+ * between F and Q3 while the CPU was not quiet may be (x0 may be read after
+ * V's exit). A writer killed mid event leaves its CPU never quiet and the
+ * count still: RINGBUF_EBUSY at the time limit (a corrupt CPU buffer is
+ * skipped). The call promises visibility, not that the writer has returned:
+ * after a waiting reader's wake-up check (commit_fast also walks again for
+ * that) Q4 may end with V still returning. Without membarrier F is this
+ * thread's own fence only: a writer that entered just before the call may
+ * then read as not in flight yet (documented). verify/quiesce.c checks Q1-Q4
+ * with GenMC under RC11 and IMM: two outermost events with handlers nested,
+ * at the entry, in the commit_fast window (one and two handlers) and at the
+ * exit count. */
 /* Q2/Q4: no writer in flight on c and nothing reserved left uncommitted
  * ([Q-PEND]). A CPU buffer found corrupt is not waited for (its pages may
  * never agree again). */
@@ -6607,14 +6610,14 @@ RINGBUF_API int ringbuf_quiesce(struct ringbuf *rb, int timeout_ms)
 		deadline = ringbuf__clock_mono() + (uint64_t)timeout_ms * 1000000u;
 	for (cpu = 0; cpu < rb->ncpu; cpu++) {
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-		uint32_t e0;
+		uint32_t x0;
 		if (ringbuf__quiet(rb, cpu, c)) /* Q2 */
 			continue;
-		e0 = (uint32_t)atomic_load_explicit(&c->commits, memory_order_acquire); /* Q3 */
+		x0 = (uint32_t)atomic_load_explicit(&c->commits, memory_order_acquire); /* Q3 */
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_QUIESCE_WAIT);
 		for (;;) { /* Q4 */
 			if (ringbuf__quiet(rb, cpu, c) ||
-			    (uint32_t)atomic_load_explicit(&c->commits, memory_order_acquire) != e0)
+			    (uint32_t)atomic_load_explicit(&c->commits, memory_order_acquire) != x0)
 				break;
 			if (timeout_ms == 0 || (timeout_ms > 0 && ringbuf__clock_mono() >= deadline))
 				return RINGBUF_EBUSY;

@@ -403,6 +403,113 @@ static void commit_fast_window_is_waited_for(void **state)
 	ringbuf_destroy(rb);
 }
 
+/* [Q-X] Two handlers in ringbuf__commit_fast's last window: the first nests
+ * in the writer V after its re-check (depth 2, left for V, as above); after
+ * V's committing = 0 a second one runs as outermost (it sees committing 0),
+ * enters and parks after its reservation, before its commit walk (which
+ * would commit the first handler's event too). A one-look quiesce whose Q3
+ * read the count before that entry and whose Q4 looks after it must say
+ * RINGBUF_EBUSY: the first handler's event is not committed. It returned 0
+ * while Q4 ended on the first outermost ENTRY after Q3 (verify/quiesce.c
+ * -DNESTED=4 -DOLD_ENTRY_COUNT), with the first handler's event not
+ * readable. The call's own test point between Q3 and Q4
+ * (RINGBUF__TP_QUIESCE_WAIT) lets the second handler in, so nothing here
+ * depends on timing. */
+static struct {
+	sem_t at_zero, go, at_h2, go2;
+	int state, bad;
+	pthread_t writer;
+} W2;
+
+static void two_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	uint32_t v;
+	(void)ctx;
+	if (!pthread_equal(pthread_self(), W2.writer)) {
+		/* the quiescer, between Q3 and Q4: let the second handler enter */
+		if (point == RINGBUF__TP_QUIESCE_WAIT && W2.state == 3) {
+			sem_post(&W2.go);
+			sem_wait_all(&W2.at_h2);
+		}
+		return;
+	}
+	if (point == RINGBUF__TP_COMMIT_FAST_CHECKED && W2.state == 1) {
+		W2.state = 2;
+		v = 2;
+		if (ringbuf_write(rb, cpu, &v, sizeof v) != 0) /* the first handler, nested */
+			W2.bad = 1;
+	} else if (point == RINGBUF__TP_COMMIT_FAST_ZERO && W2.state == 2) {
+		W2.state = 3;
+		sem_post(&W2.at_zero);
+		sem_wait_all(&W2.go);
+		W2.state = 4;
+		v = 3;
+		if (ringbuf_write(rb, cpu, &v, sizeof v) != 0) /* the second, outermost */
+			W2.bad = 1;
+	} else if (point == RINGBUF__TP_C_RESERVED && W2.state == 4) {
+		W2.state = 5; /* the second handler, reserved, before its walk */
+		sem_post(&W2.at_h2);
+		sem_wait_all(&W2.go2);
+	}
+}
+
+static void *two_writer(void *arg)
+{
+	struct ringbuf *rb = arg;
+	uint32_t v = 1;
+	W2.state = 1;
+	if (ringbuf_write(rb, 0, &v, sizeof v) != 0)
+		W2.bad = 1;
+	return NULL;
+}
+
+static void two_handlers_in_the_commit_window(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	struct ringbuf_record rec;
+	uint32_t v = 0;
+	unsigned seen;
+	int r;
+	(void)state;
+	cfg.ncpu = 1;
+	cfg.page_size = 4096;
+	cfg.size_per_cpu = 4 * 4096;
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	assert_int_equal(ringbuf_write(rb, 0, &v, sizeof v), 0); /* the page has a start */
+	memset(&W2, 0, sizeof W2);
+	sem_init(&W2.at_zero, 0, 0);
+	sem_init(&W2.go, 0, 0);
+	sem_init(&W2.at_h2, 0, 0);
+	sem_init(&W2.go2, 0, 0);
+	ringbuf__set_testpoint_hook(two_hook, NULL);
+	assert_int_equal(pthread_create(&W2.writer, NULL, two_writer, rb), 0);
+	sem_wait_all(&W2.at_zero);
+	r = ringbuf_quiesce(rb, 0); /* Q3, the second handler enters, Q4 */
+	seen = count_readable(rb);
+	sem_post(&W2.go2);
+	assert_int_equal(pthread_join(W2.writer, NULL), 0);
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	if (r != RINGBUF_EBUSY)
+		fail_msg("quiesce with two handlers in the commit_fast window: %d, %u of 4 events readable", r,
+			 seen);
+	assert_int_equal(W2.bad, 0);
+	assert_int_equal(W2.state, 5);
+	assert_int_equal(ringbuf_quiesce(rb, 0), 0);
+	for (v = 0; v < 4; v++) {
+		uint32_t got;
+		assert_int_equal(ringbuf_consume(rb, 0, &rec), 1);
+		memcpy(&got, rec.data, sizeof got);
+		assert_int_equal(got, v); /* V's, then its first handler's, then the second's */
+	}
+	assert_int_equal(ringbuf_consume(rb, 0, &rec), 0);
+	sem_destroy(&W2.at_zero);
+	sem_destroy(&W2.go);
+	sem_destroy(&W2.at_h2);
+	sem_destroy(&W2.go2);
+	ringbuf_destroy(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +519,7 @@ int main(void)
 		cmocka_unit_test(does_not_wait_for_later_writers),
 		cmocka_unit_test(from_inside_a_writer_times_out),
 		cmocka_unit_test(commit_fast_window_is_waited_for),
+		cmocka_unit_test(two_handlers_in_the_commit_window),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

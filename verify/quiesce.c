@@ -9,35 +9,37 @@
  * it stands for.
  *
  * Threads: one CPU buffer's writer, running two outermost events E0 and E1
- * (ringbuf__reserve_inline's entry [Q-W] + committing = 1, the reservation,
- * ringbuf__commit_inline / ringbuf__commit_fast, ringbuf__end_commit), and a
- * thread calling ringbuf_quiesce: Q1 the barrier, Q2 quiet? (committing == 0
- * (acquire), then the page's write index == its commit (acquire): nothing
- * reserved left uncommitted, [Q-PEND]), Q3 e0 = entered, the low half of
- * commits (acquire), Q4 poll until quiet or entered != e0 (acquire; the
- * time limit is not modelled: GenMC turns the side-effect-free poll into an
- * assume, so only executions where it ends are complete). One page: the
- * write index counts the events reserved, in event order.
+ * (ringbuf__reserve_inline's entry, committing = 1, the reservation,
+ * ringbuf__commit_inline / ringbuf__commit_fast, ringbuf__end_commit, and at
+ * the outermost exit [Q-X] commits += 1), and a thread calling
+ * ringbuf_quiesce: Q1 the barrier, Q2 quiet? (committing == 0 (acquire), then
+ * the page's write index == its commit (acquire): nothing reserved left
+ * uncommitted, [Q-PEND]), Q3 x0 = exits, the low half of commits (acquire),
+ * Q4 poll until quiet or exits != x0 (acquire; the time limit is not
+ * modelled: GenMC turns the side-effect-free poll into an assume, so only
+ * executions where it ends are complete). One page: the write index counts
+ * the events reserved, in event order.
  *   -DNESTED=0  E0, E1
  *   -DNESTED=1  a signal handler's event nested in E0 (depth 2: commits +=
  *               RINGBUF__COMMITS_NESTED, committing 2 then 1) before E0's
  *               commit_fast, which commits it
- *   -DNESTED=2  a handler that cuts in between the load and the store of E0's
- *               outermost increment: it enters as outermost itself (it sees
- *               committing 0) and leaves; E0 then stores the same count (the
- *               count stands still once, QUIESCE in ringbuf.h)
+ *   -DNESTED=2  a handler that cuts in at E0's entry, before its committing
+ *               = 1 (it sees committing 0: enters as outermost and leaves)
  *   -DNESTED=3  the handler nested in E0 after commit_fast's re-check and
  *               before its committing = 0 (RINGBUF__TP_COMMIT_FAST_CHECKED):
  *               E0 stores 0 with the handler's event uncommitted, then walks
  *               again
  *   -DNESTED=4  as 3, and a second handler runs as outermost in that window
- *               (after E0's 0, before its second walk): its [Q-W] comes
- *               before its own walk, which commits the first handler's event.
- *               A KNOWN LIMIT of the protocol (QUIESCE [Q-PEND] in ringbuf.h):
- *               Q4 ends on that entry, GENMC-FAIL below; -DTWO_ENTRIES (Q4
- *               ends at the second entry) passes, but would wait for a later
- *               writer that stalls in its event, so it is not what ringbuf.h
- *               does
+ *               (after E0's 0, before its re-check): its exit comes after its
+ *               own walk, which commits the first handler's event. With the
+ *               old protocol (-DOLD_ENTRY_COUNT: Q3/Q4 counted outermost
+ *               ENTRIES, [Q-W], stored before committing = 1) Q4 ended on
+ *               that handler's entry with the first handler's event still
+ *               uncommitted: GENMC-FAIL below (the LIMIT ringbuf.h documented
+ *               until the exit count)
+ *   -DNESTED=5  a handler runs as outermost between E0's last re-check (the
+ *               count n it read) and E0's exit count: both store n + 1, the
+ *               count moves once for two exits
  *
  * membarrier (ringbuf__writers_barrier) is modelled as in reset_writer.c: the
  * caller publishes a request (release) then runs an seq_cst fence and waits
@@ -52,19 +54,24 @@
  * every event of an outermost writer that entered before the barrier, and of
  * the writers nested in it, is committed and its commit ([W-commit], release)
  * is visible to the caller (a relaxed load reads it or a later value).
- * GENMC-FAIL lines, the old protocol and the mutants it must catch:
+ * GENMC-FAIL lines, the old protocols and the mutants it must catch:
+ *   -DOLD_ENTRY_COUNT   entries counted at entry ([Q-W]), not exits:
+ *                       -DNESTED=4 returns with the first handler's event
+ *                       uncommitted
  *   -DOLD_Q4            the protocol before [Q-PEND]: Q2/Q4 end on
- *                       committing == 0 alone, or on entered != e0 (one
- *                       entry): -DNESTED=3 returns in E0's window with the
- *                       handler's event uncommitted
+ *                       committing == 0 alone: -DNESTED=3 returns in E0's
+ *                       window with the handler's event uncommitted
  *   -DNO_BARRIER        quiesce without Q1 (the caller's loads are not
  *                       ordered after the writer's entry: Q2 reads 0)
  *   -DRELAXED_EXIT      committing = 0 relaxed instead of release ([M3])
+ *   -DRELAXED_EXITCOUNT the exit count stored relaxed instead of release
+ *                       ([Q-X]): Q4 ends on it without seeing the commits
+ *   -DEXIT_COUNT_FIRST  the exit counted before the walk
  *   -DQ3_RELAXED_COMMITS  Q4 watches the whole 64-bit commits word instead
  *                       of its low half: a nested entry changes it
- *   -DCOMMITTING_FIRST  the writer stores committing = 1 before its
- *                       increment of commits ([Q-W] order): Q3 reads the
- *                       count before the entry and Q4 ends at the increment
+ *   -DOLD_ENTRY_COUNT -DCOMMITTING_FIRST  the old entry count stored after
+ *                       committing = 1: Q3 read the count before the entry
+ *                       and Q4 ended at the increment
  */
 /* GENMC-PASS: -rc11 -- -DNESTED=0 */
 /* GENMC-PASS: -imm -- -DNESTED=0 */
@@ -74,18 +81,23 @@
 /* GENMC-PASS: -imm -- -DNESTED=2 */
 /* GENMC-PASS: -rc11 -- -DNESTED=3 */
 /* GENMC-PASS: -imm -- -DNESTED=3 */
-/* GENMC-PASS: -rc11 -- -DTWO_ENTRIES -DNESTED=4 */
-/* GENMC-PASS: -imm -- -DTWO_ENTRIES -DNESTED=4 */
-/* GENMC-FAIL: -rc11 -- -DNESTED=4 */
+/* GENMC-PASS: -rc11 -- -DNESTED=4 */
+/* GENMC-PASS: -imm -- -DNESTED=4 */
+/* GENMC-PASS: -rc11 -- -DNESTED=5 */
+/* GENMC-PASS: -imm -- -DNESTED=5 */
+/* GENMC-FAIL: -rc11 -- -DOLD_ENTRY_COUNT -DNESTED=4 */
 /* GENMC-FAIL: -rc11 -- -DOLD_Q4 -DNESTED=3 */
 /* GENMC-FAIL: -imm -- -DOLD_Q4 -DNESTED=3 */
 /* GENMC-FAIL: -rc11 -- -DNO_BARRIER -DNESTED=0 */
 /* GENMC-FAIL: -imm -- -DNO_BARRIER -DNESTED=0 */
 /* GENMC-FAIL: -rc11 -- -DRELAXED_EXIT -DNESTED=0 */
 /* GENMC-FAIL: -imm -- -DRELAXED_EXIT -DNESTED=0 */
+/* GENMC-FAIL: -rc11 -- -DRELAXED_EXITCOUNT -DNESTED=0 */
+/* GENMC-FAIL: -imm -- -DRELAXED_EXITCOUNT -DNESTED=0 */
+/* GENMC-FAIL: -rc11 -- -DEXIT_COUNT_FIRST -DNESTED=0 */
 /* GENMC-FAIL: -rc11 -- -DQ3_RELAXED_COMMITS -DNESTED=1 */
-/* GENMC-FAIL: -rc11 -- -DCOMMITTING_FIRST -DNESTED=0 */
-/* GENMC-FAIL: -imm -- -DCOMMITTING_FIRST -DNESTED=0 */
+/* GENMC-FAIL: -rc11 -- -DOLD_ENTRY_COUNT -DCOMMITTING_FIRST -DNESTED=0 */
+/* GENMC-FAIL: -imm -- -DOLD_ENTRY_COUNT -DCOMMITTING_FIRST -DNESTED=0 */
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -101,6 +113,11 @@
 #define EXIT_MO memory_order_relaxed
 #else
 #define EXIT_MO memory_order_release
+#endif
+#ifdef RELAXED_EXITCOUNT
+#define EXITCOUNT_MO memory_order_relaxed
+#else
+#define EXITCOUNT_MO memory_order_release
 #endif
 
 /* events, by the outermost entry they belong to (in entry order) */
@@ -120,17 +137,24 @@ static const int outer_of[NEV] = {0, 1, 2}; /* the handler (outermost first), E0
 #define NEV 3
 #define NOUTER 2
 static const int outer_of[NEV] = {0, 0, 1}; /* E0, the handler nested in E0's commit_fast, E1 */
-#else
+#elif NESTED == 4
 #define NEV 4
 #define NOUTER 3
 /* E0, the handler nested in E0's commit_fast, a handler running as
  * outermost in E0's window (committing 0, its nested event not committed), E1 */
 static const int outer_of[NEV] = {0, 0, 1, 2};
+#else
+#define NEV 3
+#define NOUTER 3
+/* E0, a handler running as outermost between E0's last re-check and its
+ * exit count (both store the same count), E1 */
+static const int outer_of[NEV] = {0, 1, 2};
 #endif
+static int exit_cut = -1; /* NESTED=5: the handler that cuts in at E0's exit count */
 
 /* struct ringbuf__cpu, the fields that matter */
 static atomic_uint committing; /* nesting depth of writers in flight */
-static atomic_ulong commits;   /* low half: outermost entries; + COMMITS_NESTED per nested one */
+static atomic_ulong commits;   /* low half: outermost exits ([Q-X]); + COMMITS_NESTED per nested entry */
 /* one page: its write index (events reserved, in id order: event j ends at
  * j + 1) and its commit ([W-commit], release) */
 static atomic_int pg_write, pg_commit;
@@ -188,6 +212,8 @@ static void walk(void)
 	}
 }
 
+static void exit_count(unsigned long n);
+
 /* ringbuf__end_commit for the outermost writer (2 rounds are enough here) */
 static void end_commit(void)
 {
@@ -197,8 +223,10 @@ static void end_commit(void)
 		walk();
 		atomic_store_explicit(&committing, 0, EXIT_MO); /* [M3] */
 		poll();
-		if (atomic_load_explicit(&commits, RLX) == n)
+		if (atomic_load_explicit(&commits, RLX) == n) {
+			exit_count(n);
 			return;
+		}
 		atomic_store_explicit(&committing, 1, RLX);
 		poll();
 	}
@@ -220,13 +248,15 @@ static void nested_event(int id)
 
 static void outer_event(int id, int handler_at_entry, int nested_id, int late_id, int win_id);
 
-/* enter as outermost ([Q-W] then committing = 1) */
+/* enter as outermost: committing = 1 (-DOLD_ENTRY_COUNT: [Q-W] commits += 1
+ * first, the protocol before the exit count) */
 static void enter(int handler_at_entry)
 {
 	unsigned long n0 = atomic_load_explicit(&commits, RLX);
 	poll();
 	if (handler_at_entry)
 		outer_event(0, 0, -1, -1, -1); /* sees committing 0: enters as outermost */
+#ifdef OLD_ENTRY_COUNT
 #ifdef COMMITTING_FIRST
 	atomic_store_explicit(&committing, 1, RLX);
 	started++;
@@ -238,7 +268,26 @@ static void enter(int handler_at_entry)
 	atomic_store_explicit(&committing, 1, RLX);
 	started++;
 #endif
+#else
+	(void)n0;
+	atomic_store_explicit(&committing, 1, RLX);
+	started++;
+#endif
 	poll();
+}
+
+/* [Q-X] the outermost exit: commits = n + 1 (release), n the count the
+ * writer's last re-check read, after its walk and committing = 0. A handler
+ * that runs between that load and this store (as outermost: committing is
+ * 0) exits with the same store: the count stands still for once. */
+static void exit_count(unsigned long n)
+{
+#ifndef OLD_ENTRY_COUNT
+	atomic_store_explicit(&commits, n + 1, EXITCOUNT_MO);
+	poll();
+#else
+	(void)n;
+#endif
 }
 
 /* ringbuf_reserve + ringbuf_commit of an outermost writer */
@@ -253,6 +302,10 @@ static void outer_event(int id, int handler_at_entry, int nested_id, int late_id
 	/* ringbuf__commit_fast */
 	n = atomic_load_explicit(&commits, RLX);
 	poll();
+#ifdef EXIT_COUNT_FIRST
+	exit_count(n); /* mutant: counted before the walk */
+	n++;
+#endif
 	walk();
 	/* (commit_fast re-checks the tail and write index here) */
 	if (late_id >= 0)
@@ -261,8 +314,15 @@ static void outer_event(int id, int handler_at_entry, int nested_id, int late_id
 	poll();
 	if (win_id >= 0)
 		outer_event(win_id, 0, -1, -1, -1); /* sees committing 0: outermost */
-	if (atomic_load_explicit(&commits, RLX) == n)
+	if (atomic_load_explicit(&commits, RLX) == n) {
+		if (exit_cut >= 0) {
+			int h = exit_cut;
+			exit_cut = -1;
+			outer_event(h, 0, -1, -1, -1); /* sees committing 0: outermost */
+		}
+		exit_count(n);
 		return;
+	}
 	atomic_store_explicit(&committing, 1, RLX); /* a writer started: the general path */
 	poll();
 	end_commit();
@@ -284,9 +344,13 @@ static void *writer(void *arg)
 #elif NESTED == 3
 	outer_event(0, 0, -1, 1, -1);
 	outer_event(2, 0, -1, -1, -1);
-#else
+#elif NESTED == 4
 	outer_event(0, 0, -1, 1, 2);
 	outer_event(3, 0, -1, -1, -1);
+#else
+	exit_cut = 1;
+	outer_event(0, 0, -1, -1, -1);
+	outer_event(2, 0, -1, -1, -1);
 #endif
 	atomic_store_explicit(&writer_done, 1, memory_order_release);
 	return NULL;
@@ -308,11 +372,6 @@ static int quiet(void)
 #endif
 }
 
-#ifdef TWO_ENTRIES
-#define ENTRIES 2u
-#else
-#define ENTRIES 1u
-#endif
 
 static void *quiescer(void *arg)
 {
@@ -328,9 +387,9 @@ static void *quiescer(void *arg)
 		while (!quiet() && atomic_load_explicit(&commits, memory_order_acquire) == e0)
 			;
 #else
-		uint32_t e0 = (uint32_t)atomic_load_explicit(&commits, memory_order_acquire); /* Q3 */
+		uint32_t x0 = (uint32_t)atomic_load_explicit(&commits, memory_order_acquire); /* Q3 */
 		while (!quiet() && /* Q4 */
-		       (uint32_t)atomic_load_explicit(&commits, memory_order_acquire) - e0 < ENTRIES)
+		       (uint32_t)atomic_load_explicit(&commits, memory_order_acquire) == x0)
 			;
 #endif
 	}
