@@ -57,6 +57,15 @@
  *   allocation, no stdio. Everything else (start/stop, filters, export) is for
  *   ordinary threads; start/stop and the filters may change while hooks run.
  *
+ *   Dynamic patching instead of -finstrument-functions (x86-64 Linux, gcc;
+ *   >>fentry): build the code to trace with
+ *       gcc -pg -mfentry -mnop-mcount -mrecord-mcount -fno-pie -no-pie
+ *   (a 5-byte NOP at every function's start: no cost until patched), then
+ *   ringbuf_ftrace_start(rb, cpu, RINGBUF_FTRACE_FUNCTION);
+ *   ringbuf_ftrace_patch();    // the filter's functions now record `function`
+ *   ...; ringbuf_ftrace_unpatch(); ringbuf_ftrace_stop();
+ *   Safe with other threads running the patched code (>>design, FENTRY).
+ *
  * LIMITS
  *   Linux/ELF (dl_iterate_phdr, ELF symbol tables). Functions are named by
  *   the ELF .symtab/.dynsym of each loaded object file (a stripped object
@@ -457,9 +466,13 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  *      Objects dlopen'ed after the first patch are not patched; unpatch
  *      before dlclose of an object that has patched sites. Under a debugger
  *      the int3 traps of P1..P3 stop the program (gdb: `handle SIGTRAP
- *      nostop noprint pass` while patching). Under ASan the patching works
- *      (tests/test_ftrace_fentry.c runs in make asan); TSan is not supported
- *      with a position-dependent program.
+ *      nostop noprint pass` while patching). ASan and UBSan: works
+ *      (tests/test_ftrace_fentry.c runs in make asan-ubsan); TSan: not
+ *      supported (it defers the SIGTRAP handler and reports it; make tsan
+ *      builds the test without the sites). A fork() while another thread
+ *      patches: the child's sites may keep their int3, which its inherited
+ *      handler emulates (correct, slower), and the child must not patch (the
+ *      patch lock is held by a thread it does not have).
  */
 
 #ifdef __cplusplus
