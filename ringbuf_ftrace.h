@@ -472,7 +472,9 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  *      builds the test without the sites). A fork() while another thread
  *      patches: the child's sites may keep their int3, which its inherited
  *      handler emulates (correct, slower), and the child must not patch (the
- *      patch lock is held by a thread it does not have).
+ *      patch lock is held by a thread it does not have). User-space shadow
+ *      stacks (CET SHSTK, off unless the program opts in) are not
+ *      supported: the emulated call pushes no shadow-stack entry.
  */
 
 #ifdef __cplusplus
@@ -1383,7 +1385,9 @@ RINGBUF_API int ringbuf_ftrace_save_tracedat(struct ringbuf *rb, const struct ri
 
 /* ---- >>fimpl: fentry patching (>>design, FENTRY) ------------------------- */
 
-static const char *ringbuf_ftrace__perr = "";
+/* the reason of the last failure: a static string (relaxed: any one of them) */
+static RINGBUF__ATOMIC(const char *) ringbuf_ftrace__perr;
+#define RINGBUF_FTRACE__PERR(text) atomic_store_explicit(&ringbuf_ftrace__perr, (text), memory_order_relaxed)
 
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && defined(SA_SIGINFO)
 #define RINGBUF_FTRACE__FENTRY 1
@@ -1441,7 +1445,7 @@ static struct {
  * [rsp] = site + 5 and [rsp + 8] = the traced function's return address. */
 RINGBUF_FTRACE__NOINSTR __attribute__((used, noinline)) static void
 ringbuf_ftrace__fentry_hook(uintptr_t site, uintptr_t parent) __asm__("ringbuf_ftrace__fentry_hook");
-__asm__(".text\n"
+__asm__(".pushsection .text\n" /* and back: the compiler keeps track of its section */
 	".p2align 4\n"
 	".type ringbuf_ftrace__tramp, @function\n"
 	"ringbuf_ftrace__tramp:\n"
@@ -1496,7 +1500,8 @@ __asm__(".text\n"
 	".cfi_def_cfa %rsp, 8\n"
 	"\tret\n"
 	".cfi_endproc\n"
-	".size ringbuf_ftrace__tramp, .-ringbuf_ftrace__tramp\n");
+	".size ringbuf_ftrace__tramp, .-ringbuf_ftrace__tramp\n"
+	".popsection\n");
 
 RINGBUF_FTRACE__NOINSTR static inline uintptr_t ringbuf_ftrace__tramp_addr(void)
 {
@@ -1771,14 +1776,14 @@ RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__fe_init(void)
 	if (!ringbuf_ftrace__fe.mb) {
 		q = syscall(SYS_membarrier, 0 /* MEMBARRIER_CMD_QUERY */, 0, 0);
 		if (q < 0 || !(q & 32) || !(q & 64)) {
-			ringbuf_ftrace__perr = "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) is not available "
-					       "(Linux >= 4.16, not filtered by seccomp): patching would be unsafe";
+			RINGBUF_FTRACE__PERR("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) is not available "
+					       "(Linux >= 4.16, not filtered by seccomp): patching would be unsafe");
 			if (q >= 0)
 				errno = ENOSYS;
 			return RINGBUF_ESYS;
 		}
 		if (syscall(SYS_membarrier, 64 /* REGISTER_PRIVATE_EXPEDITED_SYNC_CORE */, 0, 0) != 0) {
-			ringbuf_ftrace__perr = "membarrier: registering for PRIVATE_EXPEDITED_SYNC_CORE failed";
+			RINGBUF_FTRACE__PERR("membarrier: registering for PRIVATE_EXPEDITED_SYNC_CORE failed");
 			return RINGBUF_ESYS;
 		}
 		ringbuf_ftrace__fe.mb = true;
@@ -1786,7 +1791,7 @@ RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__fe_init(void)
 	if (!ringbuf_ftrace__fe.built) {
 		struct ringbuf_ftrace__site *t;
 		if (!ringbuf_ftrace__g.nsyms && (err = ringbuf_ftrace_load_symbols()) < 0) {
-			ringbuf_ftrace__perr = "reading the symbol tables failed";
+			RINGBUF_FTRACE__PERR("reading the symbol tables failed");
 			return err;
 		}
 		err = 0;
@@ -1799,12 +1804,12 @@ RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__fe_init(void)
 			ringbuf_ftrace__fe.segs = NULL;
 			ringbuf_ftrace__fe.n = ringbuf_ftrace__fe.cap = ringbuf_ftrace__fe.nsegs = 0;
 			ringbuf_ftrace__fe.segcap = 0;
-			ringbuf_ftrace__perr = "out of memory reading the fentry sites";
+			RINGBUF_FTRACE__PERR("out of memory reading the fentry sites");
 			return err;
 		}
 		if (!ringbuf_ftrace__fe.n) {
-			ringbuf_ftrace__perr = "no fentry sites: build the code to trace with gcc -pg -mfentry "
-					       "-mnop-mcount -mrecord-mcount -fno-pie -no-pie (x86-64)";
+			RINGBUF_FTRACE__PERR("no fentry sites: build the code to trace with gcc -pg -mfentry "
+					       "-mnop-mcount -mrecord-mcount -fno-pie -no-pie (x86-64)");
 			errno = ENOENT;
 			return RINGBUF_ESYS;
 		}
@@ -1820,7 +1825,7 @@ RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__fe_init(void)
 		sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_ONSTACK;
 		sigemptyset(&sa.sa_mask);
 		if (sigaction(SIGTRAP, &sa, &ringbuf_ftrace__fe.old) != 0) {
-			ringbuf_ftrace__perr = "sigaction(SIGTRAP) failed";
+			RINGBUF_FTRACE__PERR("sigaction(SIGTRAP) failed");
 			return RINGBUF_ESYS;
 		}
 		ringbuf_ftrace__fe.handler = true;
@@ -1857,7 +1862,7 @@ RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__apply(bool all_off)
 	lo = (uintptr_t *)calloc(ringbuf_ftrace__fe.nsegs + 1, sizeof *lo);
 	hi = (uintptr_t *)calloc(ringbuf_ftrace__fe.nsegs + 1, sizeof *hi);
 	if (!want || !lo || !hi) {
-		ringbuf_ftrace__perr = "out of memory";
+		RINGBUF_FTRACE__PERR("out of memory");
 		r = RINGBUF_ENOMEM;
 		goto out;
 	}
@@ -1868,8 +1873,8 @@ RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__apply(bool all_off)
 		if (want[i] == atomic_load_explicit(&t[i].state, memory_order_relaxed))
 			continue;
 		if (want[i] && (d < INT32_MIN || d > INT32_MAX)) {
-			ringbuf_ftrace__perr = "a site is more than 2 GiB from the trampoline (the tracer in a shared "
-					       "object far from the traced program): nothing patched";
+			RINGBUF_FTRACE__PERR("a site is more than 2 GiB from the trampoline (the tracer in a shared "
+					       "object far from the traced program): nothing patched");
 			errno = ERANGE;
 			r = RINGBUF_ESYS;
 			goto out;
@@ -1891,8 +1896,8 @@ RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__apply(bool all_off)
 				if (hi[k])
 					(void)mprotect((void *)lo[k], hi[k] - lo[k], ringbuf_ftrace__fe.segs[k].prot);
 			errno = e;
-			ringbuf_ftrace__perr = "mprotect(READ|WRITE|EXEC) of the code refused (a W^X policy: SELinux "
-					       "execmod, PaX MPROTECT): nothing patched";
+			RINGBUF_FTRACE__PERR("mprotect(READ|WRITE|EXEC) of the code refused (a W^X policy: SELinux "
+					       "execmod, PaX MPROTECT): nothing patched");
 			r = RINGBUF_ESYS;
 			goto out;
 		}
@@ -1943,7 +1948,7 @@ RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__apply(bool all_off)
 		s3 = ringbuf_ftrace__sync();
 		(void)done;
 		if (s1 || s2 || s3)
-			ringbuf_ftrace__perr = "membarrier SYNC_CORE failed during the patch (the sites are complete)";
+			RINGBUF_FTRACE__PERR("membarrier SYNC_CORE failed during the patch (the sites are complete)");
 	}
 	/* P4 */
 	for (k = 0; k < ringbuf_ftrace__fe.nsegs; k++)
@@ -1965,15 +1970,15 @@ RINGBUF_API int ringbuf_ftrace_patch(void)
 #if RINGBUF_FTRACE__FENTRY
 	int r;
 	pthread_mutex_lock(&ringbuf_ftrace__fe.lock);
-	ringbuf_ftrace__perr = "";
+	RINGBUF_FTRACE__PERR("");
 	if ((r = ringbuf_ftrace__fe_init()) == 0 && (r = ringbuf_ftrace__apply(false)) == 0)
 		r = (int)(ringbuf_ftrace__fe.patched > INT32_MAX ? INT32_MAX : ringbuf_ftrace__fe.patched);
 	pthread_mutex_unlock(&ringbuf_ftrace__fe.lock);
 	return r;
 #else
-	ringbuf_ftrace__perr = "fentry patching is implemented for x86-64 Linux only (gcc -mfentry NOP sites, the "
+	RINGBUF_FTRACE__PERR("fentry patching is implemented for x86-64 Linux only (gcc -mfentry NOP sites, the "
 			       "int3 patching sequence, the x86-64 trampoline), in a file with POSIX signals "
-			       "(_POSIX_C_SOURCE or _GNU_SOURCE)";
+			       "(_POSIX_C_SOURCE or _GNU_SOURCE)");
 	errno = ENOSYS;
 	return RINGBUF_ESYS;
 #endif
@@ -1985,20 +1990,21 @@ RINGBUF_API int ringbuf_ftrace_unpatch(void)
 	size_t before;
 	int r = 0;
 	pthread_mutex_lock(&ringbuf_ftrace__fe.lock);
-	ringbuf_ftrace__perr = "";
+	RINGBUF_FTRACE__PERR("");
 	before = ringbuf_ftrace__fe.patched;
 	if (before && (r = ringbuf_ftrace__apply(true)) == 0)
 		r = (int)(before > INT32_MAX ? INT32_MAX : before);
 	pthread_mutex_unlock(&ringbuf_ftrace__fe.lock);
 	return r;
 #else
-	return ringbuf_ftrace_patch();
+	return 0; /* nothing can have been patched */
 #endif
 }
 
 RINGBUF_API const char *ringbuf_ftrace_patch_error(void)
 {
-	return ringbuf_ftrace__perr;
+	const char *e = atomic_load_explicit(&ringbuf_ftrace__perr, memory_order_relaxed);
+	return e ? e : "";
 }
 
 RINGBUF_API void ringbuf_ftrace_patch_sites(size_t *total, size_t *patched)
