@@ -127,6 +127,16 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 
 $(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_net.h ringbuf_ftrace.h $(TEST_HDRS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
+# tests/test_ftrace_fentry.c: gcc's x86-64 -mfentry NOP sites (ringbuf_ftrace.h
+# >>fentry) when $(CC) makes them; other compilers and architectures build it
+# without them (it checks that patching refuses, and skips). Compiled with
+# -pg, linked without it: -pg at link time adds gcrt1.o, which writes gmon.out.
+FENTRY_FLAGS := -pg -mfentry -mnop-mcount -mrecord-mcount -fno-pie
+# (not under TSan, which defers the tracer's SIGTRAP handler and reports it)
+fentry_ok = $(if $(findstring thread,$(SAN_FLAGS)),,$(shell printf 'int main(void) { return 0; }\n' | $(CC) $(FENTRY_FLAGS) -no-pie $(SAN_FLAGS) -x c -o /dev/null - >/dev/null 2>&1 && echo 1))
+$(BUILD)/tests/test_ftrace_fentry: tests/test_ftrace_fentry.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_ftrace.h | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) $(if $(fentry_ok),$(FENTRY_FLAGS) -DTEST_FENTRY) -DRINGBUF_TESTING -c -o $@.o $<
+	$(CC) $(ALL_CFLAGS) $(if $(fentry_ok),-no-pie) $(LDFLAGS) -o $@ $@.o -lcmocka
 # tests that include a tool's source
 $(BUILD)/tests/test_read_tool: tools/ringbuf-read.c
 $(BUILD)/tests/test_record: tools/ringbuf-record.c

@@ -35,7 +35,9 @@
  *
  * TABLE OF CONTENTS (grep for the anchors)
  *   >>fapi     the public API: start/stop, filters, per-thread switch, export
- *   >>design   hooks, shadow stack, signals, longjmp, exceptions, filters
+ *   >>fentry   dynamic patching of -mfentry NOP sites (x86-64 Linux, gcc)
+ *   >>design   hooks, shadow stack, signals, longjmp, exceptions, filters,
+ *              FENTRY (the patching sequence and why it is safe)
  *   >>fimpl    the implementation (RINGBUF_IMPLEMENTATION only)
  *
  * CONFIGURATION
@@ -54,6 +56,15 @@
  *   tracer state, a binary search of the filter, ringbuf reserve/commit. No
  *   allocation, no stdio. Everything else (start/stop, filters, export) is for
  *   ordinary threads; start/stop and the filters may change while hooks run.
+ *
+ *   Dynamic patching instead of -finstrument-functions (x86-64 Linux, gcc;
+ *   >>fentry): build the code to trace with
+ *       gcc -pg -mfentry -mnop-mcount -mrecord-mcount -fno-pie -no-pie
+ *   (a 5-byte NOP at every function's start: no cost until patched), then
+ *   ringbuf_ftrace_start(rb, cpu, RINGBUF_FTRACE_FUNCTION);
+ *   ringbuf_ftrace_patch();    // the filter's functions now record `function`
+ *   ...; ringbuf_ftrace_unpatch(); ringbuf_ftrace_stop();
+ *   Safe with other threads running the patched code (>>design, FENTRY).
  *
  * LIMITS
  *   Linux/ELF (dl_iterate_phdr, ELF symbol tables). Functions are named by
@@ -82,6 +93,10 @@
 #define ringbuf_ftrace_stop              RINGBUF__NS(ringbuf_ftrace_stop)
 #define ringbuf_ftrace_thread_depth      RINGBUF__NS(ringbuf_ftrace_thread_depth)
 #define ringbuf_ftrace_thread_enable     RINGBUF__NS(ringbuf_ftrace_thread_enable)
+#define ringbuf_ftrace_patch             RINGBUF__NS(ringbuf_ftrace_patch)
+#define ringbuf_ftrace_unpatch           RINGBUF__NS(ringbuf_ftrace_unpatch)
+#define ringbuf_ftrace_patch_error       RINGBUF__NS(ringbuf_ftrace_patch_error)
+#define ringbuf_ftrace_patch_sites       RINGBUF__NS(ringbuf_ftrace_patch_sites)
 #endif
 
 #ifdef __cplusplus
@@ -170,9 +185,12 @@ RINGBUF_API void ringbuf_ftrace_thread_enable(bool on);
 RINGBUF_API unsigned ringbuf_ftrace_thread_depth(void);
 /** Counters over all threads: records dropped by the buffer, frames beyond
  * MAX_DEPTH, exits emitted for frames left by longjmp (repaired), hooks
- * skipped because they interrupted a hook (a signal handler). */
+ * skipped because they interrupted a hook (a signal handler); fentry sites
+ * (>>fentry): calls that hit a site's int3 while it was being patched, whose
+ * effect the SIGTRAP handler emulated. */
 struct ringbuf_ftrace_stats {
 	uint64_t dropped, overrun, repaired, nested_skipped;
+	uint64_t trapped;
 };
 RINGBUF_API void ringbuf_ftrace_get_stats(struct ringbuf_ftrace_stats *st);
 
@@ -190,6 +208,36 @@ RINGBUF_API int ringbuf_ftrace_save_tracedat(struct ringbuf *rb, const struct ri
 					     const char *path, const struct ringbuf_trace_tracedat_opts *opts);
 /** Free the symbol tables and every filter set. Call when no hook runs. */
 RINGBUF_API void ringbuf_ftrace_free(void);
+
+/* ---- >>fentry: dynamic patching (x86-64 Linux, gcc) ---------------------
+ * The code to trace compiled with gcc -pg -mfentry -mnop-mcount
+ * -mrecord-mcount -fno-pie -no-pie (see >>design, FENTRY): every function
+ * starts with a 5-byte NOP whose address is listed in __mcount_loc, and costs
+ * nothing while it is a NOP. ringbuf_ftrace_patch() turns the NOPs of the
+ * functions the filter selects into calls to the tracer, which record the
+ * `function` event (ip, parent_ip) while ringbuf_ftrace_start()ed with
+ * RINGBUF_FTRACE_FUNCTION; ringbuf_ftrace_unpatch() puts the NOPs back. Both
+ * are safe with other threads (and their signal handlers) running the code
+ * being patched. */
+
+/** Patch: every recorded fentry site (of the objects loaded at the first
+ * call) whose function the filter and notrace select now becomes a call to
+ * the tracer's trampoline; sites patched before that no longer match are
+ * unpatched. Functions named ringbuf_* are never patched. Returns the number
+ * of sites patched after the call (0: no site matched), or
+ * RINGBUF_ESYS (errno set; ringbuf_ftrace_patch_error() says why: not
+ * x86-64 Linux, no fentry sites in the program, membarrier SYNC_CORE
+ * unavailable, mprotect refused) / RINGBUF_ENOMEM: then no site changed.
+ * Not async-signal-safe; calls from several threads are serialised. */
+RINGBUF_API int ringbuf_ftrace_patch(void);
+/** Unpatch every patched site (the original NOP again). Returns the number
+ * of sites unpatched, or RINGBUF_ESYS (ringbuf_ftrace_patch_error()). */
+RINGBUF_API int ringbuf_ftrace_unpatch(void);
+/** Why the last ringbuf_ftrace_patch/unpatch failed ("" after a success). */
+RINGBUF_API const char *ringbuf_ftrace_patch_error(void);
+/** The fentry sites found (0 before the first ringbuf_ftrace_patch, or in a
+ * program built without them), and how many are patched now. NULL-safe. */
+RINGBUF_API void ringbuf_ftrace_patch_sites(size_t *total, size_t *patched);
 
 /** What the hooks call (fn = the function, site = its call site, frame = a
  * key that orders the caller's frames: lower = deeper; NULL = unknown, no
@@ -317,7 +365,116 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * out of line. Measured (make bench-ftrace, its floor row: hooks that write
  * the same two records and do nothing else), the two records through
  * ringbuf.h are about 4/5 of a traced call; the busy flag, the shadow stack
- * and the frame key most of the rest (docs/tracing.md, Cost).
+ * and the frame key most of the rest (docs/tracing.md, Cost). *
+ * FENTRY (dynamic patching; x86-64 Linux; >>fentry). What gcc 12 emits with
+ * -pg -mfentry -mnop-mcount -mrecord-mcount: the first instruction of every
+ * function (after an endbr64 under -fcf-protection) is the 5-byte NOP
+ * 0f 1f 44 00 00, and the address of each such site is stored in the
+ * allocated section __mcount_loc (8-byte link-time addresses). gcc refuses
+ * -mnop-mcount with -fPIC/-fPIE ("not implemented"), so the traced code is
+ * position-dependent: -fno-pie -no-pie (Debian's gcc makes PIE by default);
+ * clang has no -mnop-mcount/-mrecord-mcount on x86. Functions marked
+ * no_instrument_function (all of this header) get no site.
+ *   SITES (the first ringbuf_ftrace_patch): dl_iterate_phdr lists the loaded
+ *      objects; each object's file (/proc/self/exe for the program) is mapped
+ *      and its section headers searched for __mcount_loc, whose entries plus
+ *      the load bias (0 for a position-dependent program) are the sites. A
+ *      site is kept only if it lies in an executable PT_LOAD segment of its
+ *      object, its 5 bytes in memory are the NOP, and it is the first
+ *      instruction of a function of the symbol table (at the symbol, or 4
+ *      bytes in after an endbr64): anything else is left alone. The table
+ *      {site, function, state} is sorted by site and never freed (below).
+ *   CALL. A patched site is `call tramp` (e8 rel32; an object more than
+ *      2 GiB from the trampoline cannot be patched: ESYS). The trampoline
+ *      (file-scope asm) aligns the stack, saves what the function has not
+ *      saved yet because it has not run: rax (the vector count of a varargs
+ *      call), rdi, rsi, rdx, rcx, r8, r9 (arguments), r10 (static chain),
+ *      r11, xmm0-7 (arguments, 128-bit); passes ip = its return address - 5
+ *      and parent_ip = the word above it (the traced function's return
+ *      address); calls the hook; restores; returns to site + 5. The hook is
+ *      the `function` path of the -finstrument-functions hooks (H1 busy, H2
+ *      state, H4 filter, the record), with the function found by binary
+ *      search of the site table: same record, same filters (the filter is
+ *      re-checked, so a function whose filter changed after patching is not
+ *      recorded). Not saved: the upper halves of ymm/zmm argument registers;
+ *      the hook path uses no 256-bit instruction and calls no vector code
+ *      unless the implementation file is itself compiled with -mavx and the
+ *      compiler vectorises it (then a function taking __m256 by value would
+ *      see its argument's upper half zeroed: compile that file without AVX).
+ *   CROSS-MODIFYING CODE. Another thread may be executing any site at any
+ *      instant, and x86 (Intel SDM vol. 3, 8.1.3) only promises a coherent
+ *      view of modified code to a processor that executes a serialising
+ *      instruction after the modification and before it runs the modified
+ *      bytes; a 5-byte store is not atomic for instruction fetch. The
+ *      kernel's text_poke_bp sequence, in user space, one batch for all
+ *      the sites that change (ringbuf_ftrace__apply):
+ *   P0 make the pages of the changed sites writable with mprotect(READ |
+ *      WRITE | EXEC): never without EXEC (other threads run that code; the
+ *      patching thread may too). A W^X policy (SELinux execmod, PaX
+ *      MPROTECT) refuses: ESYS, nothing written. Each site's `state` (what
+ *      it becomes) is stored first, for T below.
+ *   P1 write int3 (cc) over the first byte of each site; SYNC.
+ *   P2 write bytes 1..4 of the new instruction; SYNC. No thread runs them:
+ *      a thread at the site stops at the int3 (P1's SYNC made every core see
+ *      it before any could have fetched the new bytes).
+ *   P3 write the first byte of the new instruction (e8 call, 0f nop); SYNC.
+ *      A thread reads either cc (T) or the whole new instruction.
+ *   P4 the pages' protections back (from the segment's PT_LOAD flags).
+ *   SYNC = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) (Linux
+ *      4.16: every running thread of the process executes a core-serialising
+ *      instruction before it returns, and a thread not running does before
+ *      it next returns to user space), registered first with
+ *      ..._REGISTER_PRIVATE_EXPEDITED_SYNC_CORE; then cpuid on the patching
+ *      thread itself. Where membarrier or SYNC_CORE is missing (old kernels,
+ *      seccomp filters, some emulators) nothing is patched: ESYS, never an
+ *      unsafe patch.
+ *   T  a thread that runs the int3 in P1..P3 takes SIGTRAP (si_code
+ *      SI_KERNEL, ip = site + 1); the tracer's handler (installed at the
+ *      first patch, SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_ONSTACK)
+ *      finds the site in the table and emulates what the site is becoming
+ *      (its `state`): the NOP (ip = site + 5) or the call (push site + 5 --
+ *      below the interrupted stack pointer is the red zone, free at a
+ *      function's first instruction, and the kernel put the signal frame
+ *      below it -- ip = tramp). Either is what the site did at some moment
+ *      of the transition, so a call is recorded or not, never broken. A trap
+ *      at an address that is not a site is passed to the handler that was
+ *      installed before (SA_SIGINFO or not); SIG_DFL: the default action
+ *      (the process ends, as it would have); SIG_IGN: ignored.
+ *   KEPT FOREVER. A thread that trapped may be preempted anywhere between
+ *      the int3 and its handler's table lookup, long after the patch
+ *      returned; the kernel picks the handler at the trap. So the handler
+ *      stays installed and the site table allocated for the life of the
+ *      process (ringbuf_ftrace_free unpatches but keeps them); the
+ *      trampoline is static code. The program must not replace the SIGTRAP
+ *      handler while a patch or unpatch runs, nor block SIGTRAP in a thread
+ *      or a handler's sa_mask that may run a site (a blocked SIGTRAP from an
+ *      int3 kills the process).
+ *   AFTER UNPATCH a thread may still be inside the trampoline or the hook
+ *      (preempted there): as with the -finstrument-functions hooks, the
+ *      buffer and the filter sets may be freed only when no hook can run
+ *      (ringbuf_ftrace_stop, then the threads that ran traced code joined or
+ *      past a point known to be outside it); the site table and trampoline
+ *      are never freed.
+ *   NOT BUILT: function_graph through fentry (it needs the return address
+ *      replaced by a return trampoline and a shadow stack of the real ones,
+ *      with longjmp, exceptions and unwinders that read return addresses to
+ *      handle); a patched program records `function` events only (the
+ *      RINGBUF_FTRACE_GRAPH mode records nothing from patched sites). Other
+ *      architectures return ESYS: the int3 sequence, the 5-byte call and the
+ *      trampoline are x86-64's (aarch64 would use -fpatchable-function-entry
+ *      and a single 4-byte instruction write with its own cache maintenance).
+ *      Objects dlopen'ed after the first patch are not patched; unpatch
+ *      before dlclose of an object that has patched sites. Under a debugger
+ *      the int3 traps of P1..P3 stop the program (gdb: `handle SIGTRAP
+ *      nostop noprint pass` while patching). ASan and UBSan: works
+ *      (tests/test_ftrace_fentry.c runs in make asan-ubsan); TSan: not
+ *      supported (it defers the SIGTRAP handler and reports it; make tsan
+ *      builds the test without the sites). A fork() while another thread
+ *      patches: the child's sites may keep their int3, which its inherited
+ *      handler emulates (correct, slower), and the child must not patch (the
+ *      patch lock is held by a thread it does not have). User-space shadow
+ *      stacks (CET SHSTK, off unless the program opts in) are not
+ *      supported: the emulated call pushes no shadow-stack entry.
  */
 
 #ifdef __cplusplus
@@ -329,8 +486,11 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
 #define RINGBUF_FTRACE_IMPLEMENTATION_INCLUDED 1
 
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -394,7 +554,7 @@ static struct {
 	RINGBUF__ATOMIC(struct ringbuf_ftrace__set *) filter; /* NULL: all */
 	RINGBUF__ATOMIC(struct ringbuf_ftrace__set *) notrace;
 	struct ringbuf_ftrace__set *old;
-	RINGBUF__ATOMIC(uint64_t) dropped, overrun, repaired, nested;
+	RINGBUF__ATOMIC(uint64_t) dropped, overrun, repaired, nested, trapped;
 	struct ringbuf_ftrace__sym *syms;
 	size_t nsyms, symcap;
 } ringbuf_ftrace__g;
@@ -831,6 +991,7 @@ RINGBUF_API void ringbuf_ftrace_get_stats(struct ringbuf_ftrace_stats *st)
 	st->overrun = atomic_load_explicit(&ringbuf_ftrace__g.overrun, memory_order_relaxed);
 	st->repaired = atomic_load_explicit(&ringbuf_ftrace__g.repaired, memory_order_relaxed);
 	st->nested_skipped = atomic_load_explicit(&ringbuf_ftrace__g.nested, memory_order_relaxed);
+	st->trapped = atomic_load_explicit(&ringbuf_ftrace__g.trapped, memory_order_relaxed);
 }
 
 /* ---- >>fimpl: symbols ---------------------------------------------------- */
@@ -1222,9 +1383,651 @@ RINGBUF_API int ringbuf_ftrace_save_tracedat(struct ringbuf *rb, const struct ri
 	return r;
 }
 
+/* ---- >>fimpl: fentry patching (>>design, FENTRY) ------------------------- */
+
+/* the reason of the last failure: a static string (relaxed: any one of them) */
+static RINGBUF__ATOMIC(const char *) ringbuf_ftrace__perr;
+#define RINGBUF_FTRACE__PERR(text) atomic_store_explicit(&ringbuf_ftrace__perr, (text), memory_order_relaxed)
+
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && defined(SA_SIGINFO)
+#define RINGBUF_FTRACE__FENTRY 1
+#else
+#define RINGBUF_FTRACE__FENTRY 0
+#endif
+
+#if RINGBUF_FTRACE__FENTRY
+/* the flags hidden by a strict -std=c11 (Linux's values on x86-64) */
+#ifndef SA_RESTART
+#define SA_RESTART 0x10000000
+#endif
+#ifndef SA_NODEFER
+#define SA_NODEFER 0x40000000
+#endif
+#ifndef SA_ONSTACK
+#define SA_ONSTACK 0x08000000
+#endif
+#define RINGBUF_FTRACE__SI_KERNEL 0x80
+/* the registers in the handler's ucontext: the kernel's x86-64 signal frame
+ * ABI (struct ucontext: uc_flags, uc_link, uc_stack (24 bytes), then the
+ * sigcontext r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip: glibc's
+ * gregs[REG_RSP = 15], gregs[REG_RIP = 16]), named here because a strict
+ * -std=c11 file has no ucontext_t */
+#define RINGBUF_FTRACE__UC_GREGS 40
+#define RINGBUF_FTRACE__REG_RSP 15
+#define RINGBUF_FTRACE__REG_RIP 16
+#if defined(__USE_GNU) && defined(REG_RIP)
+_Static_assert(RINGBUF_FTRACE__REG_RIP == REG_RIP && RINGBUF_FTRACE__REG_RSP == REG_RSP, "x86-64 gregs");
+_Static_assert(offsetof(ucontext_t, uc_mcontext.gregs) == RINGBUF_FTRACE__UC_GREGS, "x86-64 ucontext");
+#endif
+
+/* The site table: sorted by site, built once, never freed (KEPT FOREVER) */
+struct ringbuf_ftrace__site {
+	uintptr_t site, func;
+	_Atomic(unsigned char) state; /* 1: a call (patched or becoming so), 0: the NOP */
+	unsigned char skip;           /* a ringbuf_* function: never patched */
+	unsigned short seg;           /* its segment in ringbuf_ftrace__segs */
+};
+struct ringbuf_ftrace__seg {
+	uintptr_t lo, hi; /* an executable PT_LOAD segment with sites */
+	int prot;         /* its protection (PT_LOAD flags) */
+};
+static struct {
+	RINGBUF__ATOMIC(struct ringbuf_ftrace__site *) tab; /* release: filled in */
+	size_t n, patched;
+	struct ringbuf_ftrace__seg *segs;
+	size_t nsegs, cap, segcap;
+	bool built, handler, mb;
+	struct sigaction old;
+	pthread_mutex_t lock;
+} ringbuf_ftrace__fe = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The trampoline (CALL in >>design). Entered by `call` from a site, with
+ * [rsp] = site + 5 and [rsp + 8] = the traced function's return address. */
+RINGBUF_FTRACE__NOINSTR __attribute__((used, noinline)) static void
+ringbuf_ftrace__fentry_hook(uintptr_t site, uintptr_t parent) __asm__("ringbuf_ftrace__fentry_hook");
+__asm__(".pushsection .text\n" /* and back: the compiler keeps track of its section */
+	".p2align 4\n"
+	".type ringbuf_ftrace__tramp, @function\n"
+	"ringbuf_ftrace__tramp:\n"
+	".cfi_startproc\n"
+	"\tpushq %rbp\n"
+	".cfi_adjust_cfa_offset 8\n"
+	".cfi_rel_offset %rbp, 0\n"
+	"\tmovq %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"\tandq $-16, %rsp\n"
+	"\tsubq $208, %rsp\n"
+	"\tmovq %rax, 0(%rsp)\n"
+	"\tmovq %rdi, 8(%rsp)\n"
+	"\tmovq %rsi, 16(%rsp)\n"
+	"\tmovq %rdx, 24(%rsp)\n"
+	"\tmovq %rcx, 32(%rsp)\n"
+	"\tmovq %r8, 40(%rsp)\n"
+	"\tmovq %r9, 48(%rsp)\n"
+	"\tmovq %r10, 56(%rsp)\n"
+	"\tmovq %r11, 64(%rsp)\n"
+	"\tmovaps %xmm0, 80(%rsp)\n"
+	"\tmovaps %xmm1, 96(%rsp)\n"
+	"\tmovaps %xmm2, 112(%rsp)\n"
+	"\tmovaps %xmm3, 128(%rsp)\n"
+	"\tmovaps %xmm4, 144(%rsp)\n"
+	"\tmovaps %xmm5, 160(%rsp)\n"
+	"\tmovaps %xmm6, 176(%rsp)\n"
+	"\tmovaps %xmm7, 192(%rsp)\n"
+	"\tmovq 8(%rbp), %rdi\n"  /* site + 5 */
+	"\tsubq $5, %rdi\n"
+	"\tmovq 16(%rbp), %rsi\n" /* parent_ip */
+	"\tcall ringbuf_ftrace__fentry_hook\n"
+	"\tmovaps 192(%rsp), %xmm7\n"
+	"\tmovaps 176(%rsp), %xmm6\n"
+	"\tmovaps 160(%rsp), %xmm5\n"
+	"\tmovaps 144(%rsp), %xmm4\n"
+	"\tmovaps 128(%rsp), %xmm3\n"
+	"\tmovaps 112(%rsp), %xmm2\n"
+	"\tmovaps 96(%rsp), %xmm1\n"
+	"\tmovaps 80(%rsp), %xmm0\n"
+	"\tmovq 64(%rsp), %r11\n"
+	"\tmovq 56(%rsp), %r10\n"
+	"\tmovq 48(%rsp), %r9\n"
+	"\tmovq 40(%rsp), %r8\n"
+	"\tmovq 32(%rsp), %rcx\n"
+	"\tmovq 24(%rsp), %rdx\n"
+	"\tmovq 16(%rsp), %rsi\n"
+	"\tmovq 8(%rsp), %rdi\n"
+	"\tmovq 0(%rsp), %rax\n"
+	"\tmovq %rbp, %rsp\n"
+	"\tpopq %rbp\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"\tret\n"
+	".cfi_endproc\n"
+	".size ringbuf_ftrace__tramp, .-ringbuf_ftrace__tramp\n"
+	".popsection\n");
+
+RINGBUF_FTRACE__NOINSTR static inline uintptr_t ringbuf_ftrace__tramp_addr(void)
+{
+	uintptr_t a;
+	__asm__("leaq ringbuf_ftrace__tramp(%%rip), %0" : "=r"(a));
+	return a;
+}
+
+/* the entry for site, or NULL (binary search; async-signal-safe) */
+RINGBUF_FTRACE__NOINSTR static inline struct ringbuf_ftrace__site *ringbuf_ftrace__site_find(uintptr_t site)
+{
+	/* acquire: pairs with the release store that published the table */
+	struct ringbuf_ftrace__site *t = atomic_load_explicit(&ringbuf_ftrace__fe.tab, memory_order_acquire);
+	size_t lo = 0, hi;
+	if (!t)
+		return NULL;
+	hi = ringbuf_ftrace__fe.n; /* written before the table was published */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t[mid].site < site)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ringbuf_ftrace__fe.n && t[lo].site == site ? &t[lo] : NULL;
+}
+
+/* The hook (CALL): the `function` path of ringbuf_ftrace__enter */
+RINGBUF_FTRACE__NOINSTR __attribute__((used, noinline)) static void ringbuf_ftrace__fentry_hook(uintptr_t site,
+												uintptr_t parent)
+{
+	struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t;
+	const struct ringbuf_ftrace__site *e;
+	struct ringbuf_ftrace__set *s;
+	struct ringbuf *rb;
+	unsigned mode;
+	if (RINGBUF__UNLIKELY(t->busy)) { /* H1 */
+		ringbuf_ftrace__nested();
+		return;
+	}
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	/* H2: acquire pairs with the release store in ringbuf_ftrace_start */
+	rb = atomic_load_explicit(&ringbuf_ftrace__g.rb, memory_order_acquire);
+	if (!rb || t->off)
+		goto out;
+	mode = atomic_load_explicit(&ringbuf_ftrace__g.mode, memory_order_relaxed);
+	if (!(mode & RINGBUF_FTRACE_FUNCTION) || !(e = ringbuf_ftrace__site_find(site)))
+		goto out;
+	/* H4: acquire pairs with the release store of set_filter/notrace */
+	s = atomic_load_explicit(&ringbuf_ftrace__g.filter, memory_order_acquire);
+	if (s && !ringbuf_ftrace__in(s, e->func))
+		goto out;
+	s = atomic_load_explicit(&ringbuf_ftrace__g.notrace, memory_order_acquire);
+	if (s && ringbuf_ftrace__in(s, e->func))
+		goto out;
+	ringbuf_ftrace__emit_fn(rb, atomic_load_explicit(&ringbuf_ftrace__g.cpu, memory_order_relaxed), e->func,
+				parent);
+out:
+	atomic_signal_fence(memory_order_seq_cst);
+	t->busy = 0;
+#ifdef RINGBUF_TESTING
+	/* a hook that uses every register the trampoline saves, as a larger
+	 * one may: the traced function's arguments survive by those saves only
+	 * (tests/test_ftrace_fentry.c checks them) */
+	__asm__ __volatile__("xorps %%xmm0, %%xmm0\n\txorps %%xmm1, %%xmm1\n\txorps %%xmm2, %%xmm2\n\t"
+			     "xorps %%xmm3, %%xmm3\n\txorps %%xmm4, %%xmm4\n\txorps %%xmm5, %%xmm5\n\t"
+			     "xorps %%xmm6, %%xmm6\n\txorps %%xmm7, %%xmm7\n\tmovq $-1, %%rax\n\t"
+			     "movq $-1, %%rdi\n\tmovq $-1, %%rsi\n\tmovq $-1, %%rdx\n\tmovq $-1, %%rcx\n\t"
+			     "movq $-1, %%r8\n\tmovq $-1, %%r9\n\tmovq $-1, %%r10\n\tmovq $-1, %%r11"
+			     :
+			     :
+			     : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "rax", "rdi", "rsi",
+			       "rdx", "rcx", "r8", "r9", "r10", "r11");
+#endif
+}
+
+/* T: SIGTRAP. An int3 of ours (ip - 1 is a site): emulate what the site is
+ * becoming; otherwise the handler installed before ours. */
+/* not instrumented by ASan: it writes the interrupted thread's red zone */
+RINGBUF_FTRACE__NOINSTR __attribute__((no_sanitize_address)) static void ringbuf_ftrace__trap(int sig, siginfo_t *si, void *uc)
+{
+	uint64_t *g = (uint64_t *)(void *)((char *)uc + RINGBUF_FTRACE__UC_GREGS);
+	struct ringbuf_ftrace__site *e = NULL;
+	if (si && si->si_code == RINGBUF_FTRACE__SI_KERNEL && uc)
+		e = ringbuf_ftrace__site_find((uintptr_t)g[RINGBUF_FTRACE__REG_RIP] - 1);
+	if (e) {
+		ringbuf_ftrace__count(&ringbuf_ftrace__g.trapped);
+		/* relaxed: either value is what the site did at some moment */
+		if (atomic_load_explicit(&e->state, memory_order_relaxed)) {
+			g[RINGBUF_FTRACE__REG_RSP] -= 8; /* the call's push: the red zone */
+			*(uint64_t *)(uintptr_t)g[RINGBUF_FTRACE__REG_RSP] = e->site + 5;
+			g[RINGBUF_FTRACE__REG_RIP] = ringbuf_ftrace__tramp_addr();
+		} else {
+			g[RINGBUF_FTRACE__REG_RIP] = e->site + 5;
+		}
+		return;
+	}
+	if (ringbuf_ftrace__fe.old.sa_flags & SA_SIGINFO) {
+		if (ringbuf_ftrace__fe.old.sa_sigaction)
+			ringbuf_ftrace__fe.old.sa_sigaction(sig, si, uc);
+	} else if (ringbuf_ftrace__fe.old.sa_handler == SIG_IGN) {
+		return;
+	} else if (ringbuf_ftrace__fe.old.sa_handler == SIG_DFL) {
+		/* the default action, as without us: delivered at our return */
+		signal(SIGTRAP, SIG_DFL);
+		raise(SIGTRAP);
+	} else {
+		ringbuf_ftrace__fe.old.sa_handler(sig);
+	}
+}
+
+/* SITES: one object's __mcount_loc (file mapped read-only, every offset checked) */
+struct ringbuf_ftrace__scan {
+	RINGBUF_FTRACE__PHDR_INFO *info;
+	int err;
+};
+
+RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__add_site(uintptr_t site, RINGBUF_FTRACE__PHDR_INFO *info)
+{
+	static const unsigned char nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
+	static const unsigned char endbr[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+	size_t i, lo = 0, hi = ringbuf_ftrace__g.nsyms;
+	uintptr_t func, seglo = 0, seghi = 0;
+	int prot = 0;
+	struct ringbuf_ftrace__site *t;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = (uintptr_t)info->dlpi_addr + (uintptr_t)ph->p_vaddr;
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || site < a || site - a > ph->p_memsz ||
+		    ph->p_memsz - (site - a) < 5)
+			continue;
+		seglo = a;
+		seghi = a + (uintptr_t)ph->p_memsz;
+		prot = PROT_EXEC | (ph->p_flags & PF_R ? PROT_READ : 0) | (ph->p_flags & PF_W ? PROT_WRITE : 0);
+		break;
+	}
+	if (!seghi || memcmp((const void *)site, nop5, 5) != 0)
+		return 0; /* not in executable memory of its object, or not the NOP */
+	while (lo < hi) { /* the last symbol at or below site */
+		size_t mid = lo + (hi - lo) / 2;
+		if (ringbuf_ftrace__g.syms[mid].addr <= site)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return 0;
+	func = ringbuf_ftrace__g.syms[lo - 1].addr;
+	if (site != func && !(site - func == 4 && func >= seglo && !memcmp((const void *)func, endbr, 4)))
+		return 0; /* not a function's first instruction */
+	for (i = 0; i < ringbuf_ftrace__fe.nsegs; i++)
+		if (ringbuf_ftrace__fe.segs[i].lo == seglo)
+			break;
+	if (i == ringbuf_ftrace__fe.nsegs) {
+		if (i == ringbuf_ftrace__fe.segcap) {
+			size_t nc = i ? 2 * i : 8;
+			struct ringbuf_ftrace__seg *p =
+				(struct ringbuf_ftrace__seg *)realloc(ringbuf_ftrace__fe.segs, nc * sizeof *p);
+			if (!p || nc > 65535)
+				return RINGBUF_ENOMEM;
+			ringbuf_ftrace__fe.segs = p;
+			ringbuf_ftrace__fe.segcap = nc;
+		}
+		ringbuf_ftrace__fe.segs[i].lo = seglo;
+		ringbuf_ftrace__fe.segs[i].hi = seghi;
+		ringbuf_ftrace__fe.segs[i].prot = prot;
+		ringbuf_ftrace__fe.nsegs++;
+	}
+	if (ringbuf_ftrace__fe.n == ringbuf_ftrace__fe.cap) {
+		size_t nc = ringbuf_ftrace__fe.cap ? 2 * ringbuf_ftrace__fe.cap : 256;
+		t = (struct ringbuf_ftrace__site *)realloc(
+			atomic_load_explicit(&ringbuf_ftrace__fe.tab, memory_order_relaxed), nc * sizeof *t);
+		if (!t)
+			return RINGBUF_ENOMEM;
+		atomic_store_explicit(&ringbuf_ftrace__fe.tab, t, memory_order_relaxed); /* not published yet */
+		ringbuf_ftrace__fe.cap = nc;
+	}
+	t = atomic_load_explicit(&ringbuf_ftrace__fe.tab, memory_order_relaxed);
+	t += ringbuf_ftrace__fe.n++;
+	t->site = site;
+	t->func = func;
+	atomic_init(&t->state, 0);
+	t->skip = !strncmp(ringbuf_ftrace_lookup((const void *)site), "ringbuf_", 8);
+	t->seg = (unsigned short)i;
+	return 0;
+}
+
+RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__mcount(RINGBUF_FTRACE__PHDR_INFO *info, size_t size, void *ctx)
+{
+	int *err = (int *)ctx, fd;
+	const char *path = info->dlpi_name;
+	struct stat stbuf;
+	const unsigned char *m;
+	const ElfW(Ehdr) *eh;
+	size_t i;
+	(void)size;
+	if (!path || !*path)
+		path = "/proc/self/exe";
+	if (path[0] != '/')
+		return 0; /* the vDSO */
+	fd = open(path, O_RDONLY | RINGBUF__O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &stbuf) != 0 || stbuf.st_size <= 0) {
+		close(fd);
+		return 0;
+	}
+	m = (const unsigned char *)mmap(NULL, (size_t)stbuf.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == (const unsigned char *)MAP_FAILED)
+		return 0;
+	eh = (const ElfW(Ehdr) *)(const void *)m;
+	if ((size_t)stbuf.st_size < sizeof *eh || memcmp(m, ELFMAG, SELFMAG) != 0 ||
+	    eh->e_shentsize != sizeof(ElfW(Shdr)) || eh->e_shoff > (size_t)stbuf.st_size ||
+	    ((size_t)stbuf.st_size - eh->e_shoff) / sizeof(ElfW(Shdr)) < eh->e_shnum || eh->e_shstrndx >= eh->e_shnum)
+		goto done;
+	{
+		const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(const void *)(m + eh->e_shoff);
+		const ElfW(Shdr) *str = &sh[eh->e_shstrndx];
+		size_t fsize = (size_t)stbuf.st_size;
+		if (str->sh_offset > fsize || str->sh_size > fsize - str->sh_offset)
+			goto done;
+		for (i = 0; i < eh->e_shnum; i++) {
+			size_t k, n;
+			if (sh[i].sh_name >= str->sh_size || str->sh_size - sh[i].sh_name < sizeof "__mcount_loc" ||
+			    memcmp(m + str->sh_offset + sh[i].sh_name, "__mcount_loc", sizeof "__mcount_loc") != 0 ||
+			    sh[i].sh_type != SHT_PROGBITS || sh[i].sh_offset > fsize ||
+			    sh[i].sh_size > fsize - sh[i].sh_offset)
+				continue;
+			n = sh[i].sh_size / sizeof(uint64_t);
+			for (k = 0; k < n; k++) {
+				uint64_t a;
+				int r;
+				memcpy(&a, m + sh[i].sh_offset + k * sizeof a, sizeof a);
+				if ((r = ringbuf_ftrace__add_site((uintptr_t)info->dlpi_addr + (uintptr_t)a, info)) < 0) {
+					*err = r;
+					munmap((void *)(uintptr_t)m, (size_t)stbuf.st_size);
+					return 1;
+				}
+			}
+		}
+	}
+done:
+	munmap((void *)(uintptr_t)m, (size_t)stbuf.st_size);
+	return 0;
+}
+
+RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__site_cmp(const void *a, const void *b)
+{
+	uintptr_t x = ((const struct ringbuf_ftrace__site *)a)->site;
+	uintptr_t y = ((const struct ringbuf_ftrace__site *)b)->site;
+	return x < y ? -1 : x > y;
+}
+
+/* SYNC: every thread of the process executes a core-serialising instruction
+ * (membarrier), then this one (cpuid) */
+RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__sync(void)
+{
+	unsigned a = 0, b, c = 0, d;
+	if (syscall(SYS_membarrier, 32 /* MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE */, 0, 0) != 0)
+		return -1;
+	__asm__ __volatile__("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d) : : "memory");
+	return 0;
+}
+
+/* Build the table, register membarrier, install the handler: once */
+RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__fe_init(void)
+{
+	int err = 0;
+	long q;
+	if (!ringbuf_ftrace__fe.mb) {
+		q = syscall(SYS_membarrier, 0 /* MEMBARRIER_CMD_QUERY */, 0, 0);
+		if (q < 0 || !(q & 32) || !(q & 64)) {
+			RINGBUF_FTRACE__PERR("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) is not available "
+					       "(Linux >= 4.16, not filtered by seccomp): patching would be unsafe");
+			if (q >= 0)
+				errno = ENOSYS;
+			return RINGBUF_ESYS;
+		}
+		if (syscall(SYS_membarrier, 64 /* REGISTER_PRIVATE_EXPEDITED_SYNC_CORE */, 0, 0) != 0) {
+			RINGBUF_FTRACE__PERR("membarrier: registering for PRIVATE_EXPEDITED_SYNC_CORE failed");
+			return RINGBUF_ESYS;
+		}
+		ringbuf_ftrace__fe.mb = true;
+	}
+	if (!ringbuf_ftrace__fe.built) {
+		struct ringbuf_ftrace__site *t;
+		if (!ringbuf_ftrace__g.nsyms && (err = ringbuf_ftrace_load_symbols()) < 0) {
+			RINGBUF_FTRACE__PERR("reading the symbol tables failed");
+			return err;
+		}
+		err = 0;
+		dl_iterate_phdr(ringbuf_ftrace__mcount, &err);
+		t = atomic_load_explicit(&ringbuf_ftrace__fe.tab, memory_order_relaxed);
+		if (err < 0) {
+			free(t);
+			free(ringbuf_ftrace__fe.segs);
+			atomic_store_explicit(&ringbuf_ftrace__fe.tab, NULL, memory_order_relaxed);
+			ringbuf_ftrace__fe.segs = NULL;
+			ringbuf_ftrace__fe.n = ringbuf_ftrace__fe.cap = ringbuf_ftrace__fe.nsegs = 0;
+			ringbuf_ftrace__fe.segcap = 0;
+			RINGBUF_FTRACE__PERR("out of memory reading the fentry sites");
+			return err;
+		}
+		if (!ringbuf_ftrace__fe.n) {
+			RINGBUF_FTRACE__PERR("no fentry sites: build the code to trace with gcc -pg -mfentry "
+					       "-mnop-mcount -mrecord-mcount -fno-pie -no-pie (x86-64)");
+			errno = ENOENT;
+			return RINGBUF_ESYS;
+		}
+		qsort(t, ringbuf_ftrace__fe.n, sizeof *t, ringbuf_ftrace__site_cmp);
+		/* release: a handler or hook that loads the table sees it sorted, n set */
+		atomic_store_explicit(&ringbuf_ftrace__fe.tab, t, memory_order_release);
+		ringbuf_ftrace__fe.built = true;
+	}
+	if (!ringbuf_ftrace__fe.handler) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = ringbuf_ftrace__trap;
+		sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESTART | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGTRAP, &sa, &ringbuf_ftrace__fe.old) != 0) {
+			RINGBUF_FTRACE__PERR("sigaction(SIGTRAP) failed");
+			return RINGBUF_ESYS;
+		}
+		ringbuf_ftrace__fe.handler = true;
+	}
+	return 0;
+}
+
+#ifdef RINGBUF_TESTING
+/* Test point: called on the patching thread after P1's SYNC (step 1: every
+ * changed site holds int3) and after P2's (step 2), so a test can run a site
+ * in the middle of the sequence and take the trap deterministically. */
+static void (*ringbuf_ftrace__patch_tp)(int step);
+#define RINGBUF_FTRACE__PATCH_TP(s)                 \
+	do {                                        \
+		if (ringbuf_ftrace__patch_tp)       \
+			ringbuf_ftrace__patch_tp(s); \
+	} while (0)
+#else
+#define RINGBUF_FTRACE__PATCH_TP(s) ((void)0)
+#endif
+
+/* P0..P4 for the sites whose state differs from want(site) */
+RINGBUF_FTRACE__NOINSTR static int ringbuf_ftrace__apply(bool all_off)
+{
+	struct ringbuf_ftrace__site *t = atomic_load_explicit(&ringbuf_ftrace__fe.tab, memory_order_relaxed);
+	const struct ringbuf_ftrace__set *f = atomic_load_explicit(&ringbuf_ftrace__g.filter, memory_order_acquire);
+	const struct ringbuf_ftrace__set *nt = atomic_load_explicit(&ringbuf_ftrace__g.notrace, memory_order_acquire);
+	uintptr_t tramp = ringbuf_ftrace__tramp_addr(), pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	unsigned char *want;
+	uintptr_t *lo, *hi;
+	size_t i, k, changed = 0, done;
+	int r = 0;
+	want = (unsigned char *)malloc(ringbuf_ftrace__fe.n + 1);
+	lo = (uintptr_t *)calloc(ringbuf_ftrace__fe.nsegs + 1, sizeof *lo);
+	hi = (uintptr_t *)calloc(ringbuf_ftrace__fe.nsegs + 1, sizeof *hi);
+	if (!want || !lo || !hi) {
+		RINGBUF_FTRACE__PERR("out of memory");
+		r = RINGBUF_ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < ringbuf_ftrace__fe.n; i++) {
+		uintptr_t fn = t[i].func;
+		long long d = (long long)tramp - (long long)(t[i].site + 5);
+		want[i] = !all_off && !t[i].skip && (!f || ringbuf_ftrace__in(f, fn)) && !(nt && ringbuf_ftrace__in(nt, fn));
+		if (want[i] == atomic_load_explicit(&t[i].state, memory_order_relaxed))
+			continue;
+		if (want[i] && (d < INT32_MIN || d > INT32_MAX)) {
+			RINGBUF_FTRACE__PERR("a site is more than 2 GiB from the trampoline (the tracer in a shared "
+					       "object far from the traced program): nothing patched");
+			errno = ERANGE;
+			r = RINGBUF_ESYS;
+			goto out;
+		}
+		k = t[i].seg;
+		if (!hi[k] || t[i].site < lo[k])
+			lo[k] = t[i].site & ~(pg - 1);
+		if (!hi[k] || t[i].site + 5 > hi[k])
+			hi[k] = (t[i].site + 5 + pg - 1) & ~(pg - 1);
+		changed++;
+	}
+	if (!changed)
+		goto out;
+	/* P0: writable and still executable, every segment or none */
+	for (k = 0; k < ringbuf_ftrace__fe.nsegs; k++) {
+		if (hi[k] && mprotect((void *)lo[k], hi[k] - lo[k], PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+			int e = errno;
+			while (k--)
+				if (hi[k])
+					(void)mprotect((void *)lo[k], hi[k] - lo[k], ringbuf_ftrace__fe.segs[k].prot);
+			errno = e;
+			RINGBUF_FTRACE__PERR("mprotect(READ|WRITE|EXEC) of the code refused (a W^X policy: SELinux "
+					       "execmod, PaX MPROTECT): nothing patched");
+			r = RINGBUF_ESYS;
+			goto out;
+		}
+	}
+	for (i = 0; i < ringbuf_ftrace__fe.n; i++)
+		if (want[i] != atomic_load_explicit(&t[i].state, memory_order_relaxed))
+			atomic_store_explicit(&t[i].state, want[i], memory_order_relaxed); /* what T emulates */
+	/* P1..P3. The stores are volatile (each done, in order); the membarrier
+	 * system call between the steps is a full barrier for this thread's
+	 * stores and orders them before every other thread's next instruction
+	 * fetch (SYNC_CORE). A failure of SYNC after P1 (it was just checked
+	 * and registered: not expected) leaves the int3s, which T emulates:
+	 * the remaining steps are still done. */
+	{
+		int s1, s2, s3;
+		for (i = 0; i < ringbuf_ftrace__fe.n; i++)
+			if (hi[t[i].seg] && atomic_load_explicit(&t[i].state, memory_order_relaxed) !=
+						   (*(volatile unsigned char *)t[i].site == 0xe8))
+				*(volatile unsigned char *)t[i].site = 0xcc;
+		s1 = ringbuf_ftrace__sync();
+		RINGBUF_FTRACE__PATCH_TP(1);
+		for (i = 0; i < ringbuf_ftrace__fe.n; i++) {
+			volatile unsigned char *p = (volatile unsigned char *)t[i].site;
+			if (*p != 0xcc)
+				continue;
+			if (atomic_load_explicit(&t[i].state, memory_order_relaxed)) {
+				uint32_t rel = (uint32_t)(tramp - (t[i].site + 5));
+				p[1] = (unsigned char)rel;
+				p[2] = (unsigned char)(rel >> 8);
+				p[3] = (unsigned char)(rel >> 16);
+				p[4] = (unsigned char)(rel >> 24);
+			} else {
+				p[1] = 0x1f;
+				p[2] = 0x44;
+				p[3] = 0x00;
+				p[4] = 0x00;
+			}
+		}
+		s2 = ringbuf_ftrace__sync();
+		RINGBUF_FTRACE__PATCH_TP(2);
+		for (i = 0, done = 0; i < ringbuf_ftrace__fe.n; i++) {
+			volatile unsigned char *p = (volatile unsigned char *)t[i].site;
+			if (*p != 0xcc)
+				continue;
+			*p = atomic_load_explicit(&t[i].state, memory_order_relaxed) ? 0xe8 : 0x0f;
+			done++;
+		}
+		s3 = ringbuf_ftrace__sync();
+		(void)done;
+		if (s1 || s2 || s3)
+			RINGBUF_FTRACE__PERR("membarrier SYNC_CORE failed during the patch (the sites are complete)");
+	}
+	/* P4 */
+	for (k = 0; k < ringbuf_ftrace__fe.nsegs; k++)
+		if (hi[k])
+			(void)mprotect((void *)lo[k], hi[k] - lo[k], ringbuf_ftrace__fe.segs[k].prot);
+out:
+	for (i = 0, k = 0; i < ringbuf_ftrace__fe.n; i++)
+		k += atomic_load_explicit(&t[i].state, memory_order_relaxed);
+	ringbuf_ftrace__fe.patched = k;
+	free(want);
+	free(lo);
+	free(hi);
+	return r;
+}
+#endif /* RINGBUF_FTRACE__FENTRY */
+
+RINGBUF_API int ringbuf_ftrace_patch(void)
+{
+#if RINGBUF_FTRACE__FENTRY
+	int r;
+	pthread_mutex_lock(&ringbuf_ftrace__fe.lock);
+	RINGBUF_FTRACE__PERR("");
+	if ((r = ringbuf_ftrace__fe_init()) == 0 && (r = ringbuf_ftrace__apply(false)) == 0)
+		r = (int)(ringbuf_ftrace__fe.patched > INT32_MAX ? INT32_MAX : ringbuf_ftrace__fe.patched);
+	pthread_mutex_unlock(&ringbuf_ftrace__fe.lock);
+	return r;
+#else
+	RINGBUF_FTRACE__PERR("fentry patching is implemented for x86-64 Linux only (gcc -mfentry NOP sites, the "
+			       "int3 patching sequence, the x86-64 trampoline), in a file with POSIX signals "
+			       "(_POSIX_C_SOURCE or _GNU_SOURCE)");
+	errno = ENOSYS;
+	return RINGBUF_ESYS;
+#endif
+}
+
+RINGBUF_API int ringbuf_ftrace_unpatch(void)
+{
+#if RINGBUF_FTRACE__FENTRY
+	size_t before;
+	int r = 0;
+	pthread_mutex_lock(&ringbuf_ftrace__fe.lock);
+	RINGBUF_FTRACE__PERR("");
+	before = ringbuf_ftrace__fe.patched;
+	if (before && (r = ringbuf_ftrace__apply(true)) == 0)
+		r = (int)(before > INT32_MAX ? INT32_MAX : before);
+	pthread_mutex_unlock(&ringbuf_ftrace__fe.lock);
+	return r;
+#else
+	return 0; /* nothing can have been patched */
+#endif
+}
+
+RINGBUF_API const char *ringbuf_ftrace_patch_error(void)
+{
+	const char *e = atomic_load_explicit(&ringbuf_ftrace__perr, memory_order_relaxed);
+	return e ? e : "";
+}
+
+RINGBUF_API void ringbuf_ftrace_patch_sites(size_t *total, size_t *patched)
+{
+#if RINGBUF_FTRACE__FENTRY
+	pthread_mutex_lock(&ringbuf_ftrace__fe.lock);
+	if (total)
+		*total = ringbuf_ftrace__fe.built ? ringbuf_ftrace__fe.n : 0;
+	if (patched)
+		*patched = ringbuf_ftrace__fe.patched;
+	pthread_mutex_unlock(&ringbuf_ftrace__fe.lock);
+#else
+	if (total)
+		*total = 0;
+	if (patched)
+		*patched = 0;
+#endif
+}
+
 RINGBUF_API void ringbuf_ftrace_free(void)
 {
 	struct ringbuf_ftrace__set *s;
+	(void)ringbuf_ftrace_unpatch(); /* the site table and SIGTRAP handler stay (KEPT FOREVER) */
 	ringbuf_ftrace_stop();
 	s = atomic_exchange_explicit(&ringbuf_ftrace__g.filter, NULL, memory_order_acq_rel);
 	free(s);

@@ -11,6 +11,11 @@
  *                              -DLIVE: producer/consumer mode with a live recorder,
  *                              a thread that reads whole pages while fib runs
  *                              (ringbuf_read_page); prints records read and lost
+ *   -pg -mfentry -mnop-mcount -mrecord-mcount -fno-pie (linked -no-pie):
+ *                              a 5-byte NOP at fib's start; with -DRB -DFUNC
+ *                              -DFENTRY ringbuf_ftrace_patch() makes it a call
+ *                              that writes the `function` event (gcc, x86-64);
+ *                              without -DRB: the NOPs' cost, never patched
  *   -finstrument-functions     for LTTng-UST's cyg-profile wrapper (LD_PRELOAD)
  *   -pg                        for `uftrace record`
  * Prints the time of the fib(n) call (the thread's CPU time, so time given to
@@ -89,6 +94,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ringbuf set-up failed\n");
 		return 1;
 	}
+#ifdef FENTRY
+	if (ringbuf_ftrace_patch() != 1) {
+		fprintf(stderr, "ringbuf_ftrace_patch: %s\n", ringbuf_ftrace_patch_error());
+		return 1;
+	}
+#endif
 #ifdef LIVE
 	live_rb = rb;
 	if (pthread_create(&reader, NULL, live_reader, NULL) != 0)
@@ -107,6 +118,9 @@ int main(int argc, char **argv)
 	ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
 	printf("fib(%d)=%d calls=%llu ns_per_call=%.3f", n, r, calls, ns / (double)calls);
 #ifdef RB
+#ifdef FENTRY
+	ringbuf_ftrace_unpatch();
+#endif
 	ringbuf_ftrace_stop();
 #ifdef LIVE
 	__atomic_store_n(&live_done, 1, __ATOMIC_RELEASE);

@@ -53,6 +53,22 @@ rbvariants="rb rb_mono rb_func rb_live rb_floor"
 			"$root/bench/ftrace/fib.c" "$out/$impl.o"
 	done
 }
+# the fentry NOP sites (gcc, x86-64): never patched, and patched for the
+# `function` event (compiled with -pg, linked without: gcrt1.o writes gmon.out)
+FENTRY="-pg -mfentry -mnop-mcount -mrecord-mcount -fno-pie"
+have_fentry=0
+# shellcheck disable=SC2086
+if [ "$(uname -m)" = x86_64 ] &&
+	$CC $CFLAGS $FIBFLAGS $FENTRY -I"$root" -c -o "$out/fib_fnop.o" "$root/bench/ftrace/fib.c" 2>/dev/null &&
+	$CC $CFLAGS $FIBFLAGS $FENTRY -DRB -DFUNC -DFENTRY -pthread -I"$root" -c -o "$out/fib_fentry.o" \
+		"$root/bench/ftrace/fib.c" &&
+	$CC -no-pie -o "$out/fib_fnop" "$out/fib_fnop.o" &&
+	$CC -no-pie -pthread -o "$out/fib_rb_fentry" "$out/fib_fentry.o" "$out/impl.o"; then
+	have_fentry=1
+	rbvariants="$rbvariants rb_fentry"
+else
+	echo "fentry: gcc's -pg -mfentry -mnop-mcount -mrecord-mcount (x86-64) not available: no fentry rows"
+fi
 have_uftrace=0
 if command -v uftrace >/dev/null 2>&1; then
 	# shellcheck disable=SC2086
@@ -124,9 +140,10 @@ fi
 
 ns_of() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
-for v in plain $rbvariants uftrace lttng lttng_fast rb_live.lost; do : > "$out/$v"; done
+for v in plain fnop $rbvariants uftrace lttng lttng_fast rb_live.lost; do : > "$out/$v"; done
 for ((r = 0; r < rounds; r++)); do
 	"$out/fib_plain" "$n" | ns_of >> "$out/plain"
+	[ $have_fentry = 0 ] || "$out/fib_fnop" "$n" | ns_of >> "$out/fnop"
 	for v in $rbvariants; do
 		line=$("$out/fib_$v" "$n")
 		echo "$line" | ns_of >> "$out/$v"
@@ -172,6 +189,10 @@ row "ringbuf_ftrace graph, CLOCK_MONOTONIC" "$(median < "$out/rb_mono")"
 row "ringbuf_ftrace function (1 record)" "$(median < "$out/rb_func")"
 row "ringbuf_ftrace graph, live recorder" "$(median < "$out/rb_live")"
 row "floor: 2 bare records/call (no tracer)" "$(median < "$out/rb_floor")"
+if [ $have_fentry = 1 ]; then
+	row "fentry NOP sites, not patched" "$(median < "$out/fnop")"
+	row "ringbuf_ftrace function, fentry patched" "$(median < "$out/rb_fentry")"
+fi
 [ -n "$uf" ] && row "uftrace record (-pg)" "$uf"
 [ -n "$lt" ] && row "lttng-ust cyg-profile" "$lt"
 [ -n "$ltf" ] && row "lttng-ust cyg-profile-fast" "$ltf"
