@@ -6,11 +6,13 @@
  * memory that does not grow with the trace: each page is checked, copied into
  * one page of the writer's own and appended to a temporary file of its CPU
  * (as `trace-cmd record` keeps one file per CPU); finish() writes the
- * headers, the event formats and the thread names and appends each CPU's
- * pages, page-aligned, then renames the result over the path. Until then
- * nothing is at the path: abort(), a failed finish() or a crash leave no
- * partial trace.dat (the temporary per-CPU files are unlinked as soon as
- * they are made). Written from the published file format (trace-cmd.dat.v6(5),
+ * headers, the event formats and the thread names into the room kept for
+ * them at the start of the largest CPU's file, appends the other CPUs'
+ * pages to it, page-aligned, and gives it the path (where the system allows:
+ * >>tdat_design UNNAMED FILES; else it copies every CPU into a new file).
+ * Until then nothing is at the path: abort(), a failed finish() or a crash
+ * leave no partial trace.dat (the temporary per-CPU files have no name, or
+ * are unlinked as soon as they are made). Written from the published file format (trace-cmd.dat.v6(5),
  * .v7(5)); it contains no code from trace-cmd or libtraceevent.
  *
  * Pages come from anywhere: ringbuf_read_page() / ringbuf_read_page_ref() in
@@ -56,7 +58,8 @@
  *   temporary files are made next to it); no pipe, no compression (run
  *   `trace-cmd convert --compression zstd` afterwards). One event system (the
  *   registry's), one buffer (no instances). At finish() the disk holds the
- *   trace twice for a moment (per-CPU files + the result). One open file
+ *   CPUs other than the largest twice for a moment (all of them where
+ *   UNNAMED FILES do not apply). One open file
  *   descriptor per CPU while writing. trace-cmd 3.1.6 shows only the first
  *   few pages of a file with 1 KiB pages (ringbuf_trace.h's export too);
  *   2 KiB and more are read whole.
@@ -213,15 +216,38 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
  *       BUFFER section (zeros to a page boundary, the CPUs' pages) | OPTIONS
  *
  * Both need each CPU's pages contiguous, and v6 needs the thread names
- * before the data, so pages wait in one temporary file per CPU (made with
- * O_EXCL next to the output, unlinked at once, so only the descriptor keeps
- * it) and finish() copies them through one page of memory.
+ * before the data, so pages wait in one temporary file per CPU and finish()
+ * puts them after the metadata.
+ *
+ * UNNAMED FILES (Linux, O_TMPFILE in the output's directory). open() builds
+ * the metadata once to learn its size M (to the next page boundary: where
+ * the sequential layout puts the first page), and every CPU's file starts
+ * its pages at offset M (a hole before them). finish() takes the CPU with
+ * the most pages, builds the metadata again (now with the thread names of
+ * then) and, if it still ends by M, writes it at the start of that CPU's
+ * file, appends the other CPUs' pages after its own (copy_file_range), in
+ * CPU order, and links the file next to the output (linkat of
+ * /proc/self/fd/N, or AT_EMPTY_PATH) and renames it over the path: that
+ * CPU's pages are written once (the recorder's sqlite trace: one CPU, 200
+ * MB that finish() no longer copies). The file's CPU sections are then in
+ * the order largest, the others ascending (the flyrecord offsets and v7's
+ * BUFFER option say where each is; readers seek there); when the metadata
+ * came out shorter than at open() (thread names given by info.cmdlines and
+ * shortened), whole pages of zeros (the hole) separate it from the pages.
+ * When the metadata has outgrown M (more thread names than at open, past
+ * the page boundary), no CPU has a page, or the file cannot be linked, the
+ * pages are copied as below. A crash or SIGKILL leaves nothing: an unnamed
+ * file goes with its last descriptor.
+ * ELSEWHERE (no O_TMPFILE, or a filesystem without it) each CPU's file is
+ * made with O_EXCL next to the output and unlinked at once, so only the
+ * descriptor keeps it, and finish() copies every CPU into a new file
+ * (copy_file_range, else through one page of memory).
  *
  * MEMORY. The writer holds: itself, 4 words per CPU, one page (the copy of
- * the page being added, then the copy buffer of finish()) and, during
- * finish(), the metadata (proportional to the registry and the thread
- * names, not to the pages). heap_bytes/heap_peak count all of it; nothing is
- * allocated per page.
+ * the page being added, then the copy buffer of finish()) and, in open()
+ * for a moment and during finish(), the metadata (proportional to the
+ * registry and the thread names, not to the pages). heap_bytes/heap_peak
+ * count all of it; nothing is allocated per page.
  *
  * STEPS OF add_page:
  *   A1 copy the caller's page into the writer's page (one read of each byte:
@@ -263,6 +289,11 @@ struct ringbuf_tracedat {
 	struct ringbuf_tracedat_stats st;
 	int broken;           /* a write failed (RINGBUF_ESYS) */
 	int streamed;         /* open_fds(): fd[] are the caller's, no file at finish() */
+	int unnamed;          /* fd[] are O_TMPFILE files: finish() can give one a name */
+	uint64_t reserve;     /* bytes before the pages in each fd[] (unnamed: room for
+			       * the metadata; else 0) */
+	unsigned direct;      /* finish(): the CPU whose file becomes the result
+			       * (ncpu: none) */
 };
 
 /* ---- heap accounting ---------------------------------------------------- */
@@ -434,6 +465,64 @@ static int ringbuf_tdat__mkfile(struct ringbuf_tracedat *w, const char *suffix, 
 	return -1;
 }
 
+/* Linux's values (strict -std=c11 hides them): AT_FDCWD, AT_SYMLINK_FOLLOW,
+ * AT_EMPTY_PATH; O_TMPFILE from glibc's internal name when hidden */
+#define RINGBUF_TDAT__AT_FDCWD (-100)
+#define RINGBUF_TDAT__AT_SYMLINK_FOLLOW 0x400
+#define RINGBUF_TDAT__AT_EMPTY_PATH 0x1000
+#if defined(__linux__) && defined(O_TMPFILE)
+#define RINGBUF_TDAT__O_TMPFILE O_TMPFILE
+#elif defined(__linux__) && defined(__O_TMPFILE)
+#define RINGBUF_TDAT__O_TMPFILE __O_TMPFILE
+#endif
+
+/* An unnamed file in the output's directory (O_TMPFILE: gone with its last
+ * descriptor, whatever ends the process; finish() can link it); -1 where the
+ * system or the filesystem has none. */
+static int ringbuf_tdat__mktmp(struct ringbuf_tracedat *w)
+{
+#if defined(RINGBUF_TDAT__O_TMPFILE) && defined(SYS_linkat)
+	char *slash = strrchr(w->path, '/');
+	int fd;
+	if (!slash)
+		return open(".", RINGBUF_TDAT__O_TMPFILE | O_RDWR | RINGBUF__O_CLOEXEC, 0600);
+	snprintf(w->part, strlen(w->path) + 48, "%.*s", slash == w->path ? 1 : (int)(slash - w->path), w->path);
+	fd = open(w->part, RINGBUF_TDAT__O_TMPFILE | O_RDWR | RINGBUF__O_CLOEXEC, 0600);
+	w->part[0] = 0;
+	return fd;
+#else
+	(void)w;
+	return -1;
+#endif
+}
+
+/* Give the unnamed file fd a name next to the output (w->part): 0 or -1. */
+static int ringbuf_tdat__link(struct ringbuf_tracedat *w, int fd)
+{
+#if defined(RINGBUF_TDAT__O_TMPFILE) && defined(SYS_linkat)
+	char proc[40];
+	unsigned k;
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	for (k = 0; k < 100; k++) {
+		long r;
+		snprintf(w->part, strlen(w->path) + 48, "%s.%ld.%u.part", w->path, (long)getpid(), k);
+		/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc needs /proc */
+		r = syscall(SYS_linkat, fd, "", RINGBUF_TDAT__AT_FDCWD, w->part, RINGBUF_TDAT__AT_EMPTY_PATH);
+		if (r != 0 && errno != EEXIST)
+			r = syscall(SYS_linkat, RINGBUF_TDAT__AT_FDCWD, proc, RINGBUF_TDAT__AT_FDCWD, w->part,
+				    RINGBUF_TDAT__AT_SYMLINK_FOLLOW);
+		if (r == 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+#else
+	(void)fd;
+#endif
+	w->part[0] = 0;
+	return -1;
+}
+
 RINGBUF_API int ringbuf_tracedat_info_of(const struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
 					 struct ringbuf_tracedat_info *info)
 {
@@ -487,6 +576,7 @@ static int ringbuf_tdat__new(const char *path, const struct ringbuf_tracedat_inf
 	w->info.big_endian = info->big_endian != 0;
 	snprintf(w->clock, sizeof w->clock, "%s", info->clock ? info->clock : "mono");
 	w->info.clock = w->clock;
+	w->direct = info->ncpu;
 	plen = strlen(path);
 	w->path = (char *)ringbuf_tdat__alloc(w, plen + 1);
 	w->part = (char *)ringbuf_tdat__alloc(w, plen + 48);
@@ -507,6 +597,8 @@ static int ringbuf_tdat__new(const char *path, const struct ringbuf_tracedat_inf
 	return 0;
 }
 
+static void ringbuf_tdat__layout(struct ringbuf_tracedat *w, struct ringbuf_trace__layout *l);
+
 RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tracedat_info *info,
 				      struct ringbuf_tracedat **out)
 {
@@ -521,17 +613,44 @@ RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tra
 	if ((r = ringbuf_tdat__new(path, info, &w)) < 0)
 		return r;
 	plen = strlen(path);
+	w->fd[0] = ringbuf_tdat__mktmp(w);
+	if (w->fd[0] >= 0) {
+		uint64_t meta = 0;
+		struct ringbuf_trace__layout l;
+		w->unnamed = 1;
+		/* the room for the metadata: its size now (formats, thread
+		 * names so far) to the next page boundary, what the
+		 * sequential layout gives it; only finish() writes there. If
+		 * it outgrows that (many more thread names), finish() copies */
+		ringbuf_tdat__layout(w, &l);
+		l.meta_end = &meta;
+		if ((r = ringbuf_trace__layout_write(&l, -1)) < 0) {
+			ringbuf_tdat__release(w);
+			return r;
+		}
+		w->reserve = meta; /* page-aligned */
+	}
 	for (i = 0; i < info->ncpu; i++) {
 		char suffix[24];
-		snprintf(suffix, sizeof suffix, ".cpu%u", i);
-		w->fd[i] = ringbuf_tdat__mkfile(w, suffix, 0600, w->part, plen + 48);
+		if (w->unnamed) {
+			if (i > 0)
+				w->fd[i] = ringbuf_tdat__mktmp(w);
+			if (w->fd[i] >= 0 && lseek(w->fd[i], (off_t)w->reserve, SEEK_SET) != (off_t)w->reserve) {
+				close(w->fd[i]);
+				w->fd[i] = -1;
+			}
+		} else {
+			snprintf(suffix, sizeof suffix, ".cpu%u", i);
+			w->fd[i] = ringbuf_tdat__mkfile(w, suffix, 0600, w->part, plen + 48);
+			if (w->fd[i] >= 0)
+				unlink(w->part); /* only the descriptor keeps it */
+		}
 		if (w->fd[i] < 0) {
 			int e = errno;
 			ringbuf_tdat__release(w);
 			errno = e;
 			return RINGBUF_ESYS;
 		}
-		unlink(w->part); /* only the descriptor keeps it */
 	}
 	w->part[0] = 0;
 	*out = w;
@@ -709,19 +828,16 @@ static uint64_t ringbuf_tdat__cpu_pages(void *ctx, unsigned cpu)
 	return ((const struct ringbuf_tracedat *)ctx)->cpu_pages[cpu];
 }
 
-/* Append cpu's temporary file to out: in the kernel (copy_file_range: no
- * copy through user memory, one call for many pages; the temporary file is
- * next to out, on the same filesystem), else, or for what it did not copy
- * (an old kernel, another filesystem), through w->page. */
-static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
+/* Append len bytes of src from off to out: in the kernel (copy_file_range:
+ * no copy through user memory, one call for many pages; the temporary file
+ * is next to out, on the same filesystem), else, or for what it did not
+ * copy (an old kernel, another filesystem), through w->page. */
+static int ringbuf_tdat__copy_range(struct ringbuf_tracedat *w, int src, int64_t off, uint64_t left, int out)
 {
-	struct ringbuf_tracedat *w = (struct ringbuf_tracedat *)ctx;
-	uint64_t left = w->cpu_pages[cpu] * (uint64_t)w->info.page_size;
-	int64_t off = 0; /* loff_t */
 #if defined(__linux__) && defined(SYS_copy_file_range)
 	while (left) {
 		size_t chunk = left > ((uint64_t)1 << 30) ? (size_t)1 << 30 : (size_t)left;
-		long k = syscall(SYS_copy_file_range, w->fd[cpu], &off, out, NULL, chunk, 0u);
+		long k = syscall(SYS_copy_file_range, src, &off, out, NULL, chunk, 0u);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -731,12 +847,12 @@ static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
 #endif
 	if (!left)
 		return 0;
-	if (lseek(w->fd[cpu], (off_t)off, SEEK_SET) != (off_t)off)
+	if (lseek(src, (off_t)off, SEEK_SET) != (off_t)off)
 		return RINGBUF_ESYS;
 	while (left) {
 		size_t want = left < w->info.page_size ? (size_t)left : w->info.page_size, got = 0;
 		while (got < want) {
-			ssize_t k = read(w->fd[cpu], w->page + got, want - got);
+			ssize_t k = read(src, w->page + got, want - got);
 			if (k < 0 && errno == EINTR)
 				continue;
 			if (k <= 0) {
@@ -751,6 +867,20 @@ static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
 		left -= want;
 	}
 	return 0;
+}
+
+/* The layout writer's write_cpu: append cpu's pages to out, from its
+ * temporary file; the direct CPU's are in out already (after the room for
+ * the metadata): only move past them. */
+static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
+{
+	struct ringbuf_tracedat *w = (struct ringbuf_tracedat *)ctx;
+	uint64_t len = w->cpu_pages[cpu] * (uint64_t)w->info.page_size;
+	if (cpu == w->direct) {
+		off_t end = (off_t)(w->reserve + len);
+		return lseek(out, end, SEEK_SET) == end ? 0 : RINGBUF_ESYS;
+	}
+	return ringbuf_tdat__copy_range(w, w->fd[cpu], (int64_t)w->reserve, len, out);
 }
 
 /* w described for ringbuf_trace.h's layout writer */
@@ -773,9 +903,77 @@ static void ringbuf_tdat__layout(struct ringbuf_tracedat *w, struct ringbuf_trac
 	l->cpu_pages = ringbuf_tdat__cpu_pages;
 	l->write_cpu = ringbuf_tdat__copy_cpu;
 	l->ctx = w;
+	if (w->direct < w->info.ncpu) {
+		l->first_cpu = w->direct;
+		l->data_at = w->reserve;
+	}
 	l->heap = &w->st.heap_bytes;
 	l->peak = &w->st.heap_peak;
 	l->allocs = &w->st.allocs;
+}
+
+/* finish() without the copy of the largest CPU's pages: its unnamed file
+ * (the pages after w->reserve bytes) gets the metadata at its start and the
+ * other CPUs' pages after its own, then a name (w->part), then the path.
+ * Returns 0 (done: w->part renamed over the path), 1 (not possible: the
+ * metadata has outgrown the room, no CPU has a page; nothing changed: do
+ * it by copying), or an error (w->part, when set, must be unlinked). */
+static int ringbuf_tdat__finish_direct(struct ringbuf_tracedat *w, struct ringbuf_tracedat_stats *st)
+{
+	struct ringbuf_trace__layout l;
+	uint64_t meta = 0, most = 0;
+	unsigned i, d = w->info.ncpu;
+	int fd, r;
+	for (i = 0; i < w->info.ncpu; i++)
+		if (w->cpu_pages[i] > most) {
+			most = w->cpu_pages[i];
+			d = i;
+		}
+	if (d == w->info.ncpu)
+		return 1;
+	w->direct = d;
+	ringbuf_tdat__layout(w, &l);
+	l.meta_end = &meta;
+	r = ringbuf_trace__layout_write(&l, -1);
+	if (st)
+		*st = w->st;
+	if (r < 0)
+		return r;
+	if (meta > w->reserve) {
+		w->direct = w->info.ncpu;
+		return 1;
+	}
+	fd = w->fd[d];
+	if (fchmod(fd, w->info.file_mode ? w->info.file_mode : 0600) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+		return RINGBUF_ESYS;
+	ringbuf_tdat__layout(w, &l);
+	r = ringbuf_trace__layout_write(&l, fd);
+	if (st)
+		*st = w->st;
+	if (r < 0)
+		return r;
+	if (ringbuf_tdat__link(w, fd) != 0) {
+		/* no name for it (no /proc, no CAP_DAC_READ_SEARCH): copy the
+		 * whole file into a new one */
+		off_t end = lseek(fd, 0, SEEK_END);
+		int out = ringbuf_tdat__mkfile(w, ".part", w->info.file_mode ? w->info.file_mode : 0600, w->part,
+					       strlen(w->path) + 48);
+		if (out < 0 || end < 0) {
+			if (out >= 0)
+				close(out);
+			return RINGBUF_ESYS;
+		}
+		r = fchmod(out, w->info.file_mode ? w->info.file_mode : 0600) != 0
+			    ? RINGBUF_ESYS
+			    : ringbuf_tdat__copy_range(w, fd, 0, (uint64_t)end, out);
+		if (close(out) != 0 && !r)
+			r = RINGBUF_ESYS;
+		if (r)
+			return r;
+	}
+	if (rename(w->part, w->path) != 0)
+		return RINGBUF_ESYS;
+	return 0;
 }
 
 RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringbuf_tracedat_stats *st)
@@ -791,6 +989,17 @@ RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringb
 		return RINGBUF_ESYS;
 	}
 	if (w->streamed) { /* every page went out already */
+		ringbuf_tdat__release(w);
+		return 0;
+	}
+	if (w->unnamed && (r = ringbuf_tdat__finish_direct(w, st)) != 1) {
+		if (r < 0) {
+			int e = errno;
+			ringbuf_tracedat_abort(w); /* unlinks a part file */
+			errno = e;
+			return r;
+		}
+		w->part[0] = 0;
 		ringbuf_tdat__release(w);
 		return 0;
 	}

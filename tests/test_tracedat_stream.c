@@ -34,6 +34,8 @@
 #include <cmocka.h>
 
 #include "tracedat_util.h"
+#include "pagewalk.h"
+#include "tdatwalk.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -154,6 +156,106 @@ static void stream_file_equals_export_of_the_same_pages(void **state)
 		skip(); /* the byte comparison ran; trace-cmd report did not */
 }
 
+/* ---- the largest CPU's file becomes the result ---------------------------- */
+
+/* finish() writes the metadata into the room kept before the largest CPU's
+ * pages in its unnamed file and appends the other CPUs after them
+ * (>>tdat_design UNNAMED FILES): the largest CPU here is the last one, so its
+ * pages come first in the file. The thread names (info.cmdlines, read at
+ * finish) change after open(): unchanged (the metadata fills the room to
+ * its page boundary), shrunk by pages (zeros between the metadata and the
+ * pages), grown past the room (finish() copies every CPU, in order). Each
+ * file holds every event (tdatwalk.h, version 6) and reads in trace-cmd
+ * like a file written with the final names from the start, whose layout is
+ * the plain one (checked byte for byte against a copy made by hand). */
+static void largest_cpu_file_becomes_the_result(void **state)
+{
+	enum { SAME, SHRUNK, GROWN };
+	int v, how;
+	(void)state;
+	for (v = 6; v <= 7; v++)
+		for (how = SAME; how <= GROWN; how++) {
+			struct ringbuf *rb = make_rb(3, 256 << 10, 4096, true);
+			struct ringbuf_trace_capture *cap = NULL;
+			struct ringbuf_tracedat_info info;
+			struct ringbuf_tracedat_stats st;
+			struct ringbuf_tracedat *w, *w2;
+			static char names[64 << 10], final[64 << 10];
+			size_t i, la, lb, len = 0, npages = 0;
+			unsigned cpu, lines = how == SAME ? 200 : how == SHRUNK ? 900 : 20, k;
+			unsigned char *a, *b;
+			uint32_t n = 0;
+			for (k = 0; k < lines; k++)
+				len += (size_t)snprintf(names + len, sizeof names - len, "%u thread-name-%u\n", 1000 + k, k);
+			/* CPU 2 gets 5 of every 7 events */
+			for (i = 0; i < 4000; i++, n++) {
+				now = 1000000000ull + (uint64_t)i * 1000;
+				assert_int_equal(trace_tick(rb, i % 7 < 5 ? 2 : (unsigned)(i % 7) - 5, (uint32_t)i, (int64_t)i), 1);
+			}
+			assert_int_equal(ringbuf_trace_capture_create(rb, &cap), 0);
+			assert_true(ringbuf_trace_capture_read(cap, rb, RINGBUF_ALL_CPUS, 0) > 0);
+			assert_true(ringbuf_trace_capture_pages(cap, 2) > ringbuf_trace_capture_pages(cap, 0) + 1);
+			assert_int_equal(ringbuf_tracedat_info_of(rb, &reg, &info), 0);
+			info.version = v;
+			info.cmdlines = names;
+			assert_int_equal(ringbuf_tracedat_open(path_of("direct.dat"), &info, &w), 0);
+			for (cpu = 0; cpu < 3; cpu++)
+				for (i = 0; i < ringbuf_trace_capture_pages(cap, cpu); i++, npages++)
+					assert_int_equal(ringbuf_tracedat_add_page(w, cpu, ringbuf_trace_capture_page(cap, cpu, i),
+										   4096), 1);
+			if (how == SHRUNK)
+				names[strlen("1000 thread-name-0\n")] = 0; /* one line: pages less */
+			if (how == GROWN)
+				for (k = lines; k < 900; k++)
+					len += (size_t)snprintf(names + len, sizeof names - len, "%u thread-name-%u\n", 1000 + k, k);
+			memcpy(final, names, sizeof final);
+			assert_int_equal(ringbuf_tracedat_finish(w, &st), 0);
+			assert_int_equal(st.pages, npages);
+			assert_int_equal(st.events, n);
+			assert_int_equal(files_named("direct.dat."), 0); /* no part file left */
+			/* the reference: the final names from the start */
+			info.cmdlines = final;
+			assert_int_equal(ringbuf_tracedat_open(path_of("ref.dat"), &info, &w2), 0);
+			for (cpu = 0; cpu < 3; cpu++)
+				for (i = 0; i < ringbuf_trace_capture_pages(cap, cpu); i++)
+					assert_int_equal(ringbuf_tracedat_add_page(w2, cpu, ringbuf_trace_capture_page(cap, cpu, i),
+										   4096), 1);
+			assert_int_equal(ringbuf_tracedat_finish(w2, NULL), 0);
+			a = read_file(path_of("direct.dat"), &la);
+			b = read_file(path_of("ref.dat"), &lb);
+			if (how == SHRUNK) /* the room kept: whole pages of zeros */
+				assert_true(la > lb && (la - lb) % 4096 == 0);
+			else
+				assert_int_equal(la, lb);
+			if (how == SAME)
+				assert_memory_equal(a, b, la);
+			if (v == 6) {
+				uint64_t events = 0;
+				char why[160];
+				if (tdat_walk_v6(a, la, 3, NULL, NULL, &events, why, sizeof why) != 0)
+					fail_msg("direct.dat: %s", why);
+				assert_int_equal(events, n);
+				assert_int_equal(tdat_walk_v6(b, lb, 3, NULL, NULL, &events, why, sizeof why), 0);
+				assert_int_equal(events, n);
+			}
+			free(a);
+			free(b);
+			if (have_trace_cmd()) {
+				char *out1 = run("trace-cmd report %s", path_of("direct.dat"));
+				char *out2 = run("trace-cmd report %s", path_of("ref.dat"));
+				assert_string_equal(out1, out2);
+				assert_int_equal(count_lines(out1, ": tick:"), (int)n);
+				assert_true(count_lines(out1, "thread-name-") > 0 || count_lines(out1, "<...>") > 0);
+				free(out1);
+				free(out2);
+			}
+			ringbuf_trace_capture_destroy(cap);
+			ringbuf_destroy(rb);
+		}
+	if (!have_trace_cmd())
+		skip();
+}
+
 /* ---- memory ----------------------------------------------------------------- */
 
 static void memory_is_constant_in_the_number_of_pages(void **state)
@@ -183,7 +285,10 @@ static void memory_is_constant_in_the_number_of_pages(void **state)
 	assert_int_equal(st.allocs, st10.allocs);
 	assert_int_equal(st.heap_peak, st10.heap_peak);
 	assert_int_equal(st.heap_bytes, st10.heap_bytes);
-	assert_true(st.heap_peak <= 4096 + 2048 + 2 * strlen(path_of("big.dat")));
+	assert_true(st.heap_bytes <= 4096 + 2048 + 2 * strlen(path_of("big.dat")));
+	/* open() built the metadata once, to size the room for it before the
+	 * pages (>>tdat_design UNNAMED FILES): freed at once */
+	assert_true(st.heap_peak <= 4096 + 2048 + 2 * strlen(path_of("big.dat")) + 16384);
 	assert_int_equal(st.pages, 3010);
 	assert_int_equal(ringbuf_tracedat_finish(w, &st), 0);
 	/* finish: + the metadata (formats, names), still independent of the pages */
@@ -590,6 +695,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(stream_file_equals_export_of_the_same_pages, setup),
+		cmocka_unit_test_setup(largest_cpu_file_becomes_the_result, setup),
 		cmocka_unit_test_setup(memory_is_constant_in_the_number_of_pages, setup),
 		cmocka_unit_test_setup(big_endian_and_32bit_files_read_like_native_ones, setup),
 		cmocka_unit_test_setup(corrupt_pages_are_refused_and_the_file_stays_valid, setup),
