@@ -175,7 +175,11 @@ RINGBUF_API int ringbuf_tracedat_add_page(struct ringbuf_tracedat *w, unsigned c
  * RINGBUF_ECORRUPT: the events of that page are lost, the writer is usable.
  * A CPU whose reader keeps answering RINGBUF_EAGAIN (a writer preempted in
  * the middle of moving a page) is left for the next call; RINGBUF_EAGAIN is
- * returned when that left nothing written: call again later. */
+ * returned when that left nothing written: call again later. The pages of
+ * one CPU go out in batches (up to 128 KiB per write(); >>tdat_design
+ * MEMORY), each batch written before the next CPU's pages and before the
+ * call returns: when it returns, every page it counts is written (a failed
+ * write: RINGBUF_ESYS, the writer broken, that batch's pages not counted). */
 RINGBUF_API int ringbuf_tracedat_drain(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned cpu,
 				       unsigned flags);
 /** Write the file and free the writer (also on error). st (may be NULL)
@@ -243,8 +247,9 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
  * descriptor keeps it, and finish() copies every CPU into a new file
  * (copy_file_range, else through one page of memory).
  *
- * MEMORY. The writer holds: itself, 4 words per CPU, one page (the copy of
- * the page being added, then the copy buffer of finish()) and, in open()
+ * MEMORY. The writer holds: itself, 4 words per CPU, one batch of pages
+ * (RINGBUF_TDAT__BATCH = 128 KiB, or one page when pages are bigger: the
+ * copies of the pages being added, then the copy buffer of finish()) and, in open()
  * for a moment and during finish(), the metadata (proportional to the
  * registry and the thread names, not to the pages). heap_bytes/heap_peak
  * count all of it; nothing is allocated per page.
@@ -263,6 +268,14 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
  *      59 bits, as kbuffer reads it): a hostile page's times stay readable;
  *   A3 zero the bytes after commit (after the stored count);
  *   A4 write the page to the CPU's file; a short write poisons the writer.
+ * A1 copies into the next slot of the batch; A4 writes the batch whole, one
+ * write() for up to 128 KiB of one CPU's pages (a write() per 4 KiB page cost
+ * the recorder most of its system time): when the batch is full, when the
+ * next page is another CPU's, at the end of drain()'s pages of a CPU, and at
+ * once for add_page(). Nothing stays in the batch between calls, so the
+ * counters (pages, events, bytes, lost: added when the batch is written)
+ * are exact whenever the caller looks, and a process killed between calls
+ * has lost only what a killed process loses anyway (its unwritten files).
  */
 
 /* ==== >>tdat_impl ======================================================== */
@@ -278,6 +291,9 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 #include <unistd.h>
 
 #define RINGBUF_TDAT__MAX_CPUS 4096u
+#ifndef RINGBUF_TDAT__BATCH /* bytes of pages per write() (a test makes it small) */
+#define RINGBUF_TDAT__BATCH ((size_t)128 << 10)
+#endif
 
 struct ringbuf_tracedat {
 	struct ringbuf_tracedat_info info;
@@ -285,7 +301,13 @@ struct ringbuf_tracedat {
 	char *path, *part;
 	int *fd;              /* per CPU: the temporary file */
 	uint64_t *cpu_pages;  /* per CPU: pages in it */
-	unsigned char *page;  /* the copy (A1), then finish()'s copy buffer */
+	unsigned char *page;  /* the batch: batch_max pages (A1 copies into its next
+			       * slot); finish()'s copy buffer */
+	size_t batch_max;     /* pages it holds: RINGBUF_TDAT__BATCH bytes, at least 1 */
+	size_t batch_n;       /* pages in it, all of batch_cpu; 0 between calls */
+	unsigned batch_cpu;
+	struct ringbuf_tracedat_stats pend; /* events, bytes, lost, lost_unknown of
+			       * the batch: added to st when written */
 	struct ringbuf_tracedat_stats st;
 	int broken;           /* a write failed (RINGBUF_ESYS) */
 	int streamed;         /* open_fds(): fd[] are the caller's, no file at finish() */
@@ -582,7 +604,8 @@ static int ringbuf_tdat__new(const char *path, const struct ringbuf_tracedat_inf
 	w->part = (char *)ringbuf_tdat__alloc(w, plen + 48);
 	w->fd = (int *)ringbuf_tdat__alloc(w, info->ncpu * sizeof(int));
 	w->cpu_pages = (uint64_t *)ringbuf_tdat__alloc(w, info->ncpu * sizeof(uint64_t));
-	w->page = (unsigned char *)ringbuf_tdat__alloc(w, info->page_size);
+	w->batch_max = info->page_size >= RINGBUF_TDAT__BATCH ? 1 : RINGBUF_TDAT__BATCH / info->page_size;
+	w->page = (unsigned char *)ringbuf_tdat__alloc(w, w->batch_max * info->page_size);
 	if (!w->path || !w->part || !w->fd || !w->cpu_pages || !w->page) {
 		if (w->fd)
 			for (i = 0; i < info->ncpu; i++)
@@ -708,52 +731,137 @@ static int ringbuf_tdat__write_fd(int fd, const void *buf, size_t n, int sock)
 	return 0;
 }
 
-/* A2..A4 on w->page */
-static int ringbuf_tdat__take(struct ringbuf_tracedat *w, unsigned cpu)
+/* A4: write the batch (batch_n pages of batch_cpu) with one write() and
+ * count its pages; a failed write poisons the writer (its pages are lost,
+ * not counted). 0 or RINGBUF_ESYS. */
+static int ringbuf_tdat__flush(struct ringbuf_tracedat *w)
+{
+	size_t n = w->batch_n;
+	unsigned cpu = w->batch_cpu;
+	if (!n)
+		return 0;
+	w->batch_n = 0;
+	if (ringbuf_tdat__write_fd(w->fd[cpu], w->page, n * w->info.page_size, w->streamed) < 0) {
+		memset(&w->pend, 0, sizeof w->pend);
+		w->broken = 1;
+		return RINGBUF_ESYS;
+	}
+	w->cpu_pages[cpu] += n;
+	w->st.pages += n;
+	w->st.events += w->pend.events;
+	w->st.bytes += w->pend.bytes;
+	w->st.lost += w->pend.lost;
+	w->st.lost_unknown += w->pend.lost_unknown;
+	memset(&w->pend, 0, sizeof w->pend);
+	return 0;
+}
+
+/* The batch's next slot, for cpu's next page (A1 copies into it): the batch
+ * is written first if it is full or holds another CPU's pages. NULL: that
+ * write failed (RINGBUF_ESYS, the writer is broken). */
+static unsigned char *ringbuf_tdat__slot(struct ringbuf_tracedat *w, unsigned cpu)
+{
+	if (w->batch_n && (w->batch_n == w->batch_max || w->batch_cpu != cpu) && ringbuf_tdat__flush(w) < 0)
+		return NULL;
+	w->batch_cpu = cpu;
+	return w->page + w->batch_n * w->info.page_size;
+}
+
+/* A2, A3 on the slot pg that A1 filled: 1 (the page joins the batch), 0
+ * (no records: skipped), RINGBUF_ECORRUPT (refused; the slot is reused). */
+static int ringbuf_tdat__take(struct ringbuf_tracedat *w, unsigned char *pg)
 {
 	const size_t ps = w->info.page_size, ls = w->info.long_size;
 	uint64_t nev = 0, lost = 0, commit;
 	size_t len, end;
-	int r = ringbuf_tracedat_check_page(w->page, ps, w->info.big_endian, (unsigned)ls, &nev, &lost);
+	int r = ringbuf_tracedat_check_page(pg, ps, w->info.big_endian, (unsigned)ls, &nev, &lost);
 	if (r < 0) {
 		w->st.pages_rejected++;
 		return r;
 	}
-	commit = ringbuf_tdat__get(w->page + 8, (unsigned)ls, w->info.big_endian);
+	commit = ringbuf_tdat__get(pg + 8, (unsigned)ls, w->info.big_endian);
 	len = (size_t)(commit & ((1u << 27) - 1));
 	if (len == 0 && !(commit & (1u << 31))) {
 		w->st.pages_empty++;
 		return 0;
 	}
 	end = 8 + ls + len + ((commit & (1u << 30)) ? ls : 0);
-	memset(w->page + end, 0, ps - end);
-	if (ringbuf_tdat__write_fd(w->fd[cpu], w->page, ps, w->streamed) < 0) {
-		w->broken = 1;
-		return RINGBUF_ESYS;
-	}
-	w->cpu_pages[cpu]++;
-	w->st.pages++;
-	w->st.events += nev;
-	w->st.bytes += len;
+	memset(pg + end, 0, ps - end);
+	w->batch_n++;
+	w->pend.events += nev;
+	w->pend.bytes += len;
 	if (lost == RINGBUF_TRACE_LOST_UNKNOWN)
-		w->st.lost_unknown++;
+		w->pend.lost_unknown++;
 	else
-		w->st.lost += lost;
+		w->pend.lost += lost;
 	return 1;
 }
 
 RINGBUF_API int ringbuf_tracedat_add_page(struct ringbuf_tracedat *w, unsigned cpu, const void *page,
 					  size_t size)
 {
+	unsigned char *pg;
+	int r;
 	if (!w || !page || cpu >= w->info.ncpu || size != w->info.page_size) {
 		if (w)
 			w->st.pages_rejected++;
 		return RINGBUF_EINVAL;
 	}
-	if (w->broken)
+	if (w->broken || !(pg = ringbuf_tdat__slot(w, cpu)))
 		return RINGBUF_ESYS;
-	memcpy(w->page, page, size); /* A1: the only read of the caller's page */
-	return ringbuf_tdat__take(w, cpu);
+	memcpy(pg, page, size); /* A1: the only read of the caller's page */
+	r = ringbuf_tdat__take(w, pg);
+	if (r > 0 && ringbuf_tdat__flush(w) < 0) /* written before it returns */
+		return RINGBUF_ESYS;
+	return r;
+}
+
+/* drain()'s loop on one CPU: pages join the batch, written when it is
+ * full and before it returns (nothing waits between calls). Adds the pages
+ * taken to *total; returns 1 (this CPU is busy: RINGBUF_EAGAIN), 0, or an
+ * error: *read_err set for the reader's (drain() then returns *total when
+ * > 0, as before), clear for a refused page or a failed write. */
+static int ringbuf_tdat__drain_cpu(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned c, unsigned flags,
+				   int *total, int *read_err)
+{
+	size_t limit = 2 * (size_t)ringbuf_nr_pages(rb) + 4, n = 0;
+	int again = 0, busy = 0, r = 0;
+	while (n < limit) {
+		const void *ref = NULL;
+		unsigned char *pg = ringbuf_tdat__slot(w, c);
+		if (!pg)
+			return RINGBUF_ESYS;
+		r = RINGBUF_EAGAIN;
+		if (flags & RINGBUF_READ_FULL)
+			r = ringbuf_read_page_ref(rb, c, &ref);
+		if (r > 0) {
+			memcpy(pg, ref, w->info.page_size); /* A1 */
+		} else if (r == RINGBUF_EAGAIN) {
+			r = ringbuf_read_page(rb, c, pg, w->info.page_size, flags);
+			if (r == RINGBUF_EAGAIN && ++again < 100)
+				continue;
+		}
+		if (r == RINGBUF_EAGAIN) { /* this CPU later; the others now */
+			busy = 1;
+			r = 0;
+			break;
+		}
+		if (r <= 0) {
+			*read_err = r < 0;
+			break;
+		}
+		n++;
+		r = ringbuf_tdat__take(w, pg);
+		if (r < 0)
+			break;
+		*total += r;
+		r = 0;
+	}
+	if (ringbuf_tdat__flush(w) < 0) {
+		*read_err = 0;
+		return RINGBUF_ESYS;
+	}
+	return r < 0 ? r : busy;
 }
 
 RINGBUF_API int ringbuf_tracedat_drain(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned cpu,
@@ -769,34 +877,10 @@ RINGBUF_API int ringbuf_tracedat_drain(struct ringbuf_tracedat *w, struct ringbu
 	lo = cpu == RINGBUF_ALL_CPUS ? 0 : cpu;
 	hi = cpu == RINGBUF_ALL_CPUS ? w->info.ncpu : cpu + 1;
 	for (c = lo; c < hi; c++) {
-		size_t limit = 2 * (size_t)ringbuf_nr_pages(rb) + 4, n = 0;
-		int again = 0;
-		while (n < limit) {
-			const void *ref = NULL;
-			int r = RINGBUF_EAGAIN;
-			if (flags & RINGBUF_READ_FULL)
-				r = ringbuf_read_page_ref(rb, c, &ref);
-			if (r > 0) {
-				memcpy(w->page, ref, w->info.page_size); /* A1 */
-			} else if (r == RINGBUF_EAGAIN) {
-				r = ringbuf_read_page(rb, c, w->page, w->info.page_size, flags);
-				if (r == RINGBUF_EAGAIN && ++again < 100)
-					continue;
-			}
-			if (r == RINGBUF_EAGAIN) { /* this CPU later; the others now */
-				busy = 1;
-				break;
-			}
-			if (r < 0)
-				return total ? total : r;
-			if (r == 0)
-				break;
-			n++;
-			r = ringbuf_tdat__take(w, c);
-			if (r < 0)
-				return r;
-			total += r;
-		}
+		int read_err = 0, r = ringbuf_tdat__drain_cpu(w, rb, c, flags, &total, &read_err);
+		if (r < 0)
+			return read_err && total ? total : r;
+		busy |= r;
 	}
 	return total || !busy ? total : RINGBUF_EAGAIN;
 }

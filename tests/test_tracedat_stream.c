@@ -17,6 +17,9 @@
 #define _FILE_OFFSET_BITS 64
 #define RINGBUF_IMPLEMENTATION
 #define RINGBUF_TRACE_DEFINE_EVENTS
+/* drain() writes its pages in batches; 3 pages of 4 KiB here (128 KiB by
+ * default) so that every test crosses batch boundaries */
+#define RINGBUF_TDAT__BATCH ((size_t)3 * 4096)
 #include "ringbuf_tracedat.h"
 
 #include <dirent.h>
@@ -29,6 +32,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -281,14 +287,15 @@ static void memory_is_constant_in_the_number_of_pages(void **state)
 	for (i = 0; i < 3000; i++, k++)
 		assert_int_equal(ringbuf_tracedat_add_page(w, k & 1, ringbuf_trace_capture_page(cap, 0, k % np), 4096), 1);
 	assert_int_equal(ringbuf_tracedat_stats(w, &st), 0);
-	/* nothing allocated per page; one page + the writer + per-CPU words */
+	/* nothing allocated per page; the batch (RINGBUF_TDAT__BATCH bytes of
+	 * pages) + the writer + per-CPU words */
 	assert_int_equal(st.allocs, st10.allocs);
 	assert_int_equal(st.heap_peak, st10.heap_peak);
 	assert_int_equal(st.heap_bytes, st10.heap_bytes);
-	assert_true(st.heap_bytes <= 4096 + 2048 + 2 * strlen(path_of("big.dat")));
+	assert_true(st.heap_bytes <= RINGBUF_TDAT__BATCH + 2048 + 2 * strlen(path_of("big.dat")));
 	/* open() built the metadata once, to size the room for it before the
 	 * pages (>>tdat_design UNNAMED FILES): freed at once */
-	assert_true(st.heap_peak <= 4096 + 2048 + 2 * strlen(path_of("big.dat")) + 16384);
+	assert_true(st.heap_peak <= RINGBUF_TDAT__BATCH + 2048 + 2 * strlen(path_of("big.dat")) + 16384);
 	assert_int_equal(st.pages, 3010);
 	assert_int_equal(ringbuf_tracedat_finish(w, &st), 0);
 	/* finish: + the metadata (formats, names), still independent of the pages */
@@ -599,6 +606,105 @@ static void abort_and_bad_arguments_leave_nothing(void **state)
 	assert_int_equal(ringbuf_tracedat_finish(NULL, NULL), RINGBUF_EINVAL);
 }
 
+/* ---- drain() writes in batches ------------------------------------------- */
+
+/* Batches of 3 pages: drains of 1..13 pages end a batch at every place (a
+ * full batch, 1 or 2 pages over); every page is written once, in order:
+ * the file holds every event (tdatwalk.h) and the counters count them. */
+static void drain_batches_end_anywhere(void **state)
+{
+	unsigned k, seen[3] = {0, 0, 0};
+	(void)state;
+	for (k = 1; k <= 24; k++) {
+		struct ringbuf *rb = make_rb(2, 64 << 10, 4096, true);
+		struct ringbuf_tracedat_info info;
+		struct ringbuf_tracedat_stats st;
+		struct ringbuf_tracedat *w;
+		uint32_t i, n = k * 90;
+		uint64_t events = 0;
+		unsigned char *a;
+		size_t la;
+		char why[160];
+		int r;
+		for (i = 0; i < n; i++) {
+			now = 1000000000ull + (uint64_t)i * 1000;
+			assert_int_equal(trace_tick(rb, i % 9 == 0 ? 1 : 0, i, (int64_t)i), 1);
+		}
+		assert_int_equal(ringbuf_tracedat_info_of(rb, &reg, &info), 0);
+		assert_int_equal(ringbuf_tracedat_open(path_of("batch.dat"), &info, &w), 0);
+		r = ringbuf_tracedat_drain(w, rb, 0, 0);
+		assert_true(r > 0);
+		seen[r % 3]++;
+		assert_int_equal(ringbuf_tracedat_stats(w, &st), 0);
+		assert_int_equal(st.pages, (uint64_t)r); /* all written when it returns */
+		assert_int_equal(w->batch_n, 0);
+		assert_true(ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0) > 0); /* CPU 1 */
+		assert_int_equal(ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0), 0);
+		assert_int_equal(ringbuf_tracedat_finish(w, &st), 0);
+		assert_int_equal(st.events, n);
+		assert_int_equal(st.lost, 0);
+		a = read_file(path_of("batch.dat"), &la);
+		if (tdat_walk_v6(a, la, 2, NULL, NULL, &events, why, sizeof why) != 0)
+			fail_msg("batch.dat, %u events: %s", n, why);
+		assert_int_equal(events, n);
+		free(a);
+		ringbuf_destroy(rb);
+	}
+	/* drains ended on every place of a batch */
+	assert_true(seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
+}
+
+/* A write that fails in the middle of a batch (the file size limit falls
+ * inside its second page) makes drain() return RINGBUF_ESYS; the counters
+ * keep only the batch written before; the writer is broken: finish() fails
+ * and leaves nothing. A streamed writer whose peer has gone likewise. */
+static void failed_batch_write_breaks_the_writer(void **state)
+{
+	struct ringbuf *rb = make_rb(1, 64 << 10, 4096, true);
+	struct ringbuf_tracedat_info info;
+	struct ringbuf_tracedat_stats st;
+	struct ringbuf_tracedat *w;
+	struct rlimit old, lim;
+	void (*old_xfsz)(int);
+	int sv[2];
+	uint32_t i;
+	(void)state;
+	for (i = 0; i < 2000; i++) { /* about 12 pages */
+		now = 1000000000ull + (uint64_t)i * 1000;
+		assert_int_equal(trace_tick(rb, 0, i, (int64_t)i), 1);
+	}
+	assert_int_equal(ringbuf_tracedat_info_of(rb, &reg, &info), 0);
+	assert_int_equal(ringbuf_tracedat_open(path_of("efbig.dat"), &info, &w), 0);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)(w->reserve + 4 * 4096 + 100); /* inside batch 2's 2nd page */
+	old_xfsz = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_int_equal(ringbuf_tracedat_drain(w, rb, 0, 0), RINGBUF_ESYS);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, old_xfsz);
+	assert_int_equal(ringbuf_tracedat_stats(w, &st), 0);
+	assert_int_equal(st.pages, 3);
+	assert_int_equal(ringbuf_tracedat_drain(w, rb, 0, 0), RINGBUF_ESYS);
+	assert_int_equal(ringbuf_tracedat_finish(w, NULL), RINGBUF_ESYS);
+	assert_int_equal(files_named("efbig.dat"), 0);
+
+	/* streamed: the other end closed (send: EPIPE, no SIGPIPE) */
+	for (i = 0; i < 2000; i++) {
+		now = 2000000000ull + (uint64_t)i * 1000;
+		assert_int_equal(trace_tick(rb, 0, i, (int64_t)i), 1);
+	}
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	close(sv[1]);
+	assert_int_equal(ringbuf_tracedat_open_fds(&info, sv, &w), 0);
+	assert_int_equal(ringbuf_tracedat_drain(w, rb, 0, 0), RINGBUF_ESYS);
+	assert_int_equal(ringbuf_tracedat_stats(w, &st), 0);
+	assert_int_equal(st.pages, 0);
+	assert_int_equal(ringbuf_tracedat_finish(w, NULL), RINGBUF_ESYS);
+	close(sv[0]);
+	ringbuf_destroy(rb);
+}
+
 /* ---- a consumer thread draining a live buffer ------------------------------ */
 
 struct live {
@@ -700,6 +806,8 @@ int main(void)
 		cmocka_unit_test_setup(big_endian_and_32bit_files_read_like_native_ones, setup),
 		cmocka_unit_test_setup(corrupt_pages_are_refused_and_the_file_stays_valid, setup),
 		cmocka_unit_test_setup(abort_and_bad_arguments_leave_nothing, setup),
+		cmocka_unit_test_setup(drain_batches_end_anywhere, setup),
+		cmocka_unit_test_setup(failed_batch_write_breaks_the_writer, setup),
 		cmocka_unit_test_setup(drained_live_buffer_holds_every_committed_event_once, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown_all);
