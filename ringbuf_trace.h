@@ -2881,7 +2881,7 @@ static int ringbuf_trace__v7(struct ringbuf_trace__out *o, int fd, const char *c
 	const unsigned ncpu = l->ncpu;
 	size_t opt_at, sec[6], at, buf_sec;
 	uint64_t total = 0, off, data;
-	unsigned i, k;
+	unsigned i, k, first;
 	int r;
 	ringbuf_trace__put(o, "none", 5);
 	ringbuf_trace__put(o, "", 1);
@@ -2927,15 +2927,17 @@ static int ringbuf_trace__v7(struct ringbuf_trace__out *o, int fd, const char *c
 	ringbuf_trace__str(o, l->clock);
 	ringbuf_trace__num(o, 4, ps);
 	ringbuf_trace__num(o, 4, ncpu);
-	off = data;
-	for (k = 0; k < ncpu; k++) {
-		uint64_t sz;
-		i = ringbuf_trace__cpu_in_order(l, k);
-		sz = l->cpu_pages(l->ctx, i) * ps;
+	/* the CPUs in id order, each at its place in the file (first_cpu's
+	 * pages first, then the others in id order) */
+	first = l->first_cpu < ncpu ? l->first_cpu : 0;
+	off = data + l->cpu_pages(l->ctx, first) * ps;
+	for (i = 0; i < ncpu; i++) {
+		uint64_t sz = l->cpu_pages(l->ctx, i) * ps;
 		ringbuf_trace__num(o, 4, i);
-		ringbuf_trace__num(o, 8, off);
+		ringbuf_trace__num(o, 8, i == first ? data : off);
 		ringbuf_trace__num(o, 8, sz);
-		off += sz;
+		if (i != first)
+			off += sz;
 	}
 	ringbuf_trace__num(o, 2, 0); /* DONE */
 	ringbuf_trace__num(o, 4, 8);

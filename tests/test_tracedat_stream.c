@@ -164,6 +164,55 @@ static void stream_file_equals_export_of_the_same_pages(void **state)
 
 /* ---- the largest CPU's file becomes the result ---------------------------- */
 
+/* Version 7: the BUFFER option (in the OPTIONS section at the end) lists
+ * the CPUs in id order (as trace-cmd writes it, and as readers that index
+ * by position expect), each section whole pages inside the file; returns
+ * the offset of cpu's pages. */
+static uint64_t v7_cpu_offset(const unsigned char *p, size_t len, unsigned ncpu, unsigned cpu)
+{
+	size_t pos = 18, n;
+	uint64_t opt, want = 0;
+	uint32_t v32;
+	uint16_t v16;
+	unsigned i;
+	n = strnlen((const char *)p + pos, len - pos); /* "none" */
+	pos += n + 1;
+	n = strnlen((const char *)p + pos, len - pos); /* "" */
+	pos += n + 1;
+	memcpy(&opt, p + pos, 8);
+	assert_true(opt + 16 < len);
+	pos = (size_t)opt + 16; /* the OPTIONS section's header */
+	for (;;) {
+		assert_true(pos + 6 <= len);
+		memcpy(&v16, p + pos, 2);
+		memcpy(&v32, p + pos + 2, 4);
+		pos += 6;
+		assert_int_not_equal(v16, 0); /* no BUFFER option before the end */
+		if (v16 == 3)
+			break;
+		pos += v32;
+	}
+	pos += 8;
+	pos += strnlen((const char *)p + pos, len - pos) + 1; /* "" */
+	pos += strnlen((const char *)p + pos, len - pos) + 1; /* clock */
+	pos += 4; /* page size */
+	memcpy(&v32, p + pos, 4);
+	assert_int_equal(v32, ncpu);
+	pos += 4;
+	for (i = 0; i < ncpu; i++) {
+		uint64_t off, size;
+		memcpy(&v32, p + pos, 4);
+		memcpy(&off, p + pos + 4, 8);
+		memcpy(&size, p + pos + 12, 8);
+		pos += 20;
+		assert_int_equal(v32, i);
+		assert_true(off % 4096 == 0 && size % 4096 == 0 && off + size <= len);
+		if (i == cpu)
+			want = off;
+	}
+	return want;
+}
+
 /* finish() writes the metadata into the room kept before the largest CPU's
  * pages in its unnamed file and appends the other CPUs after them
  * (>>tdat_design UNNAMED FILES): the largest CPU here is the last one, so its
@@ -235,6 +284,10 @@ static void largest_cpu_file_becomes_the_result(void **state)
 				assert_int_equal(la, lb);
 			if (how == SAME)
 				assert_memory_equal(a, b, la);
+			if (v == 7 && how != GROWN) /* CPU 2 first, then 0 and 1 */
+				assert_true(v7_cpu_offset(a, la, 3, 2) < v7_cpu_offset(a, la, 3, 0));
+			if (v == 7)
+				assert_true(v7_cpu_offset(b, lb, 3, 2) < v7_cpu_offset(b, lb, 3, 0));
 			if (v == 6) {
 				uint64_t events = 0;
 				char why[160];
