@@ -238,6 +238,7 @@ static void largest_cpu_file_becomes_the_result(void **state)
 			static char names[64 << 10], final[64 << 10];
 			size_t i, la, lb, len = 0, npages = 0;
 			unsigned cpu, lines = how == SAME ? 200 : how == SHRUNK ? 900 : 20, k;
+			int unnamed;
 			unsigned char *a, *b;
 			uint32_t n = 0;
 			for (k = 0; k < lines; k++)
@@ -254,6 +255,9 @@ static void largest_cpu_file_becomes_the_result(void **state)
 			info.version = v;
 			info.cmdlines = names;
 			assert_int_equal(ringbuf_tracedat_open(path_of("direct.dat"), &info, &w), 0);
+			/* without O_TMPFILE (the system or tmpdir's filesystem) every
+			 * file has the plain layout */
+			unnamed = w->unnamed;
 			for (cpu = 0; cpu < 3; cpu++)
 				for (i = 0; i < ringbuf_trace_capture_pages(cap, cpu); i++, npages++)
 					assert_int_equal(ringbuf_tracedat_add_page(w, cpu, ringbuf_trace_capture_page(cap, cpu, i),
@@ -278,16 +282,16 @@ static void largest_cpu_file_becomes_the_result(void **state)
 			assert_int_equal(ringbuf_tracedat_finish(w2, NULL), 0);
 			a = read_file(path_of("direct.dat"), &la);
 			b = read_file(path_of("ref.dat"), &lb);
-			if (how == SHRUNK) /* the room kept: whole pages of zeros */
+			if (how == SHRUNK && unnamed) /* the room kept: whole pages of zeros */
 				assert_true(la > lb && (la - lb) % 4096 == 0);
 			else
 				assert_int_equal(la, lb);
 			if (how == SAME)
 				assert_memory_equal(a, b, la);
 			if (v == 7 && how != GROWN) /* CPU 2 first, then 0 and 1 */
-				assert_true(v7_cpu_offset(a, la, 3, 2) < v7_cpu_offset(a, la, 3, 0));
+				assert_true((v7_cpu_offset(a, la, 3, 2) < v7_cpu_offset(a, la, 3, 0)) == unnamed);
 			if (v == 7)
-				assert_true(v7_cpu_offset(b, lb, 3, 2) < v7_cpu_offset(b, lb, 3, 0));
+				assert_true((v7_cpu_offset(b, lb, 3, 2) < v7_cpu_offset(b, lb, 3, 0)) == unnamed);
 			if (v == 6) {
 				uint64_t events = 0;
 				char why[160];
