@@ -141,9 +141,10 @@ RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tra
 /** A writer that streams each CPU's pages to the caller's descriptor
  * fds[cpu] (a socket, a pipe; one per CPU, info->ncpu of them) as they come,
  * instead of keeping them for a file: add_page() and drain() check and copy
- * each page as for a file, then write it whole to fds[cpu] (a write that
- * fails or times out, e.g. SO_SNDTIMEO on a socket, gives RINGBUF_ESYS and
- * poisons the writer). finish() writes no file and leaves the descriptors
+ * each page as for a file, then write it whole to fds[cpu] (drain(): a
+ * CPU's pages in batches of up to 128 KiB, all sent before it returns; a
+ * write that fails or times out, e.g. SO_SNDTIMEO on a socket, gives
+ * RINGBUF_ESYS and poisons the writer). finish() writes no file and leaves the descriptors
  * open (the caller closes them); it gives the counters. The metadata for
  * the other end is ringbuf_tracedat_header(). Returns 0, RINGBUF_EINVAL,
  * RINGBUF_ENOMEM. Used by ringbuf_net.h (trace-cmd listen). */
