@@ -2380,6 +2380,16 @@ struct ringbuf_trace__layout {
 	uint64_t (*cpu_pages)(void *ctx, unsigned cpu);   /* pages of cpu */
 	int (*write_cpu)(void *ctx, unsigned cpu, int fd); /* append them to fd: 0 or an error */
 	void *ctx;
+	unsigned first_cpu;                 /* its pages come first, then the others in
+					     * order (0: CPU order) */
+	uint64_t data_at;                   /* where the CPU data starts (0: at the first
+					     * page boundary after the metadata); a multiple
+					     * of page_size, not before that boundary. The
+					     * bytes in between are not written: write_cpu
+					     * of first_cpu finds fd there (at the boundary)
+					     * and leaves it at the end of first_cpu's data */
+	uint64_t *meta_end;                 /* not NULL: store that page boundary and
+					     * write nothing (the size of the metadata) */
 	uint64_t *heap, *peak, *allocs;     /* heap counters to keep (NULL: none) */
 };
 
@@ -2777,13 +2787,43 @@ static void ringbuf_trace__v6_meta(struct ringbuf_trace__out *o, const char *clk
 	ringbuf_trace__num(o, 2, 0); /* end of options */
 }
 
+/* The k-th CPU in the file: l->first_cpu, then the others in order. */
+static unsigned ringbuf_trace__cpu_in_order(const struct ringbuf_trace__layout *l, unsigned k)
+{
+	if (l->first_cpu >= l->ncpu || l->first_cpu == 0)
+		return k;
+	return k == 0 ? l->first_cpu : k <= l->first_cpu ? k - 1 : k;
+}
+
+/* Where the CPU data starts (o holds everything before it): 1 and *data; 0
+ * when l->meta_end asked for the size only (stored); RINGBUF_EINVAL for a
+ * data_at before the metadata's end or not page-aligned. */
+static int ringbuf_trace__data_at(struct ringbuf_trace__out *o, uint64_t *data)
+{
+	const struct ringbuf_trace__layout *l = o->l;
+	if (o->err)
+		return o->err;
+	*data = ringbuf_trace__align(o->len, l->page_size);
+	if (l->meta_end) {
+		*l->meta_end = *data;
+		return 0;
+	}
+	if (l->data_at) {
+		if (l->data_at < *data || l->data_at % l->page_size)
+			return RINGBUF_EINVAL;
+		*data = l->data_at;
+	}
+	return 1;
+}
+
 /* Everything after the 16-byte file header, version 6. */
 static int ringbuf_trace__v6(struct ringbuf_trace__out *o, int fd, const char *clk)
 {
 	const struct ringbuf_trace__layout *l = o->l;
 	const size_t ps = l->page_size;
-	size_t table, data;
-	unsigned i;
+	size_t table;
+	uint64_t data;
+	unsigned i, k;
 	int r;
 	ringbuf_trace__v6_meta(o, clk);
 	ringbuf_trace__put(o, "flyrecord", 10);
@@ -2792,17 +2832,20 @@ static int ringbuf_trace__v6(struct ringbuf_trace__out *o, int fd, const char *c
 	/* the clock again, read because TRACECLOCK is present */
 	ringbuf_trace__num(o, 8, strlen(clk));
 	ringbuf_trace__put(o, clk, strlen(clk));
-	data = ringbuf_trace__align(o->len, ps);
-	for (i = 0; i < l->ncpu; i++) {
-		uint64_t sz = l->cpu_pages(l->ctx, i) * ps;
+	if ((r = ringbuf_trace__data_at(o, &data)) <= 0)
+		return r;
+	for (k = 0; k < l->ncpu; k++) {
+		uint64_t sz;
+		i = ringbuf_trace__cpu_in_order(l, k);
+		sz = l->cpu_pages(l->ctx, i) * ps;
 		ringbuf_trace__set_num(o, table + 16 * i, 8, data);
 		ringbuf_trace__set_num(o, table + 16 * i + 8, 8, sz);
 		data += sz;
 	}
 	if ((r = ringbuf_trace__flush(o, fd, ringbuf_trace__align(o->len, ps) - o->len)) < 0)
 		return r;
-	for (i = 0; i < l->ncpu; i++)
-		if ((r = l->write_cpu(l->ctx, i, fd)) < 0)
+	for (k = 0; k < l->ncpu; k++)
+		if ((r = l->write_cpu(l->ctx, ringbuf_trace__cpu_in_order(l, k), fd)) < 0)
 			return r;
 	return 0;
 }
@@ -2836,9 +2879,9 @@ static int ringbuf_trace__v7(struct ringbuf_trace__out *o, int fd, const char *c
 	const struct ringbuf_trace__layout *l = o->l;
 	const size_t ps = l->page_size;
 	const unsigned ncpu = l->ncpu;
-	size_t opt_at, sec[6], at, buf_sec, data;
-	uint64_t total = 0, off;
-	unsigned i;
+	size_t opt_at, sec[6], at, buf_sec;
+	uint64_t total = 0, off, data;
+	unsigned i, k, first;
 	int r;
 	ringbuf_trace__put(o, "none", 5);
 	ringbuf_trace__put(o, "", 1);
@@ -2856,15 +2899,16 @@ static int ringbuf_trace__v7(struct ringbuf_trace__out *o, int fd, const char *c
 	/* the BUFFER section: header, padding, page-aligned CPU data */
 	buf_sec = o->len;
 	at = ringbuf_trace__section(o, 3, S_BUFFER);
-	data = ringbuf_trace__align(o->len, ps);
+	if ((r = ringbuf_trace__data_at(o, &data)) <= 0)
+		return r;
 	for (i = 0; i < ncpu; i++)
 		total += l->cpu_pages(l->ctx, i) * ps;
 	ringbuf_trace__set_num(o, at, 8, data - o->len + total);
 	ringbuf_trace__set_num(o, opt_at, 8, data + total);
-	if ((r = ringbuf_trace__flush(o, fd, data - o->len)) < 0)
+	if ((r = ringbuf_trace__flush(o, fd, ringbuf_trace__align(o->len, ps) - o->len)) < 0)
 		return r;
-	for (i = 0; i < ncpu; i++)
-		if ((r = l->write_cpu(l->ctx, i, fd)) < 0)
+	for (k = 0; k < ncpu; k++)
+		if ((r = l->write_cpu(l->ctx, ringbuf_trace__cpu_in_order(l, k), fd)) < 0)
 			return r;
 	/* the OPTIONS section, after the data (o starts again at 0: the
 	 * section's size is relative to its own position in o) */
@@ -2883,13 +2927,17 @@ static int ringbuf_trace__v7(struct ringbuf_trace__out *o, int fd, const char *c
 	ringbuf_trace__str(o, l->clock);
 	ringbuf_trace__num(o, 4, ps);
 	ringbuf_trace__num(o, 4, ncpu);
-	off = data;
+	/* the CPUs in id order, each at its place in the file (first_cpu's
+	 * pages first, then the others in id order) */
+	first = l->first_cpu < ncpu ? l->first_cpu : 0;
+	off = data + l->cpu_pages(l->ctx, first) * ps;
 	for (i = 0; i < ncpu; i++) {
 		uint64_t sz = l->cpu_pages(l->ctx, i) * ps;
 		ringbuf_trace__num(o, 4, i);
-		ringbuf_trace__num(o, 8, off);
+		ringbuf_trace__num(o, 8, i == first ? data : off);
 		ringbuf_trace__num(o, 8, sz);
-		off += sz;
+		if (i != first)
+			off += sz;
 	}
 	ringbuf_trace__num(o, 2, 0); /* DONE */
 	ringbuf_trace__num(o, 4, 8);

@@ -6,11 +6,13 @@
  * memory that does not grow with the trace: each page is checked, copied into
  * one page of the writer's own and appended to a temporary file of its CPU
  * (as `trace-cmd record` keeps one file per CPU); finish() writes the
- * headers, the event formats and the thread names and appends each CPU's
- * pages, page-aligned, then renames the result over the path. Until then
- * nothing is at the path: abort(), a failed finish() or a crash leave no
- * partial trace.dat (the temporary per-CPU files are unlinked as soon as
- * they are made). Written from the published file format (trace-cmd.dat.v6(5),
+ * headers, the event formats and the thread names into the room kept for
+ * them at the start of the largest CPU's file, appends the other CPUs'
+ * pages to it, page-aligned, and gives it the path (where the system allows:
+ * >>tdat_design UNNAMED FILES; else it copies every CPU into a new file).
+ * Until then nothing is at the path: abort(), a failed finish() or a crash
+ * leave no partial trace.dat (the temporary per-CPU files have no name, or
+ * are unlinked as soon as they are made). Written from the published file format (trace-cmd.dat.v6(5),
  * .v7(5)); it contains no code from trace-cmd or libtraceevent.
  *
  * Pages come from anywhere: ringbuf_read_page() / ringbuf_read_page_ref() in
@@ -56,7 +58,8 @@
  *   temporary files are made next to it); no pipe, no compression (run
  *   `trace-cmd convert --compression zstd` afterwards). One event system (the
  *   registry's), one buffer (no instances). At finish() the disk holds the
- *   trace twice for a moment (per-CPU files + the result). One open file
+ *   CPUs other than the largest twice for a moment (all of them where
+ *   UNNAMED FILES do not apply). One open file
  *   descriptor per CPU while writing. trace-cmd 3.1.6 shows only the first
  *   few pages of a file with 1 KiB pages (ringbuf_trace.h's export too);
  *   2 KiB and more are read whole.
@@ -138,9 +141,10 @@ RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tra
 /** A writer that streams each CPU's pages to the caller's descriptor
  * fds[cpu] (a socket, a pipe; one per CPU, info->ncpu of them) as they come,
  * instead of keeping them for a file: add_page() and drain() check and copy
- * each page as for a file, then write it whole to fds[cpu] (a write that
- * fails or times out, e.g. SO_SNDTIMEO on a socket, gives RINGBUF_ESYS and
- * poisons the writer). finish() writes no file and leaves the descriptors
+ * each page as for a file, then write it whole to fds[cpu] (drain(): a
+ * CPU's pages in batches of up to 128 KiB, all sent before it returns; a
+ * write that fails or times out, e.g. SO_SNDTIMEO on a socket, gives
+ * RINGBUF_ESYS and poisons the writer). finish() writes no file and leaves the descriptors
  * open (the caller closes them); it gives the counters. The metadata for
  * the other end is ringbuf_tracedat_header(). Returns 0, RINGBUF_EINVAL,
  * RINGBUF_ENOMEM. Used by ringbuf_net.h (trace-cmd listen). */
@@ -172,7 +176,11 @@ RINGBUF_API int ringbuf_tracedat_add_page(struct ringbuf_tracedat *w, unsigned c
  * RINGBUF_ECORRUPT: the events of that page are lost, the writer is usable.
  * A CPU whose reader keeps answering RINGBUF_EAGAIN (a writer preempted in
  * the middle of moving a page) is left for the next call; RINGBUF_EAGAIN is
- * returned when that left nothing written: call again later. */
+ * returned when that left nothing written: call again later. The pages of
+ * one CPU go out in batches (up to 128 KiB per write(); >>tdat_design
+ * MEMORY), each batch written before the next CPU's pages and before the
+ * call returns: when it returns, every page it counts is written (a failed
+ * write: RINGBUF_ESYS, the writer broken, that batch's pages not counted). */
 RINGBUF_API int ringbuf_tracedat_drain(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned cpu,
 				       unsigned flags);
 /** Write the file and free the writer (also on error). st (may be NULL)
@@ -213,15 +221,39 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
  *       BUFFER section (zeros to a page boundary, the CPUs' pages) | OPTIONS
  *
  * Both need each CPU's pages contiguous, and v6 needs the thread names
- * before the data, so pages wait in one temporary file per CPU (made with
- * O_EXCL next to the output, unlinked at once, so only the descriptor keeps
- * it) and finish() copies them through one page of memory.
+ * before the data, so pages wait in one temporary file per CPU and finish()
+ * puts them after the metadata.
  *
- * MEMORY. The writer holds: itself, 4 words per CPU, one page (the copy of
- * the page being added, then the copy buffer of finish()) and, during
- * finish(), the metadata (proportional to the registry and the thread
- * names, not to the pages). heap_bytes/heap_peak count all of it; nothing is
- * allocated per page.
+ * UNNAMED FILES (Linux, O_TMPFILE in the output's directory). open() builds
+ * the metadata once to learn its size M (to the next page boundary: where
+ * the sequential layout puts the first page), and every CPU's file starts
+ * its pages at offset M (a hole before them). finish() takes the CPU with
+ * the most pages, builds the metadata again (now with the thread names of
+ * then) and, if it still ends by M, writes it at the start of that CPU's
+ * file, appends the other CPUs' pages after its own (copy_file_range), in
+ * CPU order, and links the file next to the output (linkat of
+ * /proc/self/fd/N, or AT_EMPTY_PATH) and renames it over the path: that
+ * CPU's pages are written once (the recorder's sqlite trace: one CPU, 200
+ * MB that finish() no longer copies). The file's CPU sections are then in
+ * the order largest, the others ascending (the flyrecord offsets and v7's
+ * BUFFER option say where each is; readers seek there); when the metadata
+ * came out shorter than at open() (thread names given by info.cmdlines and
+ * shortened), whole pages of zeros (the hole) separate it from the pages.
+ * When the metadata has outgrown M (more thread names than at open, past
+ * the page boundary), no CPU has a page, or the file cannot be linked, the
+ * pages are copied as below. A crash or SIGKILL leaves nothing: an unnamed
+ * file goes with its last descriptor.
+ * ELSEWHERE (no O_TMPFILE, or a filesystem without it) each CPU's file is
+ * made with O_EXCL next to the output and unlinked at once, so only the
+ * descriptor keeps it, and finish() copies every CPU into a new file
+ * (copy_file_range, else through one page of memory).
+ *
+ * MEMORY. The writer holds: itself, 4 words per CPU, one batch of pages
+ * (RINGBUF_TDAT__BATCH = 128 KiB, or one page when pages are bigger: the
+ * copies of the pages being added, then the copy buffer of finish()) and, in open()
+ * for a moment and during finish(), the metadata (proportional to the
+ * registry and the thread names, not to the pages). heap_bytes/heap_peak
+ * count all of it; nothing is allocated per page.
  *
  * STEPS OF add_page:
  *   A1 copy the caller's page into the writer's page (one read of each byte:
@@ -237,6 +269,14 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
  *      59 bits, as kbuffer reads it): a hostile page's times stay readable;
  *   A3 zero the bytes after commit (after the stored count);
  *   A4 write the page to the CPU's file; a short write poisons the writer.
+ * A1 copies into the next slot of the batch; A4 writes the batch whole, one
+ * write() for up to 128 KiB of one CPU's pages (a write() per 4 KiB page cost
+ * the recorder most of its system time): when the batch is full, when the
+ * next page is another CPU's, at the end of drain()'s pages of a CPU, and at
+ * once for add_page(). Nothing stays in the batch between calls, so the
+ * counters (pages, events, bytes, lost: added when the batch is written)
+ * are exact whenever the caller looks, and a process killed between calls
+ * has lost only what a killed process loses anyway (its unwritten files).
  */
 
 /* ==== >>tdat_impl ======================================================== */
@@ -252,6 +292,9 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 #include <unistd.h>
 
 #define RINGBUF_TDAT__MAX_CPUS 4096u
+#ifndef RINGBUF_TDAT__BATCH /* bytes of pages per write() (a test makes it small) */
+#define RINGBUF_TDAT__BATCH ((size_t)128 << 10)
+#endif
 
 struct ringbuf_tracedat {
 	struct ringbuf_tracedat_info info;
@@ -259,10 +302,21 @@ struct ringbuf_tracedat {
 	char *path, *part;
 	int *fd;              /* per CPU: the temporary file */
 	uint64_t *cpu_pages;  /* per CPU: pages in it */
-	unsigned char *page;  /* the copy (A1), then finish()'s copy buffer */
+	unsigned char *page;  /* the batch: batch_max pages (A1 copies into its next
+			       * slot); finish()'s copy buffer */
+	size_t batch_max;     /* pages it holds: RINGBUF_TDAT__BATCH bytes, at least 1 */
+	size_t batch_n;       /* pages in it, all of batch_cpu; 0 between calls */
+	unsigned batch_cpu;
+	struct ringbuf_tracedat_stats pend; /* events, bytes, lost, lost_unknown of
+			       * the batch: added to st when written */
 	struct ringbuf_tracedat_stats st;
 	int broken;           /* a write failed (RINGBUF_ESYS) */
 	int streamed;         /* open_fds(): fd[] are the caller's, no file at finish() */
+	int unnamed;          /* fd[] are O_TMPFILE files: finish() can give one a name */
+	uint64_t reserve;     /* bytes before the pages in each fd[] (unnamed: room for
+			       * the metadata; else 0) */
+	unsigned direct;      /* finish(): the CPU whose file becomes the result
+			       * (ncpu: none) */
 };
 
 /* ---- heap accounting ---------------------------------------------------- */
@@ -434,6 +488,64 @@ static int ringbuf_tdat__mkfile(struct ringbuf_tracedat *w, const char *suffix, 
 	return -1;
 }
 
+/* Linux's values (strict -std=c11 hides them): AT_FDCWD, AT_SYMLINK_FOLLOW,
+ * AT_EMPTY_PATH; O_TMPFILE from glibc's internal name when hidden */
+#define RINGBUF_TDAT__AT_FDCWD (-100)
+#define RINGBUF_TDAT__AT_SYMLINK_FOLLOW 0x400
+#define RINGBUF_TDAT__AT_EMPTY_PATH 0x1000
+#if defined(__linux__) && defined(O_TMPFILE)
+#define RINGBUF_TDAT__O_TMPFILE O_TMPFILE
+#elif defined(__linux__) && defined(__O_TMPFILE)
+#define RINGBUF_TDAT__O_TMPFILE __O_TMPFILE
+#endif
+
+/* An unnamed file in the output's directory (O_TMPFILE: gone with its last
+ * descriptor, whatever ends the process; finish() can link it); -1 where the
+ * system or the filesystem has none. */
+static int ringbuf_tdat__mktmp(struct ringbuf_tracedat *w)
+{
+#if defined(RINGBUF_TDAT__O_TMPFILE) && defined(SYS_linkat)
+	char *slash = strrchr(w->path, '/');
+	int fd;
+	if (!slash)
+		return open(".", RINGBUF_TDAT__O_TMPFILE | O_RDWR | RINGBUF__O_CLOEXEC, 0600);
+	snprintf(w->part, strlen(w->path) + 48, "%.*s", slash == w->path ? 1 : (int)(slash - w->path), w->path);
+	fd = open(w->part, RINGBUF_TDAT__O_TMPFILE | O_RDWR | RINGBUF__O_CLOEXEC, 0600);
+	w->part[0] = 0;
+	return fd;
+#else
+	(void)w;
+	return -1;
+#endif
+}
+
+/* Give the unnamed file fd a name next to the output (w->part): 0 or -1. */
+static int ringbuf_tdat__link(struct ringbuf_tracedat *w, int fd)
+{
+#if defined(RINGBUF_TDAT__O_TMPFILE) && defined(SYS_linkat)
+	char proc[40];
+	unsigned k;
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	for (k = 0; k < 100; k++) {
+		long r;
+		snprintf(w->part, strlen(w->path) + 48, "%s.%ld.%u.part", w->path, (long)getpid(), k);
+		/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc needs /proc */
+		r = syscall(SYS_linkat, fd, "", RINGBUF_TDAT__AT_FDCWD, w->part, RINGBUF_TDAT__AT_EMPTY_PATH);
+		if (r != 0 && errno != EEXIST)
+			r = syscall(SYS_linkat, RINGBUF_TDAT__AT_FDCWD, proc, RINGBUF_TDAT__AT_FDCWD, w->part,
+				    RINGBUF_TDAT__AT_SYMLINK_FOLLOW);
+		if (r == 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+#else
+	(void)fd;
+#endif
+	w->part[0] = 0;
+	return -1;
+}
+
 RINGBUF_API int ringbuf_tracedat_info_of(const struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
 					 struct ringbuf_tracedat_info *info)
 {
@@ -487,12 +599,14 @@ static int ringbuf_tdat__new(const char *path, const struct ringbuf_tracedat_inf
 	w->info.big_endian = info->big_endian != 0;
 	snprintf(w->clock, sizeof w->clock, "%s", info->clock ? info->clock : "mono");
 	w->info.clock = w->clock;
+	w->direct = info->ncpu;
 	plen = strlen(path);
 	w->path = (char *)ringbuf_tdat__alloc(w, plen + 1);
 	w->part = (char *)ringbuf_tdat__alloc(w, plen + 48);
 	w->fd = (int *)ringbuf_tdat__alloc(w, info->ncpu * sizeof(int));
 	w->cpu_pages = (uint64_t *)ringbuf_tdat__alloc(w, info->ncpu * sizeof(uint64_t));
-	w->page = (unsigned char *)ringbuf_tdat__alloc(w, info->page_size);
+	w->batch_max = info->page_size >= RINGBUF_TDAT__BATCH ? 1 : RINGBUF_TDAT__BATCH / info->page_size;
+	w->page = (unsigned char *)ringbuf_tdat__alloc(w, w->batch_max * info->page_size);
 	if (!w->path || !w->part || !w->fd || !w->cpu_pages || !w->page) {
 		if (w->fd)
 			for (i = 0; i < info->ncpu; i++)
@@ -506,6 +620,8 @@ static int ringbuf_tdat__new(const char *path, const struct ringbuf_tracedat_inf
 	*out = w;
 	return 0;
 }
+
+static void ringbuf_tdat__layout(struct ringbuf_tracedat *w, struct ringbuf_trace__layout *l);
 
 RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tracedat_info *info,
 				      struct ringbuf_tracedat **out)
@@ -521,17 +637,44 @@ RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tra
 	if ((r = ringbuf_tdat__new(path, info, &w)) < 0)
 		return r;
 	plen = strlen(path);
+	w->fd[0] = ringbuf_tdat__mktmp(w);
+	if (w->fd[0] >= 0) {
+		uint64_t meta = 0;
+		struct ringbuf_trace__layout l;
+		w->unnamed = 1;
+		/* the room for the metadata: its size now (formats, thread
+		 * names so far) to the next page boundary, what the
+		 * sequential layout gives it; only finish() writes there. If
+		 * it outgrows that (many more thread names), finish() copies */
+		ringbuf_tdat__layout(w, &l);
+		l.meta_end = &meta;
+		if ((r = ringbuf_trace__layout_write(&l, -1)) < 0) {
+			ringbuf_tdat__release(w);
+			return r;
+		}
+		w->reserve = meta; /* page-aligned */
+	}
 	for (i = 0; i < info->ncpu; i++) {
 		char suffix[24];
-		snprintf(suffix, sizeof suffix, ".cpu%u", i);
-		w->fd[i] = ringbuf_tdat__mkfile(w, suffix, 0600, w->part, plen + 48);
+		if (w->unnamed) {
+			if (i > 0)
+				w->fd[i] = ringbuf_tdat__mktmp(w);
+			if (w->fd[i] >= 0 && lseek(w->fd[i], (off_t)w->reserve, SEEK_SET) != (off_t)w->reserve) {
+				close(w->fd[i]);
+				w->fd[i] = -1;
+			}
+		} else {
+			snprintf(suffix, sizeof suffix, ".cpu%u", i);
+			w->fd[i] = ringbuf_tdat__mkfile(w, suffix, 0600, w->part, plen + 48);
+			if (w->fd[i] >= 0)
+				unlink(w->part); /* only the descriptor keeps it */
+		}
 		if (w->fd[i] < 0) {
 			int e = errno;
 			ringbuf_tdat__release(w);
 			errno = e;
 			return RINGBUF_ESYS;
 		}
-		unlink(w->part); /* only the descriptor keeps it */
 	}
 	w->part[0] = 0;
 	*out = w;
@@ -589,52 +732,137 @@ static int ringbuf_tdat__write_fd(int fd, const void *buf, size_t n, int sock)
 	return 0;
 }
 
-/* A2..A4 on w->page */
-static int ringbuf_tdat__take(struct ringbuf_tracedat *w, unsigned cpu)
+/* A4: write the batch (batch_n pages of batch_cpu) with one write() and
+ * count its pages; a failed write poisons the writer (its pages are lost,
+ * not counted). 0 or RINGBUF_ESYS. */
+static int ringbuf_tdat__flush(struct ringbuf_tracedat *w)
+{
+	size_t n = w->batch_n;
+	unsigned cpu = w->batch_cpu;
+	if (!n)
+		return 0;
+	w->batch_n = 0;
+	if (ringbuf_tdat__write_fd(w->fd[cpu], w->page, n * w->info.page_size, w->streamed) < 0) {
+		memset(&w->pend, 0, sizeof w->pend);
+		w->broken = 1;
+		return RINGBUF_ESYS;
+	}
+	w->cpu_pages[cpu] += n;
+	w->st.pages += n;
+	w->st.events += w->pend.events;
+	w->st.bytes += w->pend.bytes;
+	w->st.lost += w->pend.lost;
+	w->st.lost_unknown += w->pend.lost_unknown;
+	memset(&w->pend, 0, sizeof w->pend);
+	return 0;
+}
+
+/* The batch's next slot, for cpu's next page (A1 copies into it): the batch
+ * is written first if it is full or holds another CPU's pages. NULL: that
+ * write failed (RINGBUF_ESYS, the writer is broken). */
+static unsigned char *ringbuf_tdat__slot(struct ringbuf_tracedat *w, unsigned cpu)
+{
+	if (w->batch_n && (w->batch_n == w->batch_max || w->batch_cpu != cpu) && ringbuf_tdat__flush(w) < 0)
+		return NULL;
+	w->batch_cpu = cpu;
+	return w->page + w->batch_n * w->info.page_size;
+}
+
+/* A2, A3 on the slot pg that A1 filled: 1 (the page joins the batch), 0
+ * (no records: skipped), RINGBUF_ECORRUPT (refused; the slot is reused). */
+static int ringbuf_tdat__take(struct ringbuf_tracedat *w, unsigned char *pg)
 {
 	const size_t ps = w->info.page_size, ls = w->info.long_size;
 	uint64_t nev = 0, lost = 0, commit;
 	size_t len, end;
-	int r = ringbuf_tracedat_check_page(w->page, ps, w->info.big_endian, (unsigned)ls, &nev, &lost);
+	int r = ringbuf_tracedat_check_page(pg, ps, w->info.big_endian, (unsigned)ls, &nev, &lost);
 	if (r < 0) {
 		w->st.pages_rejected++;
 		return r;
 	}
-	commit = ringbuf_tdat__get(w->page + 8, (unsigned)ls, w->info.big_endian);
+	commit = ringbuf_tdat__get(pg + 8, (unsigned)ls, w->info.big_endian);
 	len = (size_t)(commit & ((1u << 27) - 1));
 	if (len == 0 && !(commit & (1u << 31))) {
 		w->st.pages_empty++;
 		return 0;
 	}
 	end = 8 + ls + len + ((commit & (1u << 30)) ? ls : 0);
-	memset(w->page + end, 0, ps - end);
-	if (ringbuf_tdat__write_fd(w->fd[cpu], w->page, ps, w->streamed) < 0) {
-		w->broken = 1;
-		return RINGBUF_ESYS;
-	}
-	w->cpu_pages[cpu]++;
-	w->st.pages++;
-	w->st.events += nev;
-	w->st.bytes += len;
+	memset(pg + end, 0, ps - end);
+	w->batch_n++;
+	w->pend.events += nev;
+	w->pend.bytes += len;
 	if (lost == RINGBUF_TRACE_LOST_UNKNOWN)
-		w->st.lost_unknown++;
+		w->pend.lost_unknown++;
 	else
-		w->st.lost += lost;
+		w->pend.lost += lost;
 	return 1;
 }
 
 RINGBUF_API int ringbuf_tracedat_add_page(struct ringbuf_tracedat *w, unsigned cpu, const void *page,
 					  size_t size)
 {
+	unsigned char *pg;
+	int r;
 	if (!w || !page || cpu >= w->info.ncpu || size != w->info.page_size) {
 		if (w)
 			w->st.pages_rejected++;
 		return RINGBUF_EINVAL;
 	}
-	if (w->broken)
+	if (w->broken || !(pg = ringbuf_tdat__slot(w, cpu)))
 		return RINGBUF_ESYS;
-	memcpy(w->page, page, size); /* A1: the only read of the caller's page */
-	return ringbuf_tdat__take(w, cpu);
+	memcpy(pg, page, size); /* A1: the only read of the caller's page */
+	r = ringbuf_tdat__take(w, pg);
+	if (r > 0 && ringbuf_tdat__flush(w) < 0) /* written before it returns */
+		return RINGBUF_ESYS;
+	return r;
+}
+
+/* drain()'s loop on one CPU: pages join the batch, written when it is
+ * full and before it returns (nothing waits between calls). Adds the pages
+ * taken to *total; returns 1 (this CPU is busy: RINGBUF_EAGAIN), 0, or an
+ * error: *read_err set for the reader's (drain() then returns *total when
+ * > 0, as before), clear for a refused page or a failed write. */
+static int ringbuf_tdat__drain_cpu(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned c, unsigned flags,
+				   int *total, int *read_err)
+{
+	size_t limit = 2 * (size_t)ringbuf_nr_pages(rb) + 4, n = 0;
+	int again = 0, busy = 0, r = 0;
+	while (n < limit) {
+		const void *ref = NULL;
+		unsigned char *pg = ringbuf_tdat__slot(w, c);
+		if (!pg)
+			return RINGBUF_ESYS;
+		r = RINGBUF_EAGAIN;
+		if (flags & RINGBUF_READ_FULL)
+			r = ringbuf_read_page_ref(rb, c, &ref);
+		if (r > 0) {
+			memcpy(pg, ref, w->info.page_size); /* A1 */
+		} else if (r == RINGBUF_EAGAIN) {
+			r = ringbuf_read_page(rb, c, pg, w->info.page_size, flags);
+			if (r == RINGBUF_EAGAIN && ++again < 100)
+				continue;
+		}
+		if (r == RINGBUF_EAGAIN) { /* this CPU later; the others now */
+			busy = 1;
+			r = 0;
+			break;
+		}
+		if (r <= 0) {
+			*read_err = r < 0;
+			break;
+		}
+		n++;
+		r = ringbuf_tdat__take(w, pg);
+		if (r < 0)
+			break;
+		*total += r;
+		r = 0;
+	}
+	if (ringbuf_tdat__flush(w) < 0) {
+		*read_err = 0;
+		return RINGBUF_ESYS;
+	}
+	return r < 0 ? r : busy;
 }
 
 RINGBUF_API int ringbuf_tracedat_drain(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned cpu,
@@ -650,34 +878,10 @@ RINGBUF_API int ringbuf_tracedat_drain(struct ringbuf_tracedat *w, struct ringbu
 	lo = cpu == RINGBUF_ALL_CPUS ? 0 : cpu;
 	hi = cpu == RINGBUF_ALL_CPUS ? w->info.ncpu : cpu + 1;
 	for (c = lo; c < hi; c++) {
-		size_t limit = 2 * (size_t)ringbuf_nr_pages(rb) + 4, n = 0;
-		int again = 0;
-		while (n < limit) {
-			const void *ref = NULL;
-			int r = RINGBUF_EAGAIN;
-			if (flags & RINGBUF_READ_FULL)
-				r = ringbuf_read_page_ref(rb, c, &ref);
-			if (r > 0) {
-				memcpy(w->page, ref, w->info.page_size); /* A1 */
-			} else if (r == RINGBUF_EAGAIN) {
-				r = ringbuf_read_page(rb, c, w->page, w->info.page_size, flags);
-				if (r == RINGBUF_EAGAIN && ++again < 100)
-					continue;
-			}
-			if (r == RINGBUF_EAGAIN) { /* this CPU later; the others now */
-				busy = 1;
-				break;
-			}
-			if (r < 0)
-				return total ? total : r;
-			if (r == 0)
-				break;
-			n++;
-			r = ringbuf_tdat__take(w, c);
-			if (r < 0)
-				return r;
-			total += r;
-		}
+		int read_err = 0, r = ringbuf_tdat__drain_cpu(w, rb, c, flags, &total, &read_err);
+		if (r < 0)
+			return read_err && total ? total : r;
+		busy |= r;
 	}
 	return total || !busy ? total : RINGBUF_EAGAIN;
 }
@@ -709,19 +913,16 @@ static uint64_t ringbuf_tdat__cpu_pages(void *ctx, unsigned cpu)
 	return ((const struct ringbuf_tracedat *)ctx)->cpu_pages[cpu];
 }
 
-/* Append cpu's temporary file to out: in the kernel (copy_file_range: no
- * copy through user memory, one call for many pages; the temporary file is
- * next to out, on the same filesystem), else, or for what it did not copy
- * (an old kernel, another filesystem), through w->page. */
-static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
+/* Append len bytes of src from off to out: in the kernel (copy_file_range:
+ * no copy through user memory, one call for many pages; the temporary file
+ * is next to out, on the same filesystem), else, or for what it did not
+ * copy (an old kernel, another filesystem), through w->page. */
+static int ringbuf_tdat__copy_range(struct ringbuf_tracedat *w, int src, int64_t off, uint64_t left, int out)
 {
-	struct ringbuf_tracedat *w = (struct ringbuf_tracedat *)ctx;
-	uint64_t left = w->cpu_pages[cpu] * (uint64_t)w->info.page_size;
-	int64_t off = 0; /* loff_t */
 #if defined(__linux__) && defined(SYS_copy_file_range)
 	while (left) {
 		size_t chunk = left > ((uint64_t)1 << 30) ? (size_t)1 << 30 : (size_t)left;
-		long k = syscall(SYS_copy_file_range, w->fd[cpu], &off, out, NULL, chunk, 0u);
+		long k = syscall(SYS_copy_file_range, src, &off, out, NULL, chunk, 0u);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -731,12 +932,12 @@ static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
 #endif
 	if (!left)
 		return 0;
-	if (lseek(w->fd[cpu], (off_t)off, SEEK_SET) != (off_t)off)
+	if (lseek(src, (off_t)off, SEEK_SET) != (off_t)off)
 		return RINGBUF_ESYS;
 	while (left) {
 		size_t want = left < w->info.page_size ? (size_t)left : w->info.page_size, got = 0;
 		while (got < want) {
-			ssize_t k = read(w->fd[cpu], w->page + got, want - got);
+			ssize_t k = read(src, w->page + got, want - got);
 			if (k < 0 && errno == EINTR)
 				continue;
 			if (k <= 0) {
@@ -751,6 +952,20 @@ static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
 		left -= want;
 	}
 	return 0;
+}
+
+/* The layout writer's write_cpu: append cpu's pages to out, from its
+ * temporary file; the direct CPU's are in out already (after the room for
+ * the metadata): only move past them. */
+static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
+{
+	struct ringbuf_tracedat *w = (struct ringbuf_tracedat *)ctx;
+	uint64_t len = w->cpu_pages[cpu] * (uint64_t)w->info.page_size;
+	if (cpu == w->direct) {
+		off_t end = (off_t)(w->reserve + len);
+		return lseek(out, end, SEEK_SET) == end ? 0 : RINGBUF_ESYS;
+	}
+	return ringbuf_tdat__copy_range(w, w->fd[cpu], (int64_t)w->reserve, len, out);
 }
 
 /* w described for ringbuf_trace.h's layout writer */
@@ -773,9 +988,77 @@ static void ringbuf_tdat__layout(struct ringbuf_tracedat *w, struct ringbuf_trac
 	l->cpu_pages = ringbuf_tdat__cpu_pages;
 	l->write_cpu = ringbuf_tdat__copy_cpu;
 	l->ctx = w;
+	if (w->direct < w->info.ncpu) {
+		l->first_cpu = w->direct;
+		l->data_at = w->reserve;
+	}
 	l->heap = &w->st.heap_bytes;
 	l->peak = &w->st.heap_peak;
 	l->allocs = &w->st.allocs;
+}
+
+/* finish() without the copy of the largest CPU's pages: its unnamed file
+ * (the pages after w->reserve bytes) gets the metadata at its start and the
+ * other CPUs' pages after its own, then a name (w->part), then the path.
+ * Returns 0 (done: w->part renamed over the path), 1 (not possible: the
+ * metadata has outgrown the room, no CPU has a page; nothing changed: do
+ * it by copying), or an error (w->part, when set, must be unlinked). */
+static int ringbuf_tdat__finish_direct(struct ringbuf_tracedat *w, struct ringbuf_tracedat_stats *st)
+{
+	struct ringbuf_trace__layout l;
+	uint64_t meta = 0, most = 0;
+	unsigned i, d = w->info.ncpu;
+	int fd, r;
+	for (i = 0; i < w->info.ncpu; i++)
+		if (w->cpu_pages[i] > most) {
+			most = w->cpu_pages[i];
+			d = i;
+		}
+	if (d == w->info.ncpu)
+		return 1;
+	w->direct = d;
+	ringbuf_tdat__layout(w, &l);
+	l.meta_end = &meta;
+	r = ringbuf_trace__layout_write(&l, -1);
+	if (st)
+		*st = w->st;
+	if (r < 0)
+		return r;
+	if (meta > w->reserve) {
+		w->direct = w->info.ncpu;
+		return 1;
+	}
+	fd = w->fd[d];
+	if (fchmod(fd, w->info.file_mode ? w->info.file_mode : 0600) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+		return RINGBUF_ESYS;
+	ringbuf_tdat__layout(w, &l);
+	r = ringbuf_trace__layout_write(&l, fd);
+	if (st)
+		*st = w->st;
+	if (r < 0)
+		return r;
+	if (ringbuf_tdat__link(w, fd) != 0) {
+		/* no name for it (no /proc, no CAP_DAC_READ_SEARCH): copy the
+		 * whole file into a new one */
+		off_t end = lseek(fd, 0, SEEK_END);
+		int out = ringbuf_tdat__mkfile(w, ".part", w->info.file_mode ? w->info.file_mode : 0600, w->part,
+					       strlen(w->path) + 48);
+		if (out < 0 || end < 0) {
+			if (out >= 0)
+				close(out);
+			return RINGBUF_ESYS;
+		}
+		r = fchmod(out, w->info.file_mode ? w->info.file_mode : 0600) != 0
+			    ? RINGBUF_ESYS
+			    : ringbuf_tdat__copy_range(w, fd, 0, (uint64_t)end, out);
+		if (close(out) != 0 && !r)
+			r = RINGBUF_ESYS;
+		if (r)
+			return r;
+	}
+	if (rename(w->part, w->path) != 0)
+		return RINGBUF_ESYS;
+	return 0;
 }
 
 RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringbuf_tracedat_stats *st)
@@ -791,6 +1074,17 @@ RINGBUF_API int ringbuf_tracedat_finish(struct ringbuf_tracedat *w, struct ringb
 		return RINGBUF_ESYS;
 	}
 	if (w->streamed) { /* every page went out already */
+		ringbuf_tdat__release(w);
+		return 0;
+	}
+	if (w->unnamed && (r = ringbuf_tdat__finish_direct(w, st)) != 1) {
+		if (r < 0) {
+			int e = errno;
+			ringbuf_tracedat_abort(w); /* unlinks a part file */
+			errno = e;
+			return r;
+		}
+		w->part[0] = 0;
 		ringbuf_tdat__release(w);
 		return 0;
 	}

@@ -17,6 +17,9 @@
 #define _FILE_OFFSET_BITS 64
 #define RINGBUF_IMPLEMENTATION
 #define RINGBUF_TRACE_DEFINE_EVENTS
+/* drain() writes its pages in batches; 3 pages of 4 KiB here (128 KiB by
+ * default) so that every test crosses batch boundaries */
+#define RINGBUF_TDAT__BATCH ((size_t)3 * 4096)
 #include "ringbuf_tracedat.h"
 
 #include <dirent.h>
@@ -29,11 +32,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "tracedat_util.h"
+#include "pagewalk.h"
+#include "tdatwalk.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -154,6 +162,163 @@ static void stream_file_equals_export_of_the_same_pages(void **state)
 		skip(); /* the byte comparison ran; trace-cmd report did not */
 }
 
+/* ---- the largest CPU's file becomes the result ---------------------------- */
+
+/* Version 7: the BUFFER option (in the OPTIONS section at the end) lists
+ * the CPUs in id order (as trace-cmd writes it, and as readers that index
+ * by position expect), each section whole pages inside the file; returns
+ * the offset of cpu's pages. */
+static uint64_t v7_cpu_offset(const unsigned char *p, size_t len, unsigned ncpu, unsigned cpu)
+{
+	size_t pos = 18, n;
+	uint64_t opt, want = 0;
+	uint32_t v32;
+	uint16_t v16;
+	unsigned i;
+	n = strnlen((const char *)p + pos, len - pos); /* "none" */
+	pos += n + 1;
+	n = strnlen((const char *)p + pos, len - pos); /* "" */
+	pos += n + 1;
+	memcpy(&opt, p + pos, 8);
+	assert_true(opt + 16 < len);
+	pos = (size_t)opt + 16; /* the OPTIONS section's header */
+	for (;;) {
+		assert_true(pos + 6 <= len);
+		memcpy(&v16, p + pos, 2);
+		memcpy(&v32, p + pos + 2, 4);
+		pos += 6;
+		assert_int_not_equal(v16, 0); /* no BUFFER option before the end */
+		if (v16 == 3)
+			break;
+		pos += v32;
+	}
+	pos += 8;
+	pos += strnlen((const char *)p + pos, len - pos) + 1; /* "" */
+	pos += strnlen((const char *)p + pos, len - pos) + 1; /* clock */
+	pos += 4; /* page size */
+	memcpy(&v32, p + pos, 4);
+	assert_int_equal(v32, ncpu);
+	pos += 4;
+	for (i = 0; i < ncpu; i++) {
+		uint64_t off, size;
+		memcpy(&v32, p + pos, 4);
+		memcpy(&off, p + pos + 4, 8);
+		memcpy(&size, p + pos + 12, 8);
+		pos += 20;
+		assert_int_equal(v32, i);
+		assert_true(off % 4096 == 0 && size % 4096 == 0 && off + size <= len);
+		if (i == cpu)
+			want = off;
+	}
+	return want;
+}
+
+/* finish() writes the metadata into the room kept before the largest CPU's
+ * pages in its unnamed file and appends the other CPUs after them
+ * (>>tdat_design UNNAMED FILES): the largest CPU here is the last one, so its
+ * pages come first in the file. The thread names (info.cmdlines, read at
+ * finish) change after open(): unchanged (the metadata fills the room to
+ * its page boundary), shrunk by pages (zeros between the metadata and the
+ * pages), grown past the room (finish() copies every CPU, in order). Each
+ * file holds every event (tdatwalk.h, version 6) and reads in trace-cmd
+ * like a file written with the final names from the start, whose layout is
+ * the plain one (checked byte for byte against a copy made by hand). */
+static void largest_cpu_file_becomes_the_result(void **state)
+{
+	enum { SAME, SHRUNK, GROWN };
+	int v, how;
+	(void)state;
+	for (v = 6; v <= 7; v++)
+		for (how = SAME; how <= GROWN; how++) {
+			struct ringbuf *rb = make_rb(3, 256 << 10, 4096, true);
+			struct ringbuf_trace_capture *cap = NULL;
+			struct ringbuf_tracedat_info info;
+			struct ringbuf_tracedat_stats st;
+			struct ringbuf_tracedat *w, *w2;
+			static char names[64 << 10], final[64 << 10];
+			size_t i, la, lb, len = 0, npages = 0;
+			unsigned cpu, lines = how == SAME ? 200 : how == SHRUNK ? 900 : 20, k;
+			int unnamed;
+			unsigned char *a, *b;
+			uint32_t n = 0;
+			for (k = 0; k < lines; k++)
+				len += (size_t)snprintf(names + len, sizeof names - len, "%u thread-name-%u\n", 1000 + k, k);
+			/* CPU 2 gets 5 of every 7 events */
+			for (i = 0; i < 4000; i++, n++) {
+				now = 1000000000ull + (uint64_t)i * 1000;
+				assert_int_equal(trace_tick(rb, i % 7 < 5 ? 2 : (unsigned)(i % 7) - 5, (uint32_t)i, (int64_t)i), 1);
+			}
+			assert_int_equal(ringbuf_trace_capture_create(rb, &cap), 0);
+			assert_true(ringbuf_trace_capture_read(cap, rb, RINGBUF_ALL_CPUS, 0) > 0);
+			assert_true(ringbuf_trace_capture_pages(cap, 2) > ringbuf_trace_capture_pages(cap, 0) + 1);
+			assert_int_equal(ringbuf_tracedat_info_of(rb, &reg, &info), 0);
+			info.version = v;
+			info.cmdlines = names;
+			assert_int_equal(ringbuf_tracedat_open(path_of("direct.dat"), &info, &w), 0);
+			/* without O_TMPFILE (the system or tmpdir's filesystem) every
+			 * file has the plain layout */
+			unnamed = w->unnamed;
+			for (cpu = 0; cpu < 3; cpu++)
+				for (i = 0; i < ringbuf_trace_capture_pages(cap, cpu); i++, npages++)
+					assert_int_equal(ringbuf_tracedat_add_page(w, cpu, ringbuf_trace_capture_page(cap, cpu, i),
+										   4096), 1);
+			if (how == SHRUNK)
+				names[strlen("1000 thread-name-0\n")] = 0; /* one line: pages less */
+			if (how == GROWN)
+				for (k = lines; k < 900; k++)
+					len += (size_t)snprintf(names + len, sizeof names - len, "%u thread-name-%u\n", 1000 + k, k);
+			memcpy(final, names, sizeof final);
+			assert_int_equal(ringbuf_tracedat_finish(w, &st), 0);
+			assert_int_equal(st.pages, npages);
+			assert_int_equal(st.events, n);
+			assert_int_equal(files_named("direct.dat."), 0); /* no part file left */
+			/* the reference: the final names from the start */
+			info.cmdlines = final;
+			assert_int_equal(ringbuf_tracedat_open(path_of("ref.dat"), &info, &w2), 0);
+			for (cpu = 0; cpu < 3; cpu++)
+				for (i = 0; i < ringbuf_trace_capture_pages(cap, cpu); i++)
+					assert_int_equal(ringbuf_tracedat_add_page(w2, cpu, ringbuf_trace_capture_page(cap, cpu, i),
+										   4096), 1);
+			assert_int_equal(ringbuf_tracedat_finish(w2, NULL), 0);
+			a = read_file(path_of("direct.dat"), &la);
+			b = read_file(path_of("ref.dat"), &lb);
+			if (how == SHRUNK && unnamed) /* the room kept: whole pages of zeros */
+				assert_true(la > lb && (la - lb) % 4096 == 0);
+			else
+				assert_int_equal(la, lb);
+			if (how == SAME)
+				assert_memory_equal(a, b, la);
+			if (v == 7 && how != GROWN) /* CPU 2 first, then 0 and 1 */
+				assert_true((v7_cpu_offset(a, la, 3, 2) < v7_cpu_offset(a, la, 3, 0)) == unnamed);
+			if (v == 7)
+				assert_true((v7_cpu_offset(b, lb, 3, 2) < v7_cpu_offset(b, lb, 3, 0)) == unnamed);
+			if (v == 6) {
+				uint64_t events = 0;
+				char why[160];
+				if (tdat_walk_v6(a, la, 3, NULL, NULL, &events, why, sizeof why) != 0)
+					fail_msg("direct.dat: %s", why);
+				assert_int_equal(events, n);
+				assert_int_equal(tdat_walk_v6(b, lb, 3, NULL, NULL, &events, why, sizeof why), 0);
+				assert_int_equal(events, n);
+			}
+			free(a);
+			free(b);
+			if (have_trace_cmd()) {
+				char *out1 = run("trace-cmd report %s", path_of("direct.dat"));
+				char *out2 = run("trace-cmd report %s", path_of("ref.dat"));
+				assert_string_equal(out1, out2);
+				assert_int_equal(count_lines(out1, ": tick:"), (int)n);
+				assert_true(count_lines(out1, "thread-name-") > 0 || count_lines(out1, "<...>") > 0);
+				free(out1);
+				free(out2);
+			}
+			ringbuf_trace_capture_destroy(cap);
+			ringbuf_destroy(rb);
+		}
+	if (!have_trace_cmd())
+		skip();
+}
+
 /* ---- memory ----------------------------------------------------------------- */
 
 static void memory_is_constant_in_the_number_of_pages(void **state)
@@ -179,11 +344,15 @@ static void memory_is_constant_in_the_number_of_pages(void **state)
 	for (i = 0; i < 3000; i++, k++)
 		assert_int_equal(ringbuf_tracedat_add_page(w, k & 1, ringbuf_trace_capture_page(cap, 0, k % np), 4096), 1);
 	assert_int_equal(ringbuf_tracedat_stats(w, &st), 0);
-	/* nothing allocated per page; one page + the writer + per-CPU words */
+	/* nothing allocated per page; the batch (RINGBUF_TDAT__BATCH bytes of
+	 * pages) + the writer + per-CPU words */
 	assert_int_equal(st.allocs, st10.allocs);
 	assert_int_equal(st.heap_peak, st10.heap_peak);
 	assert_int_equal(st.heap_bytes, st10.heap_bytes);
-	assert_true(st.heap_peak <= 4096 + 2048 + 2 * strlen(path_of("big.dat")));
+	assert_true(st.heap_bytes <= RINGBUF_TDAT__BATCH + 2048 + 2 * strlen(path_of("big.dat")));
+	/* open() built the metadata once, to size the room for it before the
+	 * pages (>>tdat_design UNNAMED FILES): freed at once */
+	assert_true(st.heap_peak <= RINGBUF_TDAT__BATCH + 2048 + 2 * strlen(path_of("big.dat")) + 16384);
 	assert_int_equal(st.pages, 3010);
 	assert_int_equal(ringbuf_tracedat_finish(w, &st), 0);
 	/* finish: + the metadata (formats, names), still independent of the pages */
@@ -494,6 +663,105 @@ static void abort_and_bad_arguments_leave_nothing(void **state)
 	assert_int_equal(ringbuf_tracedat_finish(NULL, NULL), RINGBUF_EINVAL);
 }
 
+/* ---- drain() writes in batches ------------------------------------------- */
+
+/* Batches of 3 pages: drains of 1..13 pages end a batch at every place (a
+ * full batch, 1 or 2 pages over); every page is written once, in order:
+ * the file holds every event (tdatwalk.h) and the counters count them. */
+static void drain_batches_end_anywhere(void **state)
+{
+	unsigned k, seen[3] = {0, 0, 0};
+	(void)state;
+	for (k = 1; k <= 24; k++) {
+		struct ringbuf *rb = make_rb(2, 64 << 10, 4096, true);
+		struct ringbuf_tracedat_info info;
+		struct ringbuf_tracedat_stats st;
+		struct ringbuf_tracedat *w;
+		uint32_t i, n = k * 90;
+		uint64_t events = 0;
+		unsigned char *a;
+		size_t la;
+		char why[160];
+		int r;
+		for (i = 0; i < n; i++) {
+			now = 1000000000ull + (uint64_t)i * 1000;
+			assert_int_equal(trace_tick(rb, i % 9 == 0 ? 1 : 0, i, (int64_t)i), 1);
+		}
+		assert_int_equal(ringbuf_tracedat_info_of(rb, &reg, &info), 0);
+		assert_int_equal(ringbuf_tracedat_open(path_of("batch.dat"), &info, &w), 0);
+		r = ringbuf_tracedat_drain(w, rb, 0, 0);
+		assert_true(r > 0);
+		seen[r % 3]++;
+		assert_int_equal(ringbuf_tracedat_stats(w, &st), 0);
+		assert_int_equal(st.pages, (uint64_t)r); /* all written when it returns */
+		assert_int_equal(w->batch_n, 0);
+		assert_true(ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0) > 0); /* CPU 1 */
+		assert_int_equal(ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0), 0);
+		assert_int_equal(ringbuf_tracedat_finish(w, &st), 0);
+		assert_int_equal(st.events, n);
+		assert_int_equal(st.lost, 0);
+		a = read_file(path_of("batch.dat"), &la);
+		if (tdat_walk_v6(a, la, 2, NULL, NULL, &events, why, sizeof why) != 0)
+			fail_msg("batch.dat, %u events: %s", n, why);
+		assert_int_equal(events, n);
+		free(a);
+		ringbuf_destroy(rb);
+	}
+	/* drains ended on every place of a batch */
+	assert_true(seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
+}
+
+/* A write that fails in the middle of a batch (the file size limit falls
+ * inside its second page) makes drain() return RINGBUF_ESYS; the counters
+ * keep only the batch written before; the writer is broken: finish() fails
+ * and leaves nothing. A streamed writer whose peer has gone likewise. */
+static void failed_batch_write_breaks_the_writer(void **state)
+{
+	struct ringbuf *rb = make_rb(1, 64 << 10, 4096, true);
+	struct ringbuf_tracedat_info info;
+	struct ringbuf_tracedat_stats st;
+	struct ringbuf_tracedat *w;
+	struct rlimit old, lim;
+	void (*old_xfsz)(int);
+	int sv[2];
+	uint32_t i;
+	(void)state;
+	for (i = 0; i < 2000; i++) { /* about 12 pages */
+		now = 1000000000ull + (uint64_t)i * 1000;
+		assert_int_equal(trace_tick(rb, 0, i, (int64_t)i), 1);
+	}
+	assert_int_equal(ringbuf_tracedat_info_of(rb, &reg, &info), 0);
+	assert_int_equal(ringbuf_tracedat_open(path_of("efbig.dat"), &info, &w), 0);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)(w->reserve + 4 * 4096 + 100); /* inside batch 2's 2nd page */
+	old_xfsz = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_int_equal(ringbuf_tracedat_drain(w, rb, 0, 0), RINGBUF_ESYS);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, old_xfsz);
+	assert_int_equal(ringbuf_tracedat_stats(w, &st), 0);
+	assert_int_equal(st.pages, 3);
+	assert_int_equal(ringbuf_tracedat_drain(w, rb, 0, 0), RINGBUF_ESYS);
+	assert_int_equal(ringbuf_tracedat_finish(w, NULL), RINGBUF_ESYS);
+	assert_int_equal(files_named("efbig.dat"), 0);
+
+	/* streamed: the other end closed (send: EPIPE, no SIGPIPE) */
+	for (i = 0; i < 2000; i++) {
+		now = 2000000000ull + (uint64_t)i * 1000;
+		assert_int_equal(trace_tick(rb, 0, i, (int64_t)i), 1);
+	}
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	close(sv[1]);
+	assert_int_equal(ringbuf_tracedat_open_fds(&info, sv, &w), 0);
+	assert_int_equal(ringbuf_tracedat_drain(w, rb, 0, 0), RINGBUF_ESYS);
+	assert_int_equal(ringbuf_tracedat_stats(w, &st), 0);
+	assert_int_equal(st.pages, 0);
+	assert_int_equal(ringbuf_tracedat_finish(w, NULL), RINGBUF_ESYS);
+	close(sv[0]);
+	ringbuf_destroy(rb);
+}
+
 /* ---- a consumer thread draining a live buffer ------------------------------ */
 
 struct live {
@@ -590,10 +858,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(stream_file_equals_export_of_the_same_pages, setup),
+		cmocka_unit_test_setup(largest_cpu_file_becomes_the_result, setup),
 		cmocka_unit_test_setup(memory_is_constant_in_the_number_of_pages, setup),
 		cmocka_unit_test_setup(big_endian_and_32bit_files_read_like_native_ones, setup),
 		cmocka_unit_test_setup(corrupt_pages_are_refused_and_the_file_stays_valid, setup),
 		cmocka_unit_test_setup(abort_and_bad_arguments_leave_nothing, setup),
+		cmocka_unit_test_setup(drain_batches_end_anywhere, setup),
+		cmocka_unit_test_setup(failed_batch_write_breaks_the_writer, setup),
 		cmocka_unit_test_setup(drained_live_buffer_holds_every_committed_event_once, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown_all);
