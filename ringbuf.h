@@ -548,7 +548,10 @@ RINGBUF_API int ringbuf_recover(struct ringbuf *rb);
  * so set it in each process that writes; a process has at most 64 such blocks
  * with a user clock (RINGBUF_ENOMEM, nothing changed). Switching between the default, the TSC and a user clock also sets the
  * block's clock name ("mono", "x86-tsc", "unknown") and, for the TSC, its
- * calibration. Call it before writing: stamps already in the buffer keep their
+ * calibration; for a shared block (file, memfd, RDWR open) in this process's
+ * handle only (every process has its own copy of the header): other
+ * processes keep the clock name they saw when they opened it, and a switch
+ * to or from the TSC, whose stamps they would misread, is RINGBUF_EINVAL. Call it before writing: stamps already in the buffer keep their
  * unit (the kernel resets its buffer when the clock changes). */
 RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, void *ctx);
 /** The TSC clock: pass it as ringbuf_config.clock. Writers then execute rdtsc
@@ -857,7 +860,16 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 
 #define RINGBUF__MAGIC 0x52425546u /* "RBUF" */
 #define RINGBUF__BYTE_ORDER 0x01020304u
-#define RINGBUF__LAYOUT_VERSION 4u
+#define RINGBUF__LAYOUT_VERSION 5u /* 5: the private header (PRIVATE HEADER in >>design) */
+/* bytes of struct ringbuf that each process maps privately: a whole number
+ * of pages on 4, 16 and 64 KiB page kernels */
+#define RINGBUF__HDR_PRIV 65536u
+/* an anonymous struct in a union: C11, a GNU extension in C++ */
+#if defined(__GNUC__) || defined(__clang__)
+#define RINGBUF__EXT __extension__
+#else
+#define RINGBUF__EXT
+#endif
 
 #define RINGBUF__TYPE_PADDING 29u
 #define RINGBUF__TYPE_TIME_EXTEND 30u
@@ -1051,38 +1063,50 @@ struct ringbuf__cpu {
 };
 
 struct ringbuf {
-	uint32_t magic;
-	uint32_t version;
-	uint32_t byte_order; /* RINGBUF__BYTE_ORDER as the writer's CPU stores it */
-	uint32_t long_size;  /* sizeof(long): the data page commit field */
-	char clock_name[16];
-	uint64_t user_off, user_size;
-	uint32_t ncpu;
-	uint32_t nr_pages;  /* ring pages per CPU (the reader page is one more) */
-	uint32_t page_size;
-	uint32_t bsize;     /* data bytes per page: page_size - header */
-	uint32_t flags;     /* enum ringbuf_flags */
-	uint32_t ts_mode;
-	uint32_t max_event; /* largest payload */
-	uint32_t page_shift;/* log2(page_size) */
-	uint32_t owned;     /* 1: allocated by ringbuf_create (RINGBUF_MALLOC), 2: a file
-			     * or memfd mapping, 3: ringbuf_create's anonymous mapping,
-			     * 4: a private (copy-on-write) view of a file, open without RDWR */
-	uint32_t clock_kind;/* RINGBUF__CLK_*: how writers read the clock */
-	uint32_t tsc_shift; /* TSC clock, read time: ns = tsc_ns0 + ((ts - tsc0) * tsc_mult >> tsc_shift) */
-	uint64_t tsc_mult;
-	uint64_t tsc0, tsc_ns0;
-	uint64_t total_size;
-	uint64_t cpu_off;   /* offsets from the start of the block */
-	uint64_t bpage_off;
-	uint64_t data_off;
-	ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
-	void *clock_ctx;
-	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
-	uint64_t map_len;       /* owned 2, 3: length of the mapping to unmap */
-	uint64_t gen;           /* this creation, for per-thread state: unique across processes,
-				 * kept by an RDWR open (other processes' writers name it) */
-	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
+	/* PRIVATE HEADER (>>design): the first RINGBUF__HDR_PRIV bytes, the
+	 * geometry and the process-local fields, are a private (copy-on-write)
+	 * mapping in every process that maps the block MAP_SHARED: written by
+	 * the creator before it remaps them, validated by an opener after its
+	 * copy is made; the pad behind the fields is never touched (a hole) */
+	RINGBUF__EXT union {
+		RINGBUF__EXT struct {
+			uint32_t magic;
+			uint32_t version;
+			uint32_t byte_order; /* RINGBUF__BYTE_ORDER as the writer's CPU stores it */
+			uint32_t long_size;  /* sizeof(long): the data page commit field */
+			char clock_name[16];
+			uint64_t user_off, user_size;
+			uint32_t ncpu;
+			uint32_t nr_pages;  /* ring pages per CPU (the reader page is one more) */
+			uint32_t page_size;
+			uint32_t bsize;     /* data bytes per page: page_size - header */
+			uint32_t flags;     /* enum ringbuf_flags */
+			uint32_t ts_mode;
+			uint32_t max_event; /* largest payload */
+			uint32_t page_shift;/* log2(page_size) */
+			uint32_t owned;     /* 1: allocated by ringbuf_create (RINGBUF_MALLOC), 2: a file
+					     * or memfd mapping, 3: ringbuf_create's anonymous mapping,
+					     * 4: a private (copy-on-write) view of a file, open without RDWR */
+			uint32_t clock_kind;/* RINGBUF__CLK_*: how writers read the clock */
+			uint32_t tsc_shift; /* TSC clock, read time: ns = tsc_ns0 + ((ts - tsc0) * tsc_mult >> tsc_shift) */
+			uint64_t tsc_mult;
+			uint64_t tsc0, tsc_ns0;
+			uint64_t total_size;
+			uint64_t cpu_off;   /* offsets from the start of the block */
+			uint64_t bpage_off;
+			uint64_t data_off;
+			ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
+			void *clock_ctx;
+			void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
+			uint64_t map_len;       /* owned 2, 3: length of the mapping to unmap */
+			uint64_t gen;           /* this creation, for per-thread state: unique across processes,
+						 * kept by an RDWR open (other processes' writers name it) */
+			uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
+		};
+		unsigned char hdr_pad_[RINGBUF__HDR_PRIV];
+	};
+	/* -- shared: from here on every process that maps the block sees the
+	 * same bytes (another process's writes included: HOSTILE MEMORY) -- */
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
 	_Atomic(int) mode;
 	/* waiting: read by every writer (one load at the outermost commit),
@@ -1102,6 +1126,11 @@ struct ringbuf {
 	_Atomic(uint32_t) release_gen;
 	_Atomic(uint32_t) thread_shared; /* ringbuf_thread_shared(): buffers kept out of claims */
 };
+/* the private part's fields end here; all of them lie in its first 4 KiB
+ * (the smallest page), so that one store copies them all (PRIVATE HEADER) */
+#define RINGBUF__HDR_USED (offsetof(struct ringbuf, shared) + sizeof(uint32_t))
+_Static_assert(offsetof(struct ringbuf, record_disabled) == RINGBUF__HDR_PRIV && RINGBUF__HDR_USED <= 4096,
+	       "private header: the fields in its first page, the shared part behind it");
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -6948,7 +6977,10 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	if (size < g.total)
 		return RINGBUF_ENOMEM;
 	rb = (struct ringbuf *)mem;
-	memset(rb, 0, sizeof *rb);
+	/* the fields, not the private part's pad: never written, it stays a
+	 * hole of a file and unallocated memory */
+	memset(rb, 0, RINGBUF__HDR_USED);
+	memset((char *)rb + RINGBUF__HDR_PRIV, 0, sizeof *rb - RINGBUF__HDR_PRIV);
 	rb->version = RINGBUF__LAYOUT_VERSION;
 	rb->byte_order = RINGBUF__BYTE_ORDER;
 	rb->long_size = (uint32_t)sizeof(long);
@@ -7108,6 +7140,12 @@ RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, vo
 	if (!rb)
 		return RINGBUF_EINVAL;
 	kind = ringbuf__clock_kind_of(clock);
+	/* a shared block's clock fields are each process's copy (PRIVATE
+	 * HEADER): the others keep the unit they saw at their open, so a
+	 * change to or from TSC cycles, which the others would convert
+	 * wrongly, is refused (changes nothing) */
+	if (rb->shared && kind != rb->clock_kind && (kind == RINGBUF__CLK_TSC || rb->clock_kind == RINGBUF__CLK_TSC))
+		return RINGBUF_EINVAL;
 	if (rb->owned == 2) { /* this process's, not the block's */
 		int r;
 		if (kind != RINGBUF__CLK_USER)
@@ -7422,6 +7460,38 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 }
 
 #if defined(__linux__)
+#if defined(MAP_FIXED)
+#define RINGBUF__MAP_FIXED MAP_FIXED
+#else
+#define RINGBUF__MAP_FIXED 0x10 /* the same value on every Linux architecture */
+#endif
+#if defined(EOPNOTSUPP)
+#define RINGBUF__EPAGE EOPNOTSUPP
+#else
+#define RINGBUF__EPAGE EINVAL
+#endif
+
+/* [PH1] (PRIVATE HEADER in >>design): the first RINGBUF__HDR_PRIV bytes of
+ * the MAP_SHARED block at map mapped again, from the same descriptor and
+ * offset, privately and at the same address. Nothing is copied yet: a
+ * private page reads the file until this process first writes it, so the
+ * caller's next step is [PH2], a store to the header (every field lies in
+ * its first page). RINGBUF_ESYS with errno EOPNOTSUPP where the system page
+ * does not divide RINGBUF__HDR_PRIV (pages over 64 KiB): no shared block
+ * there rather than one whose geometry another process can change; with
+ * the failed mmap's errno otherwise. Either way the caller unmaps the block. */
+static int ringbuf__hdr_private(void *map, int fd)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	if (ps <= 0 || RINGBUF__HDR_PRIV % (unsigned long)ps != 0) {
+		errno = RINGBUF__EPAGE;
+		return RINGBUF_ESYS;
+	}
+	if (mmap(map, RINGBUF__HDR_PRIV, PROT_READ | PROT_WRITE, MAP_PRIVATE | RINGBUF__MAP_FIXED, fd, 0) != map)
+		return RINGBUF_ESYS;
+	return 0;
+}
+
 RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_config *cfg,
 				    struct ringbuf **out)
 {
@@ -7483,7 +7553,18 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_NORMAL);
 	if (r < 0)
 		goto fail;
-	rb->owned = 2;
+	/* the header is complete in the file: from here on it is this
+	 * process's copy (PRIVATE HEADER), which names our addresses; the
+	 * file's names none (its clock fields, init_in's, cleared first) */
+	rb->clock = NULL;
+	rb->clock_ctx = NULL;
+	if ((r = ringbuf__hdr_private(map, fd)) < 0) { /* [PH1] */
+		e = errno;
+		ringbuf__fork_unregister(rb);
+		errno = e;
+		goto fail; /* unmaps the block */
+	}
+	rb->owned = 2; /* [PH2] */
 	rb->mem = map;
 	rb->map_len = g.total;
 	rb->shared = 1;
@@ -7582,6 +7663,18 @@ RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config
 		close(fd);
 		return r;
 	}
+	/* this process's copy of the header from here on, as a file's */
+	rb->clock = NULL;
+	rb->clock_ctx = NULL;
+	if ((r = ringbuf__hdr_private(map, fd)) < 0) { /* [PH1] */
+		e = errno;
+		ringbuf__fork_unregister(rb);
+		munmap(map, (size_t)g.total);
+		close(fd);
+		errno = e;
+		return r;
+	}
+	rb->owned = 2; /* [PH2] */
 	{
 		int i;
 		struct ringbuf *none = NULL;
@@ -7622,10 +7715,16 @@ RINGBUF_API int ringbuf_fd(const struct ringbuf *rb)
 	return i >= 0 ? atomic_load(&ringbuf__shm[i].fd) : -1;
 }
 
+/* a field of a header read into raw (bytes, not a struct ringbuf: the
+ * private part's pad makes that 64 KiB) */
+#define RINGBUF__HDR_GET(raw, f, out) memcpy(&(out), (const char *)(raw) + offsetof(struct ringbuf, f), sizeof(out))
+
 RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringbuf **out)
 {
 	off_t fsize;
-	struct ringbuf hdr, *rb;
+	uint64_t raw[(RINGBUF__HDR_USED + 7) / 8], total;
+	uint32_t magic, byte_order, long_size, version;
+	struct ringbuf *rb;
 	void *map;
 	int fd, r, e, mflags;
 	ssize_t got;
@@ -7643,57 +7742,76 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		errno = e;
 		return RINGBUF_ESYS;
 	}
-	/* the header first, read (not mapped) so a short file cannot fault */
-	got = read(fd, &hdr, sizeof hdr);
-	if (got < (ssize_t)sizeof hdr || hdr.magic != RINGBUF__MAGIC) {
+	/* the header first, read (not mapped) so a short file cannot fault:
+	 * what to map. Everything else is checked on this process's copy of
+	 * the header, once it is ours (PRIVATE HEADER) */
+	got = read(fd, raw, RINGBUF__HDR_USED);
+	RINGBUF__HDR_GET(raw, magic, magic);
+	if (got < (ssize_t)RINGBUF__HDR_USED || magic != RINGBUF__MAGIC) {
 		close(fd);
 		return got < 0 ? RINGBUF_ESYS : RINGBUF_EFORMAT;
 	}
-	if (hdr.byte_order != RINGBUF__BYTE_ORDER || hdr.long_size != sizeof(long)) {
+	RINGBUF__HDR_GET(raw, byte_order, byte_order);
+	RINGBUF__HDR_GET(raw, long_size, long_size);
+	RINGBUF__HDR_GET(raw, version, version);
+	RINGBUF__HDR_GET(raw, total_size, total);
+	if (byte_order != RINGBUF__BYTE_ORDER || long_size != sizeof(long)) {
 		close(fd);
 		return RINGBUF_EFORMAT;
 	}
-	if (hdr.version != RINGBUF__LAYOUT_VERSION) {
+	if (version != RINGBUF__LAYOUT_VERSION) {
 		close(fd);
 		return RINGBUF_EVERSION;
 	}
-	if (hdr.total_size > (uint64_t)fsize) {
+	if (total > (uint64_t)fsize) {
 		close(fd);
 		return RINGBUF_ETRUNC;
 	}
-	if (hdr.total_size < sizeof hdr || hdr.total_size > SIZE_MAX) {
+	if (total < sizeof(struct ringbuf) || total > SIZE_MAX) {
 		close(fd);
 		return RINGBUF_ECORRUPT;
 	}
-	/* RDWR: share the writers' pages; RECOVER alone: a private copy to fix */
+	/* RDWR: share the writers' pages, the header excepted; otherwise a
+	 * private (copy-on-write) view: RECOVER to fix it, or a reader's */
 	mflags = (flags & RINGBUF_OPEN_RDWR) ? MAP_SHARED : MAP_PRIVATE;
-	map = mmap(NULL, (size_t)hdr.total_size,
-		   PROT_READ | (((flags & RINGBUF_OPEN_RDWR) || (flags & RINGBUF_OPEN_RECOVER)) ? PROT_WRITE : 0),
-		   mflags, fd, 0);
-	e = errno;
-	if (map == MAP_FAILED) {
+	map = mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, mflags, fd, 0);
+	if (map == MAP_FAILED || ((flags & RINGBUF_OPEN_RDWR) && ringbuf__hdr_private(map, fd) < 0)) { /* [PH1] */
+		e = errno;
+		if (map != MAP_FAILED)
+			munmap(map, (size_t)total);
 		close(fd);
 		errno = e;
 		return RINGBUF_ESYS;
 	}
 	rb = (struct ringbuf *)map;
+	/* [PH2] the process-local fields, before the first look at the
+	 * geometry: the store copies the header's page (every field is in it),
+	 * and from the copy on no other process changes what is checked below
+	 * and used by every call on this handle. A private view of the whole
+	 * file (no RDWR) needs the same step: its pages read the file until
+	 * written. The compiler barrier keeps the loads below after it. */
+	rb->owned = (flags & (RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)) ? 2 : 4;
+	rb->mem = map;
+	rb->map_len = total;
+	rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
+	RINGBUF__BARRIER();
 	{
 		struct ringbuf__holes holes = {fd, 0, 0, -1};
-		r = ringbuf__validate_in(rb, hdr.total_size, &holes, true);
+		/* the copy against what was mapped: a header changed between the
+		 * read and the copy is refused, not unmapped short at destroy */
+		r = rb->total_size != total ? RINGBUF__INVALID("header: total size changed during the open")
+					    : ringbuf__validate_in(rb, total, &holes, true);
 	}
 	close(fd);
 	if (r < 0) {
-		munmap(map, (size_t)hdr.total_size);
+		munmap(map, (size_t)total);
 		return r;
 	}
 	if (flags & (RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)) {
-		/* process-local fields (the layout keeps them in the block; the
-		 * clock of a shared block is not among them: CLOCKS OF SHARED
-		 * BLOCKS, the creator's writers read theirs) */
-		rb->owned = 2;
-		rb->mem = map;
-		rb->map_len = hdr.total_size;
-		rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
+		/* the clock of a shared block is this process's: CLOCKS OF SHARED
+		 * BLOCKS, the creator's writers read theirs */
+		rb->clock = NULL;
+		rb->clock_ctx = NULL;
 		/* a writer's tid means nothing in another PID namespace: the
 		 * owner words can no longer tell a dead owner (>>contexts) */
 		if (rb->shared && (rb->pidns == 0 || rb->pidns != ringbuf__pidns()))
@@ -7701,50 +7819,22 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		if (rb->shared)
 			ringbuf__membarrier_register_shared(rb); /* merged readers' [R1], waiters' [WAIT-R3] */
 		if ((flags & RINGBUF_OPEN_RECOVER) && (r = ringbuf_recover(rb)) < 0) {
-			munmap(map, (size_t)hdr.total_size);
+			munmap(map, (size_t)total);
 			return r;
 		}
 		/* shared: keep the creator's generation (its writers' claims) */
 		if ((r = ringbuf__fork_register_as(rb, rb->shared)) < 0) {
-			munmap(map, (size_t)hdr.total_size);
+			munmap(map, (size_t)total);
 			return r;
 		}
 	} else {
-		/* read-only mapping: the handle cannot hold our fields; readers
-		 * need to write their own state (reader page, position), so map a
-		 * private writable copy-on-write view instead */
-		munmap(map, (size_t)hdr.total_size);
-		fd = open(path, O_RDONLY | RINGBUF__O_CLOEXEC);
-		if (fd < 0)
-			return RINGBUF_ESYS;
-		map = mmap(NULL, (size_t)hdr.total_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-		e = errno;
-		if (map == MAP_FAILED) {
-			close(fd);
-			errno = e;
-			return RINGBUF_ESYS;
-		}
-		rb = (struct ringbuf *)map;
-		{
-			struct ringbuf__holes holes = {fd, 0, 0, -1};
-			r = ringbuf__validate_in(rb, hdr.total_size, &holes, true);
-		}
-		close(fd);
-		if (r < 0) {
-			munmap(map, (size_t)hdr.total_size);
-			return r;
-		}
+		/* 4: the header and each page this process writes (a CPU's
+		 * reader state) are its copies from here on, so the view cannot
+		 * see writers leave an event: merged readers must not wait for them */
 		rb->clock = rb->clock_kind == RINGBUF__CLK_TSC ? ringbuf_clock_tsc : ringbuf__default_clock;
 		rb->clock_ctx = NULL;
-		/* 4: the page holding the header (and the CPU structs that share
-		 * it) is this process's copy from here on, so the view cannot see
-		 * writers leave an event: merged readers must not wait for them */
-		rb->owned = 4;
-		rb->mem = map;
-		rb->map_len = hdr.total_size;
-		rb->shared = 0;
 		if ((r = ringbuf__fork_register(rb)) < 0) {
-			munmap(map, (size_t)hdr.total_size);
+			munmap(map, (size_t)total);
 			return r;
 		}
 	}
@@ -8034,9 +8124,8 @@ RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
 	if (rb->owned == 2 || rb->owned == 4) {
 #if defined(__linux__)
 		/* A file or memfd block starts its mapping, of total_size bytes
-		 * (validated, the same in every process). Not rb->mem / map_len:
-		 * the header is shared, and another process that opened the
-		 * block RDWR has written its own mapping's address there. */
+		 * (validated on this process's copy of the header, PRIVATE
+		 * HEADER: no other process changes it, nor mem and map_len). */
 		int i = ringbuf__shm_find(rb);
 		if (rb->owned == 2)
 			ringbuf__clock_unset_shared(rb); /* [K3] */
