@@ -33,11 +33,15 @@
  * RINGBUF_TEST_KILL_ROUNDS=N more kills. Wall time is mostly the recorder's
  * own wait (100 ms) before it sees a killed child gone: about 20 s.
  *
- * Not mutated: the header's geometry (offsets, sizes, page count, CPU count;
- * the first fields of struct ringbuf up to record_disabled). The handle the
- * library works with is that header, read in place: a writer that changes the
- * geometry after the open is outside what the recorder withstands today
- * (README, Limitations).
+ *   header_changed_after_the_open  the header's geometry and process-local
+ *       fields rewritten after the open, field by field: every reader call
+ *       goes on with the geometry it validated (RINGBUF_TEST_GEOM_CASE=k runs
+ *       case k alone).
+ *
+ * The mutators change the header's geometry as well: each process that maps
+ * the block works on its own copy of it (PRIVATE HEADER in ringbuf.h), so
+ * the changes reach only the opens that come after them (refused, or a
+ * geometry validated on the copy).
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_RECORD_TOOL_NO_MAIN
@@ -106,7 +110,7 @@ struct target {
 	unsigned char *base; /* the mutator's own mapping of the file */
 	uint64_t size;
 	uint32_t nr_pages, bsize, page_size;
-	struct region r[8];
+	struct region r[9];
 	unsigned nr;
 };
 
@@ -129,6 +133,10 @@ static void target_of(struct target *t, unsigned char *base, const struct ringbu
 	t->r[t->nr++] = (struct region){h->data_off, h->user_off - h->data_off};   /* (page headers, below) */
 	if (h->user_size)
 		t->r[t->nr++] = (struct region){h->user_off, h->user_size};
+	/* the header's geometry and process-local fields: each process that
+	 * maps the block has its own copy, which this does not reach (PRIVATE
+	 * HEADER); an open after the change reads it */
+	t->r[t->nr++] = (struct region){0, offsetof(struct ringbuf, shared) + sizeof(uint32_t)};
 }
 
 /* One seeded change: a 4- or 8-byte aligned value somewhere in a region. */
