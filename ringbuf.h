@@ -2024,8 +2024,61 @@ extern int clock_gettime(int, struct timespec *);
  *
  * MEMORY. One block, relocatable: every link is an index, never an address.
  *
- *   struct ringbuf | struct ringbuf__cpu[ncpu] | struct ringbuf__bpage[ncpu][npages + 1, to 8]
- *   | (pad to page size) | data pages [ncpu][npages] of page_size bytes
+ *   struct ringbuf (private part: 64 KiB | shared part) | struct ringbuf__cpu[ncpu]
+ *   | struct ringbuf__bpage[ncpu][npages + 1, to 8] | (pad to page size)
+ *   | data pages [ncpu][npages] of page_size bytes
+ *
+ * PRIVATE HEADER. The first RINGBUF__HDR_PRIV (65536) bytes of struct
+ * ringbuf hold the geometry (ncpu, nr_pages, page_size, bsize, page_shift,
+ * max_event, flags, ts_mode, the offsets, total_size, the user area), the
+ * clock's description (kind, name, TSC ratio) and the process-local fields
+ * (owned, mem, map_len, shared, clock, clock_ctx, gen); their bytes end at
+ * RINGBUF__HDR_USED, in the first 4 KiB, and the rest is pad that nothing
+ * reads or writes (a hole of the file, never resident). Everything from
+ * record_disabled on, at offset 65536, is shared between the processes
+ * that map the block. 65536 is a whole number of pages on 4, 16 and 64 KiB
+ * page kernels, so the two parts can be mapped differently:
+ *   PH1  every MAP_SHARED mapping of a block (ringbuf_create_file,
+ *        ringbuf_create_shm, ringbuf_open_file RDWR) maps its first 64 KiB
+ *        again from the same descriptor and offset, MAP_PRIVATE | MAP_FIXED
+ *        at the same address (ringbuf__hdr_private): the creator once the
+ *        header is complete in the file (init_in done; the clock fields,
+ *        addresses of the creator's, cleared in the file first), an opener
+ *        right after its mmap;
+ *   PH2  then the process stores its process-local fields (owned first).
+ *        A private page reads the file until the process first writes it;
+ *        that store makes the kernel copy it (all fields share one page), and
+ *        from the copy on no other process's store reaches it. The opener's
+ *        compiler barrier keeps its loads of the geometry after the store;
+ *        the copy-on-write fault is synchronous (the faulting store retires
+ *        only once the page is the copy, and later loads read the copy).
+ *   PH3  only then does an opener validate the geometry (ringbuf__validate_in,
+ *        and total_size against the length it mapped, read before the copy
+ *        by read(): a header changed in between is RINGBUF_ECORRUPT).
+ * So a reader never uses a geometry value that changed after it was
+ * validated: every geometry value a handle's calls use (offsets, sizes,
+ * counts: ringbuf__cpu, _bp, _dp, the loop bounds) is loaded from the
+ * handle's private copy, which only this process writes, and this process
+ * writes geometry only in init_in, before PH1 (the creator) -- never after
+ * PH3 (an opener). Another process's rewrite of the file's header reaches
+ * only the opens that come after it, which validate it. The process-local
+ * fields can no longer clobber each other either: each process's mem,
+ * map_len, owned, clock and shared are its own (destroy unmaps with them).
+ * A fork child inherits the private copy (copy-on-write again): the same
+ * handle, the same geometry. A private view (no RDWR: owned 4, or
+ * RINGBUF_OPEN_RECOVER) maps the whole file MAP_PRIVATE; it takes PH2 and
+ * PH3 in the same order. Blocks of one process (ringbuf_create,
+ * ringbuf_init_in) only have the layout: their 64 KiB pad is never touched
+ * (left unallocated in an anonymous mapping or a large malloc; counted by
+ * ringbuf_size_needed). Where the system page does not divide 65536 (pages
+ * over 64 KiB) or the second mmap fails, creating or opening a shared block
+ * fails with RINGBUF_ESYS (errno EOPNOTSUPP, or mmap's): no fallback to a
+ * header other processes can change. Fields other processes must see at run
+ * time are in the shared part (mode, record_disabled, the waiters, owner
+ * words, thread_shared); the clock's description is fixed at creation for
+ * the others: ringbuf_set_clock changes it in its own process's copy only,
+ * and refuses (RINGBUF_EINVAL) a switch to or from TSC cycles on a shared
+ * block, whose stamps the others would convert wrongly.
  *
  * Each CPU has nr_pages ring pages (index 0..nr_pages-1 at creation) and one
  * reader page (index nr_pages at creation); the indices move around as the
@@ -2249,9 +2302,12 @@ extern int clock_gettime(int, struct timespec *);
  * (find_head 3 laps, a read_page of padding-only pages one lap and a half,
  * the swap 64 tries). Records are parsed against that one commit, and a
  * page handed out by reference is copied once and checked from the copy by
- * its user (ringbuf_tracedat's A1-A2). Not covered: the header's geometry
- * (read in place as the handle) and ringbuf_recover, which assumes the
- * writers are gone (README, Limitations; tests/test_record_hostile.c).
+ * its user (ringbuf_tracedat's A1-A2). The geometry that bounds all of this
+ * (nr_pages, bsize, the offsets, ncpu) is the handle's private copy, changed
+ * by no other process after it was validated (PRIVATE HEADER above;
+ * test_record_hostile.c: header_changed_after_the_open). Not covered:
+ * ringbuf_recover, which assumes the writers are gone (README, Limitations;
+ * tests/test_record_hostile.c).
  *
  * READER SWAP (ringbuf__get_reader_page, serialized by the per-CPU reader lock):
  *   S1  find the head page H: the page whose prev's link carries HEADER
