@@ -1211,7 +1211,10 @@ enum ringbuf__tp {
 	RINGBUF__TP_VALIDATE_TAIL = 90, /* V1: commit and tail pages loaded, before the ring walk */
 	RINGBUF__TP_VALIDATE_WALKED,    /* V2: first pass over the links done, before the second */
 	RINGBUF__TP_VALIDATE_SLOT,      /* V4: a slot's len, page and off loaded, its event not yet */
-	RINGBUF__TP_RECOVER_COMMIT      /* recovery: slots padded, before the commit walk (step 3) */
+	RINGBUF__TP_RECOVER_COMMIT,     /* recovery: slots padded, before the commit walk (step 3) */
+	/* ringbuf_open_file's private header (PH1-PH3 in >>design), cpu 0 */
+	RINGBUF__TP_OPEN_MAPPED = 96,   /* PH1 done: the header still reads the file */
+	RINGBUF__TP_OPEN_COPIED         /* PH2 done (the copy is ours), PH3 not yet */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
@@ -2045,13 +2048,17 @@ extern int clock_gettime(int, struct timespec *);
  *        header is complete in the file (init_in done; the clock fields,
  *        addresses of the creator's, cleared in the file first), an opener
  *        right after its mmap;
- *   PH2  then the process stores its process-local fields (owned first).
- *        A private page reads the file until the process first writes it;
- *        that store makes the kernel copy it (all fields share one page), and
- *        from the copy on no other process's store reaches it. The opener's
- *        compiler barrier keeps its loads of the geometry after the store;
- *        the copy-on-write fault is synchronous (the faulting store retires
- *        only once the page is the copy, and later loads read the copy).
+ *   PH2  then the process stores to the header: an opener its
+ *        process-local fields (owned first), the creator the header it wrote
+ *        before PH1, put back whole (ringbuf__hdr_private_own: whatever
+ *        another process made of the file's header in between, under the
+ *        file's temporary name, stays the file's). A private page reads the
+ *        file until the process first writes it; that store makes the kernel
+ *        copy it (all fields share one page), and from the copy on no other
+ *        process's store reaches it. The opener's compiler barrier keeps its
+ *        loads of the geometry after the store; the copy-on-write fault is
+ *        synchronous (the faulting store retires only once the page is the
+ *        copy, and later loads read the copy).
  *   PH3  only then does an opener validate the geometry (ringbuf__validate_in,
  *        and total_size against the length it mapped, read before the copy
  *        by read(): a header changed in between is RINGBUF_ECORRUPT).
@@ -7548,6 +7555,22 @@ static int ringbuf__hdr_private(void *map, int fd)
 	return 0;
 }
 
+/* The creator's [PH1] and [PH2]: its header, as init_in wrote it, put back
+ * into the private copy. The store that copies the page is this memcpy, and
+ * the copy is what this process wrote whatever the file holds by then (a
+ * process that opened the file under its temporary name and changed it
+ * between init_in and here changes only the file's). */
+static int ringbuf__hdr_private_own(struct ringbuf *rb, int fd)
+{
+	unsigned char keep[RINGBUF__HDR_USED];
+	int r;
+	memcpy(keep, rb, sizeof keep);
+	if ((r = ringbuf__hdr_private(rb, fd)) < 0)
+		return r;
+	memcpy(rb, keep, sizeof keep);
+	return 0;
+}
+
 RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_config *cfg,
 				    struct ringbuf **out)
 {
@@ -7614,13 +7637,13 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	 * file's names none (its clock fields, init_in's, cleared first) */
 	rb->clock = NULL;
 	rb->clock_ctx = NULL;
-	if ((r = ringbuf__hdr_private(map, fd)) < 0) { /* [PH1] */
+	if ((r = ringbuf__hdr_private_own(rb, fd)) < 0) { /* [PH1], [PH2] */
 		e = errno;
 		ringbuf__fork_unregister(rb);
 		errno = e;
 		goto fail; /* unmaps the block */
 	}
-	rb->owned = 2; /* [PH2] */
+	rb->owned = 2;
 	rb->mem = map;
 	rb->map_len = g.total;
 	rb->shared = 1;
@@ -7722,7 +7745,7 @@ RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config
 	/* this process's copy of the header from here on, as a file's */
 	rb->clock = NULL;
 	rb->clock_ctx = NULL;
-	if ((r = ringbuf__hdr_private(map, fd)) < 0) { /* [PH1] */
+	if ((r = ringbuf__hdr_private_own(rb, fd)) < 0) { /* [PH1], [PH2] */
 		e = errno;
 		ringbuf__fork_unregister(rb);
 		munmap(map, (size_t)g.total);
@@ -7730,7 +7753,7 @@ RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config
 		errno = e;
 		return r;
 	}
-	rb->owned = 2; /* [PH2] */
+	rb->owned = 2;
 	{
 		int i;
 		struct ringbuf *none = NULL;
@@ -7840,6 +7863,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		return RINGBUF_ESYS;
 	}
 	rb = (struct ringbuf *)map;
+	RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_OPEN_MAPPED);
 	/* [PH2] the process-local fields, before the first look at the
 	 * geometry: the store copies the header's page (every field is in it),
 	 * and from the copy on no other process changes what is checked below
@@ -7851,6 +7875,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	rb->map_len = total;
 	rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
 	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_OPEN_COPIED);
 	{
 		struct ringbuf__holes holes = {fd, 0, 0, -1};
 		/* the copy against what was mapped: a header changed between the
