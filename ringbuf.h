@@ -861,15 +861,10 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 #define RINGBUF__MAGIC 0x52425546u /* "RBUF" */
 #define RINGBUF__BYTE_ORDER 0x01020304u
 #define RINGBUF__LAYOUT_VERSION 5u /* 5: the private header (PRIVATE HEADER in >>design) */
-/* bytes of struct ringbuf that each process maps privately: a whole number
- * of pages on 4, 16 and 64 KiB page kernels */
+/* the bytes at the start of a file or memfd block that each process maps
+ * privately (the header and a pad): a whole number of pages on 4, 16 and
+ * 64 KiB page kernels; the shared part of the header follows */
 #define RINGBUF__HDR_PRIV 65536u
-/* an anonymous struct in a union: C11, a GNU extension in C++ */
-#if defined(__GNUC__) || defined(__clang__)
-#define RINGBUF__EXT __extension__
-#else
-#define RINGBUF__EXT
-#endif
 
 #define RINGBUF__TYPE_PADDING 29u
 #define RINGBUF__TYPE_TIME_EXTEND 30u
@@ -1062,51 +1057,10 @@ struct ringbuf__cpu {
 	uint32_t index;                 /* this CPU's index (checked by ringbuf_open_file) */
 };
 
-struct ringbuf {
-	/* PRIVATE HEADER (>>design): the first RINGBUF__HDR_PRIV bytes, the
-	 * geometry and the process-local fields, are a private (copy-on-write)
-	 * mapping in every process that maps the block MAP_SHARED: written by
-	 * the creator before it remaps them, validated by an opener after its
-	 * copy is made; the pad behind the fields is never touched (a hole) */
-	RINGBUF__EXT union {
-		RINGBUF__EXT struct {
-			uint32_t magic;
-			uint32_t version;
-			uint32_t byte_order; /* RINGBUF__BYTE_ORDER as the writer's CPU stores it */
-			uint32_t long_size;  /* sizeof(long): the data page commit field */
-			char clock_name[16];
-			uint64_t user_off, user_size;
-			uint32_t ncpu;
-			uint32_t nr_pages;  /* ring pages per CPU (the reader page is one more) */
-			uint32_t page_size;
-			uint32_t bsize;     /* data bytes per page: page_size - header */
-			uint32_t flags;     /* enum ringbuf_flags */
-			uint32_t ts_mode;
-			uint32_t max_event; /* largest payload */
-			uint32_t page_shift;/* log2(page_size) */
-			uint32_t owned;     /* 1: allocated by ringbuf_create (RINGBUF_MALLOC), 2: a file
-					     * or memfd mapping, 3: ringbuf_create's anonymous mapping,
-					     * 4: a private (copy-on-write) view of a file, open without RDWR */
-			uint32_t clock_kind;/* RINGBUF__CLK_*: how writers read the clock */
-			uint32_t tsc_shift; /* TSC clock, read time: ns = tsc_ns0 + ((ts - tsc0) * tsc_mult >> tsc_shift) */
-			uint64_t tsc_mult;
-			uint64_t tsc0, tsc_ns0;
-			uint64_t total_size;
-			uint64_t cpu_off;   /* offsets from the start of the block */
-			uint64_t bpage_off;
-			uint64_t data_off;
-			ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
-			void *clock_ctx;
-			void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
-			uint64_t map_len;       /* owned 2, 3: length of the mapping to unmap */
-			uint64_t gen;           /* this creation, for per-thread state: unique across processes,
-						 * kept by an RDWR open (other processes' writers name it) */
-			uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
-		};
-		unsigned char hdr_pad_[RINGBUF__HDR_PRIV];
-	};
-	/* -- shared: from here on every process that maps the block sees the
-	 * same bytes (another process's writes included: HOSTILE MEMORY) -- */
+/* The shared part of the header: the words every process that maps the
+ * block reads and writes (HOSTILE MEMORY: another process's included), at
+ * rb->shdr_off (ringbuf__sh) */
+struct ringbuf__shdr {
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
 	_Atomic(int) mode;
 	/* waiting: read by every writer (one load at the outermost commit),
@@ -1126,11 +1080,58 @@ struct ringbuf {
 	_Atomic(uint32_t) release_gen;
 	_Atomic(uint32_t) thread_shared; /* ringbuf_thread_shared(): buffers kept out of claims */
 };
-/* the private part's fields end here; all of them lie in its first 4 KiB
- * (the smallest page), so that one store copies them all (PRIVATE HEADER) */
-#define RINGBUF__HDR_USED (offsetof(struct ringbuf, shared) + sizeof(uint32_t))
-_Static_assert(offsetof(struct ringbuf, record_disabled) == RINGBUF__HDR_PRIV && RINGBUF__HDR_USED <= 4096,
-	       "private header: the fields in its first page, the shared part behind it");
+
+struct ringbuf {
+	/* PRIVATE HEADER (>>design): the geometry and the process-local fields.
+	 * In a block that other processes map (a file or memfd) each process's
+	 * private copy: written by the creator before it remaps it, validated
+	 * by an opener after its copy is made; the shared part (struct
+	 * ringbuf__shdr) at RINGBUF__HDR_PRIV, the pad before it never touched */
+	uint32_t magic;
+	uint32_t version;
+	uint32_t byte_order; /* RINGBUF__BYTE_ORDER as the writer's CPU stores it */
+	uint32_t long_size;  /* sizeof(long): the data page commit field */
+	char clock_name[16];
+	uint64_t user_off, user_size;
+	uint32_t ncpu;
+	uint32_t nr_pages;  /* ring pages per CPU (the reader page is one more) */
+	uint32_t page_size;
+	uint32_t bsize;     /* data bytes per page: page_size - header */
+	uint32_t flags;     /* enum ringbuf_flags */
+	uint32_t ts_mode;
+	uint32_t max_event; /* largest payload */
+	uint32_t page_shift;/* log2(page_size) */
+	uint32_t owned;     /* 1: allocated by ringbuf_create (RINGBUF_MALLOC), 2: a file
+			     * or memfd mapping, 3: ringbuf_create's anonymous mapping,
+			     * 4: a private (copy-on-write) view of a file, open without RDWR */
+	uint32_t clock_kind;/* RINGBUF__CLK_*: how writers read the clock */
+	uint32_t tsc_shift; /* TSC clock, read time: ns = tsc_ns0 + ((ts - tsc0) * tsc_mult >> tsc_shift) */
+	uint64_t tsc_mult;
+	uint64_t tsc0, tsc_ns0;
+	uint64_t total_size;
+	uint64_t cpu_off;   /* offsets from the start of the block */
+	uint64_t bpage_off;
+	uint64_t data_off;
+	uint64_t shdr_off;   /* the shared part (struct ringbuf__shdr): RINGBUF__HDR_PRIV in
+			      * a file or memfd block, else right after this struct */
+	ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
+	void *clock_ctx;
+	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
+	uint64_t map_len;       /* owned 2, 3: length of the mapping to unmap */
+	uint64_t gen;           /* this creation, for per-thread state: unique across processes,
+				 * kept by an RDWR open (other processes' writers name it) */
+	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
+};
+/* the private header's bytes: all of them in the first 4 KiB (the smallest
+ * page), so that one store copies them all (PRIVATE HEADER) */
+#define RINGBUF__HDR_USED sizeof(struct ringbuf)
+_Static_assert(sizeof(struct ringbuf) <= 4096 && RINGBUF__HDR_PRIV % RINGBUF__CACHELINE == 0,
+	       "private header: its fields in its first page");
+
+static inline struct ringbuf__shdr *ringbuf__sh(const struct ringbuf *rb)
+{
+	return (struct ringbuf__shdr *)(void *)((char *)rb + rb->shdr_off);
+}
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -1351,7 +1352,7 @@ _Static_assert(offsetof(struct ringbuf__dpage, data) == 8 + sizeof(long) &&
 #ifdef __cplusplus
 static_assert(alignof(_Atomic(uint64_t)) == 8 && offsetof(struct ringbuf__cpu, owner) % 8 == 0 &&
 		      offsetof(struct ringbuf__cpu, reader_lock) % 8 == 0 &&
-		      offsetof(struct ringbuf, waiters) % 8 == 0,
+		      offsetof(struct ringbuf__shdr, waiters) % 8 == 0,
 	      "C++: 64-bit atomics must be 8-aligned, as C's _Atomic(uint64_t)");
 #endif
 
@@ -1480,7 +1481,7 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
 	return rb->clock(rb->clock_ctx);
 }
 
-/* rb->waiters: armed bits, waiter count, lowest watermark (0: none) */
+/* ringbuf__sh(rb)->waiters: armed bits, waiter count, lowest watermark (0: none) */
 #define RINGBUF__WAIT_DATA 1u
 #define RINGBUF__WAIT_FULL 2u
 #define RINGBUF__WAIT_ONE 4u
@@ -1554,7 +1555,7 @@ RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, str
 
 RINGBUF__INLINE bool ringbuf__disabled(const struct ringbuf *rb, struct ringbuf__cpu *c)
 {
-	return (atomic_load_explicit(&((struct ringbuf *)rb)->record_disabled, memory_order_relaxed) |
+	return (atomic_load_explicit(&ringbuf__sh(rb)->record_disabled, memory_order_relaxed) |
 		atomic_load_explicit(&c->disabled, RINGBUF__DISABLED_MO)) != 0;
 }
 
@@ -1846,7 +1847,7 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_FAST_ZERO);
 	if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
-			    !ringbuf__wake_due(c, atomic_load_explicit(&rb->waiters, memory_order_relaxed)))) {
+			    !ringbuf__wake_due(c, atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed)))) {
 		/* [Q-X] one more outermost exit, after the walk and the 0
 		 * (release: pairs with ringbuf_quiesce's acquire; a handler
 		 * running as outermost between the check and this store stores
@@ -2027,22 +2028,26 @@ extern int clock_gettime(int, struct timespec *);
  *
  * MEMORY. One block, relocatable: every link is an index, never an address.
  *
- *   struct ringbuf (private part: 64 KiB | shared part) | struct ringbuf__cpu[ncpu]
+ *   struct ringbuf | (pad) | struct ringbuf__shdr | struct ringbuf__cpu[ncpu]
  *   | struct ringbuf__bpage[ncpu][npages + 1, to 8] | (pad to page size)
  *   | data pages [ncpu][npages] of page_size bytes
  *
- * PRIVATE HEADER. The first RINGBUF__HDR_PRIV (65536) bytes of struct
- * ringbuf hold the geometry (ncpu, nr_pages, page_size, bsize, page_shift,
- * max_event, flags, ts_mode, the offsets, total_size, the user area), the
- * clock's description (kind, name, TSC ratio) and the process-local fields
- * (owned, mem, map_len, shared, clock, clock_ctx, gen); their bytes end at
- * RINGBUF__HDR_USED, in the first 4 KiB, and the rest is pad that nothing
- * reads or writes (a hole of the file, never resident). Everything from
- * record_disabled on, at offset 65536, is shared between the processes
- * that map the block. 65536 is a whole number of pages on 4, 16 and 64 KiB
- * page kernels, so the two parts can be mapped differently:
+ * PRIVATE HEADER. struct ringbuf holds the geometry (ncpu, nr_pages,
+ * page_size, bsize, page_shift, max_event, flags, ts_mode, the offsets,
+ * total_size, the user area), the clock's description (kind, name, TSC
+ * ratio) and the process-local fields (owned, mem, map_len, shared, clock,
+ * clock_ctx, gen): under 4 KiB (a static assert). struct ringbuf__shdr, at
+ * shdr_off (ringbuf__sh), holds what the processes that map a block share at
+ * run time (record_disabled, mode, the waiters, the owner words,
+ * thread_shared, ...). A block of one process (ringbuf_create,
+ * ringbuf_init_in) has it right behind the header; a block made to be
+ * mapped by others (ringbuf_create_file, _shm) at RINGBUF__HDR_PRIV (65536,
+ * a whole number of pages on 4, 16 and 64 KiB page kernels), the pad between
+ * never written (a hole of the file, never resident), so that the header's
+ * pages can be mapped apart from the rest:
  *   PH1  every MAP_SHARED mapping of a block (ringbuf_create_file,
  *        ringbuf_create_shm, ringbuf_open_file RDWR) maps its first 64 KiB
+ *        (the header and the pad)
  *        again from the same descriptor and offset, MAP_PRIVATE | MAP_FIXED
  *        at the same address (ringbuf__hdr_private): the creator once the
  *        header is complete in the file (init_in done; the clock fields,
@@ -2074,16 +2079,18 @@ extern int clock_gettime(int, struct timespec *);
  * A fork child inherits the private copy (copy-on-write again): the same
  * handle, the same geometry. A private view (no RDWR: owned 4, or
  * RINGBUF_OPEN_RECOVER) maps the whole file MAP_PRIVATE; it takes PH2 and
- * PH3 in the same order. Blocks of one process (ringbuf_create,
- * ringbuf_init_in) only have the layout: their 64 KiB pad is never touched
- * (left unallocated in an anonymous mapping or a large malloc; counted by
- * ringbuf_size_needed). Where the system page does not divide 65536 (pages
- * over 64 KiB) or the second mmap fails, creating or opening a shared block
- * fails with RINGBUF_ESYS (errno EOPNOTSUPP, or mmap's): no fallback to a
- * header other processes can change. Fields other processes must see at run
- * time are in the shared part (mode, record_disabled, the waiters, owner
- * words, thread_shared); the clock's description is fixed at creation for
- * the others: ringbuf_set_clock changes it in its own process's copy only,
+ * PH3 in the same order. An RDWR open of a block laid out for one process
+ * (ringbuf_init_in's memory written to a file: shdr_off not 65536) is
+ * RINGBUF_EFORMAT, checked on the header read() before PH1 (whose 64 KiB
+ * would cover its shared part) and again on the copy. Blocks of one
+ * process cost nothing more (ringbuf_size_needed is what it was, SPEC's 2%
+ * of metadata holds); a file or memfd block is 64 KiB longer, a hole. Where
+ * the system page does not divide 65536 (pages over 64 KiB) or the second
+ * mmap fails, creating or opening a shared block fails with RINGBUF_ESYS
+ * (errno EOPNOTSUPP, or mmap's): no fallback to a header other processes
+ * can change. Fields other processes must see at run time are in the
+ * shared part; the clock's description is fixed at creation for the
+ * others: ringbuf_set_clock changes it in its own process's copy only,
  * and refuses (RINGBUF_EINVAL) a switch to or from TSC cycles on a shared
  * block, whose stamps the others would convert wrongly.
  *
@@ -2365,10 +2372,10 @@ extern int clock_gettime(int, struct timespec *);
  * it lives.
  *
  * WAITING (ringbuf_wait; the writer's side costs one relaxed load of
- * rb->waiters per outermost commit while nobody waits). rb->waiters is one
+ * ringbuf__sh(rb)->waiters per outermost commit while nobody waits). ringbuf__sh(rb)->waiters is one
  * 64-bit word: lowest watermark (pages, 0: none) << 32 | waiter count << 2 |
  * FULL | DATA (the armed bits: a data waiter, a watermark waiter). The futex
- * word is rb->wait_seq, bumped (release) before each FUTEX_WAKE.
+ * word is ringbuf__sh(rb)->wait_seq, bumped (release) before each FUTEX_WAKE.
  *
  *   waiter, each pass                      writer, each outermost commit
  *   R1 seq = wait_seq (acquire)            (page touched, event committed:
@@ -2464,13 +2471,13 @@ extern int clock_gettime(int, struct timespec *);
  *   owner word          any writer thread other writers     CAS acq_rel to take / store release
  *     (mapped modes)                                        to give back (G2 / G5); acquire load
  *                                                           to judge a dead owner (>>contexts)
- *   rb->release_gen     thread_release,   threads without   fetch_add release / load acquire (F6 / F1);
+ *   ringbuf__sh(rb)->release_gen     thread_release,   threads without   fetch_add release / load acquire (F6 / F1);
  *                       thread_shared     a claim (F1)      a hint: ownership is the owner word's CAS
- *   rb->thread_shared   thread_shared     F1-F4             relaxed (which buffers F2 / F4b scan)
+ *   ringbuf__sh(rb)->thread_shared   thread_shared     F1-F4             relaxed (which buffers F2 / F4b scan)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
- *   rb->waiters         waiters (R2, R6)  writers [WAIT-W]  CAS seq_cst / acq_rel; writer load relaxed +
+ *   ringbuf__sh(rb)->waiters         waiters (R2, R6)  writers [WAIT-W]  CAS seq_cst / acq_rel; writer load relaxed +
  *                       writers (W2)                        membarrier, CAS acquire (see WAITING)
- *   rb->wait_seq        W2, R6, wake_waiters  waiters (R1)  fetch_add release / load acquire; futex word
+ *   ringbuf__sh(rb)->wait_seq        W2, R6, wake_waiters  waiters (R1)  fetch_add release / load acquire; futex word
  *   reader_lock         readers           readers           CAS acquire to take / store release to drop
  *
  * MERGED READERS (ringbuf_consume_merged, the RINGBUF_ALL_CPUS iterator). Each
@@ -3070,7 +3077,7 @@ static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 				return 0;
 #endif
 			return ringbuf__drop(rb, cpu, c, t, &c->commit_overrun);
-		} else if (atomic_load_explicit(&rb->mode, memory_order_relaxed) !=
+		} else if (atomic_load_explicit(&ringbuf__sh(rb)->mode, memory_order_relaxed) !=
 			   RINGBUF_MODE_OVERWRITE) {
 			return ringbuf__drop(rb, cpu, c, t, &c->dropped_events);
 		} else {
@@ -3333,7 +3340,7 @@ static void ringbuf__futex_wake(const struct ringbuf *rb, _Atomic(uint32_t) *wor
  * async-signal-safe. */
 static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
 {
-	uint64_t w = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
+	uint64_t w = atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed);
 	uint32_t dirty = 0;
 	(void)cpu;
 	if (!(w & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL)))
@@ -3351,13 +3358,13 @@ static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf
 		/* FULL armed implies a watermark (set in the same CAS) */
 		if (!(w & RINGBUF__WAIT_DATA) && dirty < RINGBUF__WAIT_MIN(w))
 			return;
-		if (atomic_compare_exchange_strong_explicit(&rb->waiters, &w,
+		if (atomic_compare_exchange_strong_explicit(&ringbuf__sh(rb)->waiters, &w,
 							    w & ~(uint64_t)(RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL),
 							    memory_order_acquire, memory_order_relaxed))
 			break;
 	}
-	atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
-	ringbuf__futex_wake(rb, &rb->wait_seq);
+	atomic_fetch_add_explicit(&ringbuf__sh(rb)->wait_seq, 1, memory_order_release);
+	ringbuf__futex_wake(rb, &ringbuf__sh(rb)->wait_seq);
 }
 
 RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
@@ -3388,7 +3395,7 @@ RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ri
 			/* [WAIT-W] one load when nobody waits; the reader's
 			 * membarrier() orders it after our commit (see ringbuf_wait) */
 			if (RINGBUF__UNLIKELY(ringbuf__wake_due(
-				    c, atomic_load_explicit(&rb->waiters, memory_order_relaxed))))
+				    c, atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed))))
 				ringbuf__wake_check(rb, cpu, c);
 			return;
 		}
@@ -3826,7 +3833,7 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
 #define RINGBUF__OWN_RELEASING 0x40000000u /* that claim is being given back */
 #define RINGBUF__OWN_TID 0x3fffffffu
 #define RINGBUF__OWN_ID(w) ((w) & ~(uint64_t)(RINGBUF__OWN_PERSIST | RINGBUF__OWN_RELEASING))
-/* rb->owner_flags */
+/* ringbuf__sh(rb)->owner_flags */
 #define RINGBUF__OWNF_MIXED_NS 1u /* writers in several PID namespaces: no takeover */
 
 /* struct ringbuf__tctx (>>inline): one entry per buffer the thread writes
@@ -4021,7 +4028,7 @@ static uint64_t ringbuf__owner_id(struct ringbuf *rb, struct ringbuf__tctx *e)
 	uint32_t tok = atomic_load_explicit(&e->token, memory_order_relaxed), zero = 0;
 	if (RINGBUF__UNLIKELY(tok == 0)) {
 		do
-			tok = atomic_fetch_add_explicit(&rb->owner_seq, 1, memory_order_relaxed) + 1;
+			tok = atomic_fetch_add_explicit(&ringbuf__sh(rb)->owner_seq, 1, memory_order_relaxed) + 1;
 		while (tok == 0);
 		if (!atomic_compare_exchange_strong_explicit(&e->token, &zero, tok, memory_order_relaxed,
 							     memory_order_relaxed))
@@ -4062,7 +4069,7 @@ static bool ringbuf__thread_alive(uint32_t tid)
 static bool ringbuf__owner_dead(const struct ringbuf *rb, uint64_t cur, uint64_t own)
 {
 	uint32_t tid = (uint32_t)cur & RINGBUF__OWN_TID;
-	if (atomic_load_explicit(&((struct ringbuf *)rb)->owner_flags, memory_order_relaxed) &
+	if (atomic_load_explicit(&ringbuf__sh(rb)->owner_flags, memory_order_relaxed) &
 	    RINGBUF__OWNF_MIXED_NS)
 		return false;
 	if (tid == ((uint32_t)own & RINGBUF__OWN_TID))
@@ -4183,7 +4190,7 @@ static void *ringbuf__nested_reserve(struct ringbuf *rb, struct ringbuf__tctx *e
 static bool ringbuf__rescan_due(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t *gen)
 {
 	uint32_t left, wait = atomic_load_explicit(&e->miss_wait, memory_order_relaxed);
-	*gen = atomic_load_explicit(&rb->release_gen, memory_order_acquire);
+	*gen = atomic_load_explicit(&ringbuf__sh(rb)->release_gen, memory_order_acquire);
 	if (!wait || *gen != atomic_load_explicit(&e->miss_gen, memory_order_relaxed))
 		return true;
 	left = atomic_load_explicit(&e->miss_left, memory_order_relaxed);
@@ -4230,13 +4237,13 @@ static void ringbuf__free_dead(struct ringbuf *rb, unsigned base, unsigned n, ui
 static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t me, size_t len)
 {
 	uint64_t cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
-	unsigned n = rb->ncpu, sh = atomic_load_explicit(&rb->thread_shared, memory_order_relaxed), lim;
+	unsigned n = rb->ncpu, sh = atomic_load_explicit(&ringbuf__sh(rb)->thread_shared, memory_order_relaxed), lim;
 	uint32_t x, gen;
 	bool took = false;
 	void *p;
 	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
 		/* a handler inside our full scan (F2) */
-		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
 	if (RINGBUF__CUR_DEPTH(cur))
@@ -4275,7 +4282,7 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 			ringbuf__rescan_missed(e, gen);
 	}
 	if (!sh) {
-		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
 	/* F4a: no claim from here to G4 (a handler's event would claim, and
@@ -4288,7 +4295,7 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 	x = ringbuf__take(rb, lim, sh, ringbuf__gettid() % sh, me, &took, false);
 	if (!x) {
 		atomic_store_explicit(&e->cur, cur, memory_order_relaxed); /* F4a undone */
-		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
 	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_TAKEN);
@@ -4305,7 +4312,7 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 	uint64_t cur, me;
 	bool took = false;
 	if (!e) {
-		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
 	me = ringbuf__owner_id(rb, e);
@@ -4321,7 +4328,7 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 	cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
 	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
 		/* a handler inside our full scan (F2) */
-		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
 	if (RINGBUF__CUR_DEPTH(cur))
@@ -4343,7 +4350,7 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 				ringbuf__rescan_missed(e, gen);
 		}
 		if (!x) {
-			atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 			return NULL;
 		}
 	}
@@ -4423,9 +4430,9 @@ RINGBUF_API int ringbuf_thread_shared(struct ringbuf *rb, unsigned n)
 {
 	if (!rb || n > rb->ncpu)
 		return RINGBUF_EINVAL;
-	atomic_store_explicit(&rb->thread_shared, n, memory_order_relaxed);
+	atomic_store_explicit(&ringbuf__sh(rb)->thread_shared, n, memory_order_relaxed);
 	/* F6: threads without a claim look again (buffers may be claimable now) */
-	atomic_fetch_add_explicit(&rb->release_gen, 1, memory_order_release);
+	atomic_fetch_add_explicit(&ringbuf__sh(rb)->release_gen, 1, memory_order_release);
 	return 0;
 }
 
@@ -4460,7 +4467,7 @@ RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
 						    memory_order_relaxed))
 		/* F6: threads without a claim scan again at their next event
 		 * (release: the word's 0 before the new generation) */
-		atomic_fetch_add_explicit(&rb->release_gen, 1, memory_order_release);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->release_gen, 1, memory_order_release);
 }
 
 #if defined(__linux__)
@@ -4570,7 +4577,7 @@ static void ringbuf__atfork_child(void)
 			}
 			atomic_store(&c->reader_lock, 0); /* nor its reader */
 		}
-		atomic_fetch_add(&rb->release_gen, 1); /* F6: claims of gone threads released */
+		atomic_fetch_add(&ringbuf__sh(rb)->release_gen, 1); /* F6: claims of gone threads released */
 	}
 	for (k = 0; k < RINGBUF__TCTX; k++)
 		atomic_store(&ringbuf__tctx[k].cur, 0);
@@ -4706,7 +4713,7 @@ RINGBUF_API void ringbuf__set_membarrier_fail(int fail)
  *     (registered at init; here for a block opened, not created)
  *   shared file block: MEMBARRIER_CMD_GLOBAL_EXPEDITED, every process
  *     registered for it: each one that creates or opens a shared block
- *     registers (a fork child again), one that cannot sets rb->wait_unreg
+ *     registers (a fork child again), one that cannot sets ringbuf__sh(rb)->wait_unreg
  *   else MEMBARRIER_CMD_GLOBAL: every thread of the system (an RCU grace
  *     period: slow) */
 static bool ringbuf__writers_barrier(struct ringbuf *rb)
@@ -4719,7 +4726,7 @@ static bool ringbuf__writers_barrier(struct ringbuf *rb)
 #endif
 #if defined(__linux__) && defined(SYS_membarrier)
 	if (rb->shared) {
-		if (!atomic_load_explicit(&rb->wait_unreg, memory_order_relaxed) &&
+		if (!atomic_load_explicit(&ringbuf__sh(rb)->wait_unreg, memory_order_relaxed) &&
 		    syscall(SYS_membarrier, 2 /* GLOBAL_EXPEDITED */, 0, 0) == 0)
 			return true;
 	} else {
@@ -6086,7 +6093,7 @@ RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it)
  * watermark can never be seen apart. */
 static void ringbuf__wait_arm(struct ringbuf *rb, uint32_t bit, uint32_t pages, bool reg)
 {
-	uint64_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed), nv;
+	uint64_t cur = atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed), nv;
 	do {
 		uint32_t min = RINGBUF__WAIT_MIN(cur);
 		nv = cur | bit;
@@ -6094,7 +6101,7 @@ static void ringbuf__wait_arm(struct ringbuf *rb, uint32_t bit, uint32_t pages, 
 			nv += RINGBUF__WAIT_ONE;
 		if (pages && (min == 0 || min > pages))
 			nv = (nv & 0xffffffffu) | (uint64_t)pages << 32;
-	} while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, nv, memory_order_seq_cst,
+	} while (!atomic_compare_exchange_weak_explicit(&ringbuf__sh(rb)->waiters, &cur, nv, memory_order_seq_cst,
 							memory_order_relaxed));
 }
 
@@ -6105,7 +6112,7 @@ static void ringbuf__wait_arm(struct ringbuf *rb, uint32_t bit, uint32_t pages, 
  * CAS is acquire for the same reason as [WAIT-W2]'s. */
 static void ringbuf__wait_leave(struct ringbuf *rb, uint32_t pages)
 {
-	uint64_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed), nv;
+	uint64_t cur = atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed), nv;
 	bool wake;
 	do {
 		wake = false;
@@ -6118,11 +6125,11 @@ static void ringbuf__wait_leave(struct ringbuf *rb, uint32_t pages)
 				wake = true;
 			}
 		}
-	} while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, nv, memory_order_acq_rel,
+	} while (!atomic_compare_exchange_weak_explicit(&ringbuf__sh(rb)->waiters, &cur, nv, memory_order_acq_rel,
 							memory_order_relaxed));
 	if (wake) {
-		atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
-		ringbuf__futex_wake(rb, &rb->wait_seq);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->wait_seq, 1, memory_order_release);
+		ringbuf__futex_wake(rb, &ringbuf__sh(rb)->wait_seq);
 	}
 }
 
@@ -6145,7 +6152,7 @@ static void ringbuf__membarrier_register_shared(struct ringbuf *rb)
 	if (syscall(SYS_membarrier, 4 /* REGISTER_GLOBAL_EXPEDITED */, 0, 0) == 0)
 		return;
 #endif
-	atomic_store_explicit(&rb->wait_unreg, 1, memory_order_relaxed);
+	atomic_store_explicit(&ringbuf__sh(rb)->wait_unreg, 1, memory_order_relaxed);
 }
 #endif
 
@@ -6257,11 +6264,11 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 		}
 	}
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_REGISTER);
-	kick = atomic_load_explicit(&rb->wait_kick, memory_order_acquire);
+	kick = atomic_load_explicit(&ringbuf__sh(rb)->wait_kick, memory_order_acquire);
 	for (;;) {
 		/* [WAIT-R1] the futex word, before arming: a wake that follows
 		 * the arming bumps it after this read, so the sleep returns */
-		seq = atomic_load_explicit(&rb->wait_seq, memory_order_acquire);
+		seq = atomic_load_explicit(&ringbuf__sh(rb)->wait_seq, memory_order_acquire);
 		/* [WAIT-R2] register (first time) and arm (again: a waker
 		 * clears the bits, a leaving waiter the watermark) */
 		ringbuf__wait_arm(rb, bit, pages, reg);
@@ -6272,7 +6279,7 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 			ret = 1;
 			break;
 		}
-		if (atomic_load_explicit(&rb->wait_kick, memory_order_acquire) != kick)
+		if (atomic_load_explicit(&ringbuf__sh(rb)->wait_kick, memory_order_acquire) != kick)
 			break; /* ringbuf_wake_waiters() */
 		if (timeout_ms >= 0) {
 			clock_gettime(RINGBUF__CLOCK_ID, &now);
@@ -6293,7 +6300,7 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 		}
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_SLEEP);
 		/* [WAIT-R5] */
-		if (!ringbuf__futex_wait(rb, &rb->wait_seq, seq, timeout_ms >= 0 || !exact ? &rel : NULL))
+		if (!ringbuf__futex_wait(rb, &ringbuf__sh(rb)->wait_seq, seq, timeout_ms >= 0 || !exact ? &rel : NULL))
 			ringbuf__sleep_ms(RINGBUF__WAIT_POLL_MS);
 	}
 	ringbuf__wait_leave(rb, pages); /* [WAIT-R6] */
@@ -6304,9 +6311,9 @@ RINGBUF_API void ringbuf_wake_waiters(struct ringbuf *rb)
 {
 	if (!rb)
 		return;
-	atomic_fetch_add_explicit(&rb->wait_kick, 1, memory_order_release);
-	atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
-	ringbuf__futex_wake(rb, &rb->wait_seq);
+	atomic_fetch_add_explicit(&ringbuf__sh(rb)->wait_kick, 1, memory_order_release);
+	atomic_fetch_add_explicit(&ringbuf__sh(rb)->wait_seq, 1, memory_order_release);
+	ringbuf__futex_wake(rb, &ringbuf__sh(rb)->wait_seq);
 }
 
 /* ==== >>control ========================================================= */
@@ -6314,31 +6321,31 @@ RINGBUF_API void ringbuf_wake_waiters(struct ringbuf *rb)
 RINGBUF_API void ringbuf_record_on(struct ringbuf *rb)
 {
 	if (rb)
-		atomic_fetch_and_explicit(&rb->record_disabled, ~RINGBUF__OFF_BIT, memory_order_relaxed);
+		atomic_fetch_and_explicit(&ringbuf__sh(rb)->record_disabled, ~RINGBUF__OFF_BIT, memory_order_relaxed);
 }
 RINGBUF_API void ringbuf_record_off(struct ringbuf *rb)
 {
 	if (rb)
-		atomic_fetch_or_explicit(&rb->record_disabled, RINGBUF__OFF_BIT, memory_order_relaxed);
+		atomic_fetch_or_explicit(&ringbuf__sh(rb)->record_disabled, RINGBUF__OFF_BIT, memory_order_relaxed);
 }
 RINGBUF_API bool ringbuf_record_is_on(const struct ringbuf *rb)
 {
-	return rb && atomic_load_explicit(&((struct ringbuf *)rb)->record_disabled,
+	return rb && atomic_load_explicit(&ringbuf__sh(rb)->record_disabled,
 					  memory_order_relaxed) == 0;
 }
 RINGBUF_API void ringbuf_record_disable(struct ringbuf *rb)
 {
 	if (rb)
-		RINGBUF__ADD(&rb->record_disabled, 1);
+		RINGBUF__ADD(&ringbuf__sh(rb)->record_disabled, 1);
 }
 RINGBUF_API void ringbuf_record_enable(struct ringbuf *rb)
 {
 	uint32_t cur;
 	if (!rb)
 		return;
-	cur = atomic_load_explicit(&rb->record_disabled, memory_order_relaxed);
+	cur = atomic_load_explicit(&ringbuf__sh(rb)->record_disabled, memory_order_relaxed);
 	while ((cur & ~RINGBUF__OFF_BIT) != 0 &&
-	       !atomic_compare_exchange_weak_explicit(&rb->record_disabled, &cur, cur - 1,
+	       !atomic_compare_exchange_weak_explicit(&ringbuf__sh(rb)->record_disabled, &cur, cur - 1,
 						      memory_order_relaxed, memory_order_relaxed))
 		;
 }
@@ -6370,12 +6377,12 @@ RINGBUF_API int ringbuf_set_mode(struct ringbuf *rb, int mode)
 {
 	if (!rb || (mode != RINGBUF_MODE_OVERWRITE && mode != RINGBUF_MODE_PRODUCER_CONSUMER))
 		return RINGBUF_EINVAL;
-	atomic_store_explicit(&rb->mode, mode, memory_order_relaxed);
+	atomic_store_explicit(&ringbuf__sh(rb)->mode, mode, memory_order_relaxed);
 	return 0;
 }
 RINGBUF_API int ringbuf_get_mode(const struct ringbuf *rb)
 {
-	return rb ? atomic_load_explicit(&((struct ringbuf *)rb)->mode, memory_order_relaxed)
+	return rb ? atomic_load_explicit(&ringbuf__sh(rb)->mode, memory_order_relaxed)
 		  : RINGBUF_EINVAL;
 }
 RINGBUF_API unsigned ringbuf_ncpu(const struct ringbuf *rb) { return rb ? rb->ncpu : 0; }
@@ -6816,7 +6823,7 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
 		st->nest_overflow += one.nest_overflow;
 		st->discarded += one.discarded;
 	}
-	st->unmapped = atomic_load_explicit(&rb->unmapped, memory_order_relaxed);
+	st->unmapped = atomic_load_explicit(&ringbuf__sh(rb)->unmapped, memory_order_relaxed);
 	return 0;
 }
 
@@ -6958,11 +6965,13 @@ RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts)
 
 struct ringbuf__geom {
 	uint32_t nr_pages, page_size;
-	uint64_t cpu_off, bpage_off, data_off, user_off, user_size, total;
+	uint64_t shdr_off, cpu_off, bpage_off, data_off, user_off, user_size, total;
 };
 
 /* Where everything sits in a block of this geometry. */
-static int ringbuf__layout(uint64_t ncpu, uint64_t pages, uint64_t ps, uint64_t user,
+/* shared: a block other processes map (a file, a memfd): the shared part of
+ * the header at RINGBUF__HDR_PRIV (PRIVATE HEADER) */
+static int ringbuf__layout(uint64_t ncpu, uint64_t pages, uint64_t ps, uint64_t user, bool shared,
 			   struct ringbuf__geom *g)
 {
 	uint64_t npg;
@@ -6975,7 +6984,11 @@ static int ringbuf__layout(uint64_t ncpu, uint64_t pages, uint64_t ps, uint64_t 
 		return RINGBUF_EINVAL;
 	g->nr_pages = (uint32_t)pages;
 	g->page_size = (uint32_t)ps;
-	g->cpu_off = (sizeof(struct ringbuf) + RINGBUF__CACHELINE - 1) & ~(uint64_t)(RINGBUF__CACHELINE - 1);
+	g->shdr_off = shared ? RINGBUF__HDR_PRIV
+			     : (sizeof(struct ringbuf) + RINGBUF__CACHELINE - 1) & ~(uint64_t)(RINGBUF__CACHELINE - 1);
+	/* sizeof(struct ringbuf__shdr) is a cache-line multiple (its first
+	 * member's alignment) */
+	g->cpu_off = g->shdr_off + sizeof(struct ringbuf__shdr);
 	g->bpage_off = g->cpu_off + ncpu * sizeof(struct ringbuf__cpu);
 	/* cpu_off and sizeof(struct ringbuf__cpu) are cache-line multiples */
 	g->data_off = g->bpage_off + ncpu * RINGBUF__BP_STRIDE(pages) * sizeof(struct ringbuf__bpage);
@@ -6988,7 +7001,7 @@ static int ringbuf__layout(uint64_t ncpu, uint64_t pages, uint64_t ps, uint64_t 
 	return 0;
 }
 
-static int ringbuf__geometry(const struct ringbuf_config *cfg, struct ringbuf__geom *g)
+static int ringbuf__geometry(const struct ringbuf_config *cfg, bool shared, struct ringbuf__geom *g)
 {
 	size_t ps, per, pages;
 	if (!cfg || cfg->ncpu == 0 || cfg->ncpu > 65536)
@@ -7008,7 +7021,7 @@ static int ringbuf__geometry(const struct ringbuf_config *cfg, struct ringbuf__g
 	pages = per / ps + (per % ps != 0);
 	if (pages < 2)
 		pages = 2;
-	return ringbuf__layout(cfg->ncpu, pages, ps, cfg->user_size, g);
+	return ringbuf__layout(cfg->ncpu, pages, ps, cfg->user_size, shared, g);
 }
 
 RINGBUF_API int ringbuf_size_needed(const struct ringbuf_config *cfg, size_t *size)
@@ -7017,14 +7030,23 @@ RINGBUF_API int ringbuf_size_needed(const struct ringbuf_config *cfg, size_t *si
 	int r;
 	if (!size)
 		return RINGBUF_EINVAL;
-	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+	if ((r = ringbuf__geometry(cfg, false, &g)) < 0)
 		return r;
 	*size = (size_t)g.total;
 	return 0;
 }
 
+static int ringbuf__init_in(void *mem, size_t size, const struct ringbuf_config *cfg, bool shared,
+			    struct ringbuf **out);
 RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_config *cfg,
 				struct ringbuf **out)
+{
+	return ringbuf__init_in(mem, size, cfg, false, out);
+}
+
+/* shared: laid out for other processes' mappings (ringbuf_create_file, _shm) */
+static int ringbuf__init_in(void *mem, size_t size, const struct ringbuf_config *cfg, bool shared,
+			    struct ringbuf **out)
 {
 	struct ringbuf__geom g;
 	struct ringbuf *rb;
@@ -7033,7 +7055,7 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	int r;
 	if (!mem || !out)
 		return RINGBUF_EINVAL;
-	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+	if ((r = ringbuf__geometry(cfg, shared, &g)) < 0)
 		return r;
 	if ((uintptr_t)mem % RINGBUF__CACHELINE)
 		return RINGBUF_EALIGN;
@@ -7042,8 +7064,9 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	rb = (struct ringbuf *)mem;
 	/* the fields, not the private part's pad: never written, it stays a
 	 * hole of a file and unallocated memory */
-	memset(rb, 0, RINGBUF__HDR_USED);
-	memset((char *)rb + RINGBUF__HDR_PRIV, 0, sizeof *rb - RINGBUF__HDR_PRIV);
+	memset(rb, 0, sizeof *rb);
+	memset((char *)rb + g.shdr_off, 0, sizeof(struct ringbuf__shdr));
+	rb->shdr_off = g.shdr_off;
 	rb->version = RINGBUF__LAYOUT_VERSION;
 	rb->byte_order = RINGBUF__BYTE_ORDER;
 	rb->long_size = (uint32_t)sizeof(long);
@@ -7075,9 +7098,9 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	rb->data_off = g.data_off;
 	rb->clock = cfg->clock ? cfg->clock : ringbuf__default_clock;
 	rb->clock_ctx = cfg->clock_ctx;
-	atomic_init(&rb->record_disabled, 0);
-	atomic_init(&rb->mode, cfg->mode);
-	rb->pidns = ringbuf__pidns();
+	atomic_init(&ringbuf__sh(rb)->record_disabled, 0);
+	atomic_init(&ringbuf__sh(rb)->mode, cfg->mode);
+	ringbuf__sh(rb)->pidns = ringbuf__pidns();
 	for (cpu = 0; cpu < cfg->ncpu; cpu++)
 		ringbuf__init_cpu(rb, cpu, zeroed);
 	ringbuf__membarrier_register();
@@ -7338,8 +7361,9 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 		return RINGBUF_EFORMAT;
 	if (rb->version != RINGBUF__LAYOUT_VERSION)
 		return RINGBUF_EVERSION;
-	if (ringbuf__layout(rb->ncpu, rb->nr_pages, rb->page_size, rb->user_size, &g) < 0 ||
-	    g.cpu_off != rb->cpu_off || g.bpage_off != rb->bpage_off || g.data_off != rb->data_off ||
+	if (ringbuf__layout(rb->ncpu, rb->nr_pages, rb->page_size, rb->user_size,
+			    rb->shdr_off == RINGBUF__HDR_PRIV, &g) < 0 ||
+	    g.shdr_off != rb->shdr_off || g.cpu_off != rb->cpu_off || g.bpage_off != rb->bpage_off || g.data_off != rb->data_off ||
 	    g.user_off != rb->user_off || g.total != rb->total_size ||
 	    rb->bsize != ringbuf__data_size(rb->page_size, rb->flags) || rb->max_event != rb->bsize - 8 ||
 	    rb->page_shift >= 32 || (1u << rb->page_shift) != rb->page_size ||
@@ -7351,7 +7375,7 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 	if (size < rb->total_size)
 		return RINGBUF_ETRUNC;
 	{
-		int mode = atomic_load_explicit(&rb->mode, memory_order_relaxed);
+		int mode = atomic_load_explicit(&ringbuf__sh(rb)->mode, memory_order_relaxed);
 		if (mode != RINGBUF_MODE_OVERWRITE && mode != RINGBUF_MODE_PRODUCER_CONSUMER)
 			return RINGBUF__INVALID("header: mode");
 	}
@@ -7585,7 +7609,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	int fd = -1, r, e;
 	if (!path || !out || !*path || !cfg || (cfg->file_mode & ~07777u))
 		return RINGBUF_EINVAL;
-	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+	if ((r = ringbuf__geometry(cfg, true, &g)) < 0)
 		return r;
 	mode = cfg->file_mode ? cfg->file_mode : 0600;
 	n = strlen(path);
@@ -7628,7 +7652,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	/* no read-around while the metadata pages fault in: on a disk file
 	 * it would fill the page cache with the holes of the data pages */
 	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_RANDOM);
-	r = ringbuf_init_in(map, (size_t)g.total, &zc, &rb);
+	r = ringbuf__init_in(map, (size_t)g.total, &zc, true, &rb);
 	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_NORMAL);
 	if (r < 0)
 		goto fail;
@@ -7714,7 +7738,7 @@ RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config
 	int fd, r, e;
 	if (!out || !cfg || (cfg->file_mode & ~07777u) || (name && strlen(name) > 200))
 		return RINGBUF_EINVAL;
-	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+	if ((r = ringbuf__geometry(cfg, true, &g)) < 0)
 		return r;
 #if defined(SYS_memfd_create)
 	fd = (int)syscall(SYS_memfd_create, name ? name : "ringbuf",
@@ -7737,7 +7761,7 @@ RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config
 		goto fail_sys;
 	zc = *cfg;
 	zc.flags |= RINGBUF_F_ZEROED;
-	if ((r = ringbuf_init_in(map, (size_t)g.total, &zc, &rb)) < 0) {
+	if ((r = ringbuf__init_in(map, (size_t)g.total, &zc, true, &rb)) < 0) {
 		munmap(map, (size_t)g.total);
 		close(fd);
 		return r;
@@ -7801,7 +7825,7 @@ RINGBUF_API int ringbuf_fd(const struct ringbuf *rb)
 RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringbuf **out)
 {
 	off_t fsize;
-	uint64_t raw[(RINGBUF__HDR_USED + 7) / 8], total;
+	uint64_t raw[(RINGBUF__HDR_USED + 7) / 8], total, shdr_off;
 	uint32_t magic, byte_order, long_size, version;
 	struct ringbuf *rb;
 	void *map;
@@ -7834,6 +7858,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	RINGBUF__HDR_GET(raw, long_size, long_size);
 	RINGBUF__HDR_GET(raw, version, version);
 	RINGBUF__HDR_GET(raw, total_size, total);
+	RINGBUF__HDR_GET(raw, shdr_off, shdr_off);
 	if (byte_order != RINGBUF__BYTE_ORDER || long_size != sizeof(long)) {
 		close(fd);
 		return RINGBUF_EFORMAT;
@@ -7849,6 +7874,14 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	if (total < sizeof(struct ringbuf) || total > SIZE_MAX) {
 		close(fd);
 		return RINGBUF_ECORRUPT;
+	}
+	/* RDWR: only a block laid out to be shared (ringbuf_create_file,
+	 * _shm) has a header part of its own pages, which PH1 maps privately;
+	 * another one (ringbuf_init_in's memory written to a file) cannot be
+	 * opened so (its header shares a page with the atomics) */
+	if ((flags & RINGBUF_OPEN_RDWR) && (shdr_off != RINGBUF__HDR_PRIV || total <= RINGBUF__HDR_PRIV)) {
+		close(fd);
+		return RINGBUF_EFORMAT;
 	}
 	/* RDWR: share the writers' pages, the header excepted; otherwise a
 	 * private (copy-on-write) view: RECOVER to fix it, or a reader's */
@@ -7880,8 +7913,9 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		struct ringbuf__holes holes = {fd, 0, 0, -1};
 		/* the copy against what was mapped: a header changed between the
 		 * read and the copy is refused, not unmapped short at destroy */
-		r = rb->total_size != total ? RINGBUF__INVALID("header: total size changed during the open")
-					    : ringbuf__validate_in(rb, total, &holes, true);
+		r = rb->total_size != total || rb->shdr_off != shdr_off
+			    ? RINGBUF__INVALID("header: total size or layout changed during the open")
+			    : ringbuf__validate_in(rb, total, &holes, true);
 	}
 	close(fd);
 	if (r < 0) {
@@ -7895,8 +7929,8 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		rb->clock_ctx = NULL;
 		/* a writer's tid means nothing in another PID namespace: the
 		 * owner words can no longer tell a dead owner (>>contexts) */
-		if (rb->shared && (rb->pidns == 0 || rb->pidns != ringbuf__pidns()))
-			atomic_fetch_or_explicit(&rb->owner_flags, RINGBUF__OWNF_MIXED_NS, memory_order_relaxed);
+		if (rb->shared && (ringbuf__sh(rb)->pidns == 0 || ringbuf__sh(rb)->pidns != ringbuf__pidns()))
+			atomic_fetch_or_explicit(&ringbuf__sh(rb)->owner_flags, RINGBUF__OWNF_MIXED_NS, memory_order_relaxed);
 		if (rb->shared)
 			ringbuf__membarrier_register_shared(rb); /* merged readers' [R1], waiters' [WAIT-R3] */
 		if ((flags & RINGBUF_OPEN_RECOVER) && (r = ringbuf_recover(rb)) < 0) {
@@ -8156,7 +8190,7 @@ RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf 
 	int r;
 	if (!out)
 		return RINGBUF_EINVAL;
-	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+	if ((r = ringbuf__geometry(cfg, false, &g)) < 0)
 		return r;
 	if (g.total > SIZE_MAX - g.page_size)
 		return RINGBUF_ENOMEM;

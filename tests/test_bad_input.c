@@ -838,7 +838,7 @@ static void test_strerror_every_code(void **state)
 
 /* ---- lifecycle without malloc ------------------------------------------------------- */
 
-static _Alignas(64) unsigned char arena[128 * 1024]; /* 64 KiB of it the header (PRIVATE HEADER) */
+static _Alignas(64) unsigned char arena[64 * 1024];
 
 static void test_init_in_static_array_without_malloc(void **state)
 {

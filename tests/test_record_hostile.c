@@ -124,8 +124,7 @@ static void target_of(struct target *t, unsigned char *base, const struct ringbu
 	t->bsize = h->bsize;
 	t->page_size = h->page_size;
 	/* the header's control words (after the geometry) */
-	t->r[t->nr++] = (struct region){offsetof(struct ringbuf, record_disabled),
-					sizeof(struct ringbuf) - offsetof(struct ringbuf, record_disabled)};
+	t->r[t->nr++] = (struct region){h->shdr_off, sizeof(struct ringbuf__shdr)};
 	t->r[t->nr++] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};   /* per-CPU control */
 	t->r[t->nr++] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};   /* (twice the weight) */
 	t->r[t->nr++] = (struct region){h->bpage_off, h->data_off - h->bpage_off}; /* descriptors, links */
@@ -136,7 +135,7 @@ static void target_of(struct target *t, unsigned char *base, const struct ringbu
 	/* the header's geometry and process-local fields: each process that
 	 * maps the block has its own copy, which this does not reach (PRIVATE
 	 * HEADER); an open after the change reads it */
-	t->r[t->nr++] = (struct region){0, offsetof(struct ringbuf, shared) + sizeof(uint32_t)};
+	t->r[t->nr++] = (struct region){0, sizeof(struct ringbuf)};
 }
 
 /* One seeded change: a 4- or 8-byte aligned value somewhere in a region. */

@@ -383,6 +383,43 @@ static void header_changed_under_the_open(void **state)
 	open_under_a_header_change(0, offsetof(struct ringbuf, nr_pages), 0, 1000, RINGBUF_ECORRUPT);
 }
 
+/* A block laid out for one process (ringbuf_create: its shared part right
+ * behind the header, in the header's page) written to a file: an RDWR open
+ * cannot give it a private header (PH1's 64 KiB would cover its shared
+ * part) and refuses it, before mapping anything privately; a private view
+ * still opens it. */
+static void one_process_block_is_not_opened_rdwr(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb, *r;
+	struct ringbuf_record rec;
+	size_t need = 0;
+	uint32_t k;
+	FILE *f;
+	(void)state;
+	cfg.ncpu = 1;
+	cfg.size_per_cpu = 4 * 4096;
+	cfg.page_size = 4096;
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+	assert_int_equal(ringbuf_size_needed(&cfg, &need), 0);
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	for (k = 0; k < 10; k++)
+		assert_int_equal(ringbuf_write(rb, 0, &k, sizeof k), 0);
+	snprintf(path, sizeof path, "/tmp/ringbuf-validate-one-%d.rb", (int)getpid());
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(rb, 1, need, f), need);
+	fclose(f);
+	ringbuf_destroy(rb);
+	assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &r), RINGBUF_EFORMAT);
+	assert_int_equal(ringbuf_open_file(path, 0, &r), 0);
+	for (k = 0; ringbuf_consume(r, 0, &rec) == 1; k++)
+		assert_int_equal(*(const uint32_t *)rec.data, k);
+	assert_int_equal(k, 10);
+	ringbuf_destroy(r);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -392,6 +429,7 @@ int main(void)
 		cmocka_unit_test(slot_rewritten_under_the_check),
 		cmocka_unit_test(recovery_walk_meets_indexes_out_of_range),
 		cmocka_unit_test(header_changed_under_the_open),
+		cmocka_unit_test(one_process_block_is_not_opened_rdwr),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,7 +107,7 @@ void *memcpy(void *dst, const void *src, size_t n)
 	return dst;
 }
 
-static _Alignas(64) unsigned char block[RINGBUF__HDR_PRIV + 8192]; /* the header's private part, untouched */
+static _Alignas(64) unsigned char block[8192];
 
 /* The block is static, hence zero: ringbuf_init_in's memsets of it (the only
  * ones into it) change nothing and are skipped, so that GenMC sees each field
