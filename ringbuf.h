@@ -1059,7 +1059,7 @@ struct ringbuf__cpu {
 
 /* The shared part of the header: the words every process that maps the
  * block reads and writes (HOSTILE MEMORY: another process's included), at
- * rb->shdr_off (ringbuf__sh) */
+ * right before the CPU structs (ringbuf__sh) */
 struct ringbuf__shdr {
 	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
 	_Atomic(int) mode;
@@ -1112,8 +1112,6 @@ struct ringbuf {
 	uint64_t cpu_off;   /* offsets from the start of the block */
 	uint64_t bpage_off;
 	uint64_t data_off;
-	uint64_t shdr_off;   /* the shared part (struct ringbuf__shdr): RINGBUF__HDR_PRIV in
-			      * a file or memfd block, else right after this struct */
 	ringbuf_clock_fn clock; /* process-local: re-set when a block is re-opened */
 	void *clock_ctx;
 	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
@@ -1128,10 +1126,16 @@ struct ringbuf {
 _Static_assert(sizeof(struct ringbuf) <= 4096 && RINGBUF__HDR_PRIV % RINGBUF__CACHELINE == 0,
 	       "private header: its fields in its first page");
 
+/* The shared part: right before the CPU structs (cpu_off, which a writer
+ * loads anyway to find its CPU's: no further load on the write path). At
+ * RINGBUF__HDR_PRIV in a file or memfd block, right behind struct ringbuf
+ * elsewhere (ringbuf__layout). */
 static inline struct ringbuf__shdr *ringbuf__sh(const struct ringbuf *rb)
 {
-	return (struct ringbuf__shdr *)(void *)((char *)rb + rb->shdr_off);
+	return (struct ringbuf__shdr *)(void *)((char *)rb + rb->cpu_off) - 1;
 }
+/* cpu_off of a block laid out to be shared (PRIVATE HEADER) */
+#define RINGBUF__CPU_OFF_SHARED (RINGBUF__HDR_PRIV + sizeof(struct ringbuf__shdr))
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -2036,8 +2040,8 @@ extern int clock_gettime(int, struct timespec *);
  * page_size, bsize, page_shift, max_event, flags, ts_mode, the offsets,
  * total_size, the user area), the clock's description (kind, name, TSC
  * ratio) and the process-local fields (owned, mem, map_len, shared, clock,
- * clock_ctx, gen): under 4 KiB (a static assert). struct ringbuf__shdr, at
- * shdr_off (ringbuf__sh), holds what the processes that map a block share at
+ * clock_ctx, gen): under 4 KiB (a static assert). struct ringbuf__shdr,
+ * right before the CPU structs (ringbuf__sh: at cpu_off - its size), holds what the processes that map a block share at
  * run time (record_disabled, mode, the waiters, the owner words,
  * thread_shared, ...). A block of one process (ringbuf_create,
  * ringbuf_init_in) has it right behind the header; a block made to be
@@ -2080,7 +2084,8 @@ extern int clock_gettime(int, struct timespec *);
  * handle, the same geometry. A private view (no RDWR: owned 4, or
  * RINGBUF_OPEN_RECOVER) maps the whole file MAP_PRIVATE; it takes PH2 and
  * PH3 in the same order. An RDWR open of a block laid out for one process
- * (ringbuf_init_in's memory written to a file: shdr_off not 65536) is
+ * (ringbuf_init_in's memory written to a file: cpu_off not
+ * RINGBUF__CPU_OFF_SHARED) is
  * RINGBUF_EFORMAT, checked on the header read() before PH1 (whose 64 KiB
  * would cover its shared part) and again on the copy. Blocks of one
  * process cost nothing more (ringbuf_size_needed is what it was, SPEC's 2%
@@ -7066,7 +7071,7 @@ static int ringbuf__init_in(void *mem, size_t size, const struct ringbuf_config 
 	 * hole of a file and unallocated memory */
 	memset(rb, 0, sizeof *rb);
 	memset((char *)rb + g.shdr_off, 0, sizeof(struct ringbuf__shdr));
-	rb->shdr_off = g.shdr_off;
+	rb->cpu_off = g.cpu_off; /* ringbuf__sh */
 	rb->version = RINGBUF__LAYOUT_VERSION;
 	rb->byte_order = RINGBUF__BYTE_ORDER;
 	rb->long_size = (uint32_t)sizeof(long);
@@ -7362,8 +7367,8 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 	if (rb->version != RINGBUF__LAYOUT_VERSION)
 		return RINGBUF_EVERSION;
 	if (ringbuf__layout(rb->ncpu, rb->nr_pages, rb->page_size, rb->user_size,
-			    rb->shdr_off == RINGBUF__HDR_PRIV, &g) < 0 ||
-	    g.shdr_off != rb->shdr_off || g.cpu_off != rb->cpu_off || g.bpage_off != rb->bpage_off || g.data_off != rb->data_off ||
+			    rb->cpu_off == RINGBUF__CPU_OFF_SHARED, &g) < 0 ||
+	    g.cpu_off != rb->cpu_off || g.bpage_off != rb->bpage_off || g.data_off != rb->data_off ||
 	    g.user_off != rb->user_off || g.total != rb->total_size ||
 	    rb->bsize != ringbuf__data_size(rb->page_size, rb->flags) || rb->max_event != rb->bsize - 8 ||
 	    rb->page_shift >= 32 || (1u << rb->page_shift) != rb->page_size ||
@@ -7825,7 +7830,7 @@ RINGBUF_API int ringbuf_fd(const struct ringbuf *rb)
 RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringbuf **out)
 {
 	off_t fsize;
-	uint64_t raw[(RINGBUF__HDR_USED + 7) / 8], total, shdr_off;
+	uint64_t raw[(RINGBUF__HDR_USED + 7) / 8], total, cpu_off;
 	uint32_t magic, byte_order, long_size, version;
 	struct ringbuf *rb;
 	void *map;
@@ -7858,7 +7863,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	RINGBUF__HDR_GET(raw, long_size, long_size);
 	RINGBUF__HDR_GET(raw, version, version);
 	RINGBUF__HDR_GET(raw, total_size, total);
-	RINGBUF__HDR_GET(raw, shdr_off, shdr_off);
+	RINGBUF__HDR_GET(raw, cpu_off, cpu_off);
 	if (byte_order != RINGBUF__BYTE_ORDER || long_size != sizeof(long)) {
 		close(fd);
 		return RINGBUF_EFORMAT;
@@ -7879,7 +7884,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	 * _shm) has a header part of its own pages, which PH1 maps privately;
 	 * another one (ringbuf_init_in's memory written to a file) cannot be
 	 * opened so (its header shares a page with the atomics) */
-	if ((flags & RINGBUF_OPEN_RDWR) && (shdr_off != RINGBUF__HDR_PRIV || total <= RINGBUF__HDR_PRIV)) {
+	if ((flags & RINGBUF_OPEN_RDWR) && (cpu_off != RINGBUF__CPU_OFF_SHARED || total <= cpu_off)) {
 		close(fd);
 		return RINGBUF_EFORMAT;
 	}
@@ -7913,7 +7918,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		struct ringbuf__holes holes = {fd, 0, 0, -1};
 		/* the copy against what was mapped: a header changed between the
 		 * read and the copy is refused, not unmapped short at destroy */
-		r = rb->total_size != total || rb->shdr_off != shdr_off
+		r = rb->total_size != total || rb->cpu_off != cpu_off
 			    ? RINGBUF__INVALID("header: total size or layout changed during the open")
 			    : ringbuf__validate_in(rb, total, &holes, true);
 	}

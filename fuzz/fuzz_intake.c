@@ -354,7 +354,7 @@ static size_t apply_edits(unsigned char *img, size_t len, size_t cap, const stru
 	struct region r[8];
 	size_t pos = 0;
 	r[0] = (struct region){0, sizeof(struct ringbuf)}; /* the fields, not the pad behind them */
-	r[1] = (struct region){h->shdr_off, sizeof(struct ringbuf__shdr)};
+	r[1] = (struct region){h->cpu_off - sizeof(struct ringbuf__shdr), sizeof(struct ringbuf__shdr)};
 	r[2] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};
 	r[3] = (struct region){h->bpage_off, h->data_off - h->bpage_off};
 	r[4] = (struct region){h->data_off, npages * h->page_size};

@@ -50,7 +50,7 @@ CXX_SAMPLE_EVENT(sample_b);
 	X(ringbuf, magic) X(ringbuf, clock_name) X(ringbuf, user_off) X(ringbuf, ncpu)      \
 	X(ringbuf, tsc_shift) X(ringbuf, tsc_mult) X(ringbuf, total_size) X(ringbuf, cpu_off) \
 	X(ringbuf, clock) X(ringbuf, clock_ctx) X(ringbuf, mem) X(ringbuf, map_len)         \
-	X(ringbuf, gen) X(ringbuf, shared) X(ringbuf, shdr_off) X(ringbuf, data_off)        \
+	X(ringbuf, gen) X(ringbuf, shared) X(ringbuf, data_off)                            \
 	X(ringbuf__shdr, record_disabled) X(ringbuf__shdr, mode) X(ringbuf__shdr, waiters)  \
 	X(ringbuf__shdr, wait_seq) X(ringbuf__shdr, wait_kick) X(ringbuf__shdr, wait_unreg) \
 	X(ringbuf__shdr, unmapped) X(ringbuf__shdr, owner_seq) X(ringbuf__shdr, owner_flags) \

@@ -124,7 +124,7 @@ static void target_of(struct target *t, unsigned char *base, const struct ringbu
 	t->bsize = h->bsize;
 	t->page_size = h->page_size;
 	/* the header's control words (after the geometry) */
-	t->r[t->nr++] = (struct region){h->shdr_off, sizeof(struct ringbuf__shdr)};
+	t->r[t->nr++] = (struct region){h->cpu_off - sizeof(struct ringbuf__shdr), sizeof(struct ringbuf__shdr)};
 	t->r[t->nr++] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};   /* per-CPU control */
 	t->r[t->nr++] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};   /* (twice the weight) */
 	t->r[t->nr++] = (struct region){h->bpage_off, h->data_off - h->bpage_off}; /* descriptors, links */

@@ -260,8 +260,7 @@ static void rbrec_dump_text(FILE *f, struct ringbuf *rb, size_t len)
 	if (len < sizeof *rb || rb->magic != RINGBUF__MAGIC || rb->total_size > len || rb->nr_pages > 1u << 20 ||
 	    rb->nr_pages == 0 || rb->ncpu == 0 || rb->ncpu > 4096 || rb->page_size < 64 ||
 	    rb->page_size > 1u << 20 || rb->cpu_off % _Alignof(struct ringbuf__cpu) != 0 ||
-	    rb->shdr_off % _Alignof(struct ringbuf__shdr) != 0 || rb->shdr_off > len ||
-	    len - rb->shdr_off < sizeof(struct ringbuf__shdr) ||
+	    rb->cpu_off < sizeof(struct ringbuf__shdr) ||
 	    rb->bpage_off % _Alignof(struct ringbuf__bpage) != 0 || rb->data_off % _Alignof(struct ringbuf__dpage) != 0 ||
 	    rb->page_size % _Alignof(struct ringbuf__dpage) != 0 || rb->cpu_off > len ||
 	    (len - rb->cpu_off) / sizeof(struct ringbuf__cpu) < rb->ncpu || rb->bpage_off > len ||
