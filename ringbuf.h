@@ -1117,7 +1117,7 @@ struct ringbuf {
 	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
 	uint64_t map_len;       /* owned 2, 3: length of the mapping to unmap */
 	uint64_t gen;           /* this creation, for per-thread state: unique across processes,
-				 * kept by an RDWR open (other processes' writers name it) */
+				 * kept by an RDWR open (the creator's; each process has its own copy) */
 	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
 };
 /* the private header's bytes: all of them in the first 4 KiB (the smallest
@@ -2041,9 +2041,10 @@ extern int clock_gettime(int, struct timespec *);
  * total_size, the user area), the clock's description (kind, name, TSC
  * ratio) and the process-local fields (owned, mem, map_len, shared, clock,
  * clock_ctx, gen): under 4 KiB (a static assert). struct ringbuf__shdr,
- * right before the CPU structs (ringbuf__sh: at cpu_off - its size), holds what the processes that map a block share at
- * run time (record_disabled, mode, the waiters, the owner words,
- * thread_shared, ...). A block of one process (ringbuf_create,
+ * right before the CPU structs (ringbuf__sh: cpu_off minus its size, so the
+ * private, validated cpu_off places it too), holds what the processes that
+ * map a block share at run time (record_disabled, mode, the waiters, the
+ * owner words, thread_shared, ...). A block of one process (ringbuf_create,
  * ringbuf_init_in) has it right behind the header; a block made to be
  * mapped by others (ringbuf_create_file, _shm) at RINGBUF__HDR_PRIV (65536,
  * a whole number of pages on 4, 16 and 64 KiB page kernels), the pad between
@@ -2051,9 +2052,8 @@ extern int clock_gettime(int, struct timespec *);
  * pages can be mapped apart from the rest:
  *   PH1  every MAP_SHARED mapping of a block (ringbuf_create_file,
  *        ringbuf_create_shm, ringbuf_open_file RDWR) maps its first 64 KiB
- *        (the header and the pad)
- *        again from the same descriptor and offset, MAP_PRIVATE | MAP_FIXED
- *        at the same address (ringbuf__hdr_private): the creator once the
+ *        (the header and the pad) again from the same descriptor and
+ *        offset, MAP_PRIVATE | MAP_FIXED at the same address (ringbuf__hdr_private): the creator once the
  *        header is complete in the file (init_in done; the clock fields,
  *        addresses of the creator's, cleared in the file first), an opener
  *        right after its mmap;
@@ -2084,10 +2084,10 @@ extern int clock_gettime(int, struct timespec *);
  * handle, the same geometry. A private view (no RDWR: owned 4, or
  * RINGBUF_OPEN_RECOVER) maps the whole file MAP_PRIVATE; it takes PH2 and
  * PH3 in the same order. An RDWR open of a block laid out for one process
- * (ringbuf_init_in's memory written to a file: cpu_off not
- * RINGBUF__CPU_OFF_SHARED) is
- * RINGBUF_EFORMAT, checked on the header read() before PH1 (whose 64 KiB
- * would cover its shared part) and again on the copy. Blocks of one
+ * (ringbuf_init_in's memory written to a file: cpu_off is not
+ * RINGBUF__CPU_OFF_SHARED) is RINGBUF_EFORMAT, checked on the header read()
+ * before PH1 (whose 64 KiB would cover its shared part) and again on the
+ * copy. Blocks of one
  * process cost nothing more (ringbuf_size_needed is what it was, SPEC's 2%
  * of metadata holds); a file or memfd block is 64 KiB longer, a hole. Where
  * the system page does not divide 65536 (pages over 64 KiB) or the second
