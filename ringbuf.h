@@ -548,7 +548,10 @@ RINGBUF_API int ringbuf_recover(struct ringbuf *rb);
  * so set it in each process that writes; a process has at most 64 such blocks
  * with a user clock (RINGBUF_ENOMEM, nothing changed). Switching between the default, the TSC and a user clock also sets the
  * block's clock name ("mono", "x86-tsc", "unknown") and, for the TSC, its
- * calibration. Call it before writing: stamps already in the buffer keep their
+ * calibration; for a shared block (file, memfd, RDWR open) in this process's
+ * handle only (every process has its own copy of the header): other
+ * processes keep the clock name they saw when they opened it, and a switch
+ * to or from the TSC, whose stamps they would misread, is RINGBUF_EINVAL. Call it before writing: stamps already in the buffer keep their
  * unit (the kernel resets its buffer when the clock changes). */
 RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, void *ctx);
 /** The TSC clock: pass it as ringbuf_config.clock. Writers then execute rdtsc
@@ -857,7 +860,11 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 
 #define RINGBUF__MAGIC 0x52425546u /* "RBUF" */
 #define RINGBUF__BYTE_ORDER 0x01020304u
-#define RINGBUF__LAYOUT_VERSION 4u
+#define RINGBUF__LAYOUT_VERSION 5u /* 5: the private header (PRIVATE HEADER in >>design) */
+/* the bytes at the start of a file or memfd block that each process maps
+ * privately (the header and a pad): a whole number of pages on 4, 16 and
+ * 64 KiB page kernels; the shared part of the header follows */
+#define RINGBUF__HDR_PRIV 65536u
 
 #define RINGBUF__TYPE_PADDING 29u
 #define RINGBUF__TYPE_TIME_EXTEND 30u
@@ -1050,7 +1057,36 @@ struct ringbuf__cpu {
 	uint32_t index;                 /* this CPU's index (checked by ringbuf_open_file) */
 };
 
+/* The shared part of the header: the words every process that maps the
+ * block reads and writes (HOSTILE MEMORY: another process's included), at
+ * right before the CPU structs (ringbuf__sh) */
+struct ringbuf__shdr {
+	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
+	_Atomic(int) mode;
+	/* waiting: read by every writer (one load at the outermost commit),
+	 * written only when a reader starts, re-arms or stops waiting, and by
+	 * the writer that wakes (see WAITING in >>design) */
+	_Atomic(uint64_t) waiters;  /* lowest watermark << 32 | count << 2 | WAIT_FULL | WAIT_DATA */
+	_Atomic(uint32_t) wait_seq; /* the futex word: bumped by each wake */
+	_Atomic(uint32_t) wait_kick;  /* bumped by ringbuf_wake_waiters() */
+	_Atomic(uint32_t) wait_unreg; /* shared block: an opener could not register for
+				       * MEMBARRIER_CMD_GLOBAL_EXPEDITED */
+	_Atomic(uint64_t) unmapped;   /* mapped-mode writes dropped: no buffer */
+	_Atomic(uint32_t) owner_seq;  /* mapped modes: the last owner token drawn */
+	_Atomic(uint32_t) owner_flags;/* RINGBUF__OWNF_*: sticky */
+	uint64_t pidns;               /* PID namespace of the creator (0: unknown) */
+	/* RINGBUF_CPU_THREAD (>>contexts, THREAD FALLBACK): bumped (release)
+	 * after a claim is given back; a hint for threads without a buffer */
+	_Atomic(uint32_t) release_gen;
+	_Atomic(uint32_t) thread_shared; /* ringbuf_thread_shared(): buffers kept out of claims */
+};
+
 struct ringbuf {
+	/* PRIVATE HEADER (>>design): the geometry and the process-local fields.
+	 * In a block that other processes map (a file or memfd) each process's
+	 * private copy: written by the creator before it remaps it, validated
+	 * by an opener after its copy is made; the shared part (struct
+	 * ringbuf__shdr) at RINGBUF__HDR_PRIV, the pad before it never touched */
 	uint32_t magic;
 	uint32_t version;
 	uint32_t byte_order; /* RINGBUF__BYTE_ORDER as the writer's CPU stores it */
@@ -1081,27 +1117,25 @@ struct ringbuf {
 	void *mem;              /* what RINGBUF_MALLOC returned, or the mapping */
 	uint64_t map_len;       /* owned 2, 3: length of the mapping to unmap */
 	uint64_t gen;           /* this creation, for per-thread state: unique across processes,
-				 * kept by an RDWR open (other processes' writers name it) */
+				 * kept by an RDWR open (the creator's; each process has its own copy) */
 	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
-	_Alignas(RINGBUF__CACHELINE) _Atomic(uint32_t) record_disabled; /* counter | OFF bit */
-	_Atomic(int) mode;
-	/* waiting: read by every writer (one load at the outermost commit),
-	 * written only when a reader starts, re-arms or stops waiting, and by
-	 * the writer that wakes (see WAITING in >>design) */
-	_Atomic(uint64_t) waiters;  /* lowest watermark << 32 | count << 2 | WAIT_FULL | WAIT_DATA */
-	_Atomic(uint32_t) wait_seq; /* the futex word: bumped by each wake */
-	_Atomic(uint32_t) wait_kick;  /* bumped by ringbuf_wake_waiters() */
-	_Atomic(uint32_t) wait_unreg; /* shared block: an opener could not register for
-				       * MEMBARRIER_CMD_GLOBAL_EXPEDITED */
-	_Atomic(uint64_t) unmapped;   /* mapped-mode writes dropped: no buffer */
-	_Atomic(uint32_t) owner_seq;  /* mapped modes: the last owner token drawn */
-	_Atomic(uint32_t) owner_flags;/* RINGBUF__OWNF_*: sticky */
-	uint64_t pidns;               /* PID namespace of the creator (0: unknown) */
-	/* RINGBUF_CPU_THREAD (>>contexts, THREAD FALLBACK): bumped (release)
-	 * after a claim is given back; a hint for threads without a buffer */
-	_Atomic(uint32_t) release_gen;
-	_Atomic(uint32_t) thread_shared; /* ringbuf_thread_shared(): buffers kept out of claims */
 };
+/* the private header's bytes: all of them in the first 4 KiB (the smallest
+ * page), so that one store copies them all (PRIVATE HEADER) */
+#define RINGBUF__HDR_USED sizeof(struct ringbuf)
+_Static_assert(sizeof(struct ringbuf) <= 4096 && RINGBUF__HDR_PRIV % RINGBUF__CACHELINE == 0,
+	       "private header: its fields in its first page");
+
+/* The shared part: right before the CPU structs (cpu_off, which a writer
+ * loads anyway to find its CPU's: no further load on the write path). At
+ * RINGBUF__HDR_PRIV in a file or memfd block, right behind struct ringbuf
+ * elsewhere (ringbuf__layout). */
+static inline struct ringbuf__shdr *ringbuf__sh(const struct ringbuf *rb)
+{
+	return (struct ringbuf__shdr *)(void *)((char *)rb + rb->cpu_off) - 1;
+}
+/* cpu_off of a block laid out to be shared (PRIVATE HEADER) */
+#define RINGBUF__CPU_OFF_SHARED (RINGBUF__HDR_PRIV + sizeof(struct ringbuf__shdr))
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -1182,7 +1216,10 @@ enum ringbuf__tp {
 	RINGBUF__TP_VALIDATE_TAIL = 90, /* V1: commit and tail pages loaded, before the ring walk */
 	RINGBUF__TP_VALIDATE_WALKED,    /* V2: first pass over the links done, before the second */
 	RINGBUF__TP_VALIDATE_SLOT,      /* V4: a slot's len, page and off loaded, its event not yet */
-	RINGBUF__TP_RECOVER_COMMIT      /* recovery: slots padded, before the commit walk (step 3) */
+	RINGBUF__TP_RECOVER_COMMIT,     /* recovery: slots padded, before the commit walk (step 3) */
+	/* ringbuf_open_file's private header (PH1-PH3 in >>design), cpu 0 */
+	RINGBUF__TP_OPEN_MAPPED = 96,   /* PH1 done: the header still reads the file */
+	RINGBUF__TP_OPEN_COPIED         /* PH2 done (the copy is ours), PH3 not yet */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
@@ -1319,7 +1356,7 @@ _Static_assert(offsetof(struct ringbuf__dpage, data) == 8 + sizeof(long) &&
 #ifdef __cplusplus
 static_assert(alignof(_Atomic(uint64_t)) == 8 && offsetof(struct ringbuf__cpu, owner) % 8 == 0 &&
 		      offsetof(struct ringbuf__cpu, reader_lock) % 8 == 0 &&
-		      offsetof(struct ringbuf, waiters) % 8 == 0,
+		      offsetof(struct ringbuf__shdr, waiters) % 8 == 0,
 	      "C++: 64-bit atomics must be 8-aligned, as C's _Atomic(uint64_t)");
 #endif
 
@@ -1448,7 +1485,7 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
 	return rb->clock(rb->clock_ctx);
 }
 
-/* rb->waiters: armed bits, waiter count, lowest watermark (0: none) */
+/* ringbuf__sh(rb)->waiters: armed bits, waiter count, lowest watermark (0: none) */
 #define RINGBUF__WAIT_DATA 1u
 #define RINGBUF__WAIT_FULL 2u
 #define RINGBUF__WAIT_ONE 4u
@@ -1522,7 +1559,7 @@ RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, str
 
 RINGBUF__INLINE bool ringbuf__disabled(const struct ringbuf *rb, struct ringbuf__cpu *c)
 {
-	return (atomic_load_explicit(&((struct ringbuf *)rb)->record_disabled, memory_order_relaxed) |
+	return (atomic_load_explicit(&ringbuf__sh(rb)->record_disabled, memory_order_relaxed) |
 		atomic_load_explicit(&c->disabled, RINGBUF__DISABLED_MO)) != 0;
 }
 
@@ -1814,7 +1851,7 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_FAST_ZERO);
 	if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
-			    !ringbuf__wake_due(c, atomic_load_explicit(&rb->waiters, memory_order_relaxed)))) {
+			    !ringbuf__wake_due(c, atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed)))) {
 		/* [Q-X] one more outermost exit, after the walk and the 0
 		 * (release: pairs with ringbuf_quiesce's acquire; a handler
 		 * running as outermost between the check and this store stores
@@ -1995,8 +2032,72 @@ extern int clock_gettime(int, struct timespec *);
  *
  * MEMORY. One block, relocatable: every link is an index, never an address.
  *
- *   struct ringbuf | struct ringbuf__cpu[ncpu] | struct ringbuf__bpage[ncpu][npages + 1, to 8]
- *   | (pad to page size) | data pages [ncpu][npages] of page_size bytes
+ *   struct ringbuf | (pad) | struct ringbuf__shdr | struct ringbuf__cpu[ncpu]
+ *   | struct ringbuf__bpage[ncpu][npages + 1, to 8] | (pad to page size)
+ *   | data pages [ncpu][npages] of page_size bytes
+ *
+ * PRIVATE HEADER. struct ringbuf holds the geometry (ncpu, nr_pages,
+ * page_size, bsize, page_shift, max_event, flags, ts_mode, the offsets,
+ * total_size, the user area), the clock's description (kind, name, TSC
+ * ratio) and the process-local fields (owned, mem, map_len, shared, clock,
+ * clock_ctx, gen): under 4 KiB (a static assert). struct ringbuf__shdr,
+ * right before the CPU structs (ringbuf__sh: cpu_off minus its size, so the
+ * private, validated cpu_off places it too), holds what the processes that
+ * map a block share at run time (record_disabled, mode, the waiters, the
+ * owner words, thread_shared, ...). A block of one process (ringbuf_create,
+ * ringbuf_init_in) has it right behind the header; a block made to be
+ * mapped by others (ringbuf_create_file, _shm) at RINGBUF__HDR_PRIV (65536,
+ * a whole number of pages on 4, 16 and 64 KiB page kernels), the pad between
+ * never written (a hole of the file, never resident), so that the header's
+ * pages can be mapped apart from the rest:
+ *   PH1  every MAP_SHARED mapping of a block (ringbuf_create_file,
+ *        ringbuf_create_shm, ringbuf_open_file RDWR) maps its first 64 KiB
+ *        (the header and the pad) again from the same descriptor and
+ *        offset, MAP_PRIVATE | MAP_FIXED at the same address (ringbuf__hdr_private): the creator once the
+ *        header is complete in the file (init_in done; the clock fields,
+ *        addresses of the creator's, cleared in the file first), an opener
+ *        right after its mmap;
+ *   PH2  then the process stores to the header: an opener its
+ *        process-local fields (owned first), the creator the header it wrote
+ *        before PH1, put back whole (ringbuf__hdr_private_own: whatever
+ *        another process made of the file's header in between, under the
+ *        file's temporary name, stays the file's). A private page reads the
+ *        file until the process first writes it; that store makes the kernel
+ *        copy it (all fields share one page), and from the copy on no other
+ *        process's store reaches it. The opener's compiler barrier keeps its
+ *        loads of the geometry after the store; the copy-on-write fault is
+ *        synchronous (the faulting store retires only once the page is the
+ *        copy, and later loads read the copy).
+ *   PH3  only then does an opener validate the geometry (ringbuf__validate_in,
+ *        and total_size against the length it mapped, read before the copy
+ *        by read(): a header changed in between is RINGBUF_ECORRUPT).
+ * So a reader never uses a geometry value that changed after it was
+ * validated: every geometry value a handle's calls use (offsets, sizes,
+ * counts: ringbuf__cpu, _bp, _dp, the loop bounds) is loaded from the
+ * handle's private copy, which only this process writes, and this process
+ * writes geometry only in init_in, before PH1 (the creator) -- never after
+ * PH3 (an opener). Another process's rewrite of the file's header reaches
+ * only the opens that come after it, which validate it. The process-local
+ * fields can no longer clobber each other either: each process's mem,
+ * map_len, owned, clock and shared are its own (destroy unmaps with them).
+ * A fork child inherits the private copy (copy-on-write again): the same
+ * handle, the same geometry. A private view (no RDWR: owned 4, or
+ * RINGBUF_OPEN_RECOVER) maps the whole file MAP_PRIVATE; it takes PH2 and
+ * PH3 in the same order. An RDWR open of a block laid out for one process
+ * (ringbuf_init_in's memory written to a file: cpu_off is not
+ * RINGBUF__CPU_OFF_SHARED) is RINGBUF_EFORMAT, checked on the header read()
+ * before PH1 (whose 64 KiB would cover its shared part) and again on the
+ * copy. Blocks of one
+ * process cost nothing more (ringbuf_size_needed is what it was, SPEC's 2%
+ * of metadata holds); a file or memfd block is 64 KiB longer, a hole. Where
+ * the system page does not divide 65536 (pages over 64 KiB) or the second
+ * mmap fails, creating or opening a shared block fails with RINGBUF_ESYS
+ * (errno EOPNOTSUPP, or mmap's): no fallback to a header other processes
+ * can change. Fields other processes must see at run time are in the
+ * shared part; the clock's description is fixed at creation for the
+ * others: ringbuf_set_clock changes it in its own process's copy only,
+ * and refuses (RINGBUF_EINVAL) a switch to or from TSC cycles on a shared
+ * block, whose stamps the others would convert wrongly.
  *
  * Each CPU has nr_pages ring pages (index 0..nr_pages-1 at creation) and one
  * reader page (index nr_pages at creation); the indices move around as the
@@ -2220,9 +2321,12 @@ extern int clock_gettime(int, struct timespec *);
  * (find_head 3 laps, a read_page of padding-only pages one lap and a half,
  * the swap 64 tries). Records are parsed against that one commit, and a
  * page handed out by reference is copied once and checked from the copy by
- * its user (ringbuf_tracedat's A1-A2). Not covered: the header's geometry
- * (read in place as the handle) and ringbuf_recover, which assumes the
- * writers are gone (README, Limitations; tests/test_record_hostile.c).
+ * its user (ringbuf_tracedat's A1-A2). The geometry that bounds all of this
+ * (nr_pages, bsize, the offsets, ncpu) is the handle's private copy, changed
+ * by no other process after it was validated (PRIVATE HEADER above;
+ * test_record_hostile.c: header_changed_after_the_open). Not covered:
+ * ringbuf_recover, which assumes the writers are gone (README, Limitations;
+ * tests/test_record_hostile.c).
  *
  * READER SWAP (ringbuf__get_reader_page, serialized by the per-CPU reader lock):
  *   S1  find the head page H: the page whose prev's link carries HEADER
@@ -2273,10 +2377,10 @@ extern int clock_gettime(int, struct timespec *);
  * it lives.
  *
  * WAITING (ringbuf_wait; the writer's side costs one relaxed load of
- * rb->waiters per outermost commit while nobody waits). rb->waiters is one
+ * ringbuf__sh(rb)->waiters per outermost commit while nobody waits). ringbuf__sh(rb)->waiters is one
  * 64-bit word: lowest watermark (pages, 0: none) << 32 | waiter count << 2 |
  * FULL | DATA (the armed bits: a data waiter, a watermark waiter). The futex
- * word is rb->wait_seq, bumped (release) before each FUTEX_WAKE.
+ * word is ringbuf__sh(rb)->wait_seq, bumped (release) before each FUTEX_WAKE.
  *
  *   waiter, each pass                      writer, each outermost commit
  *   R1 seq = wait_seq (acquire)            (page touched, event committed:
@@ -2372,13 +2476,13 @@ extern int clock_gettime(int, struct timespec *);
  *   owner word          any writer thread other writers     CAS acq_rel to take / store release
  *     (mapped modes)                                        to give back (G2 / G5); acquire load
  *                                                           to judge a dead owner (>>contexts)
- *   rb->release_gen     thread_release,   threads without   fetch_add release / load acquire (F6 / F1);
+ *   ringbuf__sh(rb)->release_gen     thread_release,   threads without   fetch_add release / load acquire (F6 / F1);
  *                       thread_shared     a claim (F1)      a hint: ownership is the owner word's CAS
- *   rb->thread_shared   thread_shared     F1-F4             relaxed (which buffers F2 / F4b scan)
+ *   ringbuf__sh(rb)->thread_shared   thread_shared     F1-F4             relaxed (which buffers F2 / F4b scan)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
- *   rb->waiters         waiters (R2, R6)  writers [WAIT-W]  CAS seq_cst / acq_rel; writer load relaxed +
+ *   ringbuf__sh(rb)->waiters         waiters (R2, R6)  writers [WAIT-W]  CAS seq_cst / acq_rel; writer load relaxed +
  *                       writers (W2)                        membarrier, CAS acquire (see WAITING)
- *   rb->wait_seq        W2, R6, wake_waiters  waiters (R1)  fetch_add release / load acquire; futex word
+ *   ringbuf__sh(rb)->wait_seq        W2, R6, wake_waiters  waiters (R1)  fetch_add release / load acquire; futex word
  *   reader_lock         readers           readers           CAS acquire to take / store release to drop
  *
  * MERGED READERS (ringbuf_consume_merged, the RINGBUF_ALL_CPUS iterator). Each
@@ -2978,7 +3082,7 @@ static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 				return 0;
 #endif
 			return ringbuf__drop(rb, cpu, c, t, &c->commit_overrun);
-		} else if (atomic_load_explicit(&rb->mode, memory_order_relaxed) !=
+		} else if (atomic_load_explicit(&ringbuf__sh(rb)->mode, memory_order_relaxed) !=
 			   RINGBUF_MODE_OVERWRITE) {
 			return ringbuf__drop(rb, cpu, c, t, &c->dropped_events);
 		} else {
@@ -3241,7 +3345,7 @@ static void ringbuf__futex_wake(const struct ringbuf *rb, _Atomic(uint32_t) *wor
  * async-signal-safe. */
 static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
 {
-	uint64_t w = atomic_load_explicit(&rb->waiters, memory_order_relaxed);
+	uint64_t w = atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed);
 	uint32_t dirty = 0;
 	(void)cpu;
 	if (!(w & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL)))
@@ -3259,13 +3363,13 @@ static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf
 		/* FULL armed implies a watermark (set in the same CAS) */
 		if (!(w & RINGBUF__WAIT_DATA) && dirty < RINGBUF__WAIT_MIN(w))
 			return;
-		if (atomic_compare_exchange_strong_explicit(&rb->waiters, &w,
+		if (atomic_compare_exchange_strong_explicit(&ringbuf__sh(rb)->waiters, &w,
 							    w & ~(uint64_t)(RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL),
 							    memory_order_acquire, memory_order_relaxed))
 			break;
 	}
-	atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
-	ringbuf__futex_wake(rb, &rb->wait_seq);
+	atomic_fetch_add_explicit(&ringbuf__sh(rb)->wait_seq, 1, memory_order_release);
+	ringbuf__futex_wake(rb, &ringbuf__sh(rb)->wait_seq);
 }
 
 RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
@@ -3296,7 +3400,7 @@ RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ri
 			/* [WAIT-W] one load when nobody waits; the reader's
 			 * membarrier() orders it after our commit (see ringbuf_wait) */
 			if (RINGBUF__UNLIKELY(ringbuf__wake_due(
-				    c, atomic_load_explicit(&rb->waiters, memory_order_relaxed))))
+				    c, atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed))))
 				ringbuf__wake_check(rb, cpu, c);
 			return;
 		}
@@ -3734,7 +3838,7 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
 #define RINGBUF__OWN_RELEASING 0x40000000u /* that claim is being given back */
 #define RINGBUF__OWN_TID 0x3fffffffu
 #define RINGBUF__OWN_ID(w) ((w) & ~(uint64_t)(RINGBUF__OWN_PERSIST | RINGBUF__OWN_RELEASING))
-/* rb->owner_flags */
+/* ringbuf__sh(rb)->owner_flags */
 #define RINGBUF__OWNF_MIXED_NS 1u /* writers in several PID namespaces: no takeover */
 
 /* struct ringbuf__tctx (>>inline): one entry per buffer the thread writes
@@ -3929,7 +4033,7 @@ static uint64_t ringbuf__owner_id(struct ringbuf *rb, struct ringbuf__tctx *e)
 	uint32_t tok = atomic_load_explicit(&e->token, memory_order_relaxed), zero = 0;
 	if (RINGBUF__UNLIKELY(tok == 0)) {
 		do
-			tok = atomic_fetch_add_explicit(&rb->owner_seq, 1, memory_order_relaxed) + 1;
+			tok = atomic_fetch_add_explicit(&ringbuf__sh(rb)->owner_seq, 1, memory_order_relaxed) + 1;
 		while (tok == 0);
 		if (!atomic_compare_exchange_strong_explicit(&e->token, &zero, tok, memory_order_relaxed,
 							     memory_order_relaxed))
@@ -3970,7 +4074,7 @@ static bool ringbuf__thread_alive(uint32_t tid)
 static bool ringbuf__owner_dead(const struct ringbuf *rb, uint64_t cur, uint64_t own)
 {
 	uint32_t tid = (uint32_t)cur & RINGBUF__OWN_TID;
-	if (atomic_load_explicit(&((struct ringbuf *)rb)->owner_flags, memory_order_relaxed) &
+	if (atomic_load_explicit(&ringbuf__sh(rb)->owner_flags, memory_order_relaxed) &
 	    RINGBUF__OWNF_MIXED_NS)
 		return false;
 	if (tid == ((uint32_t)own & RINGBUF__OWN_TID))
@@ -4091,7 +4195,7 @@ static void *ringbuf__nested_reserve(struct ringbuf *rb, struct ringbuf__tctx *e
 static bool ringbuf__rescan_due(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t *gen)
 {
 	uint32_t left, wait = atomic_load_explicit(&e->miss_wait, memory_order_relaxed);
-	*gen = atomic_load_explicit(&rb->release_gen, memory_order_acquire);
+	*gen = atomic_load_explicit(&ringbuf__sh(rb)->release_gen, memory_order_acquire);
 	if (!wait || *gen != atomic_load_explicit(&e->miss_gen, memory_order_relaxed))
 		return true;
 	left = atomic_load_explicit(&e->miss_left, memory_order_relaxed);
@@ -4138,13 +4242,13 @@ static void ringbuf__free_dead(struct ringbuf *rb, unsigned base, unsigned n, ui
 static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t me, size_t len)
 {
 	uint64_t cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
-	unsigned n = rb->ncpu, sh = atomic_load_explicit(&rb->thread_shared, memory_order_relaxed), lim;
+	unsigned n = rb->ncpu, sh = atomic_load_explicit(&ringbuf__sh(rb)->thread_shared, memory_order_relaxed), lim;
 	uint32_t x, gen;
 	bool took = false;
 	void *p;
 	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
 		/* a handler inside our full scan (F2) */
-		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
 	if (RINGBUF__CUR_DEPTH(cur))
@@ -4183,7 +4287,7 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 			ringbuf__rescan_missed(e, gen);
 	}
 	if (!sh) {
-		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
 	/* F4a: no claim from here to G4 (a handler's event would claim, and
@@ -4196,7 +4300,7 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 	x = ringbuf__take(rb, lim, sh, ringbuf__gettid() % sh, me, &took, false);
 	if (!x) {
 		atomic_store_explicit(&e->cur, cur, memory_order_relaxed); /* F4a undone */
-		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
 	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_TAKEN);
@@ -4213,7 +4317,7 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 	uint64_t cur, me;
 	bool took = false;
 	if (!e) {
-		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
 	me = ringbuf__owner_id(rb, e);
@@ -4229,7 +4333,7 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 	cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
 	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
 		/* a handler inside our full scan (F2) */
-		atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 		return NULL;
 	}
 	if (RINGBUF__CUR_DEPTH(cur))
@@ -4251,7 +4355,7 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 				ringbuf__rescan_missed(e, gen);
 		}
 		if (!x) {
-			atomic_fetch_add_explicit(&rb->unmapped, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 			return NULL;
 		}
 	}
@@ -4331,9 +4435,9 @@ RINGBUF_API int ringbuf_thread_shared(struct ringbuf *rb, unsigned n)
 {
 	if (!rb || n > rb->ncpu)
 		return RINGBUF_EINVAL;
-	atomic_store_explicit(&rb->thread_shared, n, memory_order_relaxed);
+	atomic_store_explicit(&ringbuf__sh(rb)->thread_shared, n, memory_order_relaxed);
 	/* F6: threads without a claim look again (buffers may be claimable now) */
-	atomic_fetch_add_explicit(&rb->release_gen, 1, memory_order_release);
+	atomic_fetch_add_explicit(&ringbuf__sh(rb)->release_gen, 1, memory_order_release);
 	return 0;
 }
 
@@ -4368,7 +4472,7 @@ RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
 						    memory_order_relaxed))
 		/* F6: threads without a claim scan again at their next event
 		 * (release: the word's 0 before the new generation) */
-		atomic_fetch_add_explicit(&rb->release_gen, 1, memory_order_release);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->release_gen, 1, memory_order_release);
 }
 
 #if defined(__linux__)
@@ -4478,7 +4582,7 @@ static void ringbuf__atfork_child(void)
 			}
 			atomic_store(&c->reader_lock, 0); /* nor its reader */
 		}
-		atomic_fetch_add(&rb->release_gen, 1); /* F6: claims of gone threads released */
+		atomic_fetch_add(&ringbuf__sh(rb)->release_gen, 1); /* F6: claims of gone threads released */
 	}
 	for (k = 0; k < RINGBUF__TCTX; k++)
 		atomic_store(&ringbuf__tctx[k].cur, 0);
@@ -4614,7 +4718,7 @@ RINGBUF_API void ringbuf__set_membarrier_fail(int fail)
  *     (registered at init; here for a block opened, not created)
  *   shared file block: MEMBARRIER_CMD_GLOBAL_EXPEDITED, every process
  *     registered for it: each one that creates or opens a shared block
- *     registers (a fork child again), one that cannot sets rb->wait_unreg
+ *     registers (a fork child again), one that cannot sets ringbuf__sh(rb)->wait_unreg
  *   else MEMBARRIER_CMD_GLOBAL: every thread of the system (an RCU grace
  *     period: slow) */
 static bool ringbuf__writers_barrier(struct ringbuf *rb)
@@ -4627,7 +4731,7 @@ static bool ringbuf__writers_barrier(struct ringbuf *rb)
 #endif
 #if defined(__linux__) && defined(SYS_membarrier)
 	if (rb->shared) {
-		if (!atomic_load_explicit(&rb->wait_unreg, memory_order_relaxed) &&
+		if (!atomic_load_explicit(&ringbuf__sh(rb)->wait_unreg, memory_order_relaxed) &&
 		    syscall(SYS_membarrier, 2 /* GLOBAL_EXPEDITED */, 0, 0) == 0)
 			return true;
 	} else {
@@ -5994,7 +6098,7 @@ RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it)
  * watermark can never be seen apart. */
 static void ringbuf__wait_arm(struct ringbuf *rb, uint32_t bit, uint32_t pages, bool reg)
 {
-	uint64_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed), nv;
+	uint64_t cur = atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed), nv;
 	do {
 		uint32_t min = RINGBUF__WAIT_MIN(cur);
 		nv = cur | bit;
@@ -6002,7 +6106,7 @@ static void ringbuf__wait_arm(struct ringbuf *rb, uint32_t bit, uint32_t pages, 
 			nv += RINGBUF__WAIT_ONE;
 		if (pages && (min == 0 || min > pages))
 			nv = (nv & 0xffffffffu) | (uint64_t)pages << 32;
-	} while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, nv, memory_order_seq_cst,
+	} while (!atomic_compare_exchange_weak_explicit(&ringbuf__sh(rb)->waiters, &cur, nv, memory_order_seq_cst,
 							memory_order_relaxed));
 }
 
@@ -6013,7 +6117,7 @@ static void ringbuf__wait_arm(struct ringbuf *rb, uint32_t bit, uint32_t pages, 
  * CAS is acquire for the same reason as [WAIT-W2]'s. */
 static void ringbuf__wait_leave(struct ringbuf *rb, uint32_t pages)
 {
-	uint64_t cur = atomic_load_explicit(&rb->waiters, memory_order_relaxed), nv;
+	uint64_t cur = atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed), nv;
 	bool wake;
 	do {
 		wake = false;
@@ -6026,11 +6130,11 @@ static void ringbuf__wait_leave(struct ringbuf *rb, uint32_t pages)
 				wake = true;
 			}
 		}
-	} while (!atomic_compare_exchange_weak_explicit(&rb->waiters, &cur, nv, memory_order_acq_rel,
+	} while (!atomic_compare_exchange_weak_explicit(&ringbuf__sh(rb)->waiters, &cur, nv, memory_order_acq_rel,
 							memory_order_relaxed));
 	if (wake) {
-		atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
-		ringbuf__futex_wake(rb, &rb->wait_seq);
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->wait_seq, 1, memory_order_release);
+		ringbuf__futex_wake(rb, &ringbuf__sh(rb)->wait_seq);
 	}
 }
 
@@ -6053,7 +6157,7 @@ static void ringbuf__membarrier_register_shared(struct ringbuf *rb)
 	if (syscall(SYS_membarrier, 4 /* REGISTER_GLOBAL_EXPEDITED */, 0, 0) == 0)
 		return;
 #endif
-	atomic_store_explicit(&rb->wait_unreg, 1, memory_order_relaxed);
+	atomic_store_explicit(&ringbuf__sh(rb)->wait_unreg, 1, memory_order_relaxed);
 }
 #endif
 
@@ -6165,11 +6269,11 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 		}
 	}
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_REGISTER);
-	kick = atomic_load_explicit(&rb->wait_kick, memory_order_acquire);
+	kick = atomic_load_explicit(&ringbuf__sh(rb)->wait_kick, memory_order_acquire);
 	for (;;) {
 		/* [WAIT-R1] the futex word, before arming: a wake that follows
 		 * the arming bumps it after this read, so the sleep returns */
-		seq = atomic_load_explicit(&rb->wait_seq, memory_order_acquire);
+		seq = atomic_load_explicit(&ringbuf__sh(rb)->wait_seq, memory_order_acquire);
 		/* [WAIT-R2] register (first time) and arm (again: a waker
 		 * clears the bits, a leaving waiter the watermark) */
 		ringbuf__wait_arm(rb, bit, pages, reg);
@@ -6180,7 +6284,7 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 			ret = 1;
 			break;
 		}
-		if (atomic_load_explicit(&rb->wait_kick, memory_order_acquire) != kick)
+		if (atomic_load_explicit(&ringbuf__sh(rb)->wait_kick, memory_order_acquire) != kick)
 			break; /* ringbuf_wake_waiters() */
 		if (timeout_ms >= 0) {
 			clock_gettime(RINGBUF__CLOCK_ID, &now);
@@ -6201,7 +6305,7 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 		}
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_SLEEP);
 		/* [WAIT-R5] */
-		if (!ringbuf__futex_wait(rb, &rb->wait_seq, seq, timeout_ms >= 0 || !exact ? &rel : NULL))
+		if (!ringbuf__futex_wait(rb, &ringbuf__sh(rb)->wait_seq, seq, timeout_ms >= 0 || !exact ? &rel : NULL))
 			ringbuf__sleep_ms(RINGBUF__WAIT_POLL_MS);
 	}
 	ringbuf__wait_leave(rb, pages); /* [WAIT-R6] */
@@ -6212,9 +6316,9 @@ RINGBUF_API void ringbuf_wake_waiters(struct ringbuf *rb)
 {
 	if (!rb)
 		return;
-	atomic_fetch_add_explicit(&rb->wait_kick, 1, memory_order_release);
-	atomic_fetch_add_explicit(&rb->wait_seq, 1, memory_order_release);
-	ringbuf__futex_wake(rb, &rb->wait_seq);
+	atomic_fetch_add_explicit(&ringbuf__sh(rb)->wait_kick, 1, memory_order_release);
+	atomic_fetch_add_explicit(&ringbuf__sh(rb)->wait_seq, 1, memory_order_release);
+	ringbuf__futex_wake(rb, &ringbuf__sh(rb)->wait_seq);
 }
 
 /* ==== >>control ========================================================= */
@@ -6222,31 +6326,31 @@ RINGBUF_API void ringbuf_wake_waiters(struct ringbuf *rb)
 RINGBUF_API void ringbuf_record_on(struct ringbuf *rb)
 {
 	if (rb)
-		atomic_fetch_and_explicit(&rb->record_disabled, ~RINGBUF__OFF_BIT, memory_order_relaxed);
+		atomic_fetch_and_explicit(&ringbuf__sh(rb)->record_disabled, ~RINGBUF__OFF_BIT, memory_order_relaxed);
 }
 RINGBUF_API void ringbuf_record_off(struct ringbuf *rb)
 {
 	if (rb)
-		atomic_fetch_or_explicit(&rb->record_disabled, RINGBUF__OFF_BIT, memory_order_relaxed);
+		atomic_fetch_or_explicit(&ringbuf__sh(rb)->record_disabled, RINGBUF__OFF_BIT, memory_order_relaxed);
 }
 RINGBUF_API bool ringbuf_record_is_on(const struct ringbuf *rb)
 {
-	return rb && atomic_load_explicit(&((struct ringbuf *)rb)->record_disabled,
+	return rb && atomic_load_explicit(&ringbuf__sh(rb)->record_disabled,
 					  memory_order_relaxed) == 0;
 }
 RINGBUF_API void ringbuf_record_disable(struct ringbuf *rb)
 {
 	if (rb)
-		RINGBUF__ADD(&rb->record_disabled, 1);
+		RINGBUF__ADD(&ringbuf__sh(rb)->record_disabled, 1);
 }
 RINGBUF_API void ringbuf_record_enable(struct ringbuf *rb)
 {
 	uint32_t cur;
 	if (!rb)
 		return;
-	cur = atomic_load_explicit(&rb->record_disabled, memory_order_relaxed);
+	cur = atomic_load_explicit(&ringbuf__sh(rb)->record_disabled, memory_order_relaxed);
 	while ((cur & ~RINGBUF__OFF_BIT) != 0 &&
-	       !atomic_compare_exchange_weak_explicit(&rb->record_disabled, &cur, cur - 1,
+	       !atomic_compare_exchange_weak_explicit(&ringbuf__sh(rb)->record_disabled, &cur, cur - 1,
 						      memory_order_relaxed, memory_order_relaxed))
 		;
 }
@@ -6278,12 +6382,12 @@ RINGBUF_API int ringbuf_set_mode(struct ringbuf *rb, int mode)
 {
 	if (!rb || (mode != RINGBUF_MODE_OVERWRITE && mode != RINGBUF_MODE_PRODUCER_CONSUMER))
 		return RINGBUF_EINVAL;
-	atomic_store_explicit(&rb->mode, mode, memory_order_relaxed);
+	atomic_store_explicit(&ringbuf__sh(rb)->mode, mode, memory_order_relaxed);
 	return 0;
 }
 RINGBUF_API int ringbuf_get_mode(const struct ringbuf *rb)
 {
-	return rb ? atomic_load_explicit(&((struct ringbuf *)rb)->mode, memory_order_relaxed)
+	return rb ? atomic_load_explicit(&ringbuf__sh(rb)->mode, memory_order_relaxed)
 		  : RINGBUF_EINVAL;
 }
 RINGBUF_API unsigned ringbuf_ncpu(const struct ringbuf *rb) { return rb ? rb->ncpu : 0; }
@@ -6724,7 +6828,7 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
 		st->nest_overflow += one.nest_overflow;
 		st->discarded += one.discarded;
 	}
-	st->unmapped = atomic_load_explicit(&rb->unmapped, memory_order_relaxed);
+	st->unmapped = atomic_load_explicit(&ringbuf__sh(rb)->unmapped, memory_order_relaxed);
 	return 0;
 }
 
@@ -6866,11 +6970,13 @@ RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts)
 
 struct ringbuf__geom {
 	uint32_t nr_pages, page_size;
-	uint64_t cpu_off, bpage_off, data_off, user_off, user_size, total;
+	uint64_t shdr_off, cpu_off, bpage_off, data_off, user_off, user_size, total;
 };
 
 /* Where everything sits in a block of this geometry. */
-static int ringbuf__layout(uint64_t ncpu, uint64_t pages, uint64_t ps, uint64_t user,
+/* shared: a block other processes map (a file, a memfd): the shared part of
+ * the header at RINGBUF__HDR_PRIV (PRIVATE HEADER) */
+static int ringbuf__layout(uint64_t ncpu, uint64_t pages, uint64_t ps, uint64_t user, bool shared,
 			   struct ringbuf__geom *g)
 {
 	uint64_t npg;
@@ -6883,7 +6989,11 @@ static int ringbuf__layout(uint64_t ncpu, uint64_t pages, uint64_t ps, uint64_t 
 		return RINGBUF_EINVAL;
 	g->nr_pages = (uint32_t)pages;
 	g->page_size = (uint32_t)ps;
-	g->cpu_off = (sizeof(struct ringbuf) + RINGBUF__CACHELINE - 1) & ~(uint64_t)(RINGBUF__CACHELINE - 1);
+	g->shdr_off = shared ? RINGBUF__HDR_PRIV
+			     : (sizeof(struct ringbuf) + RINGBUF__CACHELINE - 1) & ~(uint64_t)(RINGBUF__CACHELINE - 1);
+	/* sizeof(struct ringbuf__shdr) is a cache-line multiple (its first
+	 * member's alignment) */
+	g->cpu_off = g->shdr_off + sizeof(struct ringbuf__shdr);
 	g->bpage_off = g->cpu_off + ncpu * sizeof(struct ringbuf__cpu);
 	/* cpu_off and sizeof(struct ringbuf__cpu) are cache-line multiples */
 	g->data_off = g->bpage_off + ncpu * RINGBUF__BP_STRIDE(pages) * sizeof(struct ringbuf__bpage);
@@ -6896,7 +7006,7 @@ static int ringbuf__layout(uint64_t ncpu, uint64_t pages, uint64_t ps, uint64_t 
 	return 0;
 }
 
-static int ringbuf__geometry(const struct ringbuf_config *cfg, struct ringbuf__geom *g)
+static int ringbuf__geometry(const struct ringbuf_config *cfg, bool shared, struct ringbuf__geom *g)
 {
 	size_t ps, per, pages;
 	if (!cfg || cfg->ncpu == 0 || cfg->ncpu > 65536)
@@ -6916,7 +7026,7 @@ static int ringbuf__geometry(const struct ringbuf_config *cfg, struct ringbuf__g
 	pages = per / ps + (per % ps != 0);
 	if (pages < 2)
 		pages = 2;
-	return ringbuf__layout(cfg->ncpu, pages, ps, cfg->user_size, g);
+	return ringbuf__layout(cfg->ncpu, pages, ps, cfg->user_size, shared, g);
 }
 
 RINGBUF_API int ringbuf_size_needed(const struct ringbuf_config *cfg, size_t *size)
@@ -6925,14 +7035,23 @@ RINGBUF_API int ringbuf_size_needed(const struct ringbuf_config *cfg, size_t *si
 	int r;
 	if (!size)
 		return RINGBUF_EINVAL;
-	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+	if ((r = ringbuf__geometry(cfg, false, &g)) < 0)
 		return r;
 	*size = (size_t)g.total;
 	return 0;
 }
 
+static int ringbuf__init_in(void *mem, size_t size, const struct ringbuf_config *cfg, bool shared,
+			    struct ringbuf **out);
 RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_config *cfg,
 				struct ringbuf **out)
+{
+	return ringbuf__init_in(mem, size, cfg, false, out);
+}
+
+/* shared: laid out for other processes' mappings (ringbuf_create_file, _shm) */
+static int ringbuf__init_in(void *mem, size_t size, const struct ringbuf_config *cfg, bool shared,
+			    struct ringbuf **out)
 {
 	struct ringbuf__geom g;
 	struct ringbuf *rb;
@@ -6941,14 +7060,18 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	int r;
 	if (!mem || !out)
 		return RINGBUF_EINVAL;
-	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+	if ((r = ringbuf__geometry(cfg, shared, &g)) < 0)
 		return r;
 	if ((uintptr_t)mem % RINGBUF__CACHELINE)
 		return RINGBUF_EALIGN;
 	if (size < g.total)
 		return RINGBUF_ENOMEM;
 	rb = (struct ringbuf *)mem;
+	/* the fields, not the private part's pad: never written, it stays a
+	 * hole of a file and unallocated memory */
 	memset(rb, 0, sizeof *rb);
+	memset((char *)rb + g.shdr_off, 0, sizeof(struct ringbuf__shdr));
+	rb->cpu_off = g.cpu_off; /* ringbuf__sh */
 	rb->version = RINGBUF__LAYOUT_VERSION;
 	rb->byte_order = RINGBUF__BYTE_ORDER;
 	rb->long_size = (uint32_t)sizeof(long);
@@ -6980,9 +7103,9 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
 	rb->data_off = g.data_off;
 	rb->clock = cfg->clock ? cfg->clock : ringbuf__default_clock;
 	rb->clock_ctx = cfg->clock_ctx;
-	atomic_init(&rb->record_disabled, 0);
-	atomic_init(&rb->mode, cfg->mode);
-	rb->pidns = ringbuf__pidns();
+	atomic_init(&ringbuf__sh(rb)->record_disabled, 0);
+	atomic_init(&ringbuf__sh(rb)->mode, cfg->mode);
+	ringbuf__sh(rb)->pidns = ringbuf__pidns();
 	for (cpu = 0; cpu < cfg->ncpu; cpu++)
 		ringbuf__init_cpu(rb, cpu, zeroed);
 	ringbuf__membarrier_register();
@@ -7108,6 +7231,12 @@ RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, vo
 	if (!rb)
 		return RINGBUF_EINVAL;
 	kind = ringbuf__clock_kind_of(clock);
+	/* a shared block's clock fields are each process's copy (PRIVATE
+	 * HEADER): the others keep the unit they saw at their open, so a
+	 * change to or from TSC cycles, which the others would convert
+	 * wrongly, is refused (changes nothing) */
+	if (rb->shared && kind != rb->clock_kind && (kind == RINGBUF__CLK_TSC || rb->clock_kind == RINGBUF__CLK_TSC))
+		return RINGBUF_EINVAL;
 	if (rb->owned == 2) { /* this process's, not the block's */
 		int r;
 		if (kind != RINGBUF__CLK_USER)
@@ -7237,7 +7366,8 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 		return RINGBUF_EFORMAT;
 	if (rb->version != RINGBUF__LAYOUT_VERSION)
 		return RINGBUF_EVERSION;
-	if (ringbuf__layout(rb->ncpu, rb->nr_pages, rb->page_size, rb->user_size, &g) < 0 ||
+	if (ringbuf__layout(rb->ncpu, rb->nr_pages, rb->page_size, rb->user_size,
+			    rb->cpu_off == RINGBUF__CPU_OFF_SHARED, &g) < 0 ||
 	    g.cpu_off != rb->cpu_off || g.bpage_off != rb->bpage_off || g.data_off != rb->data_off ||
 	    g.user_off != rb->user_off || g.total != rb->total_size ||
 	    rb->bsize != ringbuf__data_size(rb->page_size, rb->flags) || rb->max_event != rb->bsize - 8 ||
@@ -7250,7 +7380,7 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 	if (size < rb->total_size)
 		return RINGBUF_ETRUNC;
 	{
-		int mode = atomic_load_explicit(&rb->mode, memory_order_relaxed);
+		int mode = atomic_load_explicit(&ringbuf__sh(rb)->mode, memory_order_relaxed);
 		if (mode != RINGBUF_MODE_OVERWRITE && mode != RINGBUF_MODE_PRODUCER_CONSUMER)
 			return RINGBUF__INVALID("header: mode");
 	}
@@ -7422,6 +7552,54 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 }
 
 #if defined(__linux__)
+#if defined(MAP_FIXED)
+#define RINGBUF__MAP_FIXED MAP_FIXED
+#else
+#define RINGBUF__MAP_FIXED 0x10 /* the same value on every Linux architecture */
+#endif
+#if defined(EOPNOTSUPP)
+#define RINGBUF__EPAGE EOPNOTSUPP
+#else
+#define RINGBUF__EPAGE EINVAL
+#endif
+
+/* [PH1] (PRIVATE HEADER in >>design): the first RINGBUF__HDR_PRIV bytes of
+ * the MAP_SHARED block at map mapped again, from the same descriptor and
+ * offset, privately and at the same address. Nothing is copied yet: a
+ * private page reads the file until this process first writes it, so the
+ * caller's next step is [PH2], a store to the header (every field lies in
+ * its first page). RINGBUF_ESYS with errno EOPNOTSUPP where the system page
+ * does not divide RINGBUF__HDR_PRIV (pages over 64 KiB): no shared block
+ * there rather than one whose geometry another process can change; with
+ * the failed mmap's errno otherwise. Either way the caller unmaps the block. */
+static int ringbuf__hdr_private(void *map, int fd)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	if (ps <= 0 || RINGBUF__HDR_PRIV % (unsigned long)ps != 0) {
+		errno = RINGBUF__EPAGE;
+		return RINGBUF_ESYS;
+	}
+	if (mmap(map, RINGBUF__HDR_PRIV, PROT_READ | PROT_WRITE, MAP_PRIVATE | RINGBUF__MAP_FIXED, fd, 0) != map)
+		return RINGBUF_ESYS;
+	return 0;
+}
+
+/* The creator's [PH1] and [PH2]: its header, as init_in wrote it, put back
+ * into the private copy. The store that copies the page is this memcpy, and
+ * the copy is what this process wrote whatever the file holds by then (a
+ * process that opened the file under its temporary name and changed it
+ * between init_in and here changes only the file's). */
+static int ringbuf__hdr_private_own(struct ringbuf *rb, int fd)
+{
+	unsigned char keep[RINGBUF__HDR_USED];
+	int r;
+	memcpy(keep, rb, sizeof keep);
+	if ((r = ringbuf__hdr_private(rb, fd)) < 0)
+		return r;
+	memcpy(rb, keep, sizeof keep);
+	return 0;
+}
+
 RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_config *cfg,
 				    struct ringbuf **out)
 {
@@ -7436,7 +7614,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	int fd = -1, r, e;
 	if (!path || !out || !*path || !cfg || (cfg->file_mode & ~07777u))
 		return RINGBUF_EINVAL;
-	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+	if ((r = ringbuf__geometry(cfg, true, &g)) < 0)
 		return r;
 	mode = cfg->file_mode ? cfg->file_mode : 0600;
 	n = strlen(path);
@@ -7479,10 +7657,21 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	/* no read-around while the metadata pages fault in: on a disk file
 	 * it would fill the page cache with the holes of the data pages */
 	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_RANDOM);
-	r = ringbuf_init_in(map, (size_t)g.total, &zc, &rb);
+	r = ringbuf__init_in(map, (size_t)g.total, &zc, true, &rb);
 	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_NORMAL);
 	if (r < 0)
 		goto fail;
+	/* the header is complete in the file: from here on it is this
+	 * process's copy (PRIVATE HEADER), which names our addresses; the
+	 * file's names none (its clock fields, init_in's, cleared first) */
+	rb->clock = NULL;
+	rb->clock_ctx = NULL;
+	if ((r = ringbuf__hdr_private_own(rb, fd)) < 0) { /* [PH1], [PH2] */
+		e = errno;
+		ringbuf__fork_unregister(rb);
+		errno = e;
+		goto fail; /* unmaps the block */
+	}
 	rb->owned = 2;
 	rb->mem = map;
 	rb->map_len = g.total;
@@ -7554,7 +7743,7 @@ RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config
 	int fd, r, e;
 	if (!out || !cfg || (cfg->file_mode & ~07777u) || (name && strlen(name) > 200))
 		return RINGBUF_EINVAL;
-	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+	if ((r = ringbuf__geometry(cfg, true, &g)) < 0)
 		return r;
 #if defined(SYS_memfd_create)
 	fd = (int)syscall(SYS_memfd_create, name ? name : "ringbuf",
@@ -7577,11 +7766,23 @@ RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config
 		goto fail_sys;
 	zc = *cfg;
 	zc.flags |= RINGBUF_F_ZEROED;
-	if ((r = ringbuf_init_in(map, (size_t)g.total, &zc, &rb)) < 0) {
+	if ((r = ringbuf__init_in(map, (size_t)g.total, &zc, true, &rb)) < 0) {
 		munmap(map, (size_t)g.total);
 		close(fd);
 		return r;
 	}
+	/* this process's copy of the header from here on, as a file's */
+	rb->clock = NULL;
+	rb->clock_ctx = NULL;
+	if ((r = ringbuf__hdr_private_own(rb, fd)) < 0) { /* [PH1], [PH2] */
+		e = errno;
+		ringbuf__fork_unregister(rb);
+		munmap(map, (size_t)g.total);
+		close(fd);
+		errno = e;
+		return r;
+	}
+	rb->owned = 2;
 	{
 		int i;
 		struct ringbuf *none = NULL;
@@ -7622,10 +7823,16 @@ RINGBUF_API int ringbuf_fd(const struct ringbuf *rb)
 	return i >= 0 ? atomic_load(&ringbuf__shm[i].fd) : -1;
 }
 
+/* a field of a header read into raw (bytes, not a struct ringbuf: the
+ * private part's pad makes that 64 KiB) */
+#define RINGBUF__HDR_GET(raw, f, out) memcpy(&(out), (const char *)(raw) + offsetof(struct ringbuf, f), sizeof(out))
+
 RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringbuf **out)
 {
 	off_t fsize;
-	struct ringbuf hdr, *rb;
+	uint64_t raw[(RINGBUF__HDR_USED + 7) / 8], total, cpu_off;
+	uint32_t magic, byte_order, long_size, version;
+	struct ringbuf *rb;
 	void *map;
 	int fd, r, e, mflags;
 	ssize_t got;
@@ -7643,108 +7850,111 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		errno = e;
 		return RINGBUF_ESYS;
 	}
-	/* the header first, read (not mapped) so a short file cannot fault */
-	got = read(fd, &hdr, sizeof hdr);
-	if (got < (ssize_t)sizeof hdr || hdr.magic != RINGBUF__MAGIC) {
+	/* the header first, read (not mapped) so a short file cannot fault:
+	 * what to map. Everything else is checked on this process's copy of
+	 * the header, once it is ours (PRIVATE HEADER) */
+	got = read(fd, raw, RINGBUF__HDR_USED);
+	RINGBUF__HDR_GET(raw, magic, magic);
+	if (got < (ssize_t)RINGBUF__HDR_USED || magic != RINGBUF__MAGIC) {
 		close(fd);
 		return got < 0 ? RINGBUF_ESYS : RINGBUF_EFORMAT;
 	}
-	if (hdr.byte_order != RINGBUF__BYTE_ORDER || hdr.long_size != sizeof(long)) {
+	RINGBUF__HDR_GET(raw, byte_order, byte_order);
+	RINGBUF__HDR_GET(raw, long_size, long_size);
+	RINGBUF__HDR_GET(raw, version, version);
+	RINGBUF__HDR_GET(raw, total_size, total);
+	RINGBUF__HDR_GET(raw, cpu_off, cpu_off);
+	if (byte_order != RINGBUF__BYTE_ORDER || long_size != sizeof(long)) {
 		close(fd);
 		return RINGBUF_EFORMAT;
 	}
-	if (hdr.version != RINGBUF__LAYOUT_VERSION) {
+	if (version != RINGBUF__LAYOUT_VERSION) {
 		close(fd);
 		return RINGBUF_EVERSION;
 	}
-	if (hdr.total_size > (uint64_t)fsize) {
+	if (total > (uint64_t)fsize) {
 		close(fd);
 		return RINGBUF_ETRUNC;
 	}
-	if (hdr.total_size < sizeof hdr || hdr.total_size > SIZE_MAX) {
+	if (total < sizeof(struct ringbuf) || total > SIZE_MAX) {
 		close(fd);
 		return RINGBUF_ECORRUPT;
 	}
-	/* RDWR: share the writers' pages; RECOVER alone: a private copy to fix */
+	/* RDWR: only a block laid out to be shared (ringbuf_create_file,
+	 * _shm) has a header part of its own pages, which PH1 maps privately;
+	 * another one (ringbuf_init_in's memory written to a file) cannot be
+	 * opened so (its header shares a page with the atomics) */
+	if ((flags & RINGBUF_OPEN_RDWR) && (cpu_off != RINGBUF__CPU_OFF_SHARED || total <= cpu_off)) {
+		close(fd);
+		return RINGBUF_EFORMAT;
+	}
+	/* RDWR: share the writers' pages, the header excepted; otherwise a
+	 * private (copy-on-write) view: RECOVER to fix it, or a reader's */
 	mflags = (flags & RINGBUF_OPEN_RDWR) ? MAP_SHARED : MAP_PRIVATE;
-	map = mmap(NULL, (size_t)hdr.total_size,
-		   PROT_READ | (((flags & RINGBUF_OPEN_RDWR) || (flags & RINGBUF_OPEN_RECOVER)) ? PROT_WRITE : 0),
-		   mflags, fd, 0);
-	e = errno;
-	if (map == MAP_FAILED) {
+	map = mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, mflags, fd, 0);
+	if (map == MAP_FAILED || ((flags & RINGBUF_OPEN_RDWR) && ringbuf__hdr_private(map, fd) < 0)) { /* [PH1] */
+		e = errno;
+		if (map != MAP_FAILED)
+			munmap(map, (size_t)total);
 		close(fd);
 		errno = e;
 		return RINGBUF_ESYS;
 	}
 	rb = (struct ringbuf *)map;
+	RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_OPEN_MAPPED);
+	/* [PH2] the process-local fields, before the first look at the
+	 * geometry: the store copies the header's page (every field is in it),
+	 * and from the copy on no other process changes what is checked below
+	 * and used by every call on this handle. A private view of the whole
+	 * file (no RDWR) needs the same step: its pages read the file until
+	 * written. The compiler barrier keeps the loads below after it. */
+	rb->owned = (flags & (RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)) ? 2 : 4;
+	rb->mem = map;
+	rb->map_len = total;
+	rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_OPEN_COPIED);
 	{
 		struct ringbuf__holes holes = {fd, 0, 0, -1};
-		r = ringbuf__validate_in(rb, hdr.total_size, &holes, true);
+		/* the copy against what was mapped: a header changed between the
+		 * read and the copy is refused, not unmapped short at destroy */
+		r = rb->total_size != total || rb->cpu_off != cpu_off
+			    ? RINGBUF__INVALID("header: total size or layout changed during the open")
+			    : ringbuf__validate_in(rb, total, &holes, true);
 	}
 	close(fd);
 	if (r < 0) {
-		munmap(map, (size_t)hdr.total_size);
+		munmap(map, (size_t)total);
 		return r;
 	}
 	if (flags & (RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)) {
-		/* process-local fields (the layout keeps them in the block; the
-		 * clock of a shared block is not among them: CLOCKS OF SHARED
-		 * BLOCKS, the creator's writers read theirs) */
-		rb->owned = 2;
-		rb->mem = map;
-		rb->map_len = hdr.total_size;
-		rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
+		/* the clock of a shared block is this process's: CLOCKS OF SHARED
+		 * BLOCKS, the creator's writers read theirs */
+		rb->clock = NULL;
+		rb->clock_ctx = NULL;
 		/* a writer's tid means nothing in another PID namespace: the
 		 * owner words can no longer tell a dead owner (>>contexts) */
-		if (rb->shared && (rb->pidns == 0 || rb->pidns != ringbuf__pidns()))
-			atomic_fetch_or_explicit(&rb->owner_flags, RINGBUF__OWNF_MIXED_NS, memory_order_relaxed);
+		if (rb->shared && (ringbuf__sh(rb)->pidns == 0 || ringbuf__sh(rb)->pidns != ringbuf__pidns()))
+			atomic_fetch_or_explicit(&ringbuf__sh(rb)->owner_flags, RINGBUF__OWNF_MIXED_NS, memory_order_relaxed);
 		if (rb->shared)
 			ringbuf__membarrier_register_shared(rb); /* merged readers' [R1], waiters' [WAIT-R3] */
 		if ((flags & RINGBUF_OPEN_RECOVER) && (r = ringbuf_recover(rb)) < 0) {
-			munmap(map, (size_t)hdr.total_size);
+			munmap(map, (size_t)total);
 			return r;
 		}
 		/* shared: keep the creator's generation (its writers' claims) */
 		if ((r = ringbuf__fork_register_as(rb, rb->shared)) < 0) {
-			munmap(map, (size_t)hdr.total_size);
+			munmap(map, (size_t)total);
 			return r;
 		}
 	} else {
-		/* read-only mapping: the handle cannot hold our fields; readers
-		 * need to write their own state (reader page, position), so map a
-		 * private writable copy-on-write view instead */
-		munmap(map, (size_t)hdr.total_size);
-		fd = open(path, O_RDONLY | RINGBUF__O_CLOEXEC);
-		if (fd < 0)
-			return RINGBUF_ESYS;
-		map = mmap(NULL, (size_t)hdr.total_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-		e = errno;
-		if (map == MAP_FAILED) {
-			close(fd);
-			errno = e;
-			return RINGBUF_ESYS;
-		}
-		rb = (struct ringbuf *)map;
-		{
-			struct ringbuf__holes holes = {fd, 0, 0, -1};
-			r = ringbuf__validate_in(rb, hdr.total_size, &holes, true);
-		}
-		close(fd);
-		if (r < 0) {
-			munmap(map, (size_t)hdr.total_size);
-			return r;
-		}
+		/* 4: the header and each page this process writes (a CPU's
+		 * reader state) are its copies from here on, so the view cannot
+		 * see writers leave an event: merged readers must not wait for them */
 		rb->clock = rb->clock_kind == RINGBUF__CLK_TSC ? ringbuf_clock_tsc : ringbuf__default_clock;
 		rb->clock_ctx = NULL;
-		/* 4: the page holding the header (and the CPU structs that share
-		 * it) is this process's copy from here on, so the view cannot see
-		 * writers leave an event: merged readers must not wait for them */
-		rb->owned = 4;
-		rb->mem = map;
-		rb->map_len = hdr.total_size;
-		rb->shared = 0;
 		if ((r = ringbuf__fork_register(rb)) < 0) {
-			munmap(map, (size_t)hdr.total_size);
+			munmap(map, (size_t)total);
 			return r;
 		}
 	}
@@ -7985,7 +8195,7 @@ RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf 
 	int r;
 	if (!out)
 		return RINGBUF_EINVAL;
-	if ((r = ringbuf__geometry(cfg, &g)) < 0)
+	if ((r = ringbuf__geometry(cfg, false, &g)) < 0)
 		return r;
 	if (g.total > SIZE_MAX - g.page_size)
 		return RINGBUF_ENOMEM;
@@ -8034,9 +8244,8 @@ RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
 	if (rb->owned == 2 || rb->owned == 4) {
 #if defined(__linux__)
 		/* A file or memfd block starts its mapping, of total_size bytes
-		 * (validated, the same in every process). Not rb->mem / map_len:
-		 * the header is shared, and another process that opened the
-		 * block RDWR has written its own mapping's address there. */
+		 * (validated on this process's copy of the header, PRIVATE
+		 * HEADER: no other process changes it, nor mem and map_len). */
 		int i = ringbuf__shm_find(rb);
 		if (rb->owned == 2)
 			ringbuf__clock_unset_shared(rb); /* [K3] */

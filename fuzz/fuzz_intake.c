@@ -38,8 +38,9 @@
  * last drain), live rounds (bits 3-4), RINGBUF_READ_FULL in the live rounds
  * (bit 5), ringbuf_wait before each (bit 6), trace.dat version 7 (bit 7).
  * Then edits of 4 bytes and a value, until the input ends:
- *   op     bits 0-2 region: 0 the header's geometry (struct ringbuf up to
- *          record_disabled), 1 the header's control words, 2 the per-CPU
+ *   op     bits 0-2 region: 0 the header's geometry (struct ringbuf, the
+ *          private part; not the pad behind it), 1 the header's control
+ *          words (struct ringbuf__shdr), 2 the per-CPU
  *          state, 3 the page descriptors and links, 4 a data page's header
  *          (time stamp, commit), 5 data pages (events), 6 the user area
  *          (formats, pid), 7 anywhere; bits 3-5 the value's kind: 0 raw
@@ -352,9 +353,8 @@ static size_t apply_edits(unsigned char *img, size_t len, size_t cap, const stru
 	uint64_t npages = (uint64_t)h->ncpu * (h->nr_pages + 1);
 	struct region r[8];
 	size_t pos = 0;
-	r[0] = (struct region){0, offsetof(struct ringbuf, record_disabled)};
-	r[1] = (struct region){offsetof(struct ringbuf, record_disabled),
-			       sizeof(struct ringbuf) - offsetof(struct ringbuf, record_disabled)};
+	r[0] = (struct region){0, sizeof(struct ringbuf)}; /* the fields, not the pad behind them */
+	r[1] = (struct region){h->cpu_off - sizeof(struct ringbuf__shdr), sizeof(struct ringbuf__shdr)};
 	r[2] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};
 	r[3] = (struct region){h->bpage_off, h->data_off - h->bpage_off};
 	r[4] = (struct region){h->data_off, npages * h->page_size};

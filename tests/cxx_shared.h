@@ -50,9 +50,11 @@ CXX_SAMPLE_EVENT(sample_b);
 	X(ringbuf, magic) X(ringbuf, clock_name) X(ringbuf, user_off) X(ringbuf, ncpu)      \
 	X(ringbuf, tsc_shift) X(ringbuf, tsc_mult) X(ringbuf, total_size) X(ringbuf, cpu_off) \
 	X(ringbuf, clock) X(ringbuf, clock_ctx) X(ringbuf, mem) X(ringbuf, map_len)         \
-	X(ringbuf, gen) X(ringbuf, shared) X(ringbuf, record_disabled) X(ringbuf, mode)     \
-	X(ringbuf, waiters) X(ringbuf, wait_seq) X(ringbuf, wait_kick) X(ringbuf, wait_unreg) \
-	X(ringbuf, unmapped) X(ringbuf, owner_seq) X(ringbuf, owner_flags) X(ringbuf, pidns) \
+	X(ringbuf, gen) X(ringbuf, shared) X(ringbuf, data_off)                            \
+	X(ringbuf__shdr, record_disabled) X(ringbuf__shdr, mode) X(ringbuf__shdr, waiters)  \
+	X(ringbuf__shdr, wait_seq) X(ringbuf__shdr, wait_kick) X(ringbuf__shdr, wait_unreg) \
+	X(ringbuf__shdr, unmapped) X(ringbuf__shdr, owner_seq) X(ringbuf__shdr, owner_flags) \
+	X(ringbuf__shdr, pidns) X(ringbuf__shdr, release_gen) X(ringbuf__shdr, thread_shared) \
 	X(ringbuf__cpu, tail_page) X(ringbuf__cpu, commit_page) X(ringbuf__cpu, bp_off)     \
 	X(ringbuf__cpu, dp_off) X(ringbuf__cpu, committing) X(ringbuf__cpu, disabled)       \
 	X(ringbuf__cpu, dbg_owner) X(ringbuf__cpu, owner) X(ringbuf__cpu, commits)          \

@@ -270,10 +270,10 @@ static void mixed_pid_namespaces_leave_a_dead_owner_alone(void **state)
 	cfg.ncpu = 1;
 	cfg.size_per_cpu = 4 * 4096;
 	assert_int_equal(ringbuf_create_file(path, &cfg, &a), 0);
-	assert_int_equal(atomic_load(&a->owner_flags) & RINGBUF__OWNF_MIXED_NS, 0);
-	a->pidns ^= 1; /* as if created in another PID namespace */
+	assert_int_equal(atomic_load(&ringbuf__sh(a)->owner_flags) & RINGBUF__OWNF_MIXED_NS, 0);
+	ringbuf__sh(a)->pidns ^= 1; /* as if created in another PID namespace */
 	assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &b), 0);
-	assert_int_equal(atomic_load(&b->owner_flags) & RINGBUF__OWNF_MIXED_NS, RINGBUF__OWNF_MIXED_NS);
+	assert_int_equal(atomic_load(&ringbuf__sh(b)->owner_flags) & RINGBUF__OWNF_MIXED_NS, RINGBUF__OWNF_MIXED_NS);
 	/* a word with our tid and a token we do not have: in one namespace, a
 	 * dead owner; here perhaps a live thread of the other namespace */
 	foreign = (uint64_t)0x7777u << 32 | my_tid();

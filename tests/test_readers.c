@@ -1174,7 +1174,7 @@ static void consume_merged_time_never_goes_backwards_with_concurrent_writers(voi
 
 static uint32_t waiters_word(struct ringbuf *rb)
 {
-	return atomic_load(&rb->waiters);
+	return atomic_load(&ringbuf__sh(rb)->waiters);
 }
 
 /* Wait until a waiter registered, then a little more so it sleeps in the futex. */
@@ -1547,7 +1547,7 @@ static void wait_times_out_on_an_empty_buffer(void **state)
 	assert_true(mono_ns() - t0 < 1000000000ull);
 	/* cpu 0 is still empty */
 	assert_int_equal(ringbuf_wait(rb, 0, 0, 20), 0);
-	assert_int_equal(atomic_load(&rb->waiters), 0); /* every waiter unregistered */
+	assert_int_equal(atomic_load(&ringbuf__sh(rb)->waiters), 0); /* every waiter unregistered */
 }
 
 /* (d) watermark */
@@ -1669,7 +1669,7 @@ static void wake_waiters_makes_a_blocked_waiter_return_0(void **state)
 	assert_int_equal(b.ret, 0);
 	assert_int_equal(ball.ret, 0);
 	assert_true(atomic_load(&b.returned_at) >= t_wake);
-	assert_int_equal(atomic_load(&rb->waiters), 0);
+	assert_int_equal(atomic_load(&ringbuf__sh(rb)->waiters), 0);
 	/* a wake before a wait does not make the next wait return */
 	ringbuf_wake_waiters(rb);
 	assert_int_equal(ringbuf_wait(rb, 0, 0, 30), 0);
@@ -1715,7 +1715,7 @@ static void wait_rejects_bad_arguments(void **state)
 	assert_int_equal(ringbuf_wait(rb, 0, -1, 0), RINGBUF_EINVAL);
 	assert_int_equal(ringbuf_wait(rb, 0, 101, -1), RINGBUF_EINVAL);
 	assert_int_equal(ringbuf_wait(rb, RINGBUF_ALL_CPUS, -5, 0), RINGBUF_EINVAL);
-	assert_int_equal(atomic_load(&rb->waiters), 0); /* refused before registering */
+	assert_int_equal(atomic_load(&ringbuf__sh(rb)->waiters), 0); /* refused before registering */
 	ringbuf_wake_waiters(NULL);                     /* no-op */
 	/* boundaries that are valid */
 	assert_int_equal(ringbuf_wait(rb, 1, 100, 0), 0);

@@ -33,11 +33,15 @@
  * RINGBUF_TEST_KILL_ROUNDS=N more kills. Wall time is mostly the recorder's
  * own wait (100 ms) before it sees a killed child gone: about 20 s.
  *
- * Not mutated: the header's geometry (offsets, sizes, page count, CPU count;
- * the first fields of struct ringbuf up to record_disabled). The handle the
- * library works with is that header, read in place: a writer that changes the
- * geometry after the open is outside what the recorder withstands today
- * (README, Limitations).
+ *   header_changed_after_the_open  the header's geometry and process-local
+ *       fields rewritten after the open, field by field: every reader call
+ *       goes on with the geometry it validated (RINGBUF_TEST_GEOM_CASE=k runs
+ *       case k alone).
+ *
+ * The mutators change the header's geometry as well: each process that maps
+ * the block works on its own copy of it (PRIVATE HEADER in ringbuf.h), so
+ * the changes reach only the opens that come after them (refused, or a
+ * geometry validated on the copy).
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_RECORD_TOOL_NO_MAIN
@@ -106,7 +110,7 @@ struct target {
 	unsigned char *base; /* the mutator's own mapping of the file */
 	uint64_t size;
 	uint32_t nr_pages, bsize, page_size;
-	struct region r[8];
+	struct region r[9];
 	unsigned nr;
 };
 
@@ -120,8 +124,7 @@ static void target_of(struct target *t, unsigned char *base, const struct ringbu
 	t->bsize = h->bsize;
 	t->page_size = h->page_size;
 	/* the header's control words (after the geometry) */
-	t->r[t->nr++] = (struct region){offsetof(struct ringbuf, record_disabled),
-					sizeof(struct ringbuf) - offsetof(struct ringbuf, record_disabled)};
+	t->r[t->nr++] = (struct region){h->cpu_off - sizeof(struct ringbuf__shdr), sizeof(struct ringbuf__shdr)};
 	t->r[t->nr++] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};   /* per-CPU control */
 	t->r[t->nr++] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};   /* (twice the weight) */
 	t->r[t->nr++] = (struct region){h->bpage_off, h->data_off - h->bpage_off}; /* descriptors, links */
@@ -129,6 +132,10 @@ static void target_of(struct target *t, unsigned char *base, const struct ringbu
 	t->r[t->nr++] = (struct region){h->data_off, h->user_off - h->data_off};   /* (page headers, below) */
 	if (h->user_size)
 		t->r[t->nr++] = (struct region){h->user_off, h->user_size};
+	/* the header's geometry and process-local fields: each process that
+	 * maps the block has its own copy, which this does not reach (PRIVATE
+	 * HEADER); an open after the change reads it */
+	t->r[t->nr++] = (struct region){0, sizeof(struct ringbuf)};
 }
 
 /* One seeded change: a 4- or 8-byte aligned value somewhere in a region. */
@@ -791,6 +798,201 @@ static void page_check_refuses_times_that_wrap_or_go_back(void **state)
 	assert_int_equal(ringbuf_tracedat_check_page(pg, sizeof pg, be, sizeof(long), NULL, NULL), 0);
 }
 
+/* ---- the header's geometry changed after the open ---------------------------
+ * The traced process rewrites the header of the block (through a mapping of
+ * its own: any process that maps the file can) after the recorder opened and
+ * validated it: the geometry (CPU count, page count and size, data size, the
+ * offsets, the total size), one field at a time and all together, and the
+ * process-local fields (the kind of mapping, its address, the clock). Every
+ * call the recorder makes on its handle must go on with the geometry it
+ * validated: the events read are exactly those written (the creator writes
+ * more after the change, through its own handle), and destroying the handle
+ * unmaps what the open mapped. A new open of the changed file is refused.
+ * Before the private header (PRIVATE HEADER in ringbuf.h), the handle was
+ * the shared header itself: the first case (ncpu) crashed in ringbuf_stats
+ * (SIGSEGV), and the process-local case made the recorder call a function
+ * the traced process named and free() an address it chose. */
+#define G_EVENTS 640 /* make_buffer: 320 per CPU, seq 0..319 */
+#define G_MORE 40    /* written by the creator after the change: 20 per CPU */
+
+static atomic_int hostile_called;
+static uint64_t hostile_clock(void *ctx)
+{
+	(void)ctx;
+	atomic_store(&hostile_called, 1);
+	return 1;
+}
+
+struct gfield {
+	const char *name;
+	size_t off, size;
+	uint64_t v;
+};
+#define GF(f, v) {#f, offsetof(struct ringbuf, f), sizeof(((struct ringbuf *)0)->f), (uint64_t)(v)}
+static const struct gfield gfields[] = {
+	GF(ncpu, 65536),
+	GF(nr_pages, 0x7ffffffe),
+	GF(page_size, 1u << 30),
+	GF(bsize, 64),
+	GF(page_shift, 31),
+	GF(max_event, 0xfffffff0u),
+	GF(flags, 0xffffffffu),
+	GF(cpu_off, 1ull << 44),
+	GF(bpage_off, 1ull << 44),
+	GF(data_off, 1ull << 44),
+	GF(user_off, 1ull << 44),
+	GF(user_size, 1ull << 40),
+	GF(total_size, 0), /* 0: the real one + 4 GiB (what destroy unmaps) */
+};
+#define G_NFIELDS (sizeof gfields / sizeof gfields[0])
+
+static void put_field(unsigned char *base, size_t off, size_t size, uint64_t v)
+{
+	if (off == offsetof(struct ringbuf, total_size) && v == 0)
+		v = ((struct ringbuf *)(void *)base)->total_size + (1ull << 32);
+	if (size == 8) {
+		__atomic_store_n((uint64_t *)(void *)(base + off), v, __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n((uint32_t *)(void *)(base + off), (uint32_t)v, __ATOMIC_RELAXED);
+	}
+}
+
+static void put_ptr(unsigned char *base, size_t off, const void *p)
+{
+	memcpy(base + off, &p, sizeof p);
+}
+
+/* the events of cpu from seq *next on, in order */
+static void expect_hnum(const struct ringbuf_record *rec, unsigned cpu, uint32_t *next)
+{
+	const struct ringbuf_ev_hnum *e = rec->data;
+	assert_true(rec->len >= sizeof *e);
+	if (rec->cpu != cpu || e->cpu != cpu || e->seq != *next)
+		fail_msg("cpu %u: got cpu %u/%u seq %u, expected seq %u", cpu, rec->cpu, e->cpu, e->seq, *next);
+	(*next)++;
+}
+
+/* case k < G_NFIELDS: gfields[k]; G_NFIELDS: every geometry field;
+ * G_NFIELDS + 1: the process-local ones */
+static void geometry_case(unsigned k)
+{
+	char name[32], out[32];
+	struct ringbuf *wr, *rb, *again;
+	struct ringbuf_trace_registry lreg;
+	struct ringbuf_tracedat_info info;
+	struct ringbuf_tracedat *w;
+	struct ringbuf_stats st;
+	struct ringbuf_record rec;
+	struct ringbuf_iter *it;
+	unsigned char page[4096];
+	const void *ref;
+	unsigned char *base;
+	uint32_t next0 = 0, i, ndata = 0;
+	uint64_t taken1 = 0, total = G_EVENTS + G_MORE;
+	void *probe;
+	int fd, r;
+	snprintf(name, sizeof name, "geo%u.rb", k);
+	snprintf(out, sizeof out, "geo%u.dat", k);
+	wr = make_buffer(path_of(name), RINGBUF_MODE_PRODUCER_CONSUMER, G_EVENTS);
+	assert_int_equal(ringbuf_open_file(path_of(name), RINGBUF_OPEN_RDWR, &rb), 0);
+	/* the traced process's own mapping of the header */
+	fd = open(path_of(name), O_RDWR);
+	assert_true(fd >= 0);
+	base = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(base != MAP_FAILED);
+	close(fd);
+	if (k < G_NFIELDS) {
+		put_field(base, gfields[k].off, gfields[k].size, gfields[k].v);
+	} else if (k == G_NFIELDS) {
+		for (i = 0; i < G_NFIELDS; i++)
+			put_field(base, gfields[i].off, gfields[i].size, gfields[i].v);
+	} else {
+		static char fake[64];
+		put_field(base, offsetof(struct ringbuf, owned), 4, 1); /* "malloc'd" */
+		put_ptr(base, offsetof(struct ringbuf, mem), fake);
+		put_field(base, offsetof(struct ringbuf, map_len), 8, 1ull << 46);
+		put_field(base, offsetof(struct ringbuf, clock_kind), 4, RINGBUF__CLK_USER);
+		put_ptr(base, offsetof(struct ringbuf, clock), (const void *)(uintptr_t)hostile_clock);
+	}
+	/* the creator goes on writing, through its handle */
+	for (i = G_EVENTS; i < G_EVENTS + G_MORE; i++)
+		assert_int_equal(trace_hnum(wr, i & 1, i & 1, i >> 1), 1);
+	/* the recorder's calls, as ringbuf-record makes them */
+	assert_int_equal(ringbuf_stats(rb, &st), 0);
+	assert_int_equal(st.entries, total);
+	(void)ringbuf_time_stamp(rb);
+	assert_int_equal(ringbuf_peek(rb, 0, &rec), 1);
+	expect_hnum(&rec, 0, &next0);
+	next0 = 0;
+	for (i = 0; i < 10; i++) {
+		assert_int_equal(ringbuf_consume(rb, 0, &rec), 1);
+		expect_hnum(&rec, 0, &next0);
+	}
+	r = ringbuf_read_page(rb, 1, page, sizeof page, 0);
+	assert_true(r > 0);
+	assert_int_equal(pw_count(page, sizeof page, false, &ndata, NULL, NULL, NULL, NULL, NULL), 0);
+	taken1 += ndata;
+	r = ringbuf_read_page_ref(rb, 1, &ref);
+	assert_true(r >= 0 || r == RINGBUF_EAGAIN);
+	if (r > 0) {
+		assert_int_equal(pw_count(ref, sizeof page, false, &ndata, NULL, NULL, NULL, NULL, NULL), 0);
+		taken1 += ndata;
+	}
+	assert_int_equal(ringbuf_iter_start(rb, 0, &it), 0);
+	i = next0;
+	while ((r = ringbuf_iter_next(it, &rec)) == 1)
+		expect_hnum(&rec, 0, &i);
+	assert_int_equal(r, 0);
+	assert_int_equal(i, (G_EVENTS + G_MORE) / 2);
+	ringbuf_iter_finish(it);
+	/* the rest into a trace.dat */
+	assert_int_equal(ringbuf_trace_load_registry(rb, &lreg), 0);
+	ringbuf_tracedat_info_of(rb, &lreg, &info);
+	info.version = 6;
+	assert_int_equal(ringbuf_tracedat_open(path_of(out), &info, &w), 0);
+	r = ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0);
+	assert_true(r > 0);
+	assert_int_equal(ringbuf_tracedat_finish(w, NULL), 0);
+	assert_int_equal(check_tracedat(path_of(out)), total - next0 - taken1);
+	assert_int_equal(atomic_load(&hostile_called), 0);
+	assert_int_equal(ringbuf_ncpu(rb), NCPU);
+	assert_int_equal(ringbuf_page_size(rb), 4096);
+	ringbuf_trace_registry_free(&lreg);
+	/* a new open reads the changed header: refused (the process-local
+	 * fields of the file are nobody's: an open writes its own) */
+	r = ringbuf_open_file(path_of(name), RINGBUF_OPEN_RDWR, &again);
+	if (k <= G_NFIELDS)
+		assert_true(r == RINGBUF_ECORRUPT || r == RINGBUF_ETRUNC || r == RINGBUF_EFORMAT);
+	else {
+		assert_int_equal(r, 0);
+		ringbuf_destroy(again);
+	}
+	ringbuf_destroy(rb);
+	/* the process is whole: destroy unmapped the block, nothing else */
+	probe = malloc(4096);
+	assert_non_null(probe);
+	memset(probe, 1, 4096);
+	free(probe);
+	assert_int_equal(ringbuf_write(wr, 0, &i, sizeof i), 0);
+	munmap(base, 4096);
+	ringbuf_destroy(wr);
+	unlink(path_of(name));
+	unlink(path_of(out));
+}
+
+static void header_changed_after_the_open(void **state)
+{
+	const char *one = getenv("RINGBUF_TEST_GEOM_CASE"); /* run only case N */
+	unsigned k;
+	(void)state;
+	for (k = 0; k < G_NFIELDS + 2; k++)
+		if (!one || (unsigned)atoi(one) == k)
+			geometry_case(k);
+	print_message("  %u geometry fields changed one at a time, then all, then the process-local fields: "
+		      "every read exact\n",
+		      (unsigned)G_NFIELDS);
+}
+
 static int setup_all(void **state)
 {
 	(void)state;
@@ -818,6 +1020,9 @@ int main(void)
 		cmocka_unit_test(changes_after_the_open_are_errors),
 		cmocka_unit_test(recorder_gives_up_on_a_page_it_cannot_take),
 		cmocka_unit_test(page_check_refuses_times_that_wrap_or_go_back),
+		cmocka_unit_test(header_changed_after_the_open),
 	};
+	if (getenv("RINGBUF_TEST_GEOM_CASE")) /* one case of it, alone */
+		cmocka_set_test_filter("header_changed_after_the_open");
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }

@@ -7,7 +7,8 @@
  * BLOCKS in ringbuf.h): the creator's clock survives any open, an opener that
  * sets none reads CLOCK_MONOTONIC, one that sets one reads its own, the block
  * holds no address, and a 65th block with a user clock is refused, changing
- * nothing.
+ * nothing. The clock's name and kind are per process too
+ * (the_clock_description_is_per_process).
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_IMPLEMENTATION
@@ -282,12 +283,52 @@ static void a_writer_keeps_its_clock_while_other_blocks_come_and_go(void **state
 	ringbuf_destroy(a);
 }
 
+/* The clock's description (kind, name, TSC ratio) is in each process's
+ * private header (PRIVATE HEADER in ringbuf.h): an opener that sets its own
+ * clock changes its handle's name, not the creator's (before, the header was
+ * shared and the creator's block said "unknown", the opener's clock kind,
+ * from then on); a switch to or from the TSC on a shared block, which the
+ * other processes would not see (their stamps converted wrongly), is
+ * refused and changes nothing; a block of one process still switches. Two
+ * mappings in one process stand for two processes: each has its own header. */
+static void the_clock_description_is_per_process(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb, *view, *plain;
+	static uint64_t ticks;
+	(void)state;
+	snprintf(path, sizeof path, "/tmp/ringbuf-shared-clock-desc-%d.rb", (int)getpid());
+	unlink(path);
+	cfg.ncpu = 1;
+	cfg.size_per_cpu = 8192;
+	assert_int_equal(ringbuf_create_file(path, &cfg, &rb), 0);
+	assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &view), 0);
+	assert_string_equal(ringbuf_clock_name(view), "mono");
+	assert_int_equal(ringbuf_set_clock(view, counter_a, &ticks), 0);
+	assert_string_equal(ringbuf_clock_name(view), "unknown");
+	assert_string_equal(ringbuf_clock_name(rb), "mono");
+#if defined(__x86_64__)
+	assert_int_equal(ringbuf_set_clock(rb, RINGBUF_CLOCK_TSC, NULL), RINGBUF_EINVAL);
+	assert_string_equal(ringbuf_clock_name(rb), "mono");
+#endif
+	ringbuf_destroy(view);
+	ringbuf_destroy(rb);
+	unlink(path);
+	assert_int_equal(ringbuf_create(&cfg, &plain), 0);
+	assert_int_equal(ringbuf_set_clock(plain, RINGBUF_CLOCK_TSC, NULL), 0);
+#if defined(__x86_64__)
+	assert_string_equal(ringbuf_clock_name(plain), "x86-tsc");
+#endif
+	ringbuf_destroy(plain);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(an_open_elsewhere_keeps_the_creators_clock, teardown),
 		cmocka_unit_test_teardown(the_65th_shared_user_clock_is_refused, teardown),
 		cmocka_unit_test_teardown(a_writer_keeps_its_clock_while_other_blocks_come_and_go, teardown),
+		cmocka_unit_test_teardown(the_clock_description_is_per_process, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

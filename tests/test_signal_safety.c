@@ -703,7 +703,7 @@ static void commit_wakes_a_waiting_reader_signal_safely(void **state)
 	struct target t;
 	atomic_store(&g_wait_result, -100);
 	assert_int_equal(pthread_create(&w, NULL, waiter, rb), 0);
-	while (atomic_load(&rb->waiters) == 0)
+	while (atomic_load(&ringbuf__sh(rb)->waiters) == 0)
 		sched_yield();
 	memset(&s, 0, sizeof s);
 	s.rb = rb;

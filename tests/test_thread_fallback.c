@@ -438,7 +438,7 @@ static void thread_shared_rejects_more_than_ncpu(void **state)
 	struct ringbuf *rb = make_rb(3, 64 << 10, RINGBUF_MODE_OVERWRITE);
 	(void)state;
 	assert_int_equal(ringbuf_thread_shared(rb, 4), RINGBUF_EINVAL);
-	assert_int_equal(atomic_load(&rb->thread_shared), 0);
+	assert_int_equal(atomic_load(&ringbuf__sh(rb)->thread_shared), 0);
 	assert_int_equal(ringbuf_thread_shared(NULL, 0), RINGBUF_EINVAL);
 	assert_int_equal(ringbuf_thread_shared(rb, 3), 0);
 	assert_int_equal(ringbuf_thread_shared(rb, 0), 0);

@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -271,6 +273,153 @@ static void recovery_walk_meets_indexes_out_of_range(void **state)
 	unlink(path);
 }
 
+/* PH1-PH3 (PRIVATE HEADER): another process rewrites the file's header
+ * while the block is being opened RDWR, through a mapping of its own.
+ * Before the copy (OPEN_MAPPED: the private header still reads the file) the
+ * change is what gets validated: a changed geometry, or a total size other
+ * than the one the open read and mapped, is refused. After the copy
+ * (OPEN_COPIED) the change reaches only the file: the open validates, and the
+ * handle keeps, the geometry it copied, and reads every event. The last case
+ * rewrites the creator's header between its create and its writes: the
+ * creator's copy is unchanged too. */
+struct hdr_change {
+	unsigned char *file; /* the other process's mapping of the header */
+	int point;
+	size_t off;
+	uint32_t v32;
+	uint64_t v64;
+	int wide;
+	unsigned hits;
+};
+
+static void hdr_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	struct hdr_change *h = (struct hdr_change *)ctx;
+	(void)rb;
+	(void)cpu;
+	if (point != h->point || h->hits++ != 0)
+		return;
+	if (h->wide)
+		__atomic_store_n((uint64_t *)(void *)(h->file + h->off), h->v64, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n((uint32_t *)(void *)(h->file + h->off), h->v32, __ATOMIC_RELAXED);
+}
+
+static void open_under_a_header_change(int point, size_t off, int wide, uint64_t v, int expect)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct hdr_change h;
+	struct ringbuf *w, *r = NULL;
+	struct ringbuf_record rec;
+	uint32_t k, got = 0;
+	int fd, rc;
+	memset(&h, 0, sizeof h);
+	snprintf(path, sizeof path, "/tmp/ringbuf-validate-hdr-%d.rb", (int)getpid());
+	unlink(path);
+	cfg.ncpu = 2;
+	cfg.size_per_cpu = 4 * 4096;
+	cfg.page_size = 4096;
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+	assert_int_equal(ringbuf_create_file(path, &cfg, &w), 0);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	h.file = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(h.file != MAP_FAILED);
+	close(fd);
+	h.point = point;
+	h.off = off;
+	h.wide = wide;
+	h.v32 = (uint32_t)v;
+	h.v64 = wide && off == offsetof(struct ringbuf, total_size) ? v + w->total_size : v;
+	if (point == 0) /* the creator's header, rewritten after its create */
+		hdr_hook(w, 0, 0, &h);
+	for (k = 0; k < 100; k++)
+		assert_int_equal(ringbuf_write(w, k & 1, &k, sizeof k), 0);
+	ringbuf__set_testpoint_hook(hdr_hook, &h);
+	rc = ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &r);
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	if (point != 0)
+		assert_int_equal(h.hits, 1);
+	if (expect == 0 && rc != 0)
+		fail_msg("open: %s (%s)", ringbuf_strerror(rc), ringbuf__invalid_why ? ringbuf__invalid_why : "?");
+	assert_int_equal(rc, expect);
+	if (rc == 0) {
+		assert_int_equal(ringbuf_ncpu(r), 2);
+		assert_int_equal(ringbuf_nr_pages(r), 4);
+		assert_int_equal(ringbuf_page_size(r), 4096);
+		assert_int_equal(r->total_size, w->total_size);
+		for (k = 0; k < 2; k++) {
+			uint32_t next = k;
+			while ((rc = ringbuf_consume(r, k, &rec)) == 1) {
+				assert_int_equal(*(const uint32_t *)rec.data, next);
+				next += 2;
+				got++;
+			}
+			assert_int_equal(rc, 0);
+		}
+		assert_int_equal(got, 100);
+		ringbuf_destroy(r);
+	}
+	munmap(h.file, 4096);
+	ringbuf_destroy(w);
+	unlink(path);
+}
+
+static void header_changed_under_the_open(void **state)
+{
+	(void)state;
+	/* before the copy: what the open validates */
+	open_under_a_header_change(RINGBUF__TP_OPEN_MAPPED, offsetof(struct ringbuf, ncpu), 0, 3,
+				   RINGBUF_ECORRUPT);
+	open_under_a_header_change(RINGBUF__TP_OPEN_MAPPED, offsetof(struct ringbuf, nr_pages), 0, 1000,
+				   RINGBUF_ECORRUPT);
+	open_under_a_header_change(RINGBUF__TP_OPEN_MAPPED, offsetof(struct ringbuf, total_size), 1, 4096,
+				   RINGBUF_ECORRUPT); /* + 4096: not what was mapped */
+	/* after it: the file's, not the handle's */
+	open_under_a_header_change(RINGBUF__TP_OPEN_COPIED, offsetof(struct ringbuf, ncpu), 0, 65536, 0);
+	open_under_a_header_change(RINGBUF__TP_OPEN_COPIED, offsetof(struct ringbuf, data_off), 1, 1ull << 44, 0);
+	open_under_a_header_change(RINGBUF__TP_OPEN_COPIED, offsetof(struct ringbuf, total_size), 1, 1ull << 32, 0);
+	/* the creator's copy: a later open reads the changed file (refused) */
+	open_under_a_header_change(0, offsetof(struct ringbuf, nr_pages), 0, 1000, RINGBUF_ECORRUPT);
+}
+
+/* A block laid out for one process (ringbuf_create: its shared part right
+ * behind the header, in the header's page) written to a file: an RDWR open
+ * cannot give it a private header (PH1's 64 KiB would cover its shared
+ * part) and refuses it, before mapping anything privately; a private view
+ * still opens it. */
+static void one_process_block_is_not_opened_rdwr(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb, *r;
+	struct ringbuf_record rec;
+	size_t need = 0;
+	uint32_t k;
+	FILE *f;
+	(void)state;
+	cfg.ncpu = 1;
+	cfg.size_per_cpu = 4 * 4096;
+	cfg.page_size = 4096;
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+	assert_int_equal(ringbuf_size_needed(&cfg, &need), 0);
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	for (k = 0; k < 10; k++)
+		assert_int_equal(ringbuf_write(rb, 0, &k, sizeof k), 0);
+	snprintf(path, sizeof path, "/tmp/ringbuf-validate-one-%d.rb", (int)getpid());
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(rb, 1, need, f), need);
+	fclose(f);
+	ringbuf_destroy(rb);
+	assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &r), RINGBUF_EFORMAT);
+	assert_int_equal(ringbuf_open_file(path, 0, &r), 0);
+	for (k = 0; ringbuf_consume(r, 0, &rec) == 1; k++)
+		assert_int_equal(*(const uint32_t *)rec.data, k);
+	assert_int_equal(k, 10);
+	ringbuf_destroy(r);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +428,8 @@ int main(void)
 		cmocka_unit_test(head_pushed_under_the_walk),
 		cmocka_unit_test(slot_rewritten_under_the_check),
 		cmocka_unit_test(recovery_walk_meets_indexes_out_of_range),
+		cmocka_unit_test(header_changed_under_the_open),
+		cmocka_unit_test(one_process_block_is_not_opened_rdwr),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

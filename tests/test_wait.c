@@ -311,7 +311,7 @@ static void lowest_watermark_survives_the_last_other_waiter_leaving_and_returnin
 	assert_int_equal(W[1].ret, 1);
 	pthread_join(t[0], NULL);
 	pthread_join(t[1], NULL);
-	assert_true(atomic_load(&rb->waiters) == 0);
+	assert_true(atomic_load(&ringbuf__sh(rb)->waiters) == 0);
 }
 
 /* ---- 2. another CPU's commit takes the wake while the waiter arms ------------ */
@@ -345,7 +345,7 @@ static void cpu_waiter_is_woken_after_another_cpus_commit_took_a_wake(void **sta
 	expect_return(0, &t, 1, "CPU 0 has an event (lost wake-up)");
 	assert_int_equal(W[0].ret, 1);
 	pthread_join(t, NULL);
-	assert_true(atomic_load(&rb->waiters) == 0);
+	assert_true(atomic_load(&ringbuf__sh(rb)->waiters) == 0);
 }
 
 /* ---- 3. several watermarks ---------------------------------------------------- */
@@ -385,7 +385,7 @@ static void waiters_with_different_watermarks_each_return_at_theirs(void **state
 	}
 	for (i = 0; i < 3; i++)
 		pthread_join(t[i], NULL);
-	assert_true(atomic_load(&rb->waiters) == 0);
+	assert_true(atomic_load(&ringbuf__sh(rb)->waiters) == 0);
 }
 
 /* ---- 4. 256 CPUs ----------------------------------------------------------- */
@@ -427,7 +427,7 @@ static void wait_on_256_cpus(void **state)
 	assert_int_equal(ringbuf_wait(rb, 255, 0, 0), 1);
 	assert_int_equal(ringbuf_wait(rb, 199, 0, 0), 0);
 	assert_int_equal(ringbuf_wait(rb, 256, 0, 0), RINGBUF_EINVAL);
-	assert_true(atomic_load(&rb->waiters) == 0);
+	assert_true(atomic_load(&ringbuf__sh(rb)->waiters) == 0);
 }
 
 /* ---- 5. futex calls of a timed wait --------------------------------------------- */

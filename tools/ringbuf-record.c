@@ -260,6 +260,7 @@ static void rbrec_dump_text(FILE *f, struct ringbuf *rb, size_t len)
 	if (len < sizeof *rb || rb->magic != RINGBUF__MAGIC || rb->total_size > len || rb->nr_pages > 1u << 20 ||
 	    rb->nr_pages == 0 || rb->ncpu == 0 || rb->ncpu > 4096 || rb->page_size < 64 ||
 	    rb->page_size > 1u << 20 || rb->cpu_off % _Alignof(struct ringbuf__cpu) != 0 ||
+	    rb->cpu_off < sizeof(struct ringbuf__shdr) ||
 	    rb->bpage_off % _Alignof(struct ringbuf__bpage) != 0 || rb->data_off % _Alignof(struct ringbuf__dpage) != 0 ||
 	    rb->page_size % _Alignof(struct ringbuf__dpage) != 0 || rb->cpu_off > len ||
 	    (len - rb->cpu_off) / sizeof(struct ringbuf__cpu) < rb->ncpu || rb->bpage_off > len ||
@@ -270,7 +271,7 @@ static void rbrec_dump_text(FILE *f, struct ringbuf *rb, size_t len)
 		return;
 	}
 	fprintf(f, "ncpu %u nr_pages %u page_size %u bsize %u mode %d\n", rb->ncpu, rb->nr_pages, rb->page_size,
-		rb->bsize, atomic_load_explicit(&rb->mode, memory_order_relaxed));
+		rb->bsize, atomic_load_explicit(&ringbuf__sh(rb)->mode, memory_order_relaxed));
 	for (cpu = 0; cpu < rb->ncpu; cpu++) {
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 		uint32_t rp = RINGBUF__LOAD(&c->reader_page), cp = RINGBUF__LOAD(&c->commit_page),

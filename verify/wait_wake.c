@@ -28,7 +28,7 @@
  * waiter's part before the call ordered before F and the writer's part
  * before F ordered before the waiter's part after the call. Modelled as a
  * seq_cst fence in the waiter and one in the writer BETWEEN its commit and
- * its load of rb->waiters ([WAIT-W]), at no other point. That is an
+ * its load of ringbuf__sh(rb)->waiters ([WAIT-W]), at no other point. That is an
  * over-approximation (every real execution is one of the model's): F there
  * forbids only the store-buffering outcome "the load misses the arming AND
  * the waiter's check misses the commit"; F before the commit gives "the load
@@ -79,7 +79,7 @@
 #define REL memory_order_release
 #define SC memory_order_seq_cst
 
-/* rb->waiters (RINGBUF__WAIT_*), rb->wait_seq, and the CPU's dirty pages
+/* ringbuf__sh(rb)->waiters (RINGBUF__WAIT_*), ringbuf__sh(rb)->wait_seq, and the CPU's dirty pages
  * (ringbuf__dirty_pages: pages_touched, owner-written, read relaxed by
  * waiters and by the writer's own check) */
 #define WAIT_DATA 1u
