@@ -44,12 +44,16 @@
  * signal fences (same-thread compiler barriers) are removed, as GenMC would
  * model them as full fences.
  */
-/* GENMC-PASS: -rc11 -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=0 -DNW=1 -DNR=2 */
-/* GENMC-PASS: -imm -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=0 -DNW=1 -DNR=1 */
-/* GENMC-PASS: -rc11 -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=1 -DNW=2 -DNR=2 */
-/* GENMC-PASS: -imm -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=1 -DNW=2 -DNR=2 */
-/* GENMC-FAIL: -rc11 -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DOLD_PROTOCOL -DMODE=0 -DNW=1 -DNR=2 */
-/* GENMC-FAIL: -sc -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DOLD_PROTOCOL -DMODE=0 -DNW=1 -DNR=2 */
+/* each PASS run explores 64 or more executions; fewer means the writer or
+ * the reader did not run (a loop of ringbuf__init_in past -unroll once
+ * left 1 per run, and no error): */
+/* GENMC-MIN-EXECUTIONS: 50 */
+/* GENMC-PASS: -rc11 -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=0 -DNW=1 -DNR=2 */
+/* GENMC-PASS: -imm -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=0 -DNW=1 -DNR=1 */
+/* GENMC-PASS: -rc11 -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=1 -DNW=2 -DNR=2 */
+/* GENMC-PASS: -imm -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=1 -DNW=2 -DNR=2 */
+/* GENMC-FAIL: -rc11 -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DOLD_PROTOCOL -DMODE=0 -DNW=1 -DNR=2 */
+/* GENMC-FAIL: -sc -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DOLD_PROTOCOL -DMODE=0 -DNW=1 -DNR=2 */
 /* not Linux for GenMC: no file backend (open/mmap), no syscall */
 #undef __linux__
 #include <assert.h>
