@@ -10,7 +10,9 @@
  *                              -DFUNC: the `function` event, one record per call;
  *                              -DLIVE: producer/consumer mode with a live recorder,
  *                              a thread that reads whole pages while fib runs
- *                              (ringbuf_read_page); prints records read and lost
+ *                              (ringbuf_read_page, RINGBUF_READ_FULL; started
+ *                              before fib; on CPU 1, fib on CPU 0, as trace-cmd
+ *                              pins its readers); prints records read and lost
  *   -pg -mfentry -mnop-mcount -mrecord-mcount -fno-pie (linked -no-pie):
  *                              a 5-byte NOP at fib's start; with -DRB -DFUNC
  *                              -DFENTRY ringbuf_ftrace_patch() makes it a call
@@ -41,23 +43,48 @@ __attribute__((noinline)) int fib(int n)
 /* the live recorder: a thread that takes whole pages out of the buffer as
  * they fill (ringbuf_read_page, as trace-cmd record reads the kernel's) */
 static struct ringbuf *live_rb;
-static volatile int live_done;
+static volatile int live_done, live_started;
 static unsigned char live_page[1 << 16];
 
-__attribute__((no_instrument_function)) static unsigned long long live_drain(void)
+/* whole pages while the writer runs (RINGBUF_READ_FULL: a page the writer
+ * has left, as trace-cmd's splice reads take full pages), everything at the
+ * end (flags 0: the partly written last page too). Taking partial pages
+ * while the writer runs would swap out the page it is on every few records:
+ * ~10 records per read at ~0.2 us, barely the writer's rate here. */
+__attribute__((no_instrument_function)) static unsigned long long live_drain(unsigned flags)
 {
 	unsigned long long n = 0;
-	while (ringbuf_read_page(live_rb, 0, live_page, sizeof live_page, 0) > 0)
+	while (ringbuf_read_page(live_rb, 0, live_page, sizeof live_page, flags) > 0)
 		n++;
 	return n;
+}
+
+/* The recorder on a CPU of its own, the traced thread on another, as
+ * trace-cmd record pins its per-CPU readers: left to the scheduler, the two
+ * threads share a CPU at times and the writer fills the 1 MiB ring in well
+ * under a millisecond meanwhile. Both CPUs must be allowed; else nothing is
+ * pinned (and the run says so). */
+static int live_pinned; /* each thread adds 1 before fib starts (live_started orders them) */
+__attribute__((no_instrument_function)) static void live_pin(int cpu)
+{
+	cpu_set_t allowed, one;
+	if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || !CPU_ISSET(0, &allowed) ||
+	    !CPU_ISSET(1, &allowed))
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0)
+		live_pinned++;
 }
 
 __attribute__((no_instrument_function)) static void *live_reader(void *arg)
 {
 	(void)arg;
+	live_pin(1);
+	__atomic_store_n(&live_started, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		int done = __atomic_load_n(&live_done, __ATOMIC_ACQUIRE);
-		if (!live_drain()) {
+		if (!live_drain(RINGBUF_READ_FULL)) {
 			if (done)
 				break;
 			sched_yield();
@@ -104,6 +131,12 @@ int main(int argc, char **argv)
 	live_rb = rb;
 	if (pthread_create(&reader, NULL, live_reader, NULL) != 0)
 		return 1;
+	/* the recorder runs before the traced code starts, as ringbuf-record
+	 * attaches first: fib fills 1 MiB in well under a millisecond, less
+	 * than a new thread may take to be scheduled at all */
+	while (!__atomic_load_n(&live_started, __ATOMIC_ACQUIRE))
+		sched_yield();
+	live_pin(0); /* after the reader took CPU 1: a new thread inherits the mask */
 #endif
 #endif
 	for (i = 0; i < (unsigned long long)n + 1; i++) { /* b = fib(n + 1) */
@@ -125,13 +158,13 @@ int main(int argc, char **argv)
 #ifdef LIVE
 	__atomic_store_n(&live_done, 1, __ATOMIC_RELEASE);
 	pthread_join(reader, NULL);
-	live_drain();
+	live_drain(0);
 #endif
 	ringbuf_ftrace_get_stats(&st);
 	ringbuf_stats_cpu(rb, 0, &rs);
 #ifdef LIVE
-	printf(" recorded=%llu lost=%llu", (unsigned long long)rs.read_events,
-	       (unsigned long long)(rs.dropped_events + rs.commit_overrun));
+	printf(" recorded=%llu lost=%llu pinned=%s", (unsigned long long)rs.read_events,
+	       (unsigned long long)(rs.dropped_events + rs.commit_overrun), live_pinned == 2 ? "yes" : "no");
 #endif
 	printf(" clock=%s dropped=%llu overwritten=%llu", ringbuf_clock_name(rb), (unsigned long long)st.dropped,
 	       (unsigned long long)rs.overrun);

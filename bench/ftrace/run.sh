@@ -150,6 +150,7 @@ for ((r = 0; r < rounds; r++)); do
 		echo "$line" > "$out/$v.last"
 		if [ "$v" = rb_live ]; then
 			echo "$line" | sed -n 's/.*lost=\([0-9]*\).*/\1/p' >> "$out/rb_live.lost"
+			echo "$line" | sed -n 's/.*pinned=\([a-z]*\).*/\1/p' > "$out/rb_live.pinned"
 		fi
 	done
 	if [ $have_uftrace = 1 ]; then
@@ -171,7 +172,7 @@ plain=$(median < "$out/plain")
 calls=$(sed -n 's/.*calls=\([0-9]*\).*/\1/p' "$out/rb.last")
 echo "function tracer: fib($n), $calls calls, median of $rounds rounds (ns per call, entry + exit; thread CPU time)"
 echo "  last ringbuf run: $(sed 's/.*calls=[0-9]* //' "$out/rb.last")"
-echo "  live recorder (producer/consumer, 1 MiB, a thread reading pages): records lost per round: $(tr '\n' ' ' < "$out/rb_live.lost")(of $((2 * calls)))"
+echo "  live recorder (producer/consumer, 1 MiB, a thread reading whole pages, started first; recorder and fib on CPUs 1 and 0: $(cat "$out/rb_live.pinned" 2>/dev/null || echo no)): records lost per round: $(tr '\n' ' ' < "$out/rb_live.lost")(of $((2 * calls)))"
 uf=$(median < "$out/uftrace")
 lt=$(median < "$out/lttng")
 ltf=$(median < "$out/lttng_fast")
