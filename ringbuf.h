@@ -2441,7 +2441,8 @@ extern int clock_gettime(int, struct timespec *);
  * futex call the waiter sleeps 1 ms at a time.
  *
  * MEMORY ORDERS (the kernel's local_t becomes relaxed atomics, its barrier()
- * atomic_signal_fence; `owner` = the writing thread and its signal handlers):
+ * atomic_signal_fence; `owner` = the writing thread and its signal handlers;
+ * `sh->` = the words processes share, ringbuf__sh(rb), PRIVATE HEADER):
  *
  *   field               written by        read by           order, pairs with
  *   data page commit    owner [W-commit]  reader [R-commit] release / acquire: event bytes before commit
@@ -2476,13 +2477,14 @@ extern int clock_gettime(int, struct timespec *);
  *   owner word          any writer thread other writers     CAS acq_rel to take / store release
  *     (mapped modes)                                        to give back (G2 / G5); acquire load
  *                                                           to judge a dead owner (>>contexts)
- *   ringbuf__sh(rb)->release_gen     thread_release,   threads without   fetch_add release / load acquire (F6 / F1);
+ *   sh->release_gen     thread_release,   threads without   fetch_add release / load acquire (F6 / F1);
  *                       thread_shared     a claim (F1)      a hint: ownership is the owner word's CAS
- *   ringbuf__sh(rb)->thread_shared   thread_shared     F1-F4             relaxed (which buffers F2 / F4b scan)
+ *   sh->thread_shared   thread_shared     F1-F4             relaxed (which buffers F2 / F4b scan)
  *   statistics          owner/reader      anyone            relaxed (a snapshot)
- *   ringbuf__sh(rb)->waiters         waiters (R2, R6)  writers [WAIT-W]  CAS seq_cst / acq_rel; writer load relaxed +
+ *   sh->waiters         waiters (R2, R6)  writers [WAIT-W]  CAS seq_cst / acq_rel; writer load relaxed +
  *                       writers (W2)                        membarrier, CAS acquire (see WAITING)
- *   ringbuf__sh(rb)->wait_seq        W2, R6, wake_waiters  waiters (R1)  fetch_add release / load acquire; futex word
+ *   sh->wait_seq        W2, R6,           waiters (R1)      fetch_add release / load acquire; futex word
+ *                       wake_waiters
  *   reader_lock         readers           readers           CAS acquire to take / store release to drop
  *
  * MERGED READERS (ringbuf_consume_merged, the RINGBUF_ALL_CPUS iterator). Each
