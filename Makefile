@@ -188,6 +188,14 @@ asan-ubsan: ## build and run the tests with ASan (+ leak checks) and UBSan toget
 		$(SAN_MAKE) BUILD=$(BUILD)/asan-ubsan \
 		SAN_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 
+# ThreadSanitizer and UndefinedBehaviorSanitizer in one clang build and run
+# (what CI uses for its clang runs: clang's UBSan checks without a build and a
+# run of their own; TSan cannot be combined with ASan, UBSan can).
+tsan-ubsan: ## build and run the tests with TSan and UBSan together (clang) in build/tsan-ubsan/
+	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		$(SAN_MAKE) BUILD=$(BUILD)/tsan-ubsan \
+		SAN_FLAGS="-fsanitize=thread,undefined -fno-sanitize-recover=all" TEST_WRAPPER="$(TSAN_WRAPPER)"
+
 sanitize: asan ubsan tsan ## all three sanitizer runs
 
 # ---- examples and demo ------------------------------------------------------
@@ -289,7 +297,7 @@ $(BUILD)/fuzz/%: fuzz/%.c $(wildcard ringbuf*.h) tools/ringbuf-record.c $(TEST_H
 
 ##   SOAK_SECONDS    make soak: how long the signal torture runs (600)
 SOAK_SECONDS ?= 600
-.PHONY: soak stress asan-ubsan
+.PHONY: soak stress asan-ubsan tsan-ubsan
 
 soak: $(BUILD)/tests/soak ## signal-torture soak (tests/soak.c) for SOAK_SECONDS; prints totals
 	$(BUILD)/tests/soak $(SOAK_SECONDS)

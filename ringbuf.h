@@ -1143,9 +1143,13 @@ static inline struct ringbuf__shdr *ringbuf__sh(const struct ringbuf *rb)
 #if defined(__GNUC__) || defined(__clang__)
 #define RINGBUF__LIKELY(x) __builtin_expect(!!(x), 1)
 #define RINGBUF__UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* 1 when the compiler knows x's value here (a constant argument of an
+ * inlined call), else 0; never evaluates x */
+#define RINGBUF__IS_CONST(x) __builtin_constant_p(x)
 #else
 #define RINGBUF__LIKELY(x) (x)
 #define RINGBUF__UNLIKELY(x) (x)
+#define RINGBUF__IS_CONST(x) 0
 #endif
 #define RINGBUF__LOAD(p) atomic_load_explicit((p), memory_order_relaxed)
 #define RINGBUF__STORE(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
@@ -1723,6 +1727,19 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 	/* len - 1 wraps for 0: one compare for 1 <= len <= max_event */
 	if (RINGBUF__UNLIKELY(!rb || len - 1 >= (size_t)rb->max_event))
 		return ringbuf__reserve_slow(rb, cpu, len);
+	/* The mode written as the constant (as callers do): its path straight
+	 * through, not the cold branch below that an index in a variable
+	 * keeps for it (one taken jump out and one back per event: the
+	 * per-thread mapping +1.0 ns over an explicit index with the mode in a
+	 * variable, +0.7 with the constant, make bench rb_thread_16). */
+	if (RINGBUF__IS_CONST(cpu) && cpu == RINGBUF_CPU_THREAD) {
+		x = ringbuf__thread_buffer(rb);
+		if (RINGBUF__LIKELY(x < rb->ncpu))
+			return ringbuf__reserve_index(rb, x, len);
+		return ringbuf__reserve_slow(rb, cpu, len);
+	}
+	if (RINGBUF__IS_CONST(cpu) && cpu == RINGBUF_CPU_CURRENT)
+		return ringbuf__current_reserve(rb, len);
 	if (RINGBUF__UNLIKELY(x >= rb->ncpu)) {
 		if (x == RINGBUF_CPU_CURRENT)
 			return ringbuf__current_reserve(rb, len);

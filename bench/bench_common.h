@@ -87,13 +87,20 @@ static _Thread_local size_t floor_pos;
 
 /* ---- ringbuf loops -------------------------------------------------------- */
 
-/* reserve + fill + commit; returns the events that could not be reserved. */
-#define DEFINE_RB_LOOP(LEN)                                                            \
-	static BENCH_NOINLINE uint64_t rb_loop_##LEN(struct ringbuf *rb, unsigned cpu, \
-						     size_t n)                         \
+/* reserve + fill + commit; returns the events that could not be reserved.
+ * rb_loop_LEN(rb, cpu, n) passes its cpu argument, a variable, to the calls;
+ * DEFINE_RB_LOOP_AT(NAME, LEN, CPU) defines NAME(rb, ignored, n) with CPU
+ * written in the calls, as code that uses a mapped writer context writes
+ * RINGBUF_CPU_THREAD or RINGBUF_CPU_CURRENT. */
+#define DEFINE_RB_LOOP(LEN) DEFINE_RB_LOOP_BODY(rb_loop_##LEN, LEN, cpu_arg)
+#define DEFINE_RB_LOOP_AT(NAME, LEN, CPU) DEFINE_RB_LOOP_BODY(NAME, LEN, (CPU))
+#define DEFINE_RB_LOOP_BODY(NAME, LEN, cpu)                                            \
+	static BENCH_NOINLINE uint64_t NAME(struct ringbuf *rb, unsigned cpu_arg,     \
+					    size_t n)                                  \
 	{                                                                              \
 		unsigned char src[LEN] __attribute__((aligned(8)));                    \
 		uint64_t nulls = 0;                                                    \
+		(void)cpu_arg;                                                         \
 		memset(src, 0x5a, sizeof src);                                         \
 		for (size_t i = 0; i < n; i++) {                                       \
 			void *p;                                                       \
