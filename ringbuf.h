@@ -3819,7 +3819,7 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  *     happen-before our recovery. The CAS fails if the word changed since it
  *     was judged, and a dead owner's word never comes back (its token).
  *
- * RSEQ (issue 13: G2 without the locked instruction; considered, not used).
+ * RSEQ (issue 13: G2 without the locked instruction; measured, not built).
  * A restartable sequence (check that rseq's cpu_id is c and owner[c] is 0,
  * then store our id as the commit instruction) excludes only threads that run
  * on CPU c: the kernel aborts it on preemption, migration or a signal, but a
@@ -3828,24 +3828,42 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  * any free buffer when the thread's own is held; with fewer buffers than
  * CPUs two CPUs share buffer cpu % ncpu; RINGBUF_CPU_THREAD claims, shared
  * takes (F2, F4b) and dead-owner takeovers CAS the same words; writers of a
- * MAP_SHARED block run in other processes. A safe rseq claim needs every such
- * taker excluded asymmetrically: a word parked for CPU c (free for rseq
- * claims there only), which any other taker first marks by CAS and then
- * waits out with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) on CPU c
- * before it may own it (a system call per such take, one process only, so
- * never on a shared block), with the judge, fork and release paths taught the
- * parked value, and an argument outside the C11 model (membarrier as the
- * asymmetric fence). Not worth it by measurement (make bench, x86-64 2-vCPU
- * VM, glibc 2.36, Linux 6.18): claim and release alone cost 2.2 ns per event
- * with the CAS (claim_cas) and 1.0 ns with the rseq store (claim_rseq, the
- * sequence in bench/bench.c). Before INLINE, rb_current_16 was 43.4-44.0 ns
- * against 29.0 for the explicit index, and a plain store in place of G2's
- * CAS (unsafe, an experiment) took it to 41.6 only: the gap was the
- * out-of-line path (lookups, calls), which INLINE removes (36.2-36.9 ns).
- * On the inline path the same unsafe store measured 1.2 ns below the CAS
- * (33.4 vs 34.6 ns, in a prototype): rseq could buy about that, still above
- * +3 ns over the explicit index; RINGBUF_CPU_THREAD, which claims nothing
- * per event, pays +3.4 ns for its inline lookup alone.
+ * MAP_SHARED block run in other processes.
+ * What it would buy (make bench, x86-64 2-vCPU VM, glibc 2.36, Linux 6.18,
+ * idle, 3 interleaved runs of 15 rounds): with G2's CAS replaced by a load of
+ * 0 and a plain store (unsafe: an experiment, not a mode) rb_current_16 is
+ * +2.69 / +2.71 / +1.92 ns over the explicit index instead of +7.36 / +7.58
+ * / +7.27: the LOCK CMPXCHG is most of the gap (it waits for the store
+ * buffer to drain the previous event's stores; perf puts 42% of the loop's
+ * samples on the instruction after it). An earlier prototype measured 1.2 ns
+ * for the same substitution; claim and release alone, without a write
+ * between them, cost 2.2 ns with the CAS and 1.0 with an rseq store
+ * (claim_cas, claim_rseq in bench/bench.c). So a safe rseq claim is the way
+ * to +3 ns. What it needs, worked out and not built:
+ *   R1 an rseq-claimable word is one a sequence on CPU x can take (x the
+ *      word's index, x < ncpu); every other 0 -> id change of such a word
+ *      (the CAS of a taker not running the sequence on x: the busy fallback
+ *      to another buffer, claims, shared takes) is followed by
+ *      membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, CPU x), which
+ *      aborts a sequence on x that read 0 before the CAS, then a re-load:
+ *      the word still ours, or a sequence overwrote it and owns it (the
+ *      CAS taker wrote nothing into the buffer yet, so it just moves on).
+ *      Changes from a nonzero value (releases, RELEASING, takeovers of dead
+ *      owners) need nothing: a sequence commits only after reading 0.
+ *   R2 a system call per fallback take would be one per event while a
+ *      holder is preempted mid-event on its CPU (the other threads on that
+ *      CPU all fall back): the fallback must keep the buffer it took (a
+ *      sticky claim, given back when its own CPU's word is free again).
+ *   R3 MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ reaches the calling process
+ *      only: a MAP_SHARED block with writers in two processes, or a process
+ *      without rseq (qemu-user, old glibc), keeps the CAS for every word;
+ *      the block must know which it is before the first sequence runs
+ *      (a mode word set once, with its own asymmetric fence).
+ *   R4 an argument outside the C11 model (membarrier as the heavy side,
+ *      the sequence's abort as atomicity on one CPU), tests that land
+ *      signals and migrations inside the sequence, and a model of it for
+ *      verify/ (GenMC models neither rseq nor membarrier: the sequence as an
+ *      atomic block per CPU, membarrier as a fence in each thread).
  * mm_cid (Linux >= 6.3, a dense per-process CPU id) is filled in by this
  * kernel (AT_RSEQ_FEATURE_SIZE 28), but glibc 2.36 reports __rseq_size 20 and
  * the field may be read only when __rseq_size >= 28 (glibc >= 2.40): not used.
