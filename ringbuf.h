@@ -1144,8 +1144,13 @@ static inline struct ringbuf__shdr *ringbuf__sh(const struct ringbuf *rb)
 #define RINGBUF__LIKELY(x) __builtin_expect(!!(x), 1)
 #define RINGBUF__UNLIKELY(x) __builtin_expect(!!(x), 0)
 /* 1 when the compiler knows x's value here (a constant argument of an
- * inlined call), else 0; never evaluates x */
+ * inlined call), else 0; never evaluates x. Linux only: the model checker
+ * (verify/, built without __linux__) cannot interpret llvm.is.constant. */
+#if defined(__linux__)
 #define RINGBUF__IS_CONST(x) __builtin_constant_p(x)
+#else
+#define RINGBUF__IS_CONST(x) 0
+#endif
 #else
 #define RINGBUF__LIKELY(x) (x)
 #define RINGBUF__UNLIKELY(x) (x)
