@@ -35,6 +35,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "crashutil.h"
+#include "sigutil.h" /* UNDER_TSAN */
 
 /* Events the child writes: 400 (3,188 kills, every test point of each).
  * Each kill re-runs the child from the start, so the sweep costs O(NEV^2):
@@ -45,13 +46,6 @@
  * and UBSan runs sweep all 400. */
 #define NEV_FULL 400u
 #define NEV_SHORT 160u
-#if defined(__SANITIZE_THREAD__)
-#define CRASH_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CRASH_UNDER_TSAN 1
-#endif
-#endif
 static uint32_t NEV = NEV_FULL;
 
 static char path[64];
@@ -179,10 +173,7 @@ static void overwrite_kill_at_each_step_accounts_every_event(void **state)
 {
 	(void)state;
 	ringbuf_set_warn_hook(crash_warn_print, NULL);
-#ifdef CRASH_UNDER_TSAN
-	NEV = NEV_SHORT;
-#endif
-	if (getenv("RINGBUF_TEST_QEMU"))
+	if (UNDER_TSAN || getenv("RINGBUF_TEST_QEMU"))
 		NEV = NEV_SHORT;
 	sweep(RINGBUF_MODE_OVERWRITE, "overwrite");
 }

@@ -10,6 +10,7 @@
  * tests/pagewalk.h); events are read in order per writer context; time stamps
  * never go backwards; reported lost counts add up.
  */
+#define _GNU_SOURCE 1 /* sigutil.h (UNDER_TSAN) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
 
@@ -23,6 +24,7 @@
 #include <cmocka.h>
 
 #include "pagewalk.h"
+#include "sigutil.h" /* UNDER_TSAN */
 
 #define MAXCTX (RINGBUF_MAX_NEST + 1)
 
@@ -337,20 +339,9 @@ static void run_seed(uint64_t seed, int mode, size_t page_size, int steps)
  * slower) and ThreadSanitizer (one thread here: nothing for it to find that
  * the native run misses), which keeps .ci/run in its budget and still cuts
  * into every test point (the rarest, COMMIT_PAGE, some 1,700 times). */
-#if defined(__SANITIZE_THREAD__)
-#define INTERLEAVE_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define INTERLEAVE_TSAN 1
-#endif
-#endif
 static uint64_t nseeds(void)
 {
-#ifdef INTERLEAVE_TSAN
-	return 600;
-#else
-	return getenv("RINGBUF_TEST_QEMU") ? 600 : 2000;
-#endif
+	return UNDER_TSAN || getenv("RINGBUF_TEST_QEMU") ? 600 : 2000;
 }
 
 static void random_interleavings_overwrite(void **state)
