@@ -48,6 +48,9 @@ CXX_CHECK_STDS := c++11 c++14 c++17 c++20
 
 TEST_SRCS    := $(wildcard tests/test_*.c)
 TEST_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+# run a second time by make test with the CAS claim (RSEQ in ringbuf.h's >>contexts)
+NO_RSEQ_TESTS = test_contexts test_current_steps test_owners test_signal_writers test_thread_fallback \
+	test_fork test_quiesce test_reset
 # C++ tests: tests/test_*.cpp, each linked with the C file its
 # `// C_SOURCES: tests/x.c` line names (compiled with CC)
 TEST_CXX_SRCS := $(wildcard tests/test_*.cpp)
@@ -100,6 +103,10 @@ test: ## check dependencies (installs cmocka when root), build and run all tests
 	else echo "test-packaging: not repeated in sanitizer runs"; fi
 	@$(if $(HAVE_CXX),:,echo "test: no C++ compiler ($(CXX)): tests/test_*.cpp skipped")
 	@TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_WRAPPER="$(TEST_WRAPPER)" tools/run-tests.sh $(TEST_BINS) $(TEST_CXX_BINS)
+	@$(if $(findstring thread,$(SAN_FLAGS)),echo "test: no second run with the CAS claim under TSan (it has no rseq claim)",\
+	echo "test: the mapped-mode tests again with RINGBUF_CPU_CURRENT's CAS instead of the rseq claim (RINGBUF_TEST_NO_RSEQ=1)" && \
+	RINGBUF_TEST_NO_RSEQ=1 TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_WRAPPER="$(TEST_WRAPPER)" tools/run-tests.sh \
+		$(addprefix $(BUILD)/tests/,$(NO_RSEQ_TESTS)))
 
 tests: $(TEST_BINS) $(TEST_CXX_BINS) # build only (used by test)
 	@:

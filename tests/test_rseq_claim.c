@@ -1,0 +1,527 @@
+/* RINGBUF_CPU_CURRENT's claim by restartable sequence (RSEQ in >>contexts of
+ * ringbuf.h): the sequence S1-S5 on the thread's CPU, the gate GT1-GT4 for
+ * every other taker of the same word. What can break it, and the shape that
+ * breaks it:
+ *
+ *   (1) which blocks claim by sequence: ringbuf_create's (private memory),
+ *       not RINGBUF_F_NO_RSEQ, ringbuf_init_in (caller memory, maybe shared
+ *       with another process), ringbuf_create_shm (other processes' writers
+ *       are beyond a membarrier of ours);
+ *   (2) a sequence and a gated CAS racing for one word from two CPUs: one
+ *       buffer (word 0), writers pinned to CPU 0 take it by sequence, writers
+ *       pinned to CPU 1 (no buffer of their own: 1 >= ncpu) through the gate,
+ *       the gate re-opened every 4 takes (RINGBUF__GATE_USES) so that
+ *       sequences and fences alternate all the time. One writer in the buffer
+ *       at a time (an `inside` probe between reserve and commit), every event
+ *       committed or counted in `unmapped`, every committed event read back
+ *       once and whole. With the gate compiled out (-DMUTANT_NO_GATE: the
+ *       plain CAS against the sequence's plain store) the probe finds two
+ *       owners (the test bites; not part of make test);
+ *   (3) signals and migrations inside the sequence: a writer moved between
+ *       the CPUs every 64 events and interrupted by a signal storm whose
+ *       handler writes a nested event (it restarts any sequence it lands in,
+ *       or nests in the held buffer): exact accounting, each handler event
+ *       inside an outer one or alone, payloads whole;
+ *   (4) another thread cut in at each gate window (test points GATE_ENTERED:
+ *       in flight, not fenced, word not taken; GATE_TAKEN: word taken, gate
+ *       not left) of a taker parked there: a writer on the word's CPU never
+ *       shares the word, the parked taker gets it or moves on, and a nested
+ *       writer of the parked thread itself takes the word through the gate
+ *       and gives it back before the outer take resumes.
+ * Needs x86-64, glibc's rseq registration and the RSEQ membarrier: skipped
+ * without them (qemu-user, ThreadSanitizer, other machines), as is (2)-(4)
+ * with fewer than 2 CPUs. */
+#define _GNU_SOURCE 1
+#ifndef RINGBUF__GATE_USES
+#define RINGBUF__GATE_USES 4u
+#endif
+#ifdef MUTANT_NO_GATE
+/* the mutant: takes that are not the sequence are the plain CAS, while the
+ * sequences still run (what the code would be without GT1-GT4) */
+#define RINGBUF__TEST_MUTANT_NO_GATE 1
+#endif
+#define RINGBUF_IMPLEMENTATION
+#include "ringbuf.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "sigutil.h"
+
+/* LDFLAGS: -lpthread */
+
+struct ev {
+	uint32_t who;  /* writer index (+ 100 for a signal handler's event) */
+	uint32_t seq;  /* per writer */
+	uint32_t sum;  /* who * 2654435761 ^ seq: a torn event does not match */
+	uint32_t pad;
+};
+
+static uint32_t ev_sum(uint32_t who, uint32_t seq)
+{
+	return who * 2654435761u ^ seq;
+}
+
+static bool rseq_here(void)
+{
+	uint64_t c[4];
+	struct ringbuf *rb;
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	bool ok;
+	if (ringbuf_create(&cfg, &rb) != 0)
+		return false;
+	ringbuf__test_rseq_counts(rb, c);
+	ok = c[3] != 0;
+	ringbuf_destroy(rb);
+	return ok;
+}
+
+static bool two_cpus(void)
+{
+	cpu_set_t s;
+	return sched_getaffinity(0, sizeof s, &s) == 0 && CPU_ISSET(0, &s) && CPU_ISSET(1, &s);
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t s;
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	assert_int_equal(sched_setaffinity(0, sizeof s, &s), 0);
+}
+
+static uint64_t committed_all(struct ringbuf *rb)
+{
+	struct ringbuf_stats st;
+	uint64_t n = 0;
+	unsigned c;
+	for (c = 0; c < ringbuf_ncpu(rb); c++) {
+		assert_int_equal(ringbuf_stats_cpu(rb, c, &st), 0);
+		n += st.committed;
+	}
+	return n;
+}
+
+static uint64_t unmapped(struct ringbuf *rb)
+{
+	struct ringbuf_stats st;
+	assert_int_equal(ringbuf_stats(rb, &st), 0);
+	return st.unmapped;
+}
+
+/* Reads every CPU buffer out; per writer `who`, the events must come with
+ * strictly increasing seq (the writer's order), whole. Returns the count;
+ * *nested counts handler events. */
+#define MAXW 8
+static uint64_t read_back(struct ringbuf *rb, uint64_t *handler_events)
+{
+	struct ringbuf_record rec;
+	uint64_t n = 0;
+	unsigned c;
+	*handler_events = 0;
+	for (c = 0; c < ringbuf_ncpu(rb); c++) {
+		int64_t last[2 * MAXW + 200];
+		memset(last, -1, sizeof last);
+		while (ringbuf_consume(rb, c, &rec) == 1) {
+			const struct ev *e = (const struct ev *)rec.data;
+			assert_int_equal(rec.len, sizeof *e);
+			assert_int_equal(rec.lost, 0);
+			assert_int_equal(e->sum, ev_sum(e->who, e->seq));
+			assert_true(e->who < 2 * MAXW + 200);
+			assert_true((int64_t)e->seq > last[e->who]);
+			last[e->who] = e->seq;
+			if (e->who >= 100)
+				(*handler_events)++;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* -- (1) which blocks claim by sequence -- */
+static void only_private_blocks_claim_by_sequence(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	uint64_t c[4];
+	size_t need = 0;
+	void *mem;
+	char path[64];
+	(void)state;
+	if (!rseq_here())
+		skip();
+	cfg.ncpu = 2;
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	ringbuf__test_rseq_counts(rb, c);
+	assert_int_equal(c[3], 1);
+	ringbuf_destroy(rb);
+	cfg.flags = RINGBUF_F_NO_RSEQ;
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	ringbuf__test_rseq_counts(rb, c);
+	assert_int_equal(c[3], 0);
+	ringbuf_destroy(rb);
+	cfg.flags = 0;
+	assert_int_equal(ringbuf_size_needed(&cfg, &need), 0);
+	assert_int_equal(posix_memalign(&mem, 4096, need), 0);
+	assert_int_equal(ringbuf_init_in(mem, need, &cfg, &rb), 0);
+	ringbuf__test_rseq_counts(rb, c);
+	assert_int_equal(c[3], 0);
+	ringbuf_destroy(rb);
+	free(mem);
+	snprintf(path, sizeof path, "/ringbuf-rseq-test-%d", (int)getpid());
+	assert_int_equal(ringbuf_create_shm(path, &cfg, &rb), 0);
+	ringbuf__test_rseq_counts(rb, c);
+	assert_int_equal(c[3], 0);
+	ringbuf_destroy(rb);
+	/* an unknown flag is still refused */
+	cfg.flags = 1u << 7;
+	assert_int_equal(ringbuf_create(&cfg, &rb), RINGBUF_EINVAL);
+}
+
+/* -- (2) sequence against gated CAS on one word -- */
+#define RACE_EVENTS 300000u
+static struct ringbuf *g_rb;
+static _Atomic(int) g_inside, g_overlap, g_go;
+static _Atomic(uint64_t) g_written, g_refused;
+
+struct wargs {
+	int cpu;      /* pinned there; -1: moves between 0 and 1 */
+	uint32_t who;
+	uint32_t n;
+};
+
+static void write_one(uint32_t who, uint32_t seq)
+{
+	struct ev *e = (struct ev *)ringbuf_reserve(g_rb, RINGBUF_CPU_CURRENT, sizeof *e);
+	if (!e) {
+		atomic_fetch_add(&g_refused, 1);
+		return;
+	}
+	if (atomic_fetch_add(&g_inside, 1) != 0)
+		atomic_store(&g_overlap, 1);
+	e->who = who;
+	e->seq = seq;
+	e->sum = ev_sum(who, seq);
+	e->pad = 0;
+	atomic_fetch_sub(&g_inside, 1);
+	ringbuf_commit(g_rb, RINGBUF_CPU_CURRENT, e);
+	atomic_fetch_add(&g_written, 1);
+}
+
+static void *race_writer(void *arg)
+{
+	struct wargs *a = (struct wargs *)arg;
+	uint32_t i;
+	pin(a->cpu);
+	while (!atomic_load(&g_go))
+		;
+	for (i = 0; i < a->n; i++)
+		write_one(a->who, i);
+	return NULL;
+}
+
+static void sequence_and_gated_cas_never_both_own_the_word(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	pthread_t th[4];
+	struct wargs a[4];
+	uint64_t c0[4], c1[4], handler_events, got;
+	int i;
+	(void)state;
+	if (!rseq_here() || !two_cpus())
+		skip();
+	cfg.ncpu = 1; /* one word: CPU 0 by sequence, CPU 1 through the gate */
+	cfg.size_per_cpu = (size_t)4 * RACE_EVENTS * 32 + (1 << 20);
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+	assert_int_equal(ringbuf_create(&cfg, &g_rb), 0);
+	atomic_store(&g_inside, 0);
+	atomic_store(&g_overlap, 0);
+	atomic_store(&g_written, 0);
+	atomic_store(&g_refused, 0);
+	atomic_store(&g_go, 0);
+	ringbuf__test_rseq_counts(g_rb, c0);
+	for (i = 0; i < 4; i++) {
+		a[i].cpu = i & 1;
+		a[i].who = (uint32_t)i;
+		a[i].n = RACE_EVENTS;
+		assert_int_equal(pthread_create(&th[i], NULL, race_writer, &a[i]), 0);
+	}
+	atomic_store(&g_go, 1);
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	ringbuf__test_rseq_counts(g_rb, c1);
+	printf("race: %llu written, %llu refused (unmapped %llu); fences %llu, words taken through the "
+	       "gate %llu, out of line by sequence %llu\n",
+	       (unsigned long long)atomic_load(&g_written), (unsigned long long)atomic_load(&g_refused),
+	       (unsigned long long)unmapped(g_rb), (unsigned long long)(c1[0] - c0[0]),
+	       (unsigned long long)(c1[2] - c0[2]), (unsigned long long)(c1[1] - c0[1]));
+	assert_int_equal(atomic_load(&g_overlap), 0);
+	/* every write committed or counted; nothing dropped for space */
+	assert_int_equal(atomic_load(&g_written) + atomic_load(&g_refused), 4ull * RACE_EVENTS);
+	assert_int_equal(unmapped(g_rb), atomic_load(&g_refused));
+	assert_int_equal(committed_all(g_rb), atomic_load(&g_written));
+	got = read_back(g_rb, &handler_events);
+	assert_int_equal(got, atomic_load(&g_written));
+	/* both kinds of take happened, and the gate was fenced again and
+	 * again (it re-opens every RINGBUF__GATE_USES takes) */
+	assert_true(c1[2] - c0[2] > 1000);
+	assert_true(c1[0] - c0[0] > 100);
+	ringbuf_destroy(g_rb);
+}
+
+/* -- (3) signals and migrations inside the sequence -- */
+#define SIG_EVENTS 200000u
+static _Atomic(uint32_t) g_hseq;
+static _Atomic(uint64_t) g_hwritten, g_hrefused;
+static pthread_t g_victim;
+static _Atomic(int) g_stop;
+
+static void handler(int sig)
+{
+	uint32_t s = atomic_fetch_add(&g_hseq, 1);
+	struct ev *e;
+	(void)sig;
+	e = (struct ev *)ringbuf_reserve(g_rb, RINGBUF_CPU_CURRENT, sizeof *e);
+	if (!e) {
+		atomic_fetch_add(&g_hrefused, 1);
+		return;
+	}
+	e->who = 100;
+	e->seq = s;
+	e->sum = ev_sum(100, s);
+	e->pad = 0;
+	ringbuf_commit(g_rb, RINGBUF_CPU_CURRENT, e);
+	atomic_fetch_add(&g_hwritten, 1);
+}
+
+static void *signaller(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&g_stop)) {
+		pthread_kill(g_victim, SIGUSR1);
+		for (volatile int k = 0; k < 200; k++)
+			;
+	}
+	return NULL;
+}
+
+static uint32_t g_victim_events;
+
+/* at least a->n events, and on until 2,000 handler events landed (counted,
+ * not timed: a busy machine only makes it longer) */
+static void *mover(void *arg)
+{
+	struct wargs *a = (struct wargs *)arg;
+	uint32_t i;
+	for (i = 0; i < a->n || atomic_load(&g_hwritten) + atomic_load(&g_hrefused) < 2000; i++) {
+		if (i % 64 == 0)
+			pin((int)((i / 64) & 1));
+		write_one(a->who, i);
+	}
+	g_victim_events = i;
+	atomic_store(&g_stop, 1); /* the signaller stops before we are joined */
+	return NULL;
+}
+
+static void signals_and_migrations_inside_the_sequence(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct sigaction sa;
+	pthread_t sig_th, other;
+	struct wargs a = { -1, 1, SIG_EVENTS }, b = { 0, 2, SIG_EVENTS };
+	uint64_t handler_events, got;
+	(void)state;
+	if (!rseq_here() || !two_cpus())
+		skip();
+	cfg.ncpu = 2;
+	cfg.size_per_cpu = (size_t)3 * SIG_EVENTS * 32 + (1 << 20);
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+	assert_int_equal(ringbuf_create(&cfg, &g_rb), 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
+	atomic_store(&g_written, 0);
+	atomic_store(&g_refused, 0);
+	atomic_store(&g_hwritten, 0);
+	atomic_store(&g_hrefused, 0);
+	atomic_store(&g_hseq, 0);
+	atomic_store(&g_stop, 0);
+	atomic_store(&g_overlap, 0);
+	atomic_store(&g_go, 1);
+	/* the victim moves between the CPUs, a second writer stays on CPU 0 */
+	assert_int_equal(pthread_create(&g_victim, NULL, mover, &a), 0);
+	assert_int_equal(pthread_create(&other, NULL, race_writer, &b), 0);
+	assert_int_equal(pthread_create(&sig_th, NULL, signaller, NULL), 0);
+	pthread_join(sig_th, NULL);
+	pthread_join(g_victim, NULL);
+	pthread_join(other, NULL);
+	signal(SIGUSR1, SIG_IGN);
+	printf("signals: %llu written, %llu refused; handlers %llu written, %llu refused\n",
+	       (unsigned long long)atomic_load(&g_written), (unsigned long long)atomic_load(&g_refused),
+	       (unsigned long long)atomic_load(&g_hwritten), (unsigned long long)atomic_load(&g_hrefused));
+	assert_int_equal(atomic_load(&g_written) + atomic_load(&g_refused), (uint64_t)g_victim_events + SIG_EVENTS);
+	assert_int_equal(unmapped(g_rb), atomic_load(&g_refused) + atomic_load(&g_hrefused));
+	assert_int_equal(committed_all(g_rb), atomic_load(&g_written) + atomic_load(&g_hwritten));
+	got = read_back(g_rb, &handler_events);
+	assert_int_equal(got, atomic_load(&g_written) + atomic_load(&g_hwritten));
+	assert_int_equal(handler_events, atomic_load(&g_hwritten));
+	assert_true(atomic_load(&g_hwritten) + atomic_load(&g_hrefused) >= 2000); /* the storm landed */
+	ringbuf_destroy(g_rb);
+}
+
+/* -- (4) cut in at each gate window -- */
+enum cut { CUT_OTHER, CUT_NESTED };
+struct gate_run {
+	int point;
+	enum cut act;
+	_Atomic(int) armed, hits, parked, release;
+	uint32_t gate_seen;    /* the gate word at the point */
+	int other_ok;          /* the other thread's event was written */
+	unsigned other_buffer; /* ... to this buffer */
+	int nested_ok;
+	uint32_t nested_buffer;
+};
+static struct gate_run *g_run;
+
+static void *other_on_cpu0(void *arg)
+{
+	struct gate_run *r = (struct gate_run *)arg;
+	struct ev *e;
+	pin(0);
+	e = (struct ev *)ringbuf_reserve(g_rb, RINGBUF_CPU_CURRENT, sizeof *e);
+	r->other_ok = e != NULL;
+	if (e) {
+		r->other_buffer = (unsigned)ringbuf_thread_cpu(g_rb);
+		e->who = 3;
+		e->seq = 0;
+		e->sum = ev_sum(3, 0);
+		e->pad = 0;
+		ringbuf_commit(g_rb, RINGBUF_CPU_CURRENT, e);
+	}
+	return NULL;
+}
+
+static void gate_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	struct gate_run *r = (struct gate_run *)ctx;
+	(void)cpu;
+	if (rb != g_rb || point != r->point || !atomic_exchange(&r->armed, 0))
+		return;
+	atomic_fetch_add(&r->hits, 1);
+	r->gate_seen = atomic_load(&ringbuf__cpu(rb, 0)->rseq_gate);
+	if (r->act == CUT_OTHER) {
+		/* another thread on the word's CPU writes while we are parked */
+		pthread_t th;
+		assert_int_equal(pthread_create(&th, NULL, other_on_cpu0, r), 0);
+		pthread_join(th, NULL);
+	} else {
+		/* a handler of ours: its event takes a word through the gate
+		 * too (nested in our take), and gives it back */
+		struct ev *e = (struct ev *)ringbuf_reserve(rb, RINGBUF_CPU_CURRENT, sizeof *e);
+		r->nested_ok = e != NULL;
+		if (e) {
+			r->nested_buffer = (uint32_t)ringbuf_thread_cpu(rb);
+			e->who = 102;
+			e->seq = 0;
+			e->sum = ev_sum(102, 0);
+			e->pad = 0;
+			ringbuf_commit(rb, RINGBUF_CPU_CURRENT, e);
+		}
+	}
+}
+
+static void *gated_writer(void *arg)
+{
+	(void)arg;
+	pin(1); /* 1 >= ncpu: its takes go through the gate of word 0 */
+	write_one(1, 0);
+	return NULL;
+}
+
+static void cut_in_at_each_gate_window(void **state)
+{
+	static const int points[2] = { RINGBUF__TP_GATE_ENTERED, RINGBUF__TP_GATE_TAKEN };
+	int pi, act;
+	(void)state;
+	if (!rseq_here() || !two_cpus())
+		skip();
+	for (pi = 0; pi < 2; pi++)
+		for (act = CUT_OTHER; act <= CUT_NESTED; act++) {
+			struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+			struct gate_run r;
+			pthread_t th;
+			uint64_t he, got;
+			memset(&r, 0, sizeof r);
+			r.point = points[pi];
+			r.act = (enum cut)act;
+			atomic_store(&r.armed, 1);
+			cfg.ncpu = 1;
+			cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+			assert_int_equal(ringbuf_create(&cfg, &g_rb), 0);
+			atomic_store(&g_inside, 0);
+			atomic_store(&g_overlap, 0);
+			atomic_store(&g_written, 0);
+			atomic_store(&g_refused, 0);
+			g_run = &r;
+			ringbuf__set_testpoint_hook(gate_hook, &r);
+			assert_int_equal(pthread_create(&th, NULL, gated_writer, NULL), 0);
+			pthread_join(th, NULL);
+			ringbuf__set_testpoint_hook(NULL, NULL);
+			assert_int_equal(atomic_load(&r.hits), 1);
+			/* the gate is up at both points (we are in flight) */
+			assert_true((r.gate_seen & 0xffffu) >= 1);
+			assert_int_equal(atomic_load(&g_overlap), 0);
+			got = read_back(g_rb, &he);
+			if (act == CUT_OTHER) {
+				/* at ENTERED the word is free: the other thread
+				 * (on CPU 0, its sequence refused by the gate)
+				 * takes it through the gate and gives it back; at
+				 * TAKEN it is ours: the other drops, counted */
+				if (pi == 0) {
+					assert_true(r.other_ok);
+					assert_int_equal(r.other_buffer, 0);
+				} else {
+					assert_false(r.other_ok);
+				}
+				assert_int_equal(got, atomic_load(&g_written) + (r.other_ok ? 1 : 0));
+				assert_int_equal(unmapped(g_rb), atomic_load(&g_refused) + (r.other_ok ? 0 : 1));
+			} else {
+				/* at ENTERED our handler takes the free word and
+				 * gives it back before our CAS; at TAKEN the word is
+				 * ours and the handler nests in our take (found
+				 * ours: took = false), then its event is written in
+				 * the same buffer */
+				assert_true(r.nested_ok);
+				assert_int_equal(r.nested_buffer, 0);
+				assert_int_equal(he, 1);
+				assert_int_equal(got, atomic_load(&g_written) + 1);
+			}
+			/* the parked writer's own event: written (never lost) */
+			assert_int_equal(atomic_load(&g_written), 1);
+			assert_int_equal(atomic_load(&ringbuf__cpu(g_rb, 0)->owner), 0);
+			assert_int_equal(atomic_load(&ringbuf__cpu(g_rb, 0)->rseq_gate) & 0xffffu, 0);
+			ringbuf_destroy(g_rb);
+		}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(only_private_blocks_claim_by_sequence),
+		cmocka_unit_test(sequence_and_gated_cas_never_both_own_the_word),
+		cmocka_unit_test(signals_and_migrations_inside_the_sequence),
+		cmocka_unit_test(cut_in_at_each_gate_window),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
