@@ -123,7 +123,12 @@ CXX_COMPILE_CHECKS = set -e; n=0; for cxx in $(CXX_CHECK); do \
 			echo "$$cxx -std=$$std $$o -Wall -Wextra -pedantic -Werror -I. $$f"; \
 			$$cxx -std=$$std $$o -Wall -Wextra -pedantic -Werror -pthread -I. $$f; \
 			n=$$((n + 1)); done; done; done; \
-	if [ $$n = 0 ]; then echo "compile-checks: no C++ compiler ($(CXX_CHECK)): C++ compile checks skipped"; fi
+	if [ $$n = 0 ]; then echo "compile-checks: no C++ compiler ($(CXX_CHECK)): C++ compile checks skipped"; fi; \
+	mkdir -p $(BUILD); for cxx in $(CXX_CHECK); do command -v $$cxx >/dev/null 2>&1 || continue; \
+		echo "$$cxx: link and run tests/compile/comdat_a.cpp + comdat_b.cpp (one inline writer in two units)"; \
+		$$cxx -std=c++11 -O2 -Wall -Wextra -pedantic -Werror -pthread -I. -o $(BUILD)/comdat-$$cxx \
+			tests/compile/comdat_a.cpp tests/compile/comdat_b.cpp; \
+		$(BUILD)/comdat-$$cxx; done
 
 compile-checks: # used by test; the C++ part is skipped when there is no C++ compiler
 	@set -e; for f in $(COMPILE_TESTS); do \

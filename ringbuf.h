@@ -1682,7 +1682,11 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
  *      is in its window, or one fenced the word and it stays closed);
  *   S4 c->owner == 0 (else not taken);
  *   S5 [commit] c->owner = me, a plain store (on x86-64: a release store;
- *      S3 and S4 are acquire loads).
+ *      S3 and S4 are acquire loads);
+ *   S6 rs->rseq_cs = 0, on every way out: the descriptor lives in the code
+ *      that ran the sequence, and the kernel reads it at the thread's next
+ *      preemption or signal, also after a dlclose() unmapped that code
+ *      (it then kills the thread: SIGSEGV).
  * Preemption, migration or a signal between S2 and S5 restarts at the
  * abort handler, which reports "not taken": nothing was stored. A sequence
  * reads S3 == 0 only while no other taker is between its gate entry and its
@@ -1691,7 +1695,12 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
  * to S5 nobody else changes the word from 0. The abort handler sits in its
  * own section behind glibc's signature (RSEQ_SIG 0x53053053: the 4 bytes
  * before the abort address); the descriptor is 32-byte aligned in
- * __rseq_cs. ThreadSanitizer cannot see the store: not under it. */
+ * __rseq_cs. Both sections join the section group of the function they are
+ * in ("?": an inline function of a C++ program, emitted in a COMDAT group
+ * by several translation units, keeps one copy of code and descriptor;
+ * without it the linker dropped the code and kept the descriptor, which
+ * then named a discarded section). ThreadSanitizer cannot see the store:
+ * not under it. */
 #if defined(RINGBUF__HAVE_RSEQ) && defined(__x86_64__) && !defined(RINGBUF_PORTABLE) && \
 	!defined(__SANITIZE_THREAD__)
 #define RINGBUF__RSEQ_CLAIM 1
@@ -1706,12 +1715,12 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
 RINGBUF__INLINE bool ringbuf__rseq_take(struct ringbuf__cpu *c, uint32_t cpu, uint64_t me)
 {
 	char *rs = (char *)__builtin_thread_pointer() + __rseq_offset;
-	__asm__ goto(".pushsection __rseq_cs, \"aw\"\n\t"
+	__asm__ goto(".pushsection __rseq_cs, \"aw?\"\n\t"
 		     ".balign 32\n\t"
 		     "3: .long 0, 0\n\t"
 		     ".quad 1f, 2f - 1f, 4f\n\t"
 		     ".popsection\n\t"
-		     ".pushsection __rseq_failure, \"ax\"\n\t"
+		     ".pushsection __rseq_failure, \"ax?\"\n\t"
 		     ".byte 0x0f, 0xb9, 0x3d\n\t"
 		     ".long 0x53053053\n\t"
 		     "4: jmp %l[no]\n\t"
@@ -1731,8 +1740,10 @@ RINGBUF__INLINE bool ringbuf__rseq_take(struct ringbuf__cpu *c, uint32_t cpu, ui
 		       [own] "m"(*(volatile uint64_t *)&c->owner), [me] "r"(me)
 		     : "memory", "cc", "rax"
 		     : no);
+	*(volatile uint64_t *)(void *)(rs + 8) = 0; /* S6 */
 	return true;
 no:
+	*(volatile uint64_t *)(void *)(rs + 8) = 0; /* S6 */
 	return false;
 }
 #endif
@@ -1883,12 +1894,18 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 	me = (uint64_t)tok << 32 | tid;
 #ifdef RINGBUF__RSEQ_CLAIM
-	/* G2 by restartable sequence (RSEQ in >>contexts): S1-S5 */
+	/* G2 by restartable sequence (RSEQ in >>contexts): S1-S6 */
 	if (RINGBUF__LIKELY(rb->rseq)) {
 		(void)zero;
 		if (RINGBUF__UNLIKELY(!ringbuf__rseq_take(ringbuf__cpu(rb, (unsigned)b), (uint32_t)b, me)))
 			return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 	} else
+#else
+	/* a translation unit built without the sequence (another compiler,
+	 * RINGBUF_PORTABLE, TSan) on a block whose implementation has it: the
+	 * plain CAS would skip the gate, so out of line (the gated take) */
+	if (RINGBUF__UNLIKELY(rb->rseq))
+		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 #endif
 	/* G2: acq_rel, as ringbuf__take's (THE OWNER WORD) */
 	if (RINGBUF__UNLIKELY(!atomic_compare_exchange_strong_explicit(&ringbuf__cpu(rb, (unsigned)b)->owner,
@@ -8191,6 +8208,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	rb->mem = map;
 	rb->map_len = total;
 	rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
+	rb->rseq = 0; /* process-local, never the file's bytes: the CAS (RSEQ in >>contexts) */
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_OPEN_COPIED);
 	{
