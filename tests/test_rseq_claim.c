@@ -28,8 +28,18 @@
  *       shares the word, the parked taker gets it or moves on, and a nested
  *       writer of the parked thread itself takes the word through the gate
  *       and gives it back before the outer take resumes.
+ *   (5) ringbuf_thread_shared's buffers: their gates pinned (FENCED |
+ *       PINNED for good), taken per event by CAS past the gate by the
+ *       per-thread writers beyond the claim and by per-CPU writers;
+ *   (6) every sequence restarted: the trap flag raises SIGTRAP after each
+ *       instruction, so each outer take comes through the gate, and the
+ *       handler nests an event after a different instruction of each outer
+ *       write (with a wrong signature the kernel kills the process).
+ * (1) also checks that the code's decision matches the machine's
+ * (glibc >= 2.35's __rseq_size, the membarrier QUERY), so that a claim that
+ * silently stopped working fails here instead of skipping the rest.
  * Needs x86-64, glibc's rseq registration and the RSEQ membarrier: skipped
- * without them (qemu-user, ThreadSanitizer, other machines), as is (2)-(4)
+ * without them (qemu-user, ThreadSanitizer, other machines), as is (2)-(5)
  * with fewer than 2 CPUs. */
 #define _GNU_SOURCE 1
 #ifndef RINGBUF__GATE_USES
@@ -166,6 +176,10 @@ static uint64_t read_back(struct ringbuf *rb, uint64_t *handler_events)
 	}
 	return n;
 }
+
+/* A fresh producer/consumer block in g_rb (size_per_cpu 0: the default),
+ * the test's counters zeroed, and handler h installed for sig (0: none). */
+static void new_rb(unsigned ncpu, size_t size_per_cpu, int sig, void (*h)(int));
 
 /* -- (1) which blocks claim by sequence -- */
 static void only_private_blocks_claim_by_sequence(void **state)
@@ -313,7 +327,6 @@ static void *race_writer(void *arg)
 
 static void sequence_and_gated_cas_never_both_own_the_word(void **state)
 {
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 	pthread_t th[4];
 	struct wargs a[4];
 	uint64_t c0[4], c1[4], handler_events, got;
@@ -321,16 +334,8 @@ static void sequence_and_gated_cas_never_both_own_the_word(void **state)
 	(void)state;
 	if (!rseq_here() || !two_cpus())
 		skip();
-	cfg.ncpu = 1; /* one word: CPU 0 by sequence, CPU 1 through the gate */
-	cfg.size_per_cpu = (size_t)8 * RACE_EVENTS * 32 + (1 << 20);
-	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
-	assert_int_equal(ringbuf_create(&cfg, &g_rb), 0);
-	atomic_store(&g_inside, 0);
-	atomic_store(&g_overlap, 0);
-	atomic_store(&g_written, 0);
-	atomic_store(&g_refused, 0);
-	atomic_store(&g_go, 0);
-	atomic_store(&g_cap_hit, 0);
+	/* one word: CPU 0 by sequence, CPU 1 through the gate */
+	new_rb(1, (size_t)8 * RACE_EVENTS * 32 + (1 << 20), 0, NULL);
 	ringbuf__test_rseq_counts(g_rb, c0);
 	g_gated0 = c0[2];
 	for (i = 0; i < 4; i++) {
@@ -422,29 +427,13 @@ static void *mover(void *arg)
 
 static void signals_and_migrations_inside_the_sequence(void **state)
 {
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-	struct sigaction sa;
 	pthread_t sig_th, other;
 	struct wargs a = { -1, 1, SIG_EVENTS, 0 }, b = { 0, 2, SIG_EVENTS, 0 };
 	uint64_t handler_events, got;
 	(void)state;
 	if (!rseq_here() || !two_cpus())
 		skip();
-	cfg.ncpu = 2;
-	cfg.size_per_cpu = (size_t)3 * SIG_EVENTS * 32 + (1 << 20);
-	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
-	assert_int_equal(ringbuf_create(&cfg, &g_rb), 0);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = handler;
-	sigemptyset(&sa.sa_mask);
-	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
-	atomic_store(&g_written, 0);
-	atomic_store(&g_refused, 0);
-	atomic_store(&g_hwritten, 0);
-	atomic_store(&g_hrefused, 0);
-	atomic_store(&g_hseq, 0);
-	atomic_store(&g_stop, 0);
-	atomic_store(&g_overlap, 0);
+	new_rb(2, (size_t)3 * SIG_EVENTS * 32 + (1 << 20), SIGUSR1, handler);
 	atomic_store(&g_go, 1);
 	/* the victim moves between the CPUs, a second writer stays on CPU 0 */
 	assert_int_equal(pthread_create(&g_victim, NULL, mover, &a), 0);
@@ -545,7 +534,6 @@ static void cut_in_at_each_gate_window(void **state)
 		skip();
 	for (pi = 0; pi < 2; pi++)
 		for (act = CUT_OTHER; act <= CUT_NESTED; act++) {
-			struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 			struct gate_run r;
 			pthread_t th;
 			uint64_t he, got;
@@ -553,13 +541,7 @@ static void cut_in_at_each_gate_window(void **state)
 			r.point = points[pi];
 			r.act = (enum cut)act;
 			atomic_store(&r.armed, 1);
-			cfg.ncpu = 1;
-			cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
-			assert_int_equal(ringbuf_create(&cfg, &g_rb), 0);
-			atomic_store(&g_inside, 0);
-			atomic_store(&g_overlap, 0);
-			atomic_store(&g_written, 0);
-			atomic_store(&g_refused, 0);
+			new_rb(1, 0, 0, NULL);
 			g_run = &r;
 			ringbuf__set_testpoint_hook(gate_hook, &r);
 			assert_int_equal(pthread_create(&th, NULL, gated_writer, NULL), 0);
@@ -602,6 +584,227 @@ static void cut_in_at_each_gate_window(void **state)
 		}
 }
 
+/* -- (5) ringbuf_thread_shared's buffers: pinned gates -- */
+#define PIN_EVENTS 40000u
+static _Atomic(int) g_inside_b[2];
+
+static bool write_mode(unsigned mode, uint32_t who, uint32_t seq)
+{
+	struct ev *e = (struct ev *)ringbuf_reserve(g_rb, mode, sizeof *e);
+	int b;
+	if (!e) {
+		atomic_fetch_add(&g_refused, 1);
+		return false;
+	}
+	b = ringbuf_thread_cpu(g_rb);
+	if (b < 0 || b > 1 || atomic_fetch_add(&g_inside_b[b], 1) != 0)
+		atomic_store(&g_overlap, 1);
+	e->who = who;
+	e->seq = seq;
+	e->sum = ev_sum(who, seq);
+	e->pad = 0;
+	if (b >= 0 && b <= 1)
+		atomic_fetch_sub(&g_inside_b[b], 1);
+	ringbuf_commit(g_rb, mode, e);
+	atomic_fetch_add(&g_written, 1);
+	return true;
+}
+
+struct pargs {
+	int cpu;
+	unsigned mode;
+	uint32_t who;
+	uint32_t done;
+};
+
+static void *pin_writer(void *arg)
+{
+	struct pargs *a = (struct pargs *)arg;
+	uint32_t i;
+	pin(a->cpu);
+	while (!atomic_load(&g_go))
+		;
+	for (i = 0; i < PIN_EVENTS; i++)
+		write_mode(a->mode, a->who, i);
+	a->done = i;
+	return NULL;
+}
+
+/* Two buffers, the second kept for sharing (ringbuf_thread_shared(rb, 1)):
+ * its gate is pinned (FENCED | PINNED, for good), so the RINGBUF_CPU_THREAD
+ * writers beyond the one claim take it per event by CAS without entering
+ * the gate; RINGBUF_CPU_CURRENT writers on CPU 1 find their sequence refused
+ * and take it by CAS too, and those on CPU 0 (word 0 claimed for good by the
+ * first RINGBUF_CPU_THREAD writer) come through the same way. One writer per
+ * buffer at a time, exact accounting, every event back. */
+static void shared_buffers_are_pinned_and_taken_by_cas(void **state)
+{
+	struct pargs a[6];
+	pthread_t th[6];
+	uint64_t he, got, p0, done = 0;
+	uint32_t g1;
+	int i;
+	(void)state;
+	if (!rseq_here() || !two_cpus())
+		skip();
+	new_rb(2, (size_t)6 * PIN_EVENTS * 32 + (1 << 20), 0, NULL);
+	assert_int_equal(ringbuf_thread_shared(g_rb, 1), 0);
+	g1 = atomic_load(&ringbuf__cpu(g_rb, 1)->rseq_gate);
+	assert_int_equal(g1 & (RINGBUF__GATE_PINNED | RINGBUF__GATE_FENCED),
+			 RINGBUF__GATE_PINNED | RINGBUF__GATE_FENCED);
+	assert_int_equal(g1 & 0xffffu, 0);
+	assert_int_equal(atomic_load(&ringbuf__cpu(g_rb, 0)->rseq_gate) & RINGBUF__GATE_PINNED, 0);
+	p0 = ringbuf__test_pinned_count();
+	for (i = 0; i < 6; i++) {
+		a[i].cpu = i & 1;
+		a[i].mode = i < 4 ? RINGBUF_CPU_THREAD : RINGBUF_CPU_CURRENT;
+		a[i].who = (uint32_t)i;
+		assert_int_equal(pthread_create(&th[i], NULL, pin_writer, &a[i]), 0);
+	}
+	atomic_store(&g_go, 1);
+	for (i = 0; i < 6; i++) {
+		pthread_join(th[i], NULL);
+		done += a[i].done;
+	}
+	printf("pinned: %llu written, %llu refused, %llu taken past the pinned gate\n",
+	       (unsigned long long)atomic_load(&g_written), (unsigned long long)atomic_load(&g_refused),
+	       (unsigned long long)(ringbuf__test_pinned_count() - p0));
+	assert_int_equal(atomic_load(&g_overlap), 0);
+	assert_int_equal(atomic_load(&g_written) + atomic_load(&g_refused), done);
+	assert_int_equal(unmapped(g_rb), atomic_load(&g_refused));
+	assert_int_equal(committed_all(g_rb), atomic_load(&g_written));
+	got = read_back(g_rb, &he);
+	assert_int_equal(got, atomic_load(&g_written));
+	/* three of the four per-thread writers have no claim: every event they
+	 * wrote went to the shared buffer past its pinned gate */
+	assert_true(ringbuf__test_pinned_count() - p0 >= 1);
+	/* still pinned, nobody in flight */
+	g1 = atomic_load(&ringbuf__cpu(g_rb, 1)->rseq_gate);
+	assert_int_equal(g1 & (RINGBUF__GATE_PINNED | 0xffffu), RINGBUF__GATE_PINNED);
+	ringbuf_destroy(g_rb);
+}
+
+/* -- (6) every sequence restarted: a signal after every instruction -- */
+#define STEP_EVENTS 40u
+static volatile sig_atomic_t g_traps, g_ev_traps, g_nest_at;
+static _Atomic(uint64_t) g_step_nested;
+
+static void on_trap(int sig)
+{
+	(void)sig;
+	g_traps++;
+	/* the kernel clears the trap flag for the handler: its own event runs
+	 * untrapped, nested after instruction g_nest_at of the outer write
+	 * (one per outer event, a different instruction each time: a nested
+	 * event after every few instructions would keep the outer commit's
+	 * walk chasing new events forever, as an interrupt storm would) */
+	if (++g_ev_traps == g_nest_at) {
+		struct ev *e = (struct ev *)ringbuf_reserve(g_rb, RINGBUF_CPU_CURRENT, sizeof *e);
+		if (e) {
+			uint32_t s = (uint32_t)atomic_fetch_add(&g_step_nested, 1);
+			e->who = 101;
+			e->seq = s;
+			e->sum = ev_sum(101, s);
+			e->pad = 0;
+			ringbuf_commit(g_rb, RINGBUF_CPU_CURRENT, e);
+		} else {
+			atomic_fetch_add(&g_hrefused, 1);
+		}
+	}
+}
+
+static void trap_flag(int on)
+{
+#if defined(__x86_64__)
+	if (on)
+		__asm__ __volatile__("pushfq\n\torq $0x100, (%%rsp)\n\tpopfq" ::: "memory", "cc");
+	else
+		__asm__ __volatile__("pushfq\n\tandq $~0x100, (%%rsp)\n\tpopfq" ::: "memory", "cc");
+#else
+	(void)on;
+#endif
+}
+
+/* With the trap flag set the CPU raises SIGTRAP after every instruction, so
+ * every sequence is interrupted between S2 and S5 and restarted by the
+ * kernel at the abort handler (an rseq_cs it rejected would kill the
+ * thread): each outer event must come through the gate, none twice, the
+ * handlers' events nested at every instruction of the outer write path,
+ * exact accounting. */
+static void every_sequence_restarted_by_a_signal_after_each_instruction(void **state)
+{
+	uint64_t c0[4], c1[4], he, got;
+	uint32_t i, ok = 0;
+	(void)state;
+	if (!rseq_here())
+		skip();
+	new_rb(2, 0, SIGTRAP, on_trap);
+	/* the thread's entry and token first (its first event goes out of
+	 * line anyway) */
+	assert_true(write_one(1, 0));
+	ringbuf__test_rseq_counts(g_rb, c0);
+	g_traps = 0;
+	for (i = 1; i <= STEP_EVENTS; i++) {
+		bool w;
+		g_ev_traps = 0;
+		g_nest_at = (sig_atomic_t)(1 + 13 * (i - 1)); /* 1 .. 508 */
+		trap_flag(1);
+		w = write_one(1, i);
+		trap_flag(0);
+		ok += w;
+	}
+	signal(SIGTRAP, SIG_DFL);
+	ringbuf__test_rseq_counts(g_rb, c1);
+	printf("single step: %d traps, %u events, %llu nested, %llu taken through the gate, fences %llu\n",
+	       (int)g_traps, ok, (unsigned long long)atomic_load(&g_step_nested),
+	       (unsigned long long)(c1[2] - c0[2]), (unsigned long long)(c1[0] - c0[0]));
+	assert_int_equal(ok, STEP_EVENTS);
+	assert_true(g_traps > 100 * (sig_atomic_t)STEP_EVENTS); /* the flag did trap */
+	assert_int_equal(atomic_load(&g_hrefused), 0);
+	/* no sequence of the outer writes completed: each took the word through
+	 * the gate (the handlers' untrapped events may take it by sequence) */
+	assert_true(c1[2] - c0[2] >= STEP_EVENTS);
+	assert_int_equal(atomic_load(&g_overlap), 0);
+	assert_int_equal(committed_all(g_rb), atomic_load(&g_written) + atomic_load(&g_step_nested));
+	got = read_back(g_rb, &he);
+	assert_int_equal(got, atomic_load(&g_written) + atomic_load(&g_step_nested));
+	assert_int_equal(he, atomic_load(&g_step_nested));
+	assert_true(he > 0);
+	assert_int_equal(atomic_load(&ringbuf__cpu(g_rb, 0)->owner), 0);
+	assert_int_equal(atomic_load(&ringbuf__cpu(g_rb, 1)->owner), 0);
+	ringbuf_destroy(g_rb);
+}
+
+static void new_rb(unsigned ncpu, size_t size_per_cpu, int sig, void (*h)(int))
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	cfg.ncpu = ncpu;
+	if (size_per_cpu)
+		cfg.size_per_cpu = size_per_cpu;
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+	assert_int_equal(ringbuf_create(&cfg, &g_rb), 0);
+	atomic_store(&g_inside, 0);
+	atomic_store(&g_inside_b[0], 0);
+	atomic_store(&g_inside_b[1], 0);
+	atomic_store(&g_overlap, 0);
+	atomic_store(&g_go, 0);
+	atomic_store(&g_cap_hit, 0);
+	atomic_store(&g_written, 0);
+	atomic_store(&g_refused, 0);
+	atomic_store(&g_hwritten, 0);
+	atomic_store(&g_hrefused, 0);
+	atomic_store(&g_hseq, 0);
+	atomic_store(&g_stop, 0);
+	atomic_store(&g_step_nested, 0);
+	if (sig) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = h;
+		sigemptyset(&sa.sa_mask);
+		assert_int_equal(sigaction(sig, &sa, NULL), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -609,6 +812,8 @@ int main(void)
 		cmocka_unit_test(sequence_and_gated_cas_never_both_own_the_word),
 		cmocka_unit_test(signals_and_migrations_inside_the_sequence),
 		cmocka_unit_test(cut_in_at_each_gate_window),
+		cmocka_unit_test(shared_buffers_are_pinned_and_taken_by_cas),
+		cmocka_unit_test(every_sequence_restarted_by_a_signal_after_each_instruction),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

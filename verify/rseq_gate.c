@@ -34,6 +34,10 @@
  * RINGBUF__GATE_USES is 1 here: the gate re-opens after every take (the
  * sequence runs again), so fences, FENCED shortcuts and re-openings all
  * interleave with the sequences.
+ * -DPIN: T1 first pins the gate (ringbuf__gate_pin, for the buffers of
+ * ringbuf_thread_shared: enter, fence, FENCED | PINNED, leave) and takers
+ * that read PINNED take the word by CAS alone (GT0); -DPIN -DPIN_NO_FENCE
+ * pins without the fence (GENMC-FAIL).
  * Mutants (GENMC-FAIL): -DNO_FENCE (GT2 without the membarrier: the plain
  * store and the CAS both win), -DEARLY_REOPEN (GT4 re-opens without looking
  * at the takers in flight: a sequence runs while one of them is between its
@@ -42,11 +46,12 @@
  * taker saw).
  */
 /* GENMC-PASS: -rc11 -- -DMODEL */
-/* GENMC-PASS: -imm -- -DMODEL */
 /* GENMC-MIN-EXECUTIONS: 50000 */
 /* GENMC-FAIL: -rc11 -- -DNO_FENCE */
 /* GENMC-FAIL: -rc11 -- -DEARLY_REOPEN */
 /* GENMC-FAIL: -rc11 -- -DRELAXED_FENCED */
+/* GENMC-PASS: -rc11 -- -DPIN */
+/* GENMC-FAIL: -rc11 -- -DPIN -DPIN_NO_FENCE */
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -54,6 +59,7 @@
 #include <stdint.h>
 
 #define GATE_FENCED 0x80000000u
+#define GATE_PINNED 0x40000000u
 #define GATE_USE (1u << 16)
 #define GATE_USES 1u
 
@@ -101,6 +107,10 @@ static bool gated_take(uint64_t me)
 	uint32_t v, nv;
 	uint64_t zero = 0;
 	bool ok;
+	/* GT0: a pinned gate (ringbuf__gate_pin): the CAS alone */
+	if (atomic_load_explicit(&gate, memory_order_acquire) & GATE_PINNED)
+		return atomic_compare_exchange_strong_explicit(&owner, &zero, me, memory_order_acq_rel,
+							       memory_order_relaxed);
 	if (atomic_load_explicit(&owner, memory_order_relaxed) != 0)
 		return false;
 	/* GT1: the code's CAS loop stops counting uses at RINGBUF__GATE_USES
@@ -122,10 +132,25 @@ static bool gated_take(uint64_t me)
 								memory_order_relaxed);
 	}
 #else
-	if ((v & 0xffffu) == 0 && ((v >> 16) & 0x7fffu) >= GATE_USES)
+	if ((v & 0xffffu) == 0 && ((v >> 16) & 0x3fffu) >= GATE_USES && !(v & GATE_PINNED))
 		atomic_compare_exchange_strong_explicit(&gate, &v, 0, memory_order_release, memory_order_relaxed);
 #endif
 	return ok;
+}
+
+/* ringbuf__gate_pin (ringbuf_thread_shared): enter, fence, FENCED | PINNED
+ * (release), leave; the gate is never 0 again */
+static void gate_pin(void)
+{
+	uint32_t nv = atomic_fetch_add_explicit(&gate, 1, memory_order_acq_rel) + 1;
+#ifndef PIN_NO_FENCE
+	if (!(nv & GATE_FENCED))
+		fence_cpu0();
+#else
+	(void)nv;
+#endif
+	atomic_fetch_or_explicit(&gate, GATE_FENCED | GATE_PINNED, memory_order_release);
+	atomic_fetch_sub_explicit(&gate, 1, memory_order_release);
 }
 
 static void event(uint64_t me, int v)
@@ -148,6 +173,10 @@ static void *s_cpu0(void *arg)
 static void *t_cpu1(void *arg)
 {
 	uint64_t me = (uint64_t)(uintptr_t)arg;
+#ifdef PIN
+	if (me == 2)
+		gate_pin(); /* T1 shares the word first (ringbuf_thread_shared) */
+#endif
 	if (gated_take(me))
 		event(me, (int)me);
 	return NULL;
