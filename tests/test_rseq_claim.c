@@ -396,10 +396,13 @@ static void handler(int sig)
 	atomic_fetch_add(&g_hwritten, 1);
 }
 
+/* at most SIG_HCAP handler events: the buffer holds every event (a slow
+ * victim, under ASan, got 1.1 M handler events and a full buffer's drops) */
+#define SIG_HCAP 100000u
 static void *signaller(void *arg)
 {
 	(void)arg;
-	while (!atomic_load(&g_stop)) {
+	while (!atomic_load(&g_stop) && atomic_load(&g_hwritten) + atomic_load(&g_hrefused) < SIG_HCAP) {
 		pthread_kill(g_victim, SIGUSR1);
 		for (volatile int k = 0; k < 200; k++)
 			;
@@ -409,13 +412,13 @@ static void *signaller(void *arg)
 
 static uint32_t g_victim_events;
 
-/* at least a->n events, and on until 2,000 handler events landed (counted,
- * not timed: a busy machine only makes it longer) */
+/* at least a->n events, and on until 2,000 handler events landed, at most
+ * 4 * a->n (counted, not timed: a busy machine only makes it longer) */
 static void *mover(void *arg)
 {
 	struct wargs *a = (struct wargs *)arg;
 	uint32_t i;
-	for (i = 0; i < a->n || atomic_load(&g_hwritten) + atomic_load(&g_hrefused) < 2000; i++) {
+	for (i = 0; i < a->n || (atomic_load(&g_hwritten) + atomic_load(&g_hrefused) < 2000 && i < 4 * a->n); i++) {
 		if (i % 64 == 0)
 			pin((int)((i / 64) & 1));
 		write_one(a->who, i);
@@ -433,7 +436,9 @@ static void signals_and_migrations_inside_the_sequence(void **state)
 	(void)state;
 	if (!rseq_here() || !two_cpus())
 		skip();
-	new_rb(2, (size_t)3 * SIG_EVENTS * 32 + (1 << 20), SIGUSR1, handler);
+	/* room for all: the victim's <= 4 * SIG_EVENTS, the other's SIG_EVENTS,
+	 * the handlers' <= SIG_HCAP (+ the few sent before the cap was seen) */
+	new_rb(2, (size_t)(5 * SIG_EVENTS + 2 * SIG_HCAP) * 32 + (1 << 20), SIGUSR1, handler);
 	atomic_store(&g_go, 1);
 	/* the victim moves between the CPUs, a second writer stays on CPU 0 */
 	assert_int_equal(pthread_create(&g_victim, NULL, mover, &a), 0);
