@@ -278,7 +278,7 @@ $(BUILD)/bench/%: bench/%.c ringbuf.h ringbuf_trace.h $(wildcard bench/*.h) $(BE
 		$(if $(BENCH_CXX_OBJ),-DBENCH_HAVE_CXX=1 -DBENCH_CXX_BUILD='"$(CXX) $(BENCH_CXX_FLAGS)"') \
 		-o $@ $< $(BENCH_CXX_OBJ) $(call extra_ldflags,$<)
 
-bench-ftrace: ## the function tracer's cost per traced call, vs untraced, uftrace, LTTng and a 2-record floor (bench/ftrace/; FTRACE_N, FTRACE_ROUNDS)
+bench-ftrace: ## the function tracer's cost per traced call, vs untraced, uftrace, LTTng, a 2-record floor and the clock alone (bench/ftrace/; FTRACE_N, FTRACE_ROUNDS)
 	@CC="$(CC)" CFLAGS="$(CFLAGS)" bench/ftrace/run.sh $(BUILD)
 
 bench-real: ## malloc tracer on sqlite3, CPython, gcc: plain / malloc_trace.so + ringbuf-record / LTTng libc wrapper (not CI; BENCH_REAL_ROUNDS, BENCH_REAL_ONLY)

@@ -7,15 +7,42 @@
  * else: no busy flag (not async-signal-safe), no shadow stack (calltime is
  * not kept: 0), no frame key (no longjmp repair), no filter, no drop or
  * depth accounting. Not a tracer: a measure of what the real hooks add to
- * the ring buffer's write path. */
+ * the ring buffer's write path.
+ *
+ * With -DCLOCK_ONLY (fib_rb_clock): hooks that read the buffer's clock once
+ * each (the TSC after ringbuf_ftrace_start, as the tracer's two records do)
+ * and write nothing: the part of a traced call's cost that any tracer
+ * recording entry and return times pays on this machine, whatever its
+ * buffer. */
 #define RINGBUF_IMPLEMENTATION
 #define RINGBUF_FTRACE_NO_HOOKS
 #include "ringbuf_ftrace.h"
 
-static _Thread_local int floor_depth;
-
 void __cyg_profile_func_enter(void *fn, void *site);
 void __cyg_profile_func_exit(void *fn, void *site);
+
+#ifdef CLOCK_ONLY
+static _Thread_local uint64_t clock_sum; /* keeps the reads */
+
+RINGBUF_FTRACE__NOINSTR void __cyg_profile_func_enter(void *fn, void *site)
+{
+	struct ringbuf *rb = atomic_load_explicit(&ringbuf_ftrace__g.rb, memory_order_acquire);
+	(void)fn;
+	(void)site;
+	if (rb)
+		clock_sum += ringbuf__clock(rb);
+}
+
+RINGBUF_FTRACE__NOINSTR void __cyg_profile_func_exit(void *fn, void *site)
+{
+	struct ringbuf *rb = atomic_load_explicit(&ringbuf_ftrace__g.rb, memory_order_acquire);
+	(void)fn;
+	(void)site;
+	if (rb)
+		clock_sum += ringbuf__clock(rb);
+}
+#else
+static _Thread_local int floor_depth;
 
 RINGBUF_FTRACE__NOINSTR void __cyg_profile_func_enter(void *fn, void *site)
 {
@@ -56,3 +83,4 @@ RINGBUF_FTRACE__NOINSTR void __cyg_profile_func_exit(void *fn, void *site)
 			    ringbuf_ftrace__rec_ts(rb, at));
 	ringbuf_commit(rb, cpu, p);
 }
+#endif

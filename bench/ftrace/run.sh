@@ -11,11 +11,15 @@
 # picks (the TSC when it is invariant), the same with CLOCK_MONOTONIC
 # (RINGBUF_FTRACE_KEEP_CLOCK), the `function` event (one record per call),
 # and funcgraph in producer/consumer mode with a live recorder thread
-# reading whole pages (ringbuf_read_page; its losses are reported); and the
+# reading whole pages (ringbuf_read_page) and sleeping in ringbuf_wait until
+# half the ring is unread, as ringbuf-record does (its losses are reported); and the
 # floor (bench/ftrace/floor.c: hooks that write the same two records per call
 # through the same trace header, reserve/commit and record stamps, and do
 # nothing else: not a tracer, the least this ring buffer's write path costs
-# for function_graph); -pg for `uftrace record`
+# for function_graph); the clock alone (the same hooks reading the buffer's
+# clock once each and writing nothing: what recording entry and return times
+# costs any tracer here); the graph tracer without its filter on "fib" (the
+# peers trace every function; fib is the only one called); -pg for `uftrace record`
 # (its default options, recording to a temporary directory);
 # -finstrument-functions with LD_PRELOAD=liblttng-ust-cyg-profile.so and
 # -fast.so, in an LTTng session of its own (a user-space channel of 4 x 256 KiB
@@ -38,16 +42,18 @@ FIBFLAGS=-fno-optimize-sibling-calls
 n=${FTRACE_N:-27}
 rounds=${FTRACE_ROUNDS:-7}
 mkdir -p "$out"
-rbvariants="rb rb_mono rb_func rb_live rb_floor"
+rbvariants="rb rb_nofilter rb_mono rb_func rb_live rb_floor rb_clock"
 # shellcheck disable=SC2086 # CFLAGS is a list of flags
 {
 	$CC $CFLAGS $FIBFLAGS -I"$root" -o "$out/fib_plain" "$root/bench/ftrace/fib.c"
 	$CC $CFLAGS -std=c11 -pthread -I"$root" -c -o "$out/impl.o" "$root/bench/ftrace/impl.c"
 	$CC $CFLAGS -std=c11 -pthread -I"$root" -c -o "$out/floor.o" "$root/bench/ftrace/floor.c"
+	$CC $CFLAGS -std=c11 -pthread -DCLOCK_ONLY -I"$root" -c -o "$out/clock.o" "$root/bench/ftrace/floor.c"
 	for v in $rbvariants; do
 		impl=impl
 		case $v in
-		rb) d="" ;; rb_mono) d=-DKEEP ;; rb_func) d=-DFUNC ;; rb_live) d=-DLIVE ;; rb_floor) d="" impl=floor ;;
+		rb) d="" ;; rb_nofilter) d=-DNOFILTER ;; rb_mono) d=-DKEEP ;; rb_func) d=-DFUNC ;; rb_live) d=-DLIVE ;;
+		rb_floor) d="" impl=floor ;; rb_clock) d="" impl=clock ;;
 		esac
 		$CC $CFLAGS $FIBFLAGS -DRB $d -finstrument-functions -pthread -I"$root" -o "$out/fib_$v" \
 			"$root/bench/ftrace/fib.c" "$out/$impl.o"
@@ -172,7 +178,7 @@ plain=$(median < "$out/plain")
 calls=$(sed -n 's/.*calls=\([0-9]*\).*/\1/p' "$out/rb.last")
 echo "function tracer: fib($n), $calls calls, median of $rounds rounds (ns per call, entry + exit; thread CPU time)"
 echo "  last ringbuf run: $(sed 's/.*calls=[0-9]* //' "$out/rb.last")"
-echo "  live recorder (producer/consumer, 1 MiB, a thread reading whole pages, started first; recorder and fib on CPUs 1 and 0: $(cat "$out/rb_live.pinned" 2>/dev/null || echo no)): records lost per round: $(tr '\n' ' ' < "$out/rb_live.lost")(of $((2 * calls)))"
+echo "  live recorder (producer/consumer, 1 MiB, a thread reading whole pages and sleeping in ringbuf_wait until half the ring is unread, started first; recorder and fib on CPUs 1 and 0: $(cat "$out/rb_live.pinned" 2>/dev/null || echo no)): records lost per round: $(tr '\n' ' ' < "$out/rb_live.lost")(of $((2 * calls)))"
 uf=$(median < "$out/uftrace")
 lt=$(median < "$out/lttng")
 ltf=$(median < "$out/lttng_fast")
@@ -186,10 +192,12 @@ row() { # label median
 }
 printf "  %-40s %8.2f ns\n" "untraced" "$plain"
 row "ringbuf_ftrace graph, TSC (default)" "$(median < "$out/rb")"
+row "graph, no filter (as the peers run)" "$(median < "$out/rb_nofilter")"
 row "ringbuf_ftrace graph, CLOCK_MONOTONIC" "$(median < "$out/rb_mono")"
 row "ringbuf_ftrace function (1 record)" "$(median < "$out/rb_func")"
-row "ringbuf_ftrace graph, live recorder" "$(median < "$out/rb_live")"
+row "graph, live recorder (waits for 50%)" "$(median < "$out/rb_live")"
 row "floor: 2 bare records/call (no tracer)" "$(median < "$out/rb_floor")"
+row "clock alone: 2 reads/call, no record" "$(median < "$out/rb_clock")"
 if [ $have_fentry = 1 ]; then
 	row "fentry NOP sites, not patched" "$(median < "$out/fnop")"
 	row "ringbuf_ftrace function, fentry patched" "$(median < "$out/rb_fentry")"
