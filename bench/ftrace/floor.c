@@ -24,22 +24,25 @@ void __cyg_profile_func_exit(void *fn, void *site);
 #ifdef CLOCK_ONLY
 static _Thread_local uint64_t clock_sum; /* keeps the reads */
 
-RINGBUF_FTRACE__NOINSTR void __cyg_profile_func_enter(void *fn, void *site)
+RINGBUF_FTRACE__NOINSTR static inline void clock_read(void)
 {
 	struct ringbuf *rb = atomic_load_explicit(&ringbuf_ftrace__g.rb, memory_order_acquire);
-	(void)fn;
-	(void)site;
 	if (rb)
 		clock_sum += ringbuf__clock(rb);
 }
 
-RINGBUF_FTRACE__NOINSTR void __cyg_profile_func_exit(void *fn, void *site)
+RINGBUF_FTRACE__NOINSTR void __cyg_profile_func_enter(void *fn, void *site)
 {
-	struct ringbuf *rb = atomic_load_explicit(&ringbuf_ftrace__g.rb, memory_order_acquire);
 	(void)fn;
 	(void)site;
-	if (rb)
-		clock_sum += ringbuf__clock(rb);
+	clock_read();
+}
+
+RINGBUF_FTRACE__NOINSTR void __cyg_profile_func_exit(void *fn, void *site)
+{
+	(void)fn;
+	(void)site;
+	clock_read();
 }
 #else
 static _Thread_local int floor_depth;
