@@ -252,6 +252,14 @@ static void only_private_blocks_claim_by_sequence(void **state)
 #define RACE_EVENTS 75000u
 static struct ringbuf *g_rb;
 static _Atomic(int) g_inside, g_overlap, g_go;
+
+/* a writer thread's start: on its CPU, then held until g_go */
+static void pin_and_wait(int cpu)
+{
+	pin(cpu);
+	while (!atomic_load(&g_go))
+		;
+}
 static _Atomic(uint64_t) g_written, g_refused;
 
 struct wargs {
@@ -299,9 +307,7 @@ static void *race_until(void *arg)
 {
 	struct wargs *a = (struct wargs *)arg;
 	uint32_t ok = 0, seq = 0;
-	pin(a->cpu);
-	while (!atomic_load(&g_go))
-		;
+	pin_and_wait(a->cpu);
 	while (ok < a->n || (seq % 256 == 0 && seq_taken() < 1000)) {
 		if (ok >= 2 * a->n) {
 			atomic_store(&g_cap_hit, 1);
@@ -317,9 +323,7 @@ static void *race_writer(void *arg)
 {
 	struct wargs *a = (struct wargs *)arg;
 	uint32_t i;
-	pin(a->cpu);
-	while (!atomic_load(&g_go))
-		;
+	pin_and_wait(a->cpu);
 	for (i = 0; i < a->n; i++)
 		write_one(a->who, i);
 	return NULL;
@@ -471,25 +475,31 @@ struct gate_run {
 	int other_ok;          /* the other thread's event was written */
 	unsigned other_buffer; /* ... to this buffer */
 	int nested_ok;
-	uint32_t nested_buffer;
+	unsigned nested_buffer;
 };
 static struct gate_run *g_run;
+
+/* One RINGBUF_CPU_CURRENT event of `who` (seq 0); *buffer: the buffer it
+ * went to, read while the event is held. Returns whether it was written. */
+static bool write_marked(struct ringbuf *rb, uint32_t who, unsigned *buffer)
+{
+	struct ev *e = (struct ev *)ringbuf_reserve(rb, RINGBUF_CPU_CURRENT, sizeof *e);
+	if (!e)
+		return false;
+	*buffer = (unsigned)ringbuf_thread_cpu(rb);
+	e->who = who;
+	e->seq = 0;
+	e->sum = ev_sum(who, 0);
+	e->pad = 0;
+	ringbuf_commit(rb, RINGBUF_CPU_CURRENT, e);
+	return true;
+}
 
 static void *other_on_cpu0(void *arg)
 {
 	struct gate_run *r = (struct gate_run *)arg;
-	struct ev *e;
 	pin(0);
-	e = (struct ev *)ringbuf_reserve(g_rb, RINGBUF_CPU_CURRENT, sizeof *e);
-	r->other_ok = e != NULL;
-	if (e) {
-		r->other_buffer = (unsigned)ringbuf_thread_cpu(g_rb);
-		e->who = 3;
-		e->seq = 0;
-		e->sum = ev_sum(3, 0);
-		e->pad = 0;
-		ringbuf_commit(g_rb, RINGBUF_CPU_CURRENT, e);
-	}
+	r->other_ok = write_marked(g_rb, 3, &r->other_buffer);
 	return NULL;
 }
 
@@ -509,16 +519,7 @@ static void gate_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 	} else {
 		/* a handler of ours: its event takes a word through the gate
 		 * too (nested in our take), and gives it back */
-		struct ev *e = (struct ev *)ringbuf_reserve(rb, RINGBUF_CPU_CURRENT, sizeof *e);
-		r->nested_ok = e != NULL;
-		if (e) {
-			r->nested_buffer = (uint32_t)ringbuf_thread_cpu(rb);
-			e->who = 102;
-			e->seq = 0;
-			e->sum = ev_sum(102, 0);
-			e->pad = 0;
-			ringbuf_commit(rb, RINGBUF_CPU_CURRENT, e);
-		}
+		r->nested_ok = write_marked(rb, 102, &r->nested_buffer);
 	}
 }
 
@@ -626,9 +627,7 @@ static void *pin_writer(void *arg)
 {
 	struct pargs *a = (struct pargs *)arg;
 	uint32_t i;
-	pin(a->cpu);
-	while (!atomic_load(&g_go))
-		;
+	pin_and_wait(a->cpu);
 	for (i = 0; i < PIN_EVENTS; i++)
 		write_mode(a->mode, a->who, i);
 	a->done = i;
