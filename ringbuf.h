@@ -1235,6 +1235,9 @@ enum ringbuf__tp {
 	RINGBUF__TP_READER_S2_PREPARED,  /* S2: old reader page prepared, reader_page not yet H */
 	RINGBUF__TP_READER_S3,           /* S3 CAS done, S4 not begun */
 	RINGBUF__TP_READER_S4,           /* S4 done but its completion mark (hn.prev) */
+	/* whole-page reads (ringbuf_read_page, ringbuf_read_page_ref: P1-P4) */
+	RINGBUF__TP_READ_PAGE_P2,        /* P2: commit page loaded, the reader page's commit not yet */
+	RINGBUF__TP_READ_PAGE_P3,        /* P3: records checked (and copied), P4 not begun */
 	RINGBUF__TP_QUIESCE_WAIT = 80, /* Q3 done for a CPU with a writer in flight, before Q4 */
 	/* ringbuf__commit_fast's last window (outside the count as well) */
 	RINGBUF__TP_COMMIT_FAST_CHECKED = 84, /* tail and write index re-checked, committing still 1 */
@@ -5653,6 +5656,29 @@ RINGBUF_API int ringbuf_consume(struct ringbuf *rb, unsigned cpu, struct ringbuf
 	return ringbuf__out_ts(rb, rec, ringbuf__read_one(rb, cpu, rec, true));
 }
 
+/* ---- whole-page reads (ringbuf_read_page, ringbuf_read_page_ref) --------
+ * Under the reader lock, in four steps (test points after P2 and P3):
+ *   P1  ringbuf__get_reader_page: the reader page made current (S1-S4 when
+ *       it was read to its end; a page lent by read_page_ref goes back into
+ *       the ring here, at the next reader call).
+ *   P2  [R-full] whole pages only (RINGBUF_READ_FULL, read_page_ref): load
+ *       the commit page (acquire, pairs with [W-cpage]) BEFORE the reader
+ *       page's commit. A commit page other than the reader page has left it
+ *       for good (writers never come back to a page off the ring), and the
+ *       writer stored the page's last commit before it moved the commit page
+ *       (release), so P3's load returns the final commit. The other order
+ *       (P3, then P2) can read a commit, lose the CPU while the writers
+ *       commit more on the page and leave it, see the commit page gone and
+ *       take the page as whole at the old commit: read_page_ref then wrote
+ *       that old commit into the page and the events after it were lost,
+ *       uncounted (still in `entries`; issue 22's mixed-reader harness).
+ *   P3  load the reader page and its commit (ringbuf__reader_at), check
+ *       every record up to it, copy them (read_page).
+ *   P4  place the count of losses, adjust the commit field of a lent page,
+ *       consume: read, read_stamp, lost_pending, read_events. A writer still
+ *       on the page (read_page without RINGBUF_READ_FULL) adds events after
+ *       P3's commit: they stay for the next call (read = the last copied). */
+
 /* A data-record boundary in the page being built by ringbuf_read_page(). */
 struct ringbuf__cut {
 	uint32_t out;    /* bytes of data[] in the output page up to here */
@@ -5670,7 +5696,7 @@ RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, 
 	struct ringbuf__cpu *c;
 	const struct ringbuf__dpage *dp;
 	struct ringbuf__cut last = {0, 0, 0, 0}, fit = {0, 0, 0, 0};
-	uint32_t rp, commit, off, w = 0, first_src = 0;
+	uint32_t rp, cp, commit, off, w = 0, first_src = 0;
 	uint64_t ts, lost;
 	bool align8, first = true;
 	struct ringbuf__rec e;
@@ -5685,13 +5711,18 @@ RINGBUF_API int ringbuf_read_page(struct ringbuf *rb, unsigned cpu, void *page, 
 	if ((r = ringbuf__reader_lock(rb, c)) < 0)
 		return r;
 again:
+	/* P1: the reader page made current (S1-S4 when it was read to its end) */
 	r = ringbuf__get_reader_page(rb, cpu, c);
 	if (r <= 0)
 		goto out;
+	/* P2 [R-full] (RINGBUF_READ_FULL): the commit page, then P3 */
+	cp = (flags & RINGBUF_READ_FULL) ? atomic_load_explicit(&c->commit_page, memory_order_acquire)
+					 : ~(uint32_t)0; /* no page's index */
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READ_PAGE_P2);
+	/* P3: the reader page and its commit */
 	if ((r = ringbuf__reader_at(rb, cpu, c, &rp, &commit)) < 0)
 		goto out;
-	if ((flags & RINGBUF_READ_FULL) &&
-	    atomic_load_explicit(&c->commit_page, memory_order_acquire) == rp) {
+	if (cp == rp) {
 		r = 0; /* a writer is still on the page */
 		goto out;
 	}
@@ -5761,6 +5792,8 @@ again:
 		r = RINGBUF_EAGAIN;
 		goto out;
 	}
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READ_PAGE_P3);
+	/* P4: the count of losses placed, the events consumed */
 	lost = c->lost_pending;
 	/* Room for the lost count: hold events back for the next read rather than
 	 * hand out a page that only says "some were lost". */
@@ -5804,7 +5837,7 @@ RINGBUF_API int ringbuf_read_page_ref(struct ringbuf *rb, unsigned cpu, const vo
 	const bool align8 = rb && (rb->flags & RINGBUF_F_ALIGN8);
 	struct ringbuf__cpu *c;
 	struct ringbuf__dpage *dp;
-	uint32_t rp, commit, off, end = 0, events = 0;
+	uint32_t rp, cp, commit, off, end = 0, events = 0;
 	uint64_t ts, lost;
 	struct ringbuf__rec e;
 	unsigned long cm;
@@ -5814,13 +5847,15 @@ RINGBUF_API int ringbuf_read_page_ref(struct ringbuf *rb, unsigned cpu, const vo
 	c = ringbuf__cpu(rb, cpu);
 	if ((r = ringbuf__reader_lock(rb, c)) < 0)
 		return r;
-	r = ringbuf__get_reader_page(rb, cpu, c);
+	r = ringbuf__get_reader_page(rb, cpu, c); /* P1 */
 	if (r <= 0)
 		goto out;
-	if ((r = ringbuf__reader_at(rb, cpu, c, &rp, &commit)) < 0)
+	cp = atomic_load_explicit(&c->commit_page, memory_order_acquire); /* P2 [R-full] */
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READ_PAGE_P2);
+	if ((r = ringbuf__reader_at(rb, cpu, c, &rp, &commit)) < 0) /* P3 */
 		goto out;
 	r = RINGBUF_EAGAIN;
-	if (c->read != 0 || atomic_load_explicit(&c->commit_page, memory_order_acquire) == rp)
+	if (c->read != 0 || cp == rp)
 		goto out; /* partly read, or a writer is still on it */
 	dp = ringbuf__dp(rb, cpu, rp);
 	ts = atomic_load_explicit(&dp->time_stamp, memory_order_relaxed);
@@ -5848,6 +5883,8 @@ RINGBUF_API int ringbuf_read_page_ref(struct ringbuf *rb, unsigned cpu, const vo
 			events++;
 		}
 	}
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READ_PAGE_P3);
+	/* P4: the count of losses placed, the commit field adjusted, consumed */
 	lost = c->lost_pending;
 	cm = end;
 	if (lost) {
