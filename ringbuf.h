@@ -1247,6 +1247,7 @@ enum ringbuf__tp {
 	RINGBUF__TP_VALIDATE_WALKED,    /* V2: first pass over the links done, before the second */
 	RINGBUF__TP_VALIDATE_SLOT,      /* V4: a slot's len, page and off loaded, its event not yet */
 	RINGBUF__TP_RECOVER_COMMIT,     /* recovery: slots padded, before the commit walk (step 3) */
+	RINGBUF__TP_RECOVER_DONE,       /* recovery: steps 1-4 done, committing = 0 not yet (step 5) */
 	/* ringbuf_open_file's private header (PH1-PH3 in >>design), cpu 0 */
 	RINGBUF__TP_OPEN_MAPPED = 96,   /* PH1 done: the header still reads the file */
 	RINGBUF__TP_OPEN_COPIED         /* PH2 done (the copy is ours), PH3 not yet */
@@ -2602,6 +2603,8 @@ extern int clock_gettime(int, struct timespec *);
  *                                         [R1]/[R2]         side of the readers' membarrier) before the
  *                                                           clock read; see MERGED READERS
  *   committing = 0      owner [M3]        merged readers    release / acquire: the commits before it
+ *                       recovery          [R2], reset R4,   [REC-M3] release, last: the repair (links,
+ *                       [REC-M3]          quiesce Q4        padding, commits, page counts) before it
  *   inflight_ts         owner [M1]        merged readers    release / acquire: the commits of the entries
  *                                                           before it
  *   commits             owner             owner             relaxed (nesting detection: any change)
@@ -8573,10 +8576,9 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_RECOVER_COMMIT);
 		/* 3. commit everything: complete nested events included (the
 		 * walk checks each index it loads: another process may still
-		 * write a shared block) */
+		 * write a shared block). committing stays 1 until 5. */
 		RINGBUF__STORE(&c->committing, 1);
 		ringbuf__set_commit_to_write(rb, cpu, c);
-		RINGBUF__STORE(&c->committing, 0);
 		/* per-page event counts from what the pages now hold (the events
 		 * padded above were counted when reserved). A page whose write
 		 * index is 0 holds none: never reached by the tail (its data page
@@ -8595,6 +8597,25 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 			atomic_store_explicit(&c->reader_lock, 0, memory_order_relaxed);
 		}
 		RINGBUF__STORE(&c->before_stamp, RINGBUF__STAMP_INVALID);
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_RECOVER_DONE);
+		/* 5. [REC-M3] committing = 0, release, last: the writer's [M3]
+		 * for the repair. It pairs with every acquire load that reads 0
+		 * and then reads the buffer as the writer left it: the merged
+		 * readers' [R2], ringbuf_reset_cpu's R4, ringbuf_quiesce's Q4.
+		 * Steps 1-4 (links, padding, write indices, page commits, page
+		 * counts, before_stamp) are sequenced before it, so a thread that
+		 * reads 0 sees the repaired pages, and a reset that waited for
+		 * 0 re-initialises after the recount (a recount landing after
+		 * R4 would leave a count of discarded events on a page, which a
+		 * head push would add to overrun). (A relaxed 0 right after
+		 * step 3 let an ARM64/POWER reader see 0 before the repair.)
+		 * live: a reader may run meanwhile, and its swap S2 resets the
+		 * old reader page's count while the recount above may store it:
+		 * harmless, since that page re-enters the ring just behind the
+		 * head, and the tail resets a page's count (U1/U2) when it moves
+		 * onto it, before any head push can count it; the reader page's
+		 * own count is read by nobody. */
+		atomic_store_explicit(&c->committing, 0, memory_order_release);
 	}
 }
 

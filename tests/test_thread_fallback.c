@@ -970,6 +970,78 @@ static void current_mode_handler_during_a_takeover_is_dropped_not_nested(void **
 	handler_during_a_takeover(RINGBUF_CPU_CURRENT);
 }
 
+/* A takeover's repair is published by its last store, committing = 0
+ * (release, [REC-M3] in ringbuf.h): a ringbuf_reset_cpu that cuts in before
+ * it must find the buffer busy (R4 waits for committing == 0, then gives up
+ * with RINGBUF_EBUSY) rather than re-initialise the pages the repair is still
+ * writing. Cut in at both steps of the repair's window (RECOVER_COMMIT: slots
+ * padded, before the commit walk; RECOVER_DONE: everything but the 0). Before
+ * (issue 22 defect 5) the repair stored 0 (relaxed) right after the commit
+ * walk: a reset at RECOVER_DONE succeeded and re-initialised the buffer while
+ * the repair went on recounting its pages. */
+struct rc_ctx {
+	struct ringbuf *rb;
+	int point, hits, reset_rc;
+};
+
+static void *rc_reset_main(void *arg)
+{
+	struct rc_ctx *t = (struct rc_ctx *)arg;
+	t->reset_rc = ringbuf_reset_cpu(t->rb, 0);
+	return NULL;
+}
+
+static void recover_hook(struct ringbuf *rb, unsigned cpu, int point, void *vctx)
+{
+	struct rc_ctx *t = (struct rc_ctx *)vctx;
+	pthread_t th;
+	(void)cpu;
+	if (!tk_thread || rb != t->rb || point != t->point || t->hits++)
+		return;
+	/* another thread: this one holds the buffer in the middle of the repair */
+	if (pthread_create(&th, NULL, rc_reset_main, t) == 0)
+		pthread_join(th, NULL);
+}
+
+static void a_reset_cannot_cut_into_a_takeovers_repair(void **state)
+{
+	static const int points[] = {RINGBUF__TP_RECOVER_COMMIT, RINGBUF__TP_RECOVER_DONE};
+	(void)state;
+	for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+		struct ringbuf *rb = make_rb(1, 64 << 10, RINGBUF_MODE_OVERWRITE);
+		struct tk_dier d = {rb, RINGBUF_CPU_THREAD, 0};
+		struct tk_writer w = {rb, RINGBUF_CPU_THREAD, 0};
+		struct rc_ctx t = {rb, points[i], 0, 1};
+		struct ringbuf_record rec;
+		pthread_t th;
+		void *res;
+		int n = 0, mine = 0;
+		assert_int_equal(pthread_create(&th, NULL, tk_dier_main, &d), 0);
+		assert_int_equal(pthread_join(th, &res), 0);
+		assert_non_null(res);
+		wait_tid_gone(d.tid);
+		ringbuf__set_testpoint_hook(recover_hook, &t);
+		assert_int_equal(pthread_create(&th, NULL, tk_writer_main, &w), 0);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		ringbuf__set_testpoint_hook(NULL, NULL);
+		while (ringbuf_consume(rb, 0, &rec) == 1) {
+			n++;
+			mine += ((const struct ev *)rec.data)->thread == 600;
+		}
+		print_message("  reset cut into the repair at %s: %s; read back %d event(s), %d of them the "
+			      "taker's\n",
+			      points[i] == RINGBUF__TP_RECOVER_DONE ? "RECOVER_DONE" : "RECOVER_COMMIT",
+			      ringbuf_strerror(t.reset_rc), n, mine);
+		assert_int_equal(t.hits, 1);
+		assert_int_equal(t.reset_rc, RINGBUF_EBUSY);
+		assert_true(w.ok);
+		assert_int_equal(n, 1); /* the dead writer's half event padded, the taker's kept */
+		assert_int_equal(mine, 1);
+		assert_int_equal(RINGBUF__LOAD(&ringbuf__cpu(rb, 0)->committing), 0);
+		ringbuf_destroy(rb);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -984,6 +1056,7 @@ int main(void)
 		cmocka_unit_test(signal_handlers_nest_in_shared_events),
 		cmocka_unit_test(thread_mode_handler_during_a_takeover_is_dropped_not_nested),
 		cmocka_unit_test(current_mode_handler_during_a_takeover_is_dropped_not_nested),
+		cmocka_unit_test(a_reset_cannot_cut_into_a_takeovers_repair),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

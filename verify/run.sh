@@ -10,6 +10,10 @@
 #                                                     the old protocol or a mutant,
 #                                                     so the harness is shown to bite
 #
+# -patch=FILE among the options: the harness is compiled against a copy of
+# ringbuf.h with FILE (a unified diff, verify/mutants/) applied: mutants live
+# beside the harnesses, not in the shipped header.
+#
 # -disable-estimation and -disable-instruction-caching are always added (see
 # GenMC's README). GenMC is looked for in $GENMC, then ../shared/tools/genmc/
 # next to the repository; without it the script says so and exits 0 (or 1
@@ -62,9 +66,23 @@ for f in "${files[@]}"; do
 		[[ $spec == *" -- "* ]] && cflags=${spec#* -- }
 		runs=$((runs + 1))
 		out="$log/$(basename "$f" .c).$runs.log"
+		inc=-I.
+		if [[ " $opts " == *" -patch="* ]]; then
+			patchf=${opts#*-patch=}
+			patchf=${patchf%% *}
+			opts=${opts/-patch=$patchf/}
+			mdir="$log/mutant.$runs"
+			rm -rf "$mdir" && mkdir -p "$mdir" && cp ringbuf.h "$mdir/" &&
+				(cd "$mdir" && patch -p1 -s) <"$patchf" || {
+				echo "verify: FAILED  $f: $patchf does not apply to ringbuf.h"
+				fail=1
+				continue
+			}
+			inc="-I$mdir -I."
+		fi
 		start=$(date +%s.%N)
 		# shellcheck disable=SC2086
-		"$genmc" -disable-estimation -disable-instruction-caching $opts -- -I. -Iverify $cflags "$f" >"$out" 2>&1
+		"$genmc" -disable-estimation -disable-instruction-caching $opts -- $inc -Iverify $cflags "$f" >"$out" 2>&1
 		rc=$?
 		secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 		execs=$(sed -n 's/^Number of complete executions explored: //p' "$out" | tail -n 1)
