@@ -992,12 +992,16 @@ struct ringbuf__bpage {
 
 /* A reservation in flight, per nesting depth (owner only). */
 struct ringbuf__slot {
-	uint32_t page;  /* page index */
-	uint32_t off;   /* offset of the reservation in data[] (extend/stamp included) */
+	/* page, off, event: relaxed atomics, as every slot field: a thread that
+	 * takes over a dead owner's buffer (or claims a buffer an exited thread
+	 * left) writes them after the dead thread did, ordered by the kernel,
+	 * not by C11 (THREAD FALLBACK in >>contexts, [TAKEOVER-HB]) */
+	_Atomic(uint32_t) page; /* page index */
+	_Atomic(uint32_t) off;  /* offset of the reservation in data[] (extend/stamp included) */
 	/* total bytes reserved; 0: none in flight; RINGBUF__SLOT_GONE set: a
 	 * nested writer reserved where the slot points (ringbuf__slot_publish) */
 	_Atomic(uint32_t) len;
-	uint32_t event; /* offset of the data event's header */
+	_Atomic(uint32_t) event; /* offset of the data event's header */
 	/* entries_d[depth - 1] (its low 32 bits) as the reservation was
 	 * described (P1): one more once the event is counted committed, which
 	 * comes before len drops to 0 ([SLOT-DONE]) */
@@ -1546,8 +1550,9 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * (its tail read as garbage records; seen on i686, whose slower signal
  * handlers run back to back and leave the interrupted writer in that state
  * for long). C11: every access to a slot is by this thread or by a signal
- * handler that interrupted it, so relaxed atomics and signal fences order
- * them as the program does; P3 is one RMW, so a handler runs wholly before
+ * handler that interrupted it (or, after this thread is gone, by the thread
+ * that took its buffer over: [TAKEOVER-HB]), so relaxed atomics and signal
+ * fences order them as the program does; P3 is one RMW, so a handler runs wholly before
  * it (P3 reads what the handler stored) or wholly after it (the handler reads
  * what P3 stored). Returns false: retry from A. */
 RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
@@ -1559,9 +1564,9 @@ RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, str
 	(void)cpu;
 	RINGBUF__STORE(&s->len, 0); /* P1 */
 	RINGBUF__BARRIER();
-	s->page = t;
-	s->off = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
-	s->event = event;
+	RINGBUF__STORE(&s->page, t);
+	RINGBUF__STORE(&s->off, (uint32_t)(wfull & RINGBUF__WRITE_MASK));
+	RINGBUF__STORE(&s->event, event);
 	RINGBUF__STORE(&s->counted, (uint32_t)RINGBUF__LOAD(&c->entries_d[depth - 1]));
 	RINGBUF__BARRIER();
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull)) /* P2 */
@@ -3270,7 +3275,7 @@ static inline void ringbuf__slot_reserved(struct ringbuf__cpu *c, uint32_t depth
 	uint32_t d;
 	RINGBUF__STORE(&c->slots[depth - 1].len, total);
 	for (d = 0; d + 1 < depth; d++)
-		if (c->slots[d].page == t && c->slots[d].off == w)
+		if (RINGBUF__LOAD(&c->slots[d].page) == t && RINGBUF__LOAD(&c->slots[d].off) == w)
 			RINGBUF__STORE(&c->slots[d].len, RINGBUF__LOAD(&c->slots[d].len) | RINGBUF__SLOT_GONE);
 	RINGBUF__BARRIER();
 }
@@ -3573,7 +3578,7 @@ static bool ringbuf__check_current(struct ringbuf *rb, unsigned cpu, struct ring
 		return false;
 	}
 	s = &c->slots[depth - 1];
-	ev = ringbuf__dp(rb, cpu, s->page)->data + s->event;
+	ev = ringbuf__dp(rb, cpu, RINGBUF__LOAD(&s->page))->data + RINGBUF__LOAD(&s->event);
 	{
 		uint32_t w0;
 		memcpy(&w0, ev, 4);
@@ -3715,10 +3720,10 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 	depth = ringbuf__end_begin(rb, cpu, data, false, &c);
 	if (RINGBUF__UNLIKELY(depth == 0))
 		return;
-	s.page = c->slots[depth - 1].page;
-	s.off = c->slots[depth - 1].off;
+	s.page = RINGBUF__LOAD(&c->slots[depth - 1].page);
+	s.off = RINGBUF__LOAD(&c->slots[depth - 1].off);
 	s.len = RINGBUF__LOAD(&c->slots[depth - 1].len) & ~RINGBUF__SLOT_GONE;
-	s.event = c->slots[depth - 1].event;
+	s.event = RINGBUF__LOAD(&c->slots[depth - 1].event);
 	tb = ringbuf__bp(rb, cpu, s.page);
 	base = ringbuf__dp(rb, cpu, s.page)->data;
 
@@ -3739,7 +3744,7 @@ RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
 		 * still reserve it; its slot must then name its bytes (a kill
 		 * between its CAS and its re-assert would leave them unpadded) */
 		for (d = 0; d + 1 < depth; d++)
-			if (c->slots[d].page == s.page && c->slots[d].off == s.off)
+			if (RINGBUF__LOAD(&c->slots[d].page) == s.page && RINGBUF__LOAD(&c->slots[d].off) == s.off)
 				RINGBUF__STORE(&c->slots[d].len,
 					       RINGBUF__LOAD(&c->slots[d].len) & ~RINGBUF__SLOT_GONE);
 		RINGBUF__ADD(&c->discarded, 1);
@@ -3940,6 +3945,18 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
  *     the tid by us, comes after the dead writer's last store: its bytes
  *     happen-before our recovery. The CAS fails if the word changed since it
  *     was judged, and a dead owner's word never comes back (its token).
+ *   - [TAKEOVER-HB] that last order is the kernel's (the exit path's
+ *     release, the judge's system call), which C11 and ThreadSanitizer do
+ *     not see: to them the dead thread's stores and ours are unordered. So
+ *     every word of a CPU buffer that the owner writes and a taker or its
+ *     repair writes or reads again is an atomic (relaxed where the owner
+ *     alone orders it): the slot's page, off and event were plain, and an
+ *     independent TSan harness (a thread's first event from its handler,
+ *     the thread gone without ringbuf_thread_init, its claim taken over by
+ *     a later thread's scan) reported them as a race (issue 22 defect 7;
+ *     tests/test_thread_churn.c under make tsan-ubsan). The page bytes stay
+ *     plain: a new owner writes after the dead one's write index, and only a
+ *     repair of a thread that died mid-event rewrites the dead one's bytes.
  *
  * RSEQ: G2 without the locked instruction. In a block of ringbuf_create
  * (private memory: nobody outside this process writes it) on x86-64 with
@@ -7954,10 +7971,10 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 			uint32_t len = RINGBUF__LOAD(&sl->len), page, off, event;
 			if (i >= RINGBUF__LOAD(&c->committing) || len == 0 || (len & RINGBUF__SLOT_GONE))
 				continue;
-			page = sl->page;
-			off = sl->off;
+			page = RINGBUF__LOAD(&sl->page);
+			off = RINGBUF__LOAD(&sl->off);
 			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_VALIDATE_SLOT);
-			event = sl->event;
+			event = RINGBUF__LOAD(&sl->event);
 			if (page > n || off > rb->bsize || len > 2 * rb->bsize || event < off || event > off + 8)
 				return RINGBUF__INVALID("V4: slot: page, offset, length or event out of range");
 		}
@@ -8537,8 +8554,8 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 			 * reserved where it points (its own CAS failed or will) */
 			if (sl.len == 0 || (sl.len & RINGBUF__SLOT_GONE))
 				continue;
-			sl.page = c->slots[i].page;
-			sl.off = c->slots[i].off;
+			sl.page = RINGBUF__LOAD(&c->slots[i].page);
+			sl.off = RINGBUF__LOAD(&c->slots[i].off);
 			/* loaded once, checked (validated before, but loaded again) */
 			if (sl.page > n || sl.len > 2 * rb->bsize)
 				continue;
