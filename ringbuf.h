@@ -3221,10 +3221,8 @@ static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 			 * T.next unchanged since M1 (the tag is bumped by every
 			 * CAS) means no swap took N in between, and the commit
 			 * was on the reader page while the ring was full. */
-#ifndef RINGBUF__VERIFY_OLD_MOVE_TAIL
 			if (ringbuf__load_link(tb) != link)
 				return 0;
-#endif
 			return ringbuf__drop(rb, cpu, c, t, &c->commit_overrun);
 		} else if (atomic_load_explicit(&ringbuf__sh(rb)->mode, memory_order_relaxed) !=
 			   RINGBUF_MODE_OVERWRITE) {
@@ -4419,11 +4417,6 @@ static bool ringbuf__owner_take0(struct ringbuf *rb, unsigned w, uint64_t own)
 		}
 		if (atomic_load_explicit(&c->owner, memory_order_relaxed) != 0)
 			return false;
-#ifdef RINGBUF__TEST_MUTANT_NO_GATE /* tests/test_rseq_claim.c shows it fails */
-		(void)g, (void)v, (void)nv, (void)ok;
-		return atomic_compare_exchange_strong_explicit(&c->owner, &zero, own, memory_order_acq_rel,
-							       memory_order_relaxed);
-#endif
 		v = atomic_load_explicit(g, memory_order_relaxed);
 		do /* GT1 */
 			nv = v + 1 + (RINGBUF__GATE_USES_OF(v) < RINGBUF__GATE_USES ? RINGBUF__GATE_USE : 0);

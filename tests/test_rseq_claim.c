@@ -14,9 +14,12 @@
  *       sequences and fences alternate all the time. One writer in the buffer
  *       at a time (an `inside` probe between reserve and commit), every event
  *       committed or counted in `unmapped`, every committed event read back
- *       once and whole. With the gate compiled out (-DMUTANT_NO_GATE: the
- *       plain CAS against the sequence's plain store) the probe finds two
- *       owners (the test bites; not part of make test);
+ *       once and whole. With the gate taken out (tests/mutants/no_gate.patch
+ *       applied to a copy of ringbuf.h: mkdir -p /tmp/m && cp ringbuf.h /tmp/m
+ *       && (cd /tmp/m && patch -p1 < $OLDPWD/tests/mutants/no_gate.patch),
+ *       then build this test with -I/tmp/m first: the plain CAS against the
+ *       sequence's plain store) the probe finds two owners (the test bites;
+ *       not part of make test);
  *   (3) signals and migrations inside the sequence: a writer moved between
  *       the CPUs every 64 events and interrupted by a signal storm whose
  *       handler writes a nested event (it restarts any sequence it lands in,
@@ -44,11 +47,6 @@
 #define _GNU_SOURCE 1
 #ifndef RINGBUF__GATE_USES
 #define RINGBUF__GATE_USES 4u
-#endif
-#ifdef MUTANT_NO_GATE
-/* the mutant: takes that are not the sequence are the plain CAS, while the
- * sequences still run (what the code would be without GT1-GT4) */
-#define RINGBUF__TEST_MUTANT_NO_GATE 1
 #endif
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"

@@ -21,8 +21,9 @@
  *   - overwrite mode: the writer never drops. Without nested writers the
  *     commit page is the tail page when the writer moves the tail, so
  *     commit_overrun would need the tail on the reader page with a flagged
- *     link, which the design excludes. -DOLD_PROTOCOL compiles move_tail
- *     without its M3 re-check (RINGBUF__VERIFY_OLD_MOVE_TAIL) and GenMC finds
+ *     link, which the design excludes. verify/mutants/old_move_tail.patch
+ *     (applied to a copy of the header by verify/run.sh) takes move_tail's
+ *     M3 re-check out, and GenMC finds
  *     issue 11 item 14 (NR=2): the writer loads T.next (M1: the head), the
  *     reader swaps that head out and then T itself (the commit page), the
  *     writer sees the commit on the reader page (M2) and counts a
@@ -32,7 +33,7 @@
  * executions (20 blocked by -unroll: reader retry loops while a push is
  * half done) 35 s; IMM overwrite NR=1 (the head push against one swap) 353
  * executions 270 s; producer/consumer NW=2 NR=2 64 executions, RC11 5 s,
- * IMM 86 s. OLD_PROTOCOL: the violation under RC11 (66 s) and SC (56 s);
+ * IMM 86 s. old_move_tail.patch: the violation under RC11 (66 s) and SC (56 s);
  * under IMM the NR=2 space takes more than 400 s.
  *
  * Stubs: the clock is a counter (only the writer reads it); __linux__ is
@@ -52,8 +53,8 @@
 /* GENMC-PASS: -imm -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=0 -DNW=1 -DNR=1 */
 /* GENMC-PASS: -rc11 -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=1 -DNW=2 -DNR=2 */
 /* GENMC-PASS: -imm -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=1 -DNW=2 -DNR=2 */
-/* GENMC-FAIL: -rc11 -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DOLD_PROTOCOL -DMODE=0 -DNW=1 -DNR=2 */
-/* GENMC-FAIL: -sc -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DOLD_PROTOCOL -DMODE=0 -DNW=1 -DNR=2 */
+/* GENMC-FAIL: -rc11 -patch=verify/mutants/old_move_tail.patch -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=0 -DNW=1 -DNR=2 */
+/* GENMC-FAIL: -sc -patch=verify/mutants/old_move_tail.patch -unroll=5 -no-unroll=main -no-unroll=ringbuf_init_in -no-unroll=ringbuf__init_in -no-unroll=memcpy -no-unroll=memset -no-unroll=writer -no-unroll=reader -no-unroll=write_events -- -DMODE=0 -DNW=1 -DNR=2 */
 /* not Linux for GenMC: no file backend (open/mmap), no syscall */
 #undef __linux__
 #include <assert.h>
@@ -65,9 +66,6 @@
 #undef atomic_signal_fence
 #define atomic_signal_fence(o) ((void)0)
 
-#ifdef OLD_PROTOCOL
-#define RINGBUF__VERIFY_OLD_MOVE_TAIL 1
-#endif
 #define RINGBUF_PORTABLE 1
 #define RINGBUF_NO_INLINE 1
 /* the per-depth counter loops (overrun_d, pages_lost_d: ringbuf__overrun)
