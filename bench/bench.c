@@ -1379,6 +1379,13 @@ static void check_targets(void)
 /* ---- machine description -------------------------------------------------- */
 
 static char cpu_model[256] = "unknown", kernel[256] = "unknown", clocksource[64] = "unknown";
+/* What makes two machines of one kind differ for the mapped modes (issue 24):
+ * the microcode, whether ringbuf_create's blocks claim by restartable sequence
+ * (glibc's rseq registration and the RSEQ membarrier), which membarrier
+ * commands the kernel has, and the TLS model the writer state was built with. */
+static char microcode[64] = "unknown";
+static int mach_rseq_claim = -1, mach_rseq_usable = -1;
+static long membarrier_cmds = -1;
 static char load_before[64] = "unknown", load_after[64] = "unknown";
 
 /* The 1, 5 and 15 minute load averages: other work on the machine shows here
@@ -1409,14 +1416,22 @@ static void describe_machine(void)
 	if (f) {
 		while (fgets(line, sizeof line, f)) {
 			char *colon = strchr(line, ':');
-			if (colon && (!strncmp(line, "model name", 10) || !strncmp(line, "Processor", 9) ||
-				      !strncmp(line, "uarch", 5))) {
+			if (colon && !strncmp(line, "microcode", 9) && !strcmp(microcode, "unknown")) {
+				char *p = colon + 1;
+				while (*p == ' ')
+					p++;
+				snprintf(microcode, sizeof microcode, "%s", p);
+				trim(microcode);
+				continue;
+			}
+			if (colon && !strcmp(cpu_model, "unknown") &&
+			    (!strncmp(line, "model name", 10) || !strncmp(line, "Processor", 9) ||
+			     !strncmp(line, "uarch", 5))) {
 				char *p = colon + 1;
 				while (*p == ' ')
 					p++;
 				snprintf(cpu_model, sizeof cpu_model, "%s", p);
 				trim(cpu_model);
-				break;
 			}
 		}
 		fclose(f);
@@ -1430,6 +1445,22 @@ static void describe_machine(void)
 		fclose(f);
 	}
 	ncpus_online = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#ifdef SYS_membarrier
+	membarrier_cmds = syscall(SYS_membarrier, 0 /* MEMBARRIER_CMD_QUERY */, 0, 0);
+#endif
+#ifdef RINGBUF__RSEQ_CLAIM
+	mach_rseq_usable = ringbuf__rseq_usable();
+#endif
+	{
+		struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+		struct ringbuf *rb = NULL;
+		cfg.ncpu = 1;
+		cfg.size_per_cpu = 1 << 16;
+		if (ringbuf_create(&cfg, &rb) == 0) {
+			mach_rseq_claim = rb->rseq != 0;
+			ringbuf_destroy(rb);
+		}
+	}
 }
 
 static const char *compiler(void)
@@ -1556,6 +1587,11 @@ static void write_json(const char *path)
 	json_str(f, kernel);
 	fprintf(f, ", \"clocksource\": ");
 	json_str(f, clocksource);
+	fprintf(f, ", \"microcode\": ");
+	json_str(f, microcode);
+	fprintf(f, ", \"rseq_claim\": %d, \"rseq_usable\": %d, \"membarrier_cmds\": %ld, \"tls_model\": ",
+		mach_rseq_claim, mach_rseq_usable, membarrier_cmds);
+	json_str(f, RINGBUF_TLS_MODEL);
 	fprintf(f, ", \"pinned\": %s, \"loadavg_before\": ", pin_ok ? "true" : "false");
 	json_str(f, load_before);
 	fprintf(f, ", \"loadavg_after\": ");
@@ -1727,6 +1763,11 @@ int main(void)
 	       quick ? " (BENCH_QUICK)" : "");
 	printf("machine:  %s, %d online CPUs, %s, clocksource %s%s\n", cpu_model, ncpus_online, kernel,
 	       clocksource, pin_ok ? "" : " (could not pin threads)");
+	printf("mapped:   microcode %s, rseq claim %s (glibc rseq + RSEQ membarrier: %s), membarrier "
+	       "commands 0x%lx, TLS model %s\n",
+	       microcode, mach_rseq_claim == 1 ? "yes" : mach_rseq_claim == 0 ? "no (CAS)" : "unknown",
+	       mach_rseq_usable == 1 ? "yes" : mach_rseq_usable == 0 ? "no" : "not built", membarrier_cmds < 0 ? 0 : membarrier_cmds,
+	       RINGBUF_TLS_MODEL);
 	printf("compiler: %s\nbuild:    %s\nC++:      %s\nload:     %s (1/5/15 min) before the run\n",
 	       compiler(), BENCH_BUILD, BENCH_CXX_BUILD, load_before);
 	printf("timing:   %s\n", time_wall ? "wall-clock time (BENCH_TIME=wall)"
