@@ -316,8 +316,9 @@ soak: $(BUILD)/tests/soak ## signal-torture soak (tests/soak.c) for SOAK_SECONDS
 
 ##   STRESS_SECONDS  make stress: how long the cross-thread stress runs (300)
 STRESS_SECONDS ?= 300
-stress: $(BUILD)/tests/soak ## cross-thread stress (merged readers, 66-256 buffers, control calls, resets) for STRESS_SECONDS
+stress: $(BUILD)/tests/soak $(BUILD)/tests/test_model ## cross-thread stress (merged readers, 66-256 buffers, control calls, resets) for STRESS_SECONDS, then the model-based random test over MODEL_SEEDS (400) seeds
 	$(BUILD)/tests/soak --stress $(STRESS_SECONDS)
+	MODEL_SEEDS=$${MODEL_SEEDS:-400} $(BUILD)/tests/test_model
 
 # Not a tests/test_*.c file, so `make test` does not run it; built without
 # RINGBUF_TESTING (the production write path).
