@@ -1209,52 +1209,55 @@ enum ringbuf__tp {
 	RINGBUF__TP_H1_OVERRUN,     /* push head: overrun counted, pages_lost not yet */
 	RINGBUF__TP_COUNT,
 	/* outside the range the sweeps over write steps cover (a hook that
-	 * indexes an array by point checks point < RINGBUF__TP_COUNT) */
-	RINGBUF__TP_MERGED_PEEKED = 100, /* merged readers: every CPU peeked, the
+	 * indexes an array by point checks point < RINGBUF__TP_COUNT). No
+	 * point has a value of its own: the compiler numbers them all, so no
+	 * two are equal (a hook armed for one never fires at another) */
+	RINGBUF__TP_MERGED_PEEKED, /* merged readers: every CPU peeked, the
 					  * oldest head picked (cpu = the pick) */
 	/* RINGBUF_CPU_THREAD fallback (>>contexts), cpu = the shared buffer */
-	RINGBUF__TP_SHARED_TAKEN = 101, /* owner word taken (F4b), before G3 */
+	RINGBUF__TP_SHARED_TAKEN, /* owner word taken (F4b), before G3 */
 	RINGBUF__TP_SHARED_HELD,        /* G3 done and the event reserved */
 	RINGBUF__TP_TAKEOVER,           /* a dead owner's word taken over, buffer not yet repaired */
 	/* RINGBUF_CPU_CURRENT's inline claim (INLINE in >>contexts), cpu = the buffer */
-	RINGBUF__TP_CURRENT_TAKEN = 104, /* inline G2 done (the word is ours), G3 not yet */
+	RINGBUF__TP_CURRENT_TAKEN, /* inline G2 done (the word is ours), G3 not yet */
 	RINGBUF__TP_CURRENT_HELD,        /* inline G3 done, the reserve not yet */
 	RINGBUF__TP_CURRENT_COMMITTED,   /* inline commit done, G4 not yet */
 	RINGBUF__TP_CURRENT_UNHELD,      /* inline G4 done, G5 not yet */
 	RINGBUF__TP_CURRENT_UNDONE,      /* inline reserve failed: G4 done, G5 not yet */
 	/* an rseq block's gate (RSEQ in >>contexts), cpu = the word */
-	RINGBUF__TP_GATE_ENTERED = 110, /* GT1 done (in flight), GT2 not */
-	RINGBUF__TP_GATE_TAKEN = 111,   /* GT3 done, GT4 not */
+	RINGBUF__TP_GATE_ENTERED, /* GT1 done (in flight), GT2 not */
+	RINGBUF__TP_GATE_TAKEN, /* GT3 done, GT4 not */
 	/* a thread's new per-buffer entry (ringbuf__tctx_get, T1-T3), cpu 0 */
-	RINGBUF__TP_TCTX_CHOSEN = 120,   /* T1: a free entry chosen, not yet taken */
+	RINGBUF__TP_TCTX_CHOSEN,   /* T1: a free entry chosen, not yet taken */
 	RINGBUF__TP_TCTX_CLEARED,        /* T2: taken and cleared, our gen not yet in it */
 	/* ringbuf_wait's steps (outside the count as well) */
-	RINGBUF__TP_WAIT_REGISTER = 64, /* before the waiter registers */
+	RINGBUF__TP_WAIT_REGISTER, /* before the waiter registers */
 	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
 	RINGBUF__TP_WAIT_SLEEP,     /* nothing found, before it sleeps */
 	/* ringbuf_quiesce (outside the count as well) */
 	/* the reader's page swap (READER SWAP in >>design; outside the count
 	 * as well: sweeps over write steps skip them) */
-	RINGBUF__TP_READER_S1 = 110,     /* S1 done (head found), nothing changed yet */
+	RINGBUF__TP_READER_S1,     /* S1 done (head found), nothing changed yet */
 	RINGBUF__TP_READER_S2_PREPARED,  /* S2: old reader page prepared, reader_page not yet H */
 	RINGBUF__TP_READER_S3,           /* S3 CAS done, S4 not begun */
 	RINGBUF__TP_READER_S4,           /* S4 done but its completion mark (hn.prev) */
 	/* whole-page reads (ringbuf_read_page, ringbuf_read_page_ref: P1-P4) */
 	RINGBUF__TP_READ_PAGE_P2,        /* P2: commit page loaded, the reader page's commit not yet */
 	RINGBUF__TP_READ_PAGE_P3,        /* P3: records checked (and copied), P4 not begun */
-	RINGBUF__TP_QUIESCE_WAIT = 80, /* Q3 done for a CPU with a writer in flight, before Q4 */
+	RINGBUF__TP_QUIESCE_WAIT, /* Q3 done for a CPU with a writer in flight, before Q4 */
 	/* ringbuf__commit_fast's last window (outside the count as well) */
-	RINGBUF__TP_COMMIT_FAST_CHECKED = 84, /* tail and write index re-checked, committing still 1 */
+	RINGBUF__TP_COMMIT_FAST_CHECKED, /* tail and write index re-checked, committing still 1 */
 	RINGBUF__TP_COMMIT_FAST_ZERO,         /* committing = 0 stored, commits not re-checked yet */
 	/* ringbuf_open_file's validation of a block (V0-V3, >>file) */
-	RINGBUF__TP_VALIDATE_TAIL = 90, /* V1: commit and tail pages loaded, before the ring walk */
+	RINGBUF__TP_VALIDATE_TAIL, /* V1: commit and tail pages loaded, before the ring walk */
 	RINGBUF__TP_VALIDATE_WALKED,    /* V2: first pass over the links done, before the second */
 	RINGBUF__TP_VALIDATE_SLOT,      /* V4: a slot's len, page and off loaded, its event not yet */
 	RINGBUF__TP_RECOVER_COMMIT,     /* recovery: slots padded, before the commit walk (step 3) */
 	RINGBUF__TP_RECOVER_DONE,       /* recovery: steps 1-4 done, committing = 0 not yet (step 5) */
 	/* ringbuf_open_file's private header (PH1-PH3 in >>design), cpu 0 */
-	RINGBUF__TP_OPEN_MAPPED = 96,   /* PH1 done: the header still reads the file */
-	RINGBUF__TP_OPEN_COPIED         /* PH2 done (the copy is ours), PH3 not yet */
+	RINGBUF__TP_OPEN_MAPPED,   /* PH1 done: the header still reads the file */
+	RINGBUF__TP_OPEN_COPIED,        /* PH2 done (the copy is ours), PH3 not yet */
+	RINGBUF__TP_END /* one past the last: a test's own pseudo points start here */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))

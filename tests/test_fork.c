@@ -49,7 +49,7 @@
 
 #define PERSIST RINGBUF__OWN_PERSIST
 #define NWRITERS 4
-#define PARK_OPEN 100 /* pseudo test point: between reserve and commit */
+#define PARK_OPEN RINGBUF__TP_END /* pseudo test point (no library point has its value): between reserve and commit */
 
 static int env_int(const char *name, int def)
 {

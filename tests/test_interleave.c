@@ -373,12 +373,62 @@ static void every_test_point_was_cut_into(void **state)
 	}
 }
 
+/* Test points are one enum numbered by the compiler: a hook armed for one
+ * step never fires at another. Before, RINGBUF__TP_GATE_ENTERED/GATE_TAKEN
+ * had the values of READER_S1/READER_S2_PREPARED (110/111): a hook armed for
+ * a gate window fired inside every plain consume's page swap. */
+static unsigned seen_points[256];
+static void count_points(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	(void)rb;
+	(void)cpu;
+	(void)ctx;
+	if (point >= 0 && point < 256)
+		seen_points[point]++;
+}
+
+static void a_page_swap_fires_only_the_swap_points(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb = NULL;
+	struct ringbuf_record rec;
+	uint32_t v[8] = {7}; /* 36 bytes with its header: 3 a page */
+	int i, n = 0;
+	(void)state;
+	assert_true(RINGBUF__TP_END < 256);
+	cfg.ncpu = 1;
+	cfg.page_size = 128;
+	cfg.size_per_cpu = 8 * 128;
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	for (i = 0; i < 12; i++) /* four pages */
+		assert_int_equal(ringbuf_write(rb, 0, v, sizeof v), 0);
+	memset(seen_points, 0, sizeof seen_points);
+	ringbuf__set_testpoint_hook(count_points, NULL);
+	while (ringbuf_consume(rb, 0, &rec) == 1)
+		n++;
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	ringbuf_destroy(rb);
+	assert_int_equal(n, 12);
+	/* the swap's steps ran (one swap per page read) ... */
+	assert_true(seen_points[RINGBUF__TP_READER_S1] >= 3);
+	assert_true(seen_points[RINGBUF__TP_READER_S2_PREPARED] >= 3);
+	assert_true(seen_points[RINGBUF__TP_READER_S3] >= 3);
+	assert_true(seen_points[RINGBUF__TP_READER_S4] >= 3);
+	/* ... and no hook armed for another step saw them */
+	assert_int_equal(seen_points[RINGBUF__TP_GATE_ENTERED], 0);
+	assert_int_equal(seen_points[RINGBUF__TP_GATE_TAKEN], 0);
+	assert_int_equal(seen_points[RINGBUF__TP_CURRENT_TAKEN], 0);
+	assert_int_equal(seen_points[RINGBUF__TP_TCTX_CHOSEN], 0);
+	assert_int_equal(seen_points[RINGBUF__TP_MERGED_PEEKED], 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(random_interleavings_overwrite),
 		cmocka_unit_test(random_interleavings_producer_consumer),
 		cmocka_unit_test(every_test_point_was_cut_into),
+		cmocka_unit_test(a_page_swap_fires_only_the_swap_points),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
