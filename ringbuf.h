@@ -2662,10 +2662,24 @@ extern int clock_gettime(int, struct timespec *);
  *        stamped below B: its clock read is mo-before the one that stamped
  *        B, which happens-before F_r (the reader saw B's page commit with
  *        acquire) so F_w psc F_r, and no load after F_r reads a committing
- *        value older than E's entry store. The same holds for stamps below
- *        T0, a clock read just before the barrier, so one barrier covers
- *        every pick up to max(B, T0): the per-thread (consume_merged) or
- *        per-iterator `fenced` mark; a barrier per catch-up, not per event.
+ *        value older than E's entry store. The same holds for any stamp V of
+ *        the writers' clock whose read happens before F_r, so one barrier
+ *        covers every pick up to max(B, V): the per-thread (consume_merged)
+ *        or per-iterator `fenced` mark; a barrier per catch-up, not per
+ *        event. V must be in the writers' time base: a mark in another one
+ *        can be a value no later pick reaches, and [R1] would never be made
+ *        again (issue 22.2: a process that opened a file block only to read
+ *        reads CLOCK_MONOTONIC while the writers stamp with a counter). So V
+ *        is T0, a clock read through the handle just before the barrier,
+ *        only where the handle reads the writers' clock: a block of this
+ *        process (its writers use this handle's clock), or the TSC (no
+ *        process of a shared block can switch to or from it). For a file or
+ *        memfd block (default or user clock: each process's own, CLOCKS OF
+ *        SHARED BLOCKS) V is the largest inflight_ts of the CPUs, loaded with
+ *        acquire before the barrier: it pairs with [M1], whose release
+ *        follows the writer's copy of write_stamp, a clock read of the
+ *        writers' (or one it was clamped to), so that read happens before
+ *        F_r as B's does. It lags "now" by at most one event per CPU.
  *   [M3]/[R2] committing = 0 is a release after the page commits of the
  *        entry ([W-commit]); it is stored only by the outermost writer, after
  *        it committed every nested event. Reading it (acquire), being
@@ -5953,15 +5967,32 @@ static bool ringbuf__merged_membarrier(struct ringbuf *rb)
 
 /* [R1] After this, every writer whose clock read returned less than b shows
  * its entry (committing, inflight_ts) to this thread's loads. *fenced is the
- * mark of the last barrier: every time stamp below it is covered already (b
- * itself is a bound: the event stamped b was seen committed before the
- * barrier; so is T0, read before it). */
+ * mark of the last barrier: every time stamp below it is covered already.
+ * Any stamp of the writers' clock whose read happens before the barrier is
+ * such a bound (>>design, MERGED READERS, [M2]/[R1]): b (the event stamped b
+ * was seen committed, acquire), T0 (the clock read before it) only where this
+ * handle's clock is the writers' -- a block of this process, or the TSC,
+ * which no process of a shared block can switch to or from; a file or memfd
+ * block's default or user clock is each process's own (CLOCKS OF SHARED
+ * BLOCKS: a process that opened it only to read reads CLOCK_MONOTONIC), so
+ * there the bound is the newest inflight_ts (acquire, pairs with [M1]: the
+ * write_stamp it copied was read from the writers' clock before). */
 static void ringbuf__merged_fence(struct ringbuf *rb, uint64_t *fenced, uint64_t b)
 {
-	uint64_t t0;
+	uint64_t t0 = 0;
 	if (b <= *fenced)
 		return;
-	t0 = ringbuf__clock(rb);
+	if ((rb->owned != 2 && rb->owned != 4) || rb->clock_kind == RINGBUF__CLK_TSC) {
+		t0 = ringbuf__clock(rb);
+	} else {
+		unsigned cpu;
+		for (cpu = 0; cpu < rb->ncpu; cpu++) {
+			uint64_t v = atomic_load_explicit(&ringbuf__cpu(rb, cpu)->inflight_ts,
+							  memory_order_acquire);
+			if (v > t0)
+				t0 = v;
+		}
+	}
 	if (ringbuf__merged_membarrier(rb))
 		*fenced = t0 > b ? t0 : b;
 }

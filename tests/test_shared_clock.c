@@ -8,7 +8,10 @@
  * sets none reads CLOCK_MONOTONIC, one that sets one reads its own, the block
  * holds no address, and a 65th block with a user clock is refused, changing
  * nothing. The clock's name and kind are per process too
- * (the_clock_description_is_per_process).
+ * (the_clock_description_is_per_process). A merged reader of such a block
+ * that set no clock still fences for every pick past its mark
+ * (a_reader_without_the_writers_clock_still_fences, issue 22.2: syscall() is
+ * interposed here to count the membarrier calls).
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_IMPLEMENTATION
@@ -26,8 +29,33 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <dlfcn.h>
+#include <sys/syscall.h>
+/* LDFLAGS: -ldl */
 
 static char path[256];
+
+/* ---- syscall interposition: count membarrier(GLOBAL_EXPEDITED) ---- */
+static long (*real_syscall)(long, ...);
+static _Atomic(uint64_t) global_expedited; /* membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) calls */
+
+long syscall(long n, ...)
+{
+	long a[6];
+	va_list ap;
+	int i;
+	va_start(ap, n);
+	for (i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (!real_syscall)
+		*(void **)&real_syscall = dlsym(RTLD_NEXT, "syscall");
+#ifdef SYS_membarrier
+	if (n == SYS_membarrier && a[0] == 2)
+		atomic_fetch_add(&global_expedited, 1);
+#endif
+	return real_syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
 
 static int teardown(void **state)
 {
@@ -322,6 +350,72 @@ static void the_clock_description_is_per_process(void **state)
 	ringbuf_destroy(plain);
 }
 
+/* Issue 22.2: the merged readers' [R1] mark ("every stamp below it is
+ * fenced") must be in the writers' time base. A process that opens a file
+ * block RDWR only to read sets no clock: its handle reads CLOCK_MONOTONIC
+ * while the writers stamp with a counter. Before, the mark became that
+ * handle's clock (T0, ~1e9 and more), which no later pick reaches: 8 picks,
+ * each past every earlier one, made 1 membarrier instead of 8 (consume_merged
+ * and the RINGBUF_ALL_CPUS iterator alike), and [R1] was never made again.
+ * A second mapping in this process stands for the reader's process (its
+ * own header and clock). Each round writes one event (the next counter
+ * stamp) and picks it: it is past every earlier mark, so it needs a barrier. */
+static void a_reader_without_the_writers_clock_still_fences(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb, *view;
+	struct ringbuf_iter *it;
+	struct ringbuf_record rec;
+	static uint64_t ticks;
+	uint64_t before, n_consume, n_iter;
+	uint32_t v;
+	int i;
+	(void)state;
+	snprintf(path, sizeof path, "/tmp/ringbuf-test-clock-fence-%d.rb", (int)getpid());
+	unlink(path);
+	cfg.ncpu = 2;
+	cfg.size_per_cpu = 1 << 16;
+	cfg.clock = counter_a;
+	cfg.clock_ctx = &ticks;
+	ticks = 0;
+	assert_int_equal(ringbuf_create_file(path, &cfg, &rb), 0);
+	assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &view), 0);
+	v = 0;
+	before = atomic_load(&global_expedited);
+	if (ringbuf_write(rb, 0, &v, sizeof v) == 0 && ringbuf_consume_merged(view, &rec) == 1 &&
+	    atomic_load(&global_expedited) == before) {
+		ringbuf_destroy(view);
+		ringbuf_destroy(rb);
+		skip(); /* no MEMBARRIER_CMD_GLOBAL_EXPEDITED here: [R1] is a fence of this thread only */
+	}
+	before = atomic_load(&global_expedited);
+	for (i = 0; i < 8; i++) {
+		v = (uint32_t)i;
+		writes(rb, v);
+		assert_int_equal(ringbuf_consume_merged(view, &rec), 1);
+		assert_int_equal(rec.ts, ticks);
+	}
+	n_consume = atomic_load(&global_expedited) - before;
+	assert_int_equal(ringbuf_iter_start(view, RINGBUF_ALL_CPUS, &it), 0);
+	before = atomic_load(&global_expedited);
+	for (i = 0; i < 8; i++) {
+		v = (uint32_t)i;
+		writes(rb, v);
+		assert_int_equal(ringbuf_iter_next(it, &rec), 1);
+		assert_int_equal(rec.ts, ticks);
+	}
+	n_iter = atomic_load(&global_expedited) - before;
+	ringbuf_iter_finish(it);
+	print_message("membarrier(GLOBAL_EXPEDITED) for 8 picks: consume_merged %llu, iterator %llu\n",
+		      (unsigned long long)n_consume, (unsigned long long)n_iter);
+	if (n_consume != 8 || n_iter != 8)
+		fail_msg("8 picks past every earlier mark made %llu (consume_merged) and %llu (iterator) "
+			 "membarrier calls, not 8: the mark is not in the writers' time base",
+			 (unsigned long long)n_consume, (unsigned long long)n_iter);
+	ringbuf_destroy(view);
+	ringbuf_destroy(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -329,6 +423,7 @@ int main(void)
 		cmocka_unit_test_teardown(the_65th_shared_user_clock_is_refused, teardown),
 		cmocka_unit_test_teardown(a_writer_keeps_its_clock_while_other_blocks_come_and_go, teardown),
 		cmocka_unit_test_teardown(the_clock_description_is_per_process, teardown),
+		cmocka_unit_test_teardown(a_reader_without_the_writers_clock_still_fences, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

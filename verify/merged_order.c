@@ -55,6 +55,12 @@
  * even under sequential consistency: item 1's interleaving), the new reader
  * without the writers' light fence (-DNO_MEMBARRIER), and [M3] relaxed
  * (-DRELAXED_M3: committing = 0 no longer publishes the commits before it).
+ * -DSHARED_MARK: the [R1] mark of a file or memfd block, the largest
+ * inflight_ts read before the barrier instead of T0 (issue 22.2: the
+ * handle's clock may not be the writers'), passes; -DFOREIGN_T0, a mark
+ * from another clock that is past every stamp (the reader's
+ * CLOCK_MONOTONIC against the writers' counter), fails: after the first
+ * barrier the reader never makes one again.
  * -DRELAXED_M1 ([M1] relaxed) is not found to fail within these bounds (the
  * other entries' light fences and committing's C11 release sequence, which
  * C++20 dropped, order the older commits in the executions explored); the
@@ -76,6 +82,11 @@
 /* GENMC-FAIL: -rc11 -- -DRELAXED_M3 */
 /* GENMC-FAIL: -imm -- -DRELAXED_M3 */
 /* GENMC-FAIL: -rc11 -- -DOLD_PROTOCOL -DNESTED -DNX=1 */
+/* GENMC-PASS: -rc11 -- -DSHARED_MARK -DNX=2 -DNY=2 -DNR=3 */
+/* GENMC-PASS: -imm -- -DSHARED_MARK -DNX=3 -DNY=1 -DNR=2 */
+/* GENMC-PASS: -rc11 -- -DSHARED_MARK -DNESTED -DNX=2 -DNY=2 -DNR=3 */
+/* GENMC-FAIL: -rc11 -- -DFOREIGN_T0 -DNX=2 -DNY=1 -DNR=3 */
+/* GENMC-FAIL: -imm -- -DFOREIGN_T0 -DNX=2 -DNY=1 -DNR=3 */
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -264,7 +275,18 @@ static int consume_merged(void)
 		return 0;
 	/* 2. [R1] ringbuf__merged_fence */
 	if (best_ts > fenced) {
+#if defined(SHARED_MARK)
+		/* a file block: the largest inflight_ts (acquire, pairs with [M1]) */
+		uint64_t v;
+		t0 = 0;
+		for (cpu = 0; cpu < 2; cpu++)
+			if ((v = atomic_load_explicit(&cpus[cpu].inflight_ts, memory_order_acquire)) > t0)
+				t0 = v;
+#elif defined(FOREIGN_T0)
+		t0 = 1000; /* issue 22.2: T0 of another clock (the reader's CLOCK_MONOTONIC), past every stamp */
+#else
 		t0 = clock_read();
+#endif
 		atomic_thread_fence(memory_order_seq_cst); /* membarrier: the heavy side */
 		fenced = t0 > best_ts ? t0 : best_ts;
 	}
