@@ -16,19 +16,31 @@
  *                                  #include "ringbuf.h"
  *   Everywhere else:               #include "ringbuf.h"
  *
- * TABLE OF CONTENTS (grep for the anchors)
+ * TABLE OF CONTENTS (grep for the anchors): every "==== >>" section header,
+ * in order. Each section calls only the sections above it (>>inline's fast
+ * path may call its out-of-line slow path); tests/check-docs.sh checks this
+ * list against the headers.
  *   >>cxx        C++: the C11-atomics shim (C++11 and later, GCC and Clang)
  *   >>config     compile-time options
  *   >>api        public types and functions
  *   >>internal   page walk and warning hooks for tests and tools
  *   >>inline     the block layout and the write path's common case, compiled
  *                into the caller (internal: use >>api)
- *   >>impl       the implementation (RINGBUF_IMPLEMENTATION only)
- *   >>design     design notes: page ring, flags, write path steps, orders
- *   >>writer     reserve / commit / discard
- *   >>reader     page swap, peek, consume
- *   >>control    on/off, disable/enable, reset, mode
- *   >>stats      statistics
+ *   >>impl       the implementation (RINGBUF_IMPLEMENTATION only):
+ *   >>design       design notes: page ring, flags, write path steps, orders
+ *   >>parse        page parsing, shared by every reader
+ *   >>platform     thread ids, clocks, membarrier
+ *   >>writer       the kernel's write path on one CPU buffer (an index)
+ *   >>reader       page swap, consume, whole pages, merged readers, the
+ *                  iterator, waiting; a dead reader's swap repaired
+ *   >>repair       a dead writer's buffer made consistent
+ *   >>control      on/off, disable/enable, reset, quiesce, mode
+ *   >>stats        statistics
+ *   >>contexts     RINGBUF_CPU_THREAD / RINGBUF_CPU_CURRENT: the buffer chosen
+ *                  (owner words, the rseq claim), then the core called
+ *   >>setup        layout, ringbuf_init_in, the clock of a buffer
+ *   >>file         file and memfd blocks, validation, recovery
+ *   >>lifecycle    ringbuf_create, ringbuf_destroy, errors
  *
  * QUICK START
  *   struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;   // 1 CPU, 1 MiB, 4 KiB pages
@@ -553,7 +565,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
  * Only when no writer or reader of the block runs. */
 RINGBUF_API int ringbuf_recover(struct ringbuf *rb);
 /** Replace the clock. For a file or memfd block the function is this
- * process's (CLOCKS OF SHARED BLOCKS in >>lifecycle): another process that
+ * process's (CLOCKS OF SHARED BLOCKS in >>setup): another process that
  * maps the block keeps its own, and one that set none reads CLOCK_MONOTONIC,
  * so set it in each process that writes; a process has at most 64 such blocks
  * with a user clock (RINGBUF_ENOMEM, nothing changed). Switching between the default, the TSC and a user clock also sets the
@@ -1498,7 +1510,7 @@ static inline void ringbuf__put_padding(unsigned char *p, uint32_t len, uint32_t
  * pointer. */
 enum { RINGBUF__CLK_MONO = 0, RINGBUF__CLK_TSC = 1, RINGBUF__CLK_USER = 2 };
 RINGBUF_API uint64_t ringbuf__clock_mono(void);
-/* a user clock of a file or memfd block: this process's (>>lifecycle, CLOCKS OF SHARED BLOCKS) */
+/* a user clock of a file or memfd block: this process's (>>setup, CLOCKS OF SHARED BLOCKS) */
 RINGBUF_API uint64_t ringbuf__clock_shared(const struct ringbuf *rb);
 
 RINGBUF__INLINE uint64_t ringbuf__rdtsc(void)
@@ -2173,6 +2185,30 @@ extern int clock_gettime(int, struct timespec *);
 
 /* ==== >>design ========================================================== *
  *
+ * LAYERS. The implementation reads top-down; each section calls only those
+ * above it (../shared/tools/layers.py ringbuf.h: 0 calls into a later
+ * section, 0 pairs of sections that call each other):
+ *   >>parse, >>platform   pages, records, clocks, thread ids, membarrier
+ *   >>writer              the kernel's algorithm on one CPU buffer, named by
+ *                         its index: reserve (A-D, move tail, head push),
+ *                         commit walk, discard, drops
+ *   >>reader, >>repair    the reader page swap and every reader built on it;
+ *                         a dead reader's swap and a dead writer's buffer
+ *                         made consistent (the kernel has no such step)
+ *   >>control, >>stats    on/off, reset, quiesce, mode; counters
+ *   >>contexts            RINGBUF_CPU_THREAD and RINGBUF_CPU_CURRENT: a thread
+ *                         finds or takes a buffer (owner words, the rseq
+ *                         claim), then calls >>writer with its index; the
+ *                         out-of-line ringbuf_reserve / commit / discard
+ *                         choose the buffer here, so >>writer never sees a
+ *                         mapped mode; fork handling
+ *   >>setup, >>file, >>lifecycle   layout and init_in, the clock of a block;
+ *                         file and memfd blocks, validation, recovery;
+ *                         create and destroy
+ * >>inline (the header part) holds the common case of >>writer and
+ * >>contexts, compiled into the caller; it calls the out-of-line code for
+ * anything else.
+ *
  * MEMORY. One block, relocatable: every link is an index, never an address.
  *
  *   struct ringbuf | (pad) | struct ringbuf__shdr | struct ringbuf__cpu[ncpu]
@@ -2844,7 +2880,7 @@ static inline void ringbuf__yield(void)
 static uint64_t ringbuf__default_clock(void *ctx);
 
 
-/* ==== page parsing (shared by every reader; validates everything) ======= */
+/* ==== >>parse: page parsing (every reader; validates everything) ========= */
 
 struct ringbuf__rec {
 	uint32_t type;  /* 0 = data, else PADDING / TIME_EXTEND / TIME_STAMP */
@@ -2955,6 +2991,251 @@ static uint64_t ringbuf__count_events(const struct ringbuf *rb, const struct rin
 	}
 	return n;
 }
+
+/* ==== >>platform: thread ids, clocks, membarrier ========================== *
+ * What the layers below take from the system: the thread id (cached per
+ * thread), the clocks (CLOCK_MONOTONIC, the TSC and its calibration, the
+ * conversion of TSC stamps to ns), and the heavy side of the asymmetric
+ * fences ([BARRIER]). Calls nothing below it. */
+
+/* the thread id, 30 bits (the owner word's tid field, RINGBUF__OWN_TID) */
+#define RINGBUF__TID_MASK 0x3fffffffu
+
+static RINGBUF__TLS uint32_t ringbuf__tid;
+
+static uint32_t ringbuf__gettid(void)
+{
+	uint32_t t = ringbuf__tid;
+	if (RINGBUF__UNLIKELY(t == 0)) {
+#if defined(__linux__) && defined(SYS_gettid)
+		t = (uint32_t)syscall(SYS_gettid) & RINGBUF__TID_MASK;
+#else
+		t = (uint32_t)(uintptr_t)&ringbuf__tid & RINGBUF__TID_MASK;
+#endif
+		ringbuf__tid = t; /* a handler racing here computes the same value */
+	}
+	return t;
+}
+
+/* -- clocks -- */
+
+RINGBUF_API uint64_t ringbuf__clock_mono(void)
+{
+	struct timespec ts;
+	clock_gettime(RINGBUF__CLOCK_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t ringbuf__default_clock(void *ctx)
+{
+	(void)ctx;
+	return ringbuf__clock_mono();
+}
+
+RINGBUF_API uint64_t ringbuf_clock_tsc(void *ctx)
+{
+	(void)ctx;
+	return ringbuf__rdtsc();
+}
+
+/* Which clock the writers read, from what the caller passed. */
+static uint32_t ringbuf__clock_kind_of(ringbuf_clock_fn clock)
+{
+	if (!clock || clock == ringbuf__default_clock)
+		return RINGBUF__CLK_MONO;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	if (clock == ringbuf_clock_tsc)
+		return RINGBUF__CLK_TSC;
+#else
+	if (clock == ringbuf_clock_tsc) /* no TSC here: the monotonic clock, in ns */
+		return RINGBUF__CLK_MONO;
+#endif
+	return RINGBUF__CLK_USER;
+}
+
+/* TSC to ns: the ratio of the two clocks over about 10 ms, each end taken as
+ * the TSC read closest around a clock_gettime (the narrowest of 5 brackets),
+ * so the ratio is good to a few parts per million. Stored as a 32.32 fixed
+ * point multiplier. */
+static void ringbuf__tsc_pair(uint64_t *tsc, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+	int i;
+	for (i = 0; i < 5; i++) {
+		uint64_t a = ringbuf__rdtsc(), n = ringbuf__clock_mono(), b = ringbuf__rdtsc();
+		if (b - a < best) {
+			best = b - a;
+			*tsc = a + (b - a) / 2;
+			*ns = n;
+		}
+	}
+}
+
+static void ringbuf__tsc_calibrate(struct ringbuf *rb)
+{
+	uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0, dn, dt;
+	int tries = 0;
+	do {
+		/* again if the process was stopped (SIGSTOP, a debugger, a VM
+		 * pause) in the middle: the ratio stays right, but the bracket
+		 * widths were measured for a 10 ms run */
+		unsigned long spins = 0;
+		ringbuf__tsc_pair(&t0, &n0);
+		do
+			ringbuf__tsc_pair(&t1, &n1);
+		while (n1 - n0 < 10000000u && ++spins < 100000000ul);
+	} while (n1 - n0 > 1000000000u && ++tries < 3);
+	rb->tsc0 = t0;
+	rb->tsc_ns0 = n0;
+	rb->tsc_shift = 32;
+	dn = n1 - n0;
+	dt = t1 - t0;
+	while (dn >> 31) { /* (dn << 32) must not overflow, however long it took */
+		dn >>= 1;
+		dt >>= 1;
+	}
+	rb->tsc_mult = dt ? (dn << 32) / dt : 1ull << 32;
+}
+
+/* d * m >> 32 without a 128-bit type (d up to centuries of cycles) */
+static uint64_t ringbuf__mulshift32(uint64_t d, uint64_t m)
+{
+	uint64_t dh = d >> 32, dl = d & 0xffffffffu, mh = m >> 32, ml = m & 0xffffffffu;
+	return ((dh * mh) << 32) + dh * ml + dl * mh + ((dl * ml) >> 32);
+}
+
+/* The TSC conversion of a block, also kept by captures (ringbuf_trace.h) */
+struct ringbuf__tscconv {
+	uint64_t tsc0, ns0, mult;
+};
+
+static uint64_t ringbuf__tscconv_apply(const struct ringbuf__tscconv *v, uint64_t ts)
+{
+	uint64_t back;
+	if (ts >= v->tsc0)
+		return v->ns0 + ringbuf__mulshift32(ts - v->tsc0, v->mult);
+	back = ringbuf__mulshift32(v->tsc0 - ts, v->mult);
+	return back < v->ns0 ? v->ns0 - back : 0;
+}
+
+/* The same conversion as trace-cmd's TSC2NSEC option computes it (a 32-bit
+ * multiplier, below 2^31, and a shift) plus its OFFSET option:
+ * ns = (cycles * mult >> shift) + offset. */
+static inline void ringbuf__tscconv_tracecmd(const struct ringbuf__tscconv *v, uint32_t *mult, uint32_t *shift,
+				      int64_t *offset)
+{
+	uint64_t m = v->mult;
+	uint32_t s = 32;
+	while (m >= (1ull << 31) && s > 0) {
+		m >>= 1;
+		s--;
+	}
+	*mult = (uint32_t)m;
+	*shift = s;
+	*offset = (int64_t)(v->ns0 - ringbuf__mulshift32(v->tsc0, m << (32 - s)));
+}
+
+/* rb's conversion; false when its stamps are not TSC cycles */
+static bool ringbuf__tscconv_of(const struct ringbuf *rb, struct ringbuf__tscconv *v)
+{
+	if (!rb || rb->clock_kind != RINGBUF__CLK_TSC)
+		return false;
+	v->tsc0 = rb->tsc0;
+	v->ns0 = rb->tsc_ns0;
+	v->mult = rb->tsc_mult;
+	return true;
+}
+
+RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts)
+{
+	struct ringbuf__tscconv v;
+	return ringbuf__tscconv_of(rb, &v) ? ringbuf__tscconv_apply(&v, ts) : ts;
+}
+
+/* -- membarrier -- */
+
+static void ringbuf__membarrier_register(void)
+{
+#if defined(__linux__) && defined(SYS_membarrier)
+	(void)syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0);
+#endif
+}
+
+#ifdef RINGBUF_TESTING
+static _Atomic(int) ringbuf__test_no_membarrier;
+/* Tests: make the reset's barrier fail as on a system without membarrier. */
+RINGBUF_API void ringbuf__set_membarrier_fail(int fail)
+{
+	atomic_store(&ringbuf__test_no_membarrier, fail);
+}
+#endif
+
+/* [BARRIER] The heavy side of every asymmetric fence in this file (the
+ * merged readers' [R1], the waiters' [WAIT-R3], reset's R3/R6; the writers'
+ * side is a compiler barrier): true when every thread that may write to rb
+ * executed a full barrier between the call's start and its return (running
+ * threads by IPI, the others by the context switch since they last ran), false
+ * when that cannot be had (no membarrier, refused by seccomp, nohz_full CPUs
+ * for GLOBAL, a shared block that an opener could not register for), errno
+ * from the last call.
+ *   private block: MEMBARRIER_CMD_PRIVATE_EXPEDITED, this process's threads
+ *     (registered at init; here for a block opened, not created)
+ *   shared file block: MEMBARRIER_CMD_GLOBAL_EXPEDITED, every process
+ *     registered for it: each one that creates or opens a shared block
+ *     registers (a fork child again), one that cannot sets ringbuf__sh(rb)->wait_unreg
+ *   else MEMBARRIER_CMD_GLOBAL: every thread of the system (an RCU grace
+ *     period: slow) */
+static bool ringbuf__writers_barrier(struct ringbuf *rb)
+{
+#ifdef RINGBUF_TESTING
+	if (atomic_load(&ringbuf__test_no_membarrier)) {
+		errno = ENOSYS;
+		return false;
+	}
+#endif
+#if defined(__linux__) && defined(SYS_membarrier)
+	if (rb->shared) {
+		if (!atomic_load_explicit(&ringbuf__sh(rb)->wait_unreg, memory_order_relaxed) &&
+		    syscall(SYS_membarrier, 2 /* GLOBAL_EXPEDITED */, 0, 0) == 0)
+			return true;
+	} else {
+		if (syscall(SYS_membarrier, 8 /* PRIVATE_EXPEDITED */, 0, 0) == 0)
+			return true;
+		if (errno == EPERM && /* not registered yet (a block opened, not created) */
+		    syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0) == 0 &&
+		    syscall(SYS_membarrier, 8, 0, 0) == 0)
+			return true;
+	}
+	return syscall(SYS_membarrier, 1 /* GLOBAL */, 0, 0) == 0;
+#else
+	(void)rb;
+	return false;
+#endif
+}
+
+/* [RESET-MB] ringbuf_reset_cpu's barrier: no fallback, a fence on this side
+ * alone orders nothing for the writers, so without [BARRIER] the reset
+ * refuses (RINGBUF_ESYS, errno from the call). */
+static int ringbuf__reset_barrier(struct ringbuf *rb)
+{
+	return ringbuf__writers_barrier(rb) ? 0 : RINGBUF_ESYS;
+}
+
+/* Each process that opens a shared block registers for
+ * MEMBARRIER_CMD_GLOBAL_EXPEDITED, so that a waiter's [WAIT-R3] reaches its
+ * writers; one that cannot says so in the block (waiters then use slower
+ * commands or sleep in slices). */
+#if defined(__linux__) /* shared blocks are Linux-only */
+static void ringbuf__membarrier_register_shared(struct ringbuf *rb)
+{
+#if defined(SYS_membarrier)
+	if (syscall(SYS_membarrier, 4 /* REGISTER_GLOBAL_EXPEDITED */, 0, 0) == 0)
+		return;
+#endif
+	atomic_store_explicit(&ringbuf__sh(rb)->wait_unreg, 1, memory_order_relaxed);
+}
+#endif
+
 
 /* ==== >>writer ========================================================== */
 
@@ -3569,7 +3850,6 @@ RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ri
 }
 
 #ifdef RINGBUF_DEBUG
-static uint32_t ringbuf__gettid(void);
 /* A writer on a buffer whose outermost writer is another thread breaks the
  * contract (two threads on one CPU buffer). */
 static void ringbuf__debug_owner(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c, uint32_t depth)
@@ -3607,9 +3887,6 @@ static bool ringbuf__check_current(struct ringbuf *rb, unsigned cpu, struct ring
 #define RINGBUF__DEBUG_OWNER(rb, cpu, c, depth) ((void)0)
 #endif
 
-static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len);
-static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit);
-
 RINGBUF_API void *ringbuf__reserve_refused(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
 {
 	RINGBUF__ADD(&c->disabled_events, 1);
@@ -3627,18 +3904,17 @@ RINGBUF_API void (ringbuf_commit)(struct ringbuf *rb, unsigned cpu, void *data)
 	ringbuf__commit_inline(rb, cpu, data);
 }
 
-/* The general entry: any depth, mapped modes, bad arguments (counted). */
-RINGBUF_API void *ringbuf__reserve_slow(struct ringbuf *rb, unsigned cpu, size_t len)
+/* The general reserve on CPU buffer `cpu`: any depth, bad arguments
+ * (counted). The mapped modes come here with the index of the buffer they
+ * chose (ringbuf__reserve_slow in >>contexts). */
+static void *ringbuf__reserve_at(struct ringbuf *rb, unsigned cpu, size_t len)
 {
 	struct ringbuf__cpu *c;
 	uint32_t depth;
 	void *ev;
 
-	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu)) {
-		if (rb && (cpu == RINGBUF_CPU_THREAD || cpu == RINGBUF_CPU_CURRENT))
-			return ringbuf__map_reserve(rb, cpu, len);
+	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu))
 		return NULL; /* no CPU buffer to count it in */
-	}
 	c = ringbuf__cpu(rb, cpu);
 	if (RINGBUF__UNLIKELY(len == 0 || len > rb->max_event)) {
 		RINGBUF__ADD(&c->rejected_events, 1);
@@ -3676,19 +3952,17 @@ RINGBUF_API void *ringbuf__reserve_slow(struct ringbuf *rb, unsigned cpu, size_t
 	return ev;
 }
 
-/* What commit and discard share: the mapped modes go their own way; an
- * explicit index gives the CPU buffer and the depth of the current event, or
- * 0 when there is none (or, with RINGBUF_DEBUG, data is not it). */
+/* What commit and discard share: an index (the mapped modes chose theirs in
+ * >>contexts) gives the CPU buffer and the depth of the current event, or 0
+ * when there is none (or, with RINGBUF_DEBUG, data is not it). */
 static inline uint32_t ringbuf__end_begin(struct ringbuf *rb, unsigned cpu, void *data, bool commit,
 					  struct ringbuf__cpu **cp)
 {
 	struct ringbuf__cpu *c;
 	uint32_t depth;
-	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || !data)) {
-		if (rb && data && (cpu == RINGBUF_CPU_THREAD || cpu == RINGBUF_CPU_CURRENT))
-			ringbuf__map_end(rb, cpu, data, commit);
+	(void)commit; /* RINGBUF_DEBUG's message only */
+	if (RINGBUF__UNLIKELY(!rb || cpu >= rb->ncpu || !data))
 		return 0;
-	}
 	c = ringbuf__cpu(rb, cpu);
 #ifdef RINGBUF_DEBUG
 	if (!ringbuf__check_current(rb, cpu, c, data,
@@ -3703,7 +3977,9 @@ static inline uint32_t ringbuf__end_begin(struct ringbuf *rb, unsigned cpu, void
 	return depth;
 }
 
-RINGBUF_API void ringbuf__commit_slow(struct ringbuf *rb, unsigned cpu, void *data)
+/* The general commit on CPU buffer `cpu` (ringbuf__commit_slow in
+ * >>contexts for the mapped modes). */
+static void ringbuf__commit_at(struct ringbuf *rb, unsigned cpu, void *data)
 {
 	struct ringbuf__cpu *c = NULL;
 	uint32_t depth = ringbuf__end_begin(rb, cpu, data, true, &c);
@@ -3721,7 +3997,9 @@ RINGBUF_API void ringbuf__commit_slow(struct ringbuf *rb, unsigned cpu, void *da
 	ringbuf__end_commit(rb, cpu, c);
 }
 
-RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
+/* ringbuf_discard on CPU buffer `cpu` (ringbuf_discard in >>contexts for the
+ * mapped modes). */
+static void ringbuf__discard_at(struct ringbuf *rb, unsigned cpu, void *data)
 {
 	struct ringbuf__cpu *c = NULL;
 	struct {
@@ -3815,1354 +4093,8 @@ RINGBUF_API int ringbuf_write(struct ringbuf *rb, unsigned cpu, const void *data
 	return 0;
 }
 
-/* ==== >>contexts: per-thread and guarded per-CPU buffers =============== *
- *
- * Per-thread state lives in initial-exec TLS (no allocation, no lazy TLS
- * setup: safe in a signal handler, even for a thread's first event), one entry
- * per ring buffer the thread writes to (4 at most). An entry's fields are 0
- * when unused, so a handler that interrupts the thread while it claims an
- * entry finds a consistent one.
- *
- * Guarded per-CPU (RINGBUF_CPU_CURRENT), for one event of the outermost writer:
- *   G1  pick the CPU's buffer x (rseq cpu id, else sched_getcpu)
- *   G2  CAS owner[x] 0 -> id (acq_rel: acquire pairs with G5 of the previous
- *       owner; release: see THE OWNER WORD below); owner == id already means
- *       we interrupted our own G2..G3: nest. In an rseq block the
- *       restartable sequence S1-S5 on CPU x, and any other 0 -> id take
- *       through the word's gate (RSEQ below)
- *   G3  TLS: owned = x, depth = 1, "acquired at depth 1"
- *   ... reserve / commit on x (a handler on this thread nests on x: depth 2..)
- *   G4  TLS: depth 0, owned none (first: a handler after G4 takes a new one)
- *   G5  store owner[x] = 0 (release: our events before the next owner's)
- * A thread that finds owner[x] held by another thread tries the other
- * buffers, then drops the event (counted in `unmapped`); an owner that no
- * longer exists (it died mid-event) is taken over after recovering the buffer
- * (judged only when a full scan is due: F1, F3 below; a drop does not pay a
- * system call).
- * (G4 stores back the PENDING bit of the state it interrupted, see F4a.)
- * INLINE (>>inline, ringbuf__current_reserve and ringbuf__commit_inline): the
- * outermost event's G1-G5 run in the caller when the thread's last-used entry
- * is rb's with cur == 0 (no event, not PENDING, not SCANNING), its token and
- * tid are known (our id = token << 32 | tid; the tid is cached in the entry by
- * the out-of-line path and cleared in a fork child), rseq gives the CPU id
- * and it is < ncpu: G1 is that id, G2 the same CAS (or sequence) on that word only,
- * G3 the same single store of cur (buffer, depth 1, acquired), then the
- * reserve on the buffer; a failed reserve undoes G4, G5 at once. The commit
- * does G4, G5 in the caller when cur is exactly (buffer, depth 1, acquired);
- * any other state (nested, shared, PENDING) goes to ringbuf__held_end. Any
- * failed check or CAS calls the out-of-line path, which starts again at G1
- * (nothing of the inline attempt is kept: a failed CAS wrote nothing).
- * Same steps, orders and windows as out of line: a handler that lands
- * between G2 and G3 finds cur == 0 and the word ours, its own inline CAS
- * fails, and out of line it nests (took = false); one that lands after G3
- * finds depth 1 and nests; between the commit and G4 it nests on the
- * committed buffer, still ours. RINGBUF__CURRENT_OUTLINE (internal, for the
- * tests' *_outline variants) keeps the whole of G1-G5 out of line. Test
- * points (RINGBUF_TESTING only) mark the inline windows: CURRENT_TAKEN (G2
- * done, G3 not), CURRENT_HELD (G3 done, reserve not), CURRENT_COMMITTED
- * (commit done, G4 not), CURRENT_UNHELD (G4 done, G5 not), CURRENT_UNDONE
- * (a failed reserve's G4 done, G5 not); tests/test_current_steps.c runs a
- * nested writer and another thread at each, a reset and a quiesce at the
- * first four.
- * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
- * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
- * progress, so that a handler of ours can take it back). A claim whose buffer
- * is inside an event is never given back (a thread exiting mid-event leaves a
- * dead owner's word: taken over and repaired, not handed out as free).
- *
- * THREAD FALLBACK: RINGBUF_CPU_THREAD for a thread that holds no claim (more
- * threads than buffers). The buffers are split: claims take 0 .. lim-1, the
- * last `thread_shared` (ringbuf_thread_shared) are never claimed and are
- * taken for one event at a time. Per event, out of line:
- *   F1  full scan due? load release_gen (acquire, pairs with F6) and compare
- *       with the value saved at the last miss; else count the thread's
- *       backoff down (TLS, relaxed: a handler racing it only moves the next
- *       scan by an event). Due: first event, the generation moved, or the
- *       backoff ran out.
- *   F2  claim: ringbuf__take over 0 .. lim-1 with our id | PERSIST: a free
- *       word by CAS 0 -> id (acq_rel, as G2); only when due, the owners are
- *       judged (ringbuf__owner_dead: kill(tid, 0) per owner) and a dead one
- *       taken over, and a dead owner in the shared buffers is taken over,
- *       repaired and given back (store 0, release). Found: the thread's claim
- *       from then on (the inline fast path), backoff cleared. The judging
- *       pass (after a pass without it found nothing) runs with cur's
- *       SCANNING bit set (TLS store + signal fence before, cleared after):
- *       a handler's mapped event meanwhile is dropped (counted), since it
- *       would find a word we just took over ours and write into the buffer
- *       being repaired. RINGBUF_CPU_CURRENT judges only on the same due
- *       scans, with the same bit (after a pass without judging failed).
- *   F3  a due scan that found nothing: save the generation read at F1 (read
- *       before the scan: a release during it moves the generation again)
- *       and double the backoff (16 .. RINGBUF_THREAD_RESCAN events). So
- *       kill() runs at most once per owner per scan, and scans are at most
- *       log2(events) + events / RINGBUF_THREAD_RESCAN + releases: never per
- *       event.
- *   F4a no shared buffer: the event is dropped (counted in `unmapped`).
- *       Else cur := PENDING (TLS, one store + signal fence): from here to G4
- *       no claim is made on this thread; a handler that interrupts F4-F5
- *       goes straight to F4b (its G4 restores PENDING), because a claim made
- *       by a handler would send our commit (which looks at the claim first)
- *       to its buffer.
- *   F4b = G2 on the shared buffers, from one picked by our tid: CAS 0 -> id
- *       (no PERSIST; acq_rel: its acquire reads the previous holder's G5
- *       release, so that holder's events happen-before ours). A word that
- *       is already our id: a handler that interrupted our own F4b..F5
- *       nests (took = false). Every shared word held at that instant: undo
- *       F4a, drop the event (counted in `unmapped`). No system call.
- *   F5  = G3 .. G5 of RINGBUF_CPU_CURRENT: cur := (buffer, depth 1, took);
- *       the event; handlers nest on the buffer through cur's depth; at the
- *       outermost commit/discard G4 restores cur's PENDING bit (0 for the
- *       thread itself) and G5 stores the word 0 (release).
- *   F6  ringbuf_thread_release (also at thread exit), ringbuf_thread_shared
- *       and the fork child bump release_gen (fetch_add, release) after the
- *       word is 0: a thread whose F1 reads the new value (acquire) sees that
- *       0 (or a later value) at F2. release_gen is a hint only: a missed or
- *       early bump costs a scan or delays a claim, never ownership, which
- *       is decided by the CAS on the owner word alone. Dead owners that
- *       never released (no ringbuf_thread_init) are found at the next due
- *       scan (at most RINGBUF_THREAD_RESCAN events of each such thread).
- * The owner word protocol is unchanged: a shared take is exactly a
- * RINGBUF_CPU_CURRENT hold (verify/owner_claim.c: -DSHARED adds a claimer
- * that gives its claim back, F6, and a shared writer that takes the word).
- *
- * THE OWNER WORD (64 bits): token << 32 | PERSIST | RELEASING | tid. The tid
- * alone is not an identity: the kernel reuses tids, and a thread given a dead
- * owner's tid took that owner's word for its own (its events nested under the
- * dead event, never committed). The token is drawn per thread from the
- * block's counter (owner_seq) at the thread's first take there, kept in its
- * TLS entry: tid + token names one thread of one lifetime (up to 2^32 draws).
- *   "ours"  the whole word (tid and token) equals our id: only we store it.
- *   "dead"  ringbuf__owner_dead: the tid is ours with another token (a tid
- *           belongs to one live thread at a time: its writer has ended), or
- *           kill(tid, 0) fails with ESRCH. A live owner is never judged
- *           dead; a dead one whose tid another thread now has looks alive
- *           until that thread ends or writes here itself (its buffer is
- *           unused meanwhile; writes find other buffers or are counted in
- *           `unmapped`, nothing is lost uncounted).
- *   PID namespaces: a tid means different threads in two namespaces. The
- *           block keeps its creator's namespace (pidns); a process of
- *           another one that opens it for writing sets OWNF_MIXED_NS, and no
- *           owner is judged dead from then on (never a takeover of a live
- *           owner; a dead one's buffer stays taken).
- * C11 argument (verify/owner_claim.c checks it under RC11 and IMM):
- *   - one owner at a time: the word changes only by CAS from a value read
- *     (0, our own RELEASING, or a dead owner's word) or by its owner's G5 /
- *     release CAS; the taker's CAS (acq_rel, its acquire half) reads the
- *     previous owner's G5 (release): its events happen-before ours.
- *   - taking over a dead owner: kill(tid, 0) reads the kernel's thread table;
- *     a thread is in it before its first instruction and leaves it after its
- *     last (exit: a release, in the model). The judge loads the word with
- *     acquire and every CAS that writes a word is acq_rel, so a judge that
- *     reads a word sees the thread table at least as its writer saw it: a
- *     word written by a thread that has since taken a reused tid is never
- *     paired with the table of the tid's previous holder (with acquire-only
- *     CASes the model finds a live owner taken over). ESRCH, or the reuse of
- *     the tid by us, comes after the dead writer's last store: its bytes
- *     happen-before our recovery. The CAS fails if the word changed since it
- *     was judged, and a dead owner's word never comes back (its token).
- *   - [TAKEOVER-HB] that last order is the kernel's (the exit path's
- *     release, the judge's system call), which C11 and ThreadSanitizer do
- *     not see: to them the dead thread's stores and ours are unordered. So
- *     every word of a CPU buffer that the owner writes and a taker or its
- *     repair writes or reads again is an atomic (relaxed where the owner
- *     alone orders it): the slot's page, off and event were plain, and an
- *     independent TSan harness (a thread's first event from its handler,
- *     the thread gone without ringbuf_thread_init, its claim taken over by
- *     a later thread's scan) reported them as a race (issue 22 defect 7;
- *     tests/test_thread_churn.c under make tsan-ubsan). The page bytes stay
- *     plain: a new owner writes after the dead one's write index, and only a
- *     repair of a thread that died mid-event rewrites the dead one's bytes.
- *
- * RSEQ: G2 without the locked instruction. In a block of ringbuf_create
- * (private memory: nobody outside this process writes it) on x86-64 with
- * glibc's rseq registration (glibc >= 2.35) and the RSEQ membarrier (Linux
- * >= 5.10), decided at creation (rb->rseq; RINGBUF_F_NO_RSEQ keeps the
- * CAS), the thread running on CPU x takes owner[x] by a restartable
- * sequence (ringbuf__rseq_take):
- *   S1 rseq_cs := the sequence's descriptor   S2 [start] cpu_id == x
- *   S3 gate[x] == 0   S4 owner[x] == 0   S5 [commit] owner[x] := id
- * The kernel restarts it at the abort handler (which reports "not taken":
- * nothing stored) when the thread is preempted, migrated or signalled
- * between S2 and S5, so sequences of CPU x never interleave. That excludes
- * only threads on CPU x: owner[x] is also taken by threads elsewhere (the
- * busy fallback to another buffer, a CPU >= ncpu, RINGBUF_CPU_THREAD
- * claims, shared takes F2/F4b). Every such 0 -> id change goes through
- * ringbuf__owner_take0, and in an rseq block through the word's gate:
- *   GT1 enter: gate += 1 in flight (+1 use while uses < RINGBUF__GATE_USES),
- *       CAS loop, acq_rel;
- *   GT2 gate not FENCED: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
- *       FLAG_CPU, x) [GATE-F], then FENCED (fetch_or, release);
- *   GT3 CAS owner 0 -> id (acq_rel);
- *   GT4 leave: gate -= 1 (release); the last one out once the uses reached
- *       RINGBUF__GATE_USES (1024) opens it: CAS to 0 (release), unless
- *       PINNED.
- *   GT0 (before GT1) PINNED read (acquire): the CAS alone, no GT1-GT4. The
- *       buffers of ringbuf_thread_shared, taken per event by the threads
- *       beyond the claims, are pinned by it [GATE-PIN]: GT1, GT2, FENCED |
- *       PINNED (release), GT4; the gate is never 0 again (a buffer shared
- *       once stays pinned; a fork child keeps the bit), so no sequence takes
- *       it, and the pinner's release carries its fence to GT0's acquire.
- *       Without it each shared event paid GT1 and GT4 (make bench
- *       rb_thread_shared_16 1.60x -> 2.11x rb_thread_16; 1.65x pinned).
- * Why one owner: a sequence completes only if it read S3 == 0. After a
- * taker's GT1 the gate is not 0 until GT4 of the last taker in flight (the
- * FENCED bit keeps it shut between takers). A sequence that read 0 before
- * that GT1 and had not completed when the fence reached CPU x is restarted
- * (the fence); one that completed did so before the fence's barrier on x, so
- * its S5 is visible to the GT3 that follows the fence (the CAS fails). A
- * taker that finds FENCED set skips the fence: the fencing taker's fetch_or
- * (release) and our GT1 (acquire) carry that visibility to us, and the gate
- * has not been 0 since that fence. A sequence that reads 0 after GT4's
- * opening reads it from the opening CAS (release), which continues the
- * release sequence of every GT4 before it: the takers' owner stores
- * happen-before its S4 (it sees the word held, or released by G5). Changes
- * from a nonzero value (G5, RELEASING, takeovers of dead owners) need no
- * gate: a sequence commits only after reading 0. S4 and S3 are acquire
- * loads and S5 a release store on x86-64, so the sequence is G2's acq_rel
- * CAS as far as the other steps above are concerned (THE OWNER WORD).
- * Outside C11 (membarrier, the restart) this is argued, not checked by the
- * compiler's model; verify/rseq_gate.c models the kernel's part as a lock
- * held by the sequence and taken by the fence (the two cases above), under
- * RC11 (the model of the C11 code; the sequence exists on x86-64 only,
- * whose TSO is stronger), the pinned gate too (-DPIN), and shows the gate
- * without the fence, reopened with takers in flight, with FENCED relaxed,
- * or pinned without a fence each give two owners.
- * Cost: the gate's fence is one system call per RINGBUF__GATE_USES takes at
- * most (~250 ns here); while the gate is shut, CPU x's own writers take the
- * word through it too (locked instructions, no fence). A thread whose own
- * word is held by a preempted owner takes another buffer through its gate.
- * tests/test_rseq_claim.c: which blocks claim by sequence, sequences
- * against gated CASes on one word from two CPUs (with the gate compiled out,
- * -DMUTANT_NO_GATE, the writers crash within ~2,000 events), signal storms
- * and migrations inside the sequence, another thread and a nested writer at
- * each gate window (test points GATE_ENTERED, GATE_TAKEN), shared buffers
- * pinned and taken by CAS among per-thread and per-CPU writers, and every
- * sequence restarted: the x86 trap flag raises SIGTRAP after each
- * instruction (so each outer take comes through the gate) and the handler
- * nests an event after a different instruction of each outer write (with
- * a wrong signature before the abort handler the kernel kills the test). S6 and the
- * section groups: tests/dlopen (unload, then signals: SIGSEGV without S6)
- * and compile-checks' two-unit C++ link (tests/compile/comdat_*.cpp: the
- * link failed without "?"). make test runs
- * the mapped-mode tests again with the CAS (RINGBUF_TEST_NO_RSEQ=1, read
- * by ringbuf__rseq_enable in RINGBUF_TESTING builds). Not claimed by
- * sequence: files, memfds and ringbuf_init_in memory (writers of another
- * process are beyond the membarrier; caller memory may be shared), other
- * architectures (the CAS: no fast path written for them), ThreadSanitizer
- * builds (it cannot see the sequence's store), qemu-user (no rseq).
- * What it bought (make bench, x86-64 2-vCPU VM, glibc 2.36, Linux 6.18, 3
- * runs): rb_current_16 +2.74 / +2.34 / +2.48 ns over the explicit index,
- * from +6.85 to +6.93 with the CAS (the LOCK CMPXCHG waits for the store
- * buffer to drain the previous event's stores); claim + release alone 0.65
- * ns against 5.2 (claim_rseq, claim_cas).
- * qemu-user has no rseq (ENOSYS; glibc leaves __rseq_size 0): sched_getcpu.
- */
-
-/* The owner word: token << 32 | PERSIST | RELEASING | tid. */
-#define RINGBUF__OWN_PERSIST 0x80000000u   /* a thread's claim (RINGBUF_CPU_THREAD) */
-#define RINGBUF__OWN_RELEASING 0x40000000u /* that claim is being given back */
-#define RINGBUF__OWN_TID 0x3fffffffu
-#define RINGBUF__OWN_ID(w) ((w) & ~(uint64_t)(RINGBUF__OWN_PERSIST | RINGBUF__OWN_RELEASING))
-/* ringbuf__sh(rb)->owner_flags */
-#define RINGBUF__OWNF_MIXED_NS 1u /* writers in several PID namespaces: no takeover */
-
-/* struct ringbuf__tctx (>>inline): one entry per buffer the thread writes
- * to. `token` is the thread's owner token in that buffer (0: not drawn yet).
- * `gen` names the buffer's creation (an entry whose generation is no
- * longer registered belongs to a destroyed buffer and is free); `cur` packs
- * the RINGBUF_CPU_CURRENT state so that it changes with one store, atomically
- * with respect to a handler:
- *   bits 0..23 owned buffer + 1 (0: none), 24..31 nesting depth, 32 acquired */
-#define RINGBUF__CUR(owned, depth, acq) \
-	((uint64_t)(owned) | ((uint64_t)(depth) << 24) | ((uint64_t)(acq) << 32))
-/* bit 33: a shared take (THREAD FALLBACK, F4) is between F4a and F5: no claim
- * now; kept by a handler's event through its end (G4 restores it) */
-#define RINGBUF__CUR_PENDING ((uint64_t)1 << 33)
-/* bit 34: a full scan that may take a dead owner's word over and repair its
- * buffer is running (F2): a handler's mapped event is dropped (counted), as
- * it would otherwise find the word ours and write into the buffer under
- * repair */
-#define RINGBUF__CUR_SCANNING ((uint64_t)1 << 34)
-#define RINGBUF__CUR_OWNED(v) ((uint32_t)((v) & 0xffffffu))
-#define RINGBUF__CUR_DEPTH(v) ((uint32_t)(((v) >> 24) & 0xffu))
-#define RINGBUF__CUR_ACQ(v) ((uint32_t)(((v) >> 32) & 1u))
-
-#ifndef RINGBUF__TLS_DEFINED_HERE
-RINGBUF__TLS_DEF struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
-#endif
-static RINGBUF__TLS uint32_t ringbuf__tid;
-
-/* Live buffers, by creation generation (never dereferenced: a thread may hold
- * an entry for a buffer another thread destroyed). Also the fork registry.
- * No limit: chunks of 64 slots, a new one appended (allocated at creation or
- * open, never in a handler) when all are taken, never freed; readers (signal
- * handlers included) follow `next` with acquire loads, pairing with the
- * release CAS that appends. */
-#define RINGBUF__NREG 64
-struct ringbuf__reg {
-	_Atomic(uint64_t) gen[RINGBUF__NREG];
-	_Atomic(struct ringbuf *) rb[RINGBUF__NREG];
-	_Atomic(struct ringbuf__reg *) next;
-};
-static _Atomic(uint64_t) ringbuf__gen_counter;
-/* The high half of this process's generations (0: not chosen yet; a fork
- * child chooses its own): generations are unique across processes, so a
- * block opened RDWR keeps the generation its creator gave it (see
- * ringbuf__fork_register). */
-static _Atomic(uint64_t) ringbuf__gen_hi;
-static struct ringbuf__reg ringbuf__reg0;
-#define RINGBUF__REG_EACH(r) \
-	for ((r) = &ringbuf__reg0; (r); (r) = atomic_load_explicit(&(r)->next, memory_order_acquire))
-
-static bool ringbuf__gen_live(uint64_t gen)
-{
-	struct ringbuf__reg *r;
-	unsigned i;
-	if (!gen)
-		return false;
-	RINGBUF__REG_EACH(r)
-		for (i = 0; i < RINGBUF__NREG; i++)
-			if (atomic_load_explicit(&r->gen[i], memory_order_relaxed) == gen)
-				return true;
-	return false;
-}
-
-static uint32_t ringbuf__gettid(void)
-{
-	uint32_t t = ringbuf__tid;
-	if (RINGBUF__UNLIKELY(t == 0)) {
-#if defined(__linux__) && defined(SYS_gettid)
-		t = (uint32_t)syscall(SYS_gettid) & RINGBUF__OWN_TID;
-#else
-		t = (uint32_t)(uintptr_t)&ringbuf__tid & RINGBUF__OWN_TID;
-#endif
-		ringbuf__tid = t; /* a handler racing here computes the same value */
-	}
-	return t;
-}
-
-#if defined(__linux__) && defined(_GNU_SOURCE)
-#include <sched.h> /* sched_getcpu (g++ and clang++ always define _GNU_SOURCE) */
-#elif defined(__linux__)
-extern int sched_getcpu(void);
-#endif
-
-static inline unsigned ringbuf__current_cpu(void);
-/* The buffer for the CPU the thread runs on: no division when there are at
- * least as many buffers as CPUs (the common configuration). */
-static inline unsigned ringbuf__cpu_buffer(const struct ringbuf *rb)
-{
-	unsigned id = ringbuf__current_cpu(), n = rb->ncpu;
-	return id < n ? id : id % (n ? n : 1); /* n >= 1; the test is for checkers */
-}
-
-static inline unsigned ringbuf__current_cpu(void)
-{
-	int32_t rid = ringbuf__rseq_cpu();
-	if (rid >= 0)
-		return (unsigned)rid;
-#if defined(__linux__)
-	{
-		int id = sched_getcpu();
-		return id >= 0 ? (unsigned)id : 0;
-	}
-#else
-	return 0;
-#endif
-}
-
-/* The calling thread's entry for rb; with `make`, one is taken (a CAS on the
- * thread's own word: a handler on this thread may take one meanwhile). */
-#ifndef RINGBUF__TLS_DEFINED_HERE
-RINGBUF__TLS_DEF unsigned ringbuf__tctx_last; /* entry of the last lookup: a hint */
-#endif
-/* nonzero while this thread makes a new entry (T1-T3 below; the
- * implementation's own: one per thread of the translation unit) */
-static RINGBUF__TLS unsigned ringbuf__tctx_making;
-
-static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
-{
-	uint64_t gen = rb->gen;
-	unsigned last = ringbuf__tctx_last % RINGBUF__TCTX;
-	int i;
-	if (atomic_load_explicit(&ringbuf__tctx[last].gen, memory_order_relaxed) == gen)
-		return &ringbuf__tctx[last];
-	for (i = 0; i < RINGBUF__TCTX; i++)
-		if (atomic_load_explicit(&ringbuf__tctx[i].gen, memory_order_relaxed) == gen) {
-			ringbuf__tctx_last = (unsigned)i;
-			return &ringbuf__tctx[i];
-		}
-	if (!make)
-		return NULL;
-	/* MAKING AN ENTRY (T1 choose a free one, T2 take and clear it, T3 put
-	 * our gen in it). A signal handler of this thread that cuts in anywhere
-	 * in T1-T3 and needs a new entry of its own gets none: its event is
-	 * dropped, counted in `unmapped` by the caller. Were it to make one, it
-	 * could take the entry we chose (our T2 CAS then fails and we would
-	 * make a second one for the same buffer) or, finding ours half cleared,
-	 * take another: two entries of one buffer, the handler's holding a claim,
-	 * and our event reserved through ours but committed through the one the
-	 * lookup finds first -- another buffer (seen under qemu-s390x: a
-	 * thread's first event lost, test_read_tool "missing stream 2 seq 0").
-	 * A handler that finds an entry (made before, or by T3 done) uses it. */
-	if (ringbuf__tctx_making)
-		return NULL;
-	ringbuf__tctx_making = 1;
-	RINGBUF__BARRIER();
-	for (i = 0; i < RINGBUF__TCTX; i++) {
-		struct ringbuf__tctx *e = &ringbuf__tctx[i];
-		uint64_t old = atomic_load_explicit(&e->gen, memory_order_relaxed);
-		if (old && ringbuf__gen_live(old))
-			continue;
-		/* free (never used, or its buffer is gone): clear, then take */
-		if (atomic_load_explicit(&e->cur, memory_order_relaxed) ||
-		    atomic_load_explicit(&e->claimed, memory_order_relaxed) ||
-		    atomic_load_explicit(&e->token, memory_order_relaxed) ||
-		    atomic_load_explicit(&e->miss_wait, memory_order_relaxed)) {
-			if (old == 0)
-				continue; /* a handler is setting it up right now */
-		}
-		RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_TCTX_CHOSEN);
-		if (atomic_compare_exchange_strong_explicit(&e->gen, &old, 0, memory_order_relaxed,
-							    memory_order_relaxed)) {
-			atomic_store_explicit(&e->cur, 0, memory_order_relaxed);
-			atomic_store_explicit(&e->claimed, 0, memory_order_relaxed);
-			atomic_store_explicit(&e->token, 0, memory_order_relaxed);
-			atomic_store_explicit(&e->miss_gen, 0, memory_order_relaxed);
-			atomic_store_explicit(&e->miss_left, 0, memory_order_relaxed);
-			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
-			atomic_store_explicit(&e->tid, 0, memory_order_relaxed);
-			RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_TCTX_CLEARED);
-			old = 0;
-			if (atomic_compare_exchange_strong_explicit(&e->gen, &old, gen, memory_order_relaxed,
-								    memory_order_relaxed)) {
-				ringbuf__tctx_last = (unsigned)i;
-				RINGBUF__BARRIER();
-				ringbuf__tctx_making = 0;
-				return e;
-			}
-		}
-	}
-	RINGBUF__BARRIER();
-	ringbuf__tctx_making = 0;
-	return NULL;
-}
-
-/* This thread's owner id in rb: its tid and a token drawn from the block's
- * counter the first time it takes a buffer there, so unique among all the
- * threads, of all processes, that ever wrote to this block (2^32 draws before
- * a token repeats): a thread given a dead thread's tid has another token. A
- * handler that draws one first wins; a number lost that way is never used. */
-static uint64_t ringbuf__owner_id(struct ringbuf *rb, struct ringbuf__tctx *e)
-{
-	uint32_t tok = atomic_load_explicit(&e->token, memory_order_relaxed), zero = 0;
-	if (RINGBUF__UNLIKELY(tok == 0)) {
-		do
-			tok = atomic_fetch_add_explicit(&ringbuf__sh(rb)->owner_seq, 1, memory_order_relaxed) + 1;
-		while (tok == 0);
-		if (!atomic_compare_exchange_strong_explicit(&e->token, &zero, tok, memory_order_relaxed,
-							     memory_order_relaxed))
-			tok = zero;
-	}
-	return (uint64_t)tok << 32 | ringbuf__gettid();
-}
-
-/* Is the thread with this id alive (anywhere: a buffer in a shared file is
- * claimed by threads of several processes)? */
-#ifdef RINGBUF_TESTING
-static _Atomic(uint64_t) ringbuf__kill_calls; /* liveness system calls made */
-#endif
-static bool ringbuf__thread_alive(uint32_t tid)
-{
-#if defined(__linux__) && defined(SYS_kill)
-	int e = errno;
-#ifdef RINGBUF_TESTING
-	atomic_fetch_add_explicit(&ringbuf__kill_calls, 1, memory_order_relaxed);
-#endif
-	long r = syscall(SYS_kill, (long)tid, 0L);
-	bool alive = r == 0 || errno != ESRCH;
-	errno = e;
-	return alive;
-#else
-	(void)tid;
-	return true;
-#endif
-}
-
-/* Has the owner `cur` (not our id) ended? Its tid names no thread (ESRCH), or
- * names us: a tid belongs to one live thread at a time and our token is not
- * the one in the word, so the thread that wrote it has ended and the kernel
- * gave us its tid. Any other live tid: alive (an owner whose tid was reused by
- * another thread than us looks alive until that thread ends or comes here).
- * Undecidable when the block has writers in several PID namespaces (a tid
- * names different threads there): never dead. */
-static bool ringbuf__owner_dead(const struct ringbuf *rb, uint64_t cur, uint64_t own)
-{
-	uint32_t tid = (uint32_t)cur & RINGBUF__OWN_TID;
-	if (atomic_load_explicit(&ringbuf__sh(rb)->owner_flags, memory_order_relaxed) &
-	    RINGBUF__OWNF_MIXED_NS)
-		return false;
-	if (tid == ((uint32_t)own & RINGBUF__OWN_TID))
-		return (cur >> 32) != (own >> 32);
-	return !ringbuf__thread_alive(tid);
-}
-
-/* The PID namespace this process lives in (0: unknown). A block records its
- * creator's; a process of another namespace that opens it for writing marks
- * it RINGBUF__OWNF_MIXED_NS. */
-static uint64_t ringbuf__pidns(void)
-{
-#if defined(__linux__)
-	struct stat st;
-	if (stat("/proc/self/ns/pid", &st) == 0)
-		return (uint64_t)st.st_ino ^ ((uint64_t)st.st_dev << 32);
-#endif
-	return 0;
-}
-
-/* ---- the rseq gate (RSEQ in >>contexts) ---------------------------------
- * rseq_gate: bits 0..15 takers in their window, 16..29 takes since the word
- * was fenced (counted up to RINGBUF__GATE_USES), bit 30 PINNED, bit 31
- * FENCED. */
-#define RINGBUF__GATE_FENCED 0x80000000u
-#define RINGBUF__GATE_PINNED 0x40000000u
-#define RINGBUF__GATE_USE (1u << 16)
-#define RINGBUF__GATE_USES_OF(v) (((v) >> 16) & 0x3fffu)
-#ifndef RINGBUF__GATE_USES
-#define RINGBUF__GATE_USES 1024u
-#endif
-_Static_assert(RINGBUF__GATE_USES >= 1 && RINGBUF__GATE_USES < 0x3fffu, "rseq gate: uses field");
-
-#ifdef RINGBUF_TESTING
-static _Atomic(uint64_t) ringbuf__test_rseq_fences; /* membarrier calls made by gates */
-static _Atomic(uint64_t) ringbuf__test_rseq_takes;  /* out-of-line takes by sequence */
-static _Atomic(uint64_t) ringbuf__test_gated_takes; /* words taken by CAS through a gate */
-static _Atomic(uint64_t) ringbuf__test_pinned_takes; /* by CAS past a pinned gate */
-RINGBUF_API void ringbuf__test_rseq_counts(const struct ringbuf *rb, uint64_t out[4])
-{
-	out[0] = atomic_load(&ringbuf__test_rseq_fences);
-	out[1] = atomic_load(&ringbuf__test_rseq_takes);
-	out[2] = atomic_load(&ringbuf__test_gated_takes);
-	out[3] = rb ? rb->rseq : 0;
-}
-RINGBUF_API uint64_t ringbuf__test_pinned_count(void)
-{
-	return atomic_load(&ringbuf__test_pinned_takes);
-}
-#define RINGBUF__TEST_COUNT(v) atomic_fetch_add_explicit(&(v), 1, memory_order_relaxed)
-#else
-#define RINGBUF__TEST_COUNT(v) ((void)0)
-#endif
-
-#ifdef RINGBUF__RSEQ_CLAIM
-/* [GATE-F] Restart every sequence running on CPU `cpu` of this process and
- * order it with us (MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ with
- * MEMBARRIER_CMD_FLAG_CPU, Linux >= 5.10): a sequence that ran S2 before the
- * call either completed S5 before the call's barrier on that CPU (its
- * store is seen by everything we do after the call) or restarts and reads
- * what we stored before it. Registration is the process's (done when the
- * block was created; inherited by a fork child on Linux 6.x, redone here on
- * EPERM otherwise). */
-static bool ringbuf__rseq_fence(unsigned cpu)
-{
-	RINGBUF__TEST_COUNT(ringbuf__test_rseq_fences);
-	if (syscall(SYS_membarrier, 128 /* PRIVATE_EXPEDITED_RSEQ */, 1 /* FLAG_CPU */, (int)cpu) == 0)
-		return true;
-	return errno == EPERM && syscall(SYS_membarrier, 256 /* REGISTER_PRIVATE_EXPEDITED_RSEQ */, 0, 0) == 0 &&
-	       syscall(SYS_membarrier, 128, 1, (int)cpu) == 0;
-}
-
-/* May this process claim by sequence? glibc registered rseq for its threads
- * (__rseq_size: 0 when absent, e.g. qemu-user or the glibc.pthread.rseq=0
- * tunable) and the kernel has the RSEQ membarrier, registered now. */
-static bool ringbuf__rseq_usable(void)
-{
-	long q;
-	int e = errno;
-	bool ok;
-	if (!(&__rseq_size && __rseq_size >= 8 && ringbuf__rseq_cpu() >= 0))
-		return false;
-	q = syscall(SYS_membarrier, 0 /* QUERY */, 0, 0);
-	ok = q > 0 && (q & 128) && (q & 256) && syscall(SYS_membarrier, 256, 0, 0) == 0;
-	errno = e;
-	return ok;
-}
-#endif
-
-/* Change owner word `w` from 0 to `own` (acq_rel), the only way any taker
- * does (G2 out of line, claims, shared takes: ringbuf__take). Not an rseq
- * block: the CAS. An rseq block (RSEQ in >>contexts), by a thread that is
- * not in the middle of a sequence:
- *   on CPU w: the sequence S1-S5 (no locked instruction), else
- *   GT1 enter the gate: CAS it to +1 in flight (+1 use below the limit),
- *       acq_rel: its acquire reads the FENCED bit with the fence of the
- *       taker that set it (GT2), its release orders nothing we need;
- *   GT2 not FENCED: the fence [GATE-F] on CPU w, then FENCED (fetch_or,
- *       release: our fence before the bit, for GT1 of the next taker).
- *       FENCED: a taker fenced the word while the gate was not 0, and it has
- *       not been 0 since (GT4 opens it only with nobody in flight), so no
- *       sequence that read S3 == 0 can still complete: no fence;
- *   GT3 the CAS 0 -> own (acq_rel);
- *   GT4 leave: fetch_sub (release: our CAS before a sequence that reads the
- *       gate 0 next); the last one out after RINGBUF__GATE_USES takes opens
- *       the gate (CAS to 0, release) so that the CPU's own writers go back
- *       to the sequence: a fence per RINGBUF__GATE_USES takes at most.
- * A failed fence (membarrier refused: seccomp) leaves the word alone: not
- * taken (the caller tries the other buffers, then counts the event in
- * `unmapped`). */
-static bool ringbuf__owner_take0(struct ringbuf *rb, unsigned w, uint64_t own)
-{
-	struct ringbuf__cpu *c = ringbuf__cpu(rb, w);
-	uint64_t zero = 0;
-#ifdef RINGBUF__RSEQ_CLAIM
-	if (rb->rseq) {
-		_Atomic(uint32_t) *g = &c->rseq_gate;
-		uint32_t v, nv;
-		bool ok;
-		/* GT0 PINNED (acquire: pairs with ringbuf__gate_pin's release; the
-		 * gate is shut for good and was fenced): the CAS alone */
-		if (atomic_load_explicit(g, memory_order_acquire) & RINGBUF__GATE_PINNED) {
-			ok = atomic_compare_exchange_strong_explicit(&c->owner, &zero, own, memory_order_acq_rel,
-								     memory_order_relaxed);
-			if (ok)
-				RINGBUF__TEST_COUNT(ringbuf__test_pinned_takes);
-			return ok;
-		}
-		if ((uint32_t)ringbuf__rseq_cpu() == w && ringbuf__rseq_take(c, w, own)) {
-			RINGBUF__TEST_COUNT(ringbuf__test_rseq_takes);
-			return true;
-		}
-		if (atomic_load_explicit(&c->owner, memory_order_relaxed) != 0)
-			return false;
-		v = atomic_load_explicit(g, memory_order_relaxed);
-		do /* GT1 */
-			nv = v + 1 + (RINGBUF__GATE_USES_OF(v) < RINGBUF__GATE_USES ? RINGBUF__GATE_USE : 0);
-		while (!atomic_compare_exchange_weak_explicit(g, &v, nv, memory_order_acq_rel, memory_order_relaxed));
-		RINGBUF__TESTPOINT(rb, w, RINGBUF__TP_GATE_ENTERED);
-		ok = true;
-		if (!(nv & RINGBUF__GATE_FENCED)) { /* GT2 */
-			ok = ringbuf__rseq_fence(w);
-			if (ok)
-				atomic_fetch_or_explicit(g, RINGBUF__GATE_FENCED, memory_order_release);
-		}
-		if (ok) { /* GT3 */
-			ok = atomic_compare_exchange_strong_explicit(&c->owner, &zero, own, memory_order_acq_rel,
-								     memory_order_relaxed);
-			if (ok)
-				RINGBUF__TEST_COUNT(ringbuf__test_gated_takes);
-		}
-		RINGBUF__TESTPOINT(rb, w, RINGBUF__TP_GATE_TAKEN);
-		v = atomic_fetch_sub_explicit(g, 1, memory_order_release) - 1; /* GT4 */
-		if ((v & 0xffffu) == 0 && RINGBUF__GATE_USES_OF(v) >= RINGBUF__GATE_USES &&
-		    !(v & RINGBUF__GATE_PINNED))
-			atomic_compare_exchange_strong_explicit(g, &v, 0, memory_order_release,
-								memory_order_relaxed);
-		return ok;
-	}
-#endif
-	return atomic_compare_exchange_strong_explicit(&c->owner, &zero, own, memory_order_acq_rel,
-						       memory_order_relaxed);
-}
-
-/* [GATE-PIN] Shut word w's gate for good (ringbuf_thread_shared's buffers,
- * taken per event by threads beyond the claim count): enter it as GT1,
- * fence as GT2, set FENCED | PINNED (release) while still in flight, leave
- * as GT4 (which never re-opens a PINNED gate). From then on the gate is
- * never 0 (no sequence takes w) and a taker that reads PINNED (acquire)
- * takes the word by CAS without entering. A failed fence pins nothing. */
-static void ringbuf__gate_pin(struct ringbuf *rb, unsigned w)
-{
-#ifdef RINGBUF__RSEQ_CLAIM
-	_Atomic(uint32_t) *g = &ringbuf__cpu(rb, w)->rseq_gate;
-	uint32_t v, nv;
-	if (!rb->rseq || (atomic_load_explicit(g, memory_order_relaxed) & RINGBUF__GATE_PINNED))
-		return;
-	v = atomic_load_explicit(g, memory_order_relaxed);
-	do
-		nv = v + 1;
-	while (!atomic_compare_exchange_weak_explicit(g, &v, nv, memory_order_acq_rel, memory_order_relaxed));
-	if ((nv & RINGBUF__GATE_FENCED) || ringbuf__rseq_fence(w))
-		atomic_fetch_or_explicit(g, RINGBUF__GATE_FENCED | RINGBUF__GATE_PINNED, memory_order_release);
-	atomic_fetch_sub_explicit(g, 1, memory_order_release);
-#else
-	(void)rb;
-	(void)w;
-#endif
-}
-
-static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live);
-
-/* Take a buffer for `own` (our owner id, | PERSIST for a thread claim) among
- * buffers base .. base+cnt-1, starting at base + from. Returns index + 1
- * (*took: we set the owner word; false: it was ours already, we interrupted
- * our own taking of it), or 0. `judge`: when every word is taken, look for an
- * owner that died (a system call per owner: only where the caller allows). */
-static uint32_t ringbuf__take(struct ringbuf *rb, unsigned base, unsigned cnt, unsigned from, uint64_t own,
-			      bool *took, bool judge)
-{
-	unsigned i, x;
-	for (i = 0, x = from; i < cnt; i++, x = x + 1 < cnt ? x + 1 : 0) {
-		struct ringbuf__cpu *c = ringbuf__cpu(rb, base + x);
-		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
-		if (cur == 0) {
-			if (ringbuf__owner_take0(rb, base + x, own)) {
-				*took = true;
-				return base + x + 1;
-			}
-			cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
-		}
-		if (cur == own) {
-			*took = false;
-			return base + x + 1;
-		}
-		if (cur == (own | RINGBUF__OWN_RELEASING) &&
-		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
-							    memory_order_relaxed)) {
-			/* our own claim, being given back by the code we interrupted:
-			 * take it again (its last step is a CAS that then fails) */
-			*took = true;
-			return base + x + 1;
-		}
-	}
-	if (!judge)
-		return 0;
-	/* Everything is taken: an owner that no longer exists (exited with a
-	 * claim, or died mid-event) gives its buffer up, repaired. The CAS fails
-	 * if the word changed since we judged it (the same word cannot come
-	 * back: the token is the dead thread's). */
-	for (i = 0, x = from; i < cnt; i++, x = x + 1 < cnt ? x + 1 : 0) {
-		struct ringbuf__cpu *c = ringbuf__cpu(rb, base + x);
-		/* acquire: pairs with the owner's CAS (acq_rel), see >>contexts */
-		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_acquire);
-		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(own) && ringbuf__owner_dead(rb, cur, own) &&
-		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
-							    memory_order_relaxed)) {
-			RINGBUF__TESTPOINT(rb, base + x, RINGBUF__TP_TAKEOVER);
-			if (RINGBUF__LOAD(&c->committing))
-				ringbuf__recover_cpu(rb, base + x, true);
-			*took = true;
-			return base + x + 1;
-		}
-	}
-	return 0;
-}
-
-/* G3 .. reserve, for buffer x - 1 taken at G2 (or F4b): `keep` is the
- * PENDING bit of the state we interrupted, restored at G4. */
-static void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t x, bool took,
-				   uint64_t keep, size_t len)
-{
-	void *p;
-	/* G3: one store; a handler before it finds the owner word ours and
-	 * nests without taking it (took == false), and leaves cur as it was */
-	atomic_store_explicit(&e->cur, RINGBUF__CUR(x, 1, took) | keep, memory_order_relaxed);
-	RINGBUF__BARRIER();
-	p = ringbuf_reserve(rb, x - 1, len);
-	if (!p) {
-		atomic_store_explicit(&e->cur, keep, memory_order_relaxed); /* G4 */
-		RINGBUF__BARRIER();
-		if (took) /* G5 */
-			atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
-	}
-	return p;
-}
-
-/* Nested in our own event in flight (cur's depth > 0): the same buffer. */
-static void *ringbuf__nested_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t cur, size_t len)
-{
-	void *p;
-	if (RINGBUF__CUR_DEPTH(cur) >= 255)
-		return NULL;
-	p = ringbuf_reserve(rb, RINGBUF__CUR_OWNED(cur) - 1, len);
-	if (p)
-		atomic_store_explicit(&e->cur, cur + ((uint64_t)1 << 24), memory_order_relaxed);
-	return p;
-}
-
-#ifndef RINGBUF_THREAD_RESCAN
-#define RINGBUF_THREAD_RESCAN 65536u
-#endif
-#define RINGBUF__RESCAN_FIRST 16u
-
-/* F1: is a full scan (dead owners judged) due for this thread without a
- * claim? *gen: the release generation, read first (acquire: pairs with the
- * release bump of F6; a scan after it sees the word that was freed, or a
- * later value). */
-static bool ringbuf__rescan_due(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t *gen)
-{
-	uint32_t left, wait = atomic_load_explicit(&e->miss_wait, memory_order_relaxed);
-	*gen = atomic_load_explicit(&ringbuf__sh(rb)->release_gen, memory_order_acquire);
-	if (!wait || *gen != atomic_load_explicit(&e->miss_gen, memory_order_relaxed))
-		return true;
-	left = atomic_load_explicit(&e->miss_left, memory_order_relaxed);
-	if (!left)
-		return true;
-	/* a handler may race this store: a hint, either value will do */
-	atomic_store_explicit(&e->miss_left, left - 1, memory_order_relaxed);
-	return false;
-}
-
-/* F3: a full scan found nothing: wait twice as long for the next one. */
-static void ringbuf__rescan_missed(struct ringbuf__tctx *e, uint32_t gen)
-{
-	uint32_t wait = atomic_load_explicit(&e->miss_wait, memory_order_relaxed);
-	wait = !wait ? RINGBUF__RESCAN_FIRST
-	       : wait >= RINGBUF_THREAD_RESCAN / 2 ? RINGBUF_THREAD_RESCAN
-						   : 2 * wait;
-	atomic_store_explicit(&e->miss_gen, gen, memory_order_relaxed);
-	atomic_store_explicit(&e->miss_left, wait, memory_order_relaxed);
-	atomic_store_explicit(&e->miss_wait, wait, memory_order_relaxed);
-}
-
-/* F2 for the shared buffers: a dead owner's word there (a thread that died
- * inside a shared event, or a claim made before they were kept out) is
- * taken over, the buffer repaired, and given back (release). */
-static void ringbuf__free_dead(struct ringbuf *rb, unsigned base, unsigned n, uint64_t me)
-{
-	unsigned x;
-	for (x = base; x < n; x++) {
-		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
-		/* acquire: as in ringbuf__take's judge */
-		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_acquire);
-		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(me) && ringbuf__owner_dead(rb, cur, me) &&
-		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, me, memory_order_acq_rel,
-							    memory_order_relaxed)) {
-			if (RINGBUF__LOAD(&c->committing))
-				ringbuf__recover_cpu(rb, x, true);
-			atomic_store_explicit(&c->owner, 0, memory_order_release);
-		}
-	}
-}
-
-/* RINGBUF_CPU_THREAD for a thread without a claim (THREAD FALLBACK). */
-static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t me, size_t len)
-{
-	uint64_t cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
-	unsigned n = rb->ncpu, sh = atomic_load_explicit(&ringbuf__sh(rb)->thread_shared, memory_order_relaxed), lim;
-	uint32_t x, gen;
-	bool took = false;
-	void *p;
-	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
-		/* a handler inside our full scan (F2) */
-		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
-		return NULL;
-	}
-	if (RINGBUF__CUR_DEPTH(cur))
-		return ringbuf__nested_reserve(rb, e, cur, len); /* a handler in our shared event */
-	sh = sh < n ? sh : n;
-	lim = n - sh;
-	if (!(cur & RINGBUF__CUR_PENDING)) {
-		/* F1-F3: claim a free buffer (loads and one CAS); judge the
-		 * owners (kill) only when a full scan is due */
-		bool due = ringbuf__rescan_due(rb, e, &gen);
-		uint32_t zero = 0, from = lim ? ringbuf__cpu_buffer(rb) % lim : 0;
-		x = lim ? ringbuf__take(rb, 0, lim, from, me | RINGBUF__OWN_PERSIST, &took, false) : 0;
-		if (!x && due) {
-			/* takeovers possible: handlers' events dropped meanwhile */
-			atomic_store_explicit(&e->cur, cur | RINGBUF__CUR_SCANNING, memory_order_relaxed);
-			RINGBUF__BARRIER();
-			x = lim ? ringbuf__take(rb, 0, lim, from, me | RINGBUF__OWN_PERSIST, &took, true) : 0;
-			if (sh)
-				ringbuf__free_dead(rb, lim, n, me);
-			RINGBUF__BARRIER();
-			atomic_store_explicit(&e->cur, cur, memory_order_relaxed);
-		}
-		if (x) {
-			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
-			/* a handler may have claimed one meanwhile: keep the first */
-			if (!atomic_compare_exchange_strong_explicit(&e->claimed, &zero, x, memory_order_relaxed,
-								     memory_order_relaxed)) {
-				if (took && zero != x)
-					atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0,
-							      memory_order_release);
-				x = zero;
-			}
-			return ringbuf_reserve(rb, x - 1, len);
-		}
-		if (due)
-			ringbuf__rescan_missed(e, gen);
-	}
-	if (!sh) {
-		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
-		return NULL;
-	}
-	/* F4a: no claim from here to G4 (a handler's event would claim, and
-	 * our commit would go to its buffer) */
-	if (!(cur & RINGBUF__CUR_PENDING)) {
-		atomic_store_explicit(&e->cur, RINGBUF__CUR_PENDING, memory_order_relaxed);
-		RINGBUF__BARRIER();
-	}
-	/* F4b = G2 on the shared buffers, from one picked by our tid */
-	x = ringbuf__take(rb, lim, sh, ringbuf__gettid() % sh, me, &took, false);
-	if (!x) {
-		atomic_store_explicit(&e->cur, cur, memory_order_relaxed); /* F4a undone */
-		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
-		return NULL;
-	}
-	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_TAKEN);
-	p = ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len); /* F5 = G3 .. */
-	if (p)
-		RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_HELD);
-	return p;
-}
-
-static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
-{
-	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, true);
-	uint32_t x;
-	uint64_t cur, me;
-	bool took = false;
-	if (!e) {
-		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
-		return NULL;
-	}
-	me = ringbuf__owner_id(rb, e);
-	if (mode == RINGBUF_CPU_THREAD) {
-		x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
-		if (!x)
-			return ringbuf__thread_fallback(rb, e, me, len);
-		return ringbuf_reserve(rb, x - 1, len);
-	}
-	/* RINGBUF_CPU_CURRENT; the inline claim takes our id from the entry */
-	if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->tid, memory_order_relaxed) != (uint32_t)me))
-		atomic_store_explicit(&e->tid, (uint32_t)me, memory_order_relaxed);
-	cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
-	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
-		/* a handler inside our full scan (F2) */
-		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
-		return NULL;
-	}
-	if (RINGBUF__CUR_DEPTH(cur))
-		return ringbuf__nested_reserve(rb, e, cur, len); /* nested in our own event */
-	x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, false); /* G1, G2 */
-	if (RINGBUF__UNLIKELY(!x)) {
-		/* every word held: the owners are judged (kill) only on a due
-		 * full scan, as for RINGBUF_CPU_THREAD (F1, F3), never per drop */
-		uint32_t gen;
-		if (ringbuf__rescan_due(rb, e, &gen)) {
-			atomic_store_explicit(&e->cur, cur | RINGBUF__CUR_SCANNING, memory_order_relaxed);
-			RINGBUF__BARRIER();
-			x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, true);
-			RINGBUF__BARRIER();
-			atomic_store_explicit(&e->cur, cur, memory_order_relaxed);
-			if (x)
-				atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
-			else
-				ringbuf__rescan_missed(e, gen);
-		}
-		if (!x) {
-			atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
-			return NULL;
-		}
-	}
-	return ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len);
-}
-
-/* commit/discard of an event of ours in flight (cur's depth > 0): G4, G5 at
- * the outermost. */
-static void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t cur, void *data,
-			      bool commit)
-{
-	uint32_t x = RINGBUF__CUR_OWNED(cur);
-#ifdef RINGBUF_DEBUG
-	if (!ringbuf__check_current(rb, x - 1, ringbuf__cpu(rb, x - 1), data,
-				    commit ? "commit: not the current event of this CPU"
-					   : "discard: not the current event of this CPU"))
-		return; /* reported; the nesting state stays as it is */
-#endif
-	if (commit)
-		ringbuf_commit(rb, x - 1, data);
-	else
-		ringbuf_discard(rb, x - 1, data);
-	if (RINGBUF__CUR_DEPTH(cur) > 1) {
-		atomic_store_explicit(&e->cur, cur - ((uint64_t)1 << 24), memory_order_relaxed);
-		return;
-	}
-	/* G4: back to the state we interrupted (its PENDING bit kept) */
-	atomic_store_explicit(&e->cur, cur & RINGBUF__CUR_PENDING, memory_order_relaxed);
-	RINGBUF__BARRIER();
-	if (RINGBUF__CUR_ACQ(cur)) /* G5 */
-		atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
-}
-
-static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit)
-{
-	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, false);
-	uint32_t x;
-	uint64_t cur;
-	if (mode == RINGBUF_CPU_THREAD) {
-		x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
-		if (!x) {
-			/* a shared event (THREAD FALLBACK) */
-			cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
-			if (RINGBUF__CUR_DEPTH(cur)) {
-				ringbuf__held_end(rb, e, cur, data, commit);
-				return;
-			}
-			ringbuf__report("commit/discard without a RINGBUF_CPU_THREAD reservation", 0);
-			return;
-		}
-		if (commit)
-			ringbuf_commit(rb, x - 1, data);
-		else
-			ringbuf_discard(rb, x - 1, data);
-		return;
-	}
-	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
-	if (!RINGBUF__CUR_DEPTH(cur)) {
-		ringbuf__report("commit/discard without a RINGBUF_CPU_CURRENT reservation", 0);
-		return;
-	}
-	ringbuf__held_end(rb, e, cur, data, commit);
-}
-
-RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb)
-{
-	struct ringbuf__tctx *e = rb ? ringbuf__tctx_get(rb, false) : NULL;
-	uint32_t x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
-	uint64_t cur;
-	if (x)
-		return (int)x - 1;
-	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
-	return RINGBUF__CUR_DEPTH(cur) ? (int)RINGBUF__CUR_OWNED(cur) - 1 : -1;
-}
-
-RINGBUF_API int ringbuf_thread_shared(struct ringbuf *rb, unsigned n)
-{
-	unsigned w;
-	if (!rb || n > rb->ncpu)
-		return RINGBUF_EINVAL;
-	/* rseq block: the shared buffers are taken by CAS, per event, by
-	 * threads beyond the count: their gates shut for good first ([GATE-PIN];
-	 * a buffer shared once stays pinned) */
-	for (w = rb->ncpu - n; w < rb->ncpu; w++)
-		ringbuf__gate_pin(rb, w);
-	atomic_store_explicit(&ringbuf__sh(rb)->thread_shared, n, memory_order_relaxed);
-	/* F6: threads without a claim look again (buffers may be claimable now) */
-	atomic_fetch_add_explicit(&ringbuf__sh(rb)->release_gen, 1, memory_order_release);
-	return 0;
-}
-
-RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
-{
-	struct ringbuf__tctx *e = rb ? ringbuf__tctx_get(rb, false) : NULL;
-	uint32_t x;
-	uint64_t mine, marked;
-	struct ringbuf__cpu *c;
-	if (!e || !(x = atomic_load_explicit(&e->claimed, memory_order_relaxed)))
-		return;
-	c = ringbuf__cpu(rb, x - 1);
-	/* inside an event on it (a handler of ours, or the thread exiting in
-	 * the middle of one): keep it. Given back, the next claimer would take
-	 * a free word and nest under an event nobody will commit; kept, the
-	 * buffer is ours, or a dead owner's, taken over and repaired. */
-	if (RINGBUF__LOAD(&c->committing))
-		return;
-	mine = ringbuf__owner_id(rb, e) | RINGBUF__OWN_PERSIST;
-	marked = mine | RINGBUF__OWN_RELEASING;
-	/* 1. mark: no taker (a handler of ours included) treats it as ours now;
-	 * 2. forget it; 3. give it back (release: our events before the next
-	 * claimer's). A handler between 1 and 2 still writes to it (ours). */
-	if (!atomic_compare_exchange_strong_explicit(&c->owner, &mine, marked, memory_order_relaxed,
-						     memory_order_relaxed))
-		return;
-	atomic_compare_exchange_strong_explicit(&e->claimed, &x, 0, memory_order_relaxed,
-						memory_order_relaxed);
-	RINGBUF__BARRIER();
-	/* fails if a handler of ours took it back between 2 and 3: it stays ours */
-	if (atomic_compare_exchange_strong_explicit(&c->owner, &marked, 0, memory_order_release,
-						    memory_order_relaxed))
-		/* F6: threads without a claim scan again at their next event
-		 * (release: the word's 0 before the new generation) */
-		atomic_fetch_add_explicit(&ringbuf__sh(rb)->release_gen, 1, memory_order_release);
-}
-
-#if defined(__linux__)
-#include <pthread.h>
-static pthread_key_t ringbuf__exit_key;
-static _Atomic(int) ringbuf__exit_key_state; /* 0 none, 1 creating, 2 ready */
-
-static void ringbuf__thread_exit(void *arg)
-{
-	unsigned i, k;
-	struct ringbuf__reg *r;
-	(void)arg;
-	for (k = 0; k < RINGBUF__TCTX; k++) {
-		uint64_t gen = atomic_load_explicit(&ringbuf__tctx[k].gen, memory_order_relaxed);
-		if (gen)
-			RINGBUF__REG_EACH(r)
-				for (i = 0; i < RINGBUF__NREG; i++)
-					if (atomic_load(&r->gen[i]) == gen) {
-						struct ringbuf *rb = atomic_load(&r->rb[i]);
-						if (rb)
-							ringbuf_thread_release(rb);
-					}
-	}
-}
-
-RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
-{
-	int st = 0;
-	if (!rb)
-		return RINGBUF_EINVAL;
-	if (atomic_compare_exchange_strong(&ringbuf__exit_key_state, &st, 1)) {
-		if (pthread_key_create(&ringbuf__exit_key, ringbuf__thread_exit) != 0) {
-			atomic_store(&ringbuf__exit_key_state, 0);
-			return RINGBUF_ESYS;
-		}
-		atomic_store(&ringbuf__exit_key_state, 2);
-	}
-	while (atomic_load(&ringbuf__exit_key_state) == 1)
-		ringbuf__yield();
-	if (atomic_load(&ringbuf__exit_key_state) != 2)
-		return RINGBUF_ESYS;
-	(void)ringbuf__gettid();
-	if (!ringbuf__tctx_get(rb, true))
-		return RINGBUF_ENOSPC;
-	pthread_setspecific(ringbuf__exit_key, (void *)1); /* any non-NULL value runs the destructor */
-	return 0;
-}
-
-static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
-static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu);
-
-/* fork: the child has one thread. In a private buffer, claims of threads it
- * does not have are released, buffers they left mid-event are repaired, a
- * reader cut in the middle of a page swap is rolled back, and the forking
- * thread's own claims move to its new thread id. A buffer in a shared file
- * belongs to the parent too: left alone, and the child forgets its thread's
- * state there (it claims anew under its own id). */
-static _Atomic(int) ringbuf__atfork_state;
-
-static void ringbuf__membarrier_register_shared(struct ringbuf *rb);
-static void ringbuf__atfork_child(void)
-{
-	unsigned i, cpu;
-	int k;
-	uint32_t parent_tid = ringbuf__tid;
-	struct ringbuf__reg *r;
-	ringbuf__tid = 0;
-	for (k = 0; k < RINGBUF__TCTX; k++)
-		atomic_store(&ringbuf__tctx[k].tid, 0); /* our tid changed (inline claim) */
-	atomic_store(&ringbuf__gen_hi, 0); /* the child's generations are its own */
-	RINGBUF__REG_EACH(r)
-	for (i = 0; i < RINGBUF__NREG; i++) {
-		struct ringbuf *rb = atomic_load(&r->rb[i]);
-		if (!rb || atomic_load(&r->gen[i]) != rb->gen)
-			continue;
-		if (rb->shared) {
-			/* a writer of the shared block now: ordered by waiters'
-			 * membarrier (the registration is the process's) */
-			ringbuf__membarrier_register_shared(rb);
-			for (k = 0; k < RINGBUF__TCTX; k++)
-				if (atomic_load(&ringbuf__tctx[k].gen) == rb->gen) {
-					atomic_store(&ringbuf__tctx[k].cur, 0);
-					atomic_store(&ringbuf__tctx[k].claimed, 0);
-					atomic_store(&ringbuf__tctx[k].token, 0);
-					atomic_store(&ringbuf__tctx[k].miss_wait, 0);
-				}
-			continue;
-		}
-		for (cpu = 0; cpu < rb->ncpu; cpu++) {
-			struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-			uint64_t own = atomic_load(&c->owner), keep = 0;
-			/* the claim moves to our new tid, token kept (our entry has it) */
-			if ((own & RINGBUF__OWN_PERSIST) && ((uint32_t)own & RINGBUF__OWN_TID) == parent_tid &&
-			    parent_tid)
-				keep = (own & ~(uint64_t)(RINGBUF__OWN_RELEASING | RINGBUF__OWN_TID)) |
-				       ringbuf__gettid();
-			atomic_store(&c->owner, keep);
-			/* no sequence nor gated take in flight here (one thread):
-			 * open, or still pinned (no fence needed for that now) */
-			atomic_store(&c->rseq_gate, atomic_load(&c->rseq_gate) & RINGBUF__GATE_PINNED
-							    ? RINGBUF__GATE_FENCED | RINGBUF__GATE_PINNED
-							    : 0);
-			if (RINGBUF__LOAD(&c->committing))
-				ringbuf__recover_cpu(rb, cpu, false); /* its writer is not here */
-			if (atomic_load(&c->reader_lock))
-				ringbuf__repair_reader(rb, cpu);
-			if (atomic_load(&c->disabled) & RINGBUF__RESET_BIT) {
-				/* a reset was under way in a thread we do not
-				 * have: finish it (it may have re-initialised half) */
-				ringbuf__reinit_cpu(rb, cpu);
-				atomic_fetch_and(&c->disabled, ~RINGBUF__RESET_BIT);
-			}
-			atomic_store(&c->reader_lock, 0); /* nor its reader */
-		}
-		atomic_fetch_add(&ringbuf__sh(rb)->release_gen, 1); /* F6: claims of gone threads released */
-	}
-	for (k = 0; k < RINGBUF__TCTX; k++)
-		atomic_store(&ringbuf__tctx[k].cur, 0);
-}
-
-static void ringbuf__atfork_setup(void)
-{
-	int st = 0;
-	if (atomic_compare_exchange_strong(&ringbuf__atfork_state, &st, 1))
-		pthread_atfork(NULL, NULL, ringbuf__atfork_child);
-}
-#else
-RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
-{
-	return rb ? 0 : RINGBUF_EINVAL;
-}
-static void ringbuf__atfork_setup(void) {}
-#endif
-
-/* A new generation: this process's high half (the pid mixed with the time
- * of the first call, so a reused pid gets another one) and a counter. */
-static uint64_t ringbuf__gen_new(void)
-{
-	uint64_t hi = atomic_load_explicit(&ringbuf__gen_hi, memory_order_relaxed);
-	if (!hi) {
-		uint64_t x = 0, expect = 0;
-#if defined(__linux__)
-		/* on Linux only, as getpid: the model checker (verify/, no
-		 * __linux__) has no clock_gettime and crashed on the call */
-		x = ringbuf__default_clock(NULL) ^ ((uint64_t)(uint32_t)getpid() << 32);
-#endif
-		x *= 0x9e3779b97f4a7c15ull; /* spread: the high half depends on every bit */
-		hi = (x & ~(uint64_t)0xffffffffu) | ((uint64_t)1 << 63);
-		if (!atomic_compare_exchange_strong(&ringbuf__gen_hi, &expect, hi))
-			hi = expect; /* another thread chose first */
-	}
-	return hi | (uint32_t)(atomic_fetch_add(&ringbuf__gen_counter, 1) + 1);
-}
-
-/* Every buffer gets a generation at creation: per-thread entries name it, the
- * fork handler finds it here. keep (a block opened RDWR or for recovery):
- * a generation already in the block stays, so the writers of other
- * processes, whose thread entries name it, keep their claims (a new one
- * stored in the shared header took them away: their next event claimed
- * another buffer and an event in flight was committed to the wrong one).
- * Fails only when a new chunk cannot be allocated (RINGBUF_ENOMEM). */
-static int ringbuf__fork_register_as(struct ringbuf *rb, int keep)
-{
-	struct ringbuf__reg *r, *last = NULL, *nr;
-	unsigned i;
-	ringbuf__atfork_setup();
-	if (!keep || rb->gen == 0)
-		rb->gen = ringbuf__gen_new();
-	for (;;) {
-		RINGBUF__REG_EACH(r) {
-			last = r;
-			for (i = 0; i < RINGBUF__NREG; i++) {
-				uint64_t g = atomic_load(&r->gen[i]);
-				if (g == 0 && atomic_compare_exchange_strong(&r->gen[i], &g, rb->gen)) {
-					atomic_store(&r->rb[i], rb);
-					return 0;
-				}
-			}
-		}
-		/* every slot taken: append a chunk (another thread may have) */
-		nr = (struct ringbuf__reg *)RINGBUF_MALLOC(sizeof *nr, NULL);
-		if (!nr)
-			return RINGBUF_ENOMEM;
-		memset(nr, 0, sizeof *nr);
-		r = NULL;
-		if (!atomic_compare_exchange_strong_explicit(&last->next, &r, nr, memory_order_release,
-							     memory_order_relaxed))
-			RINGBUF_FREE(nr, NULL);
-	}
-}
-
-static int ringbuf__fork_register(struct ringbuf *rb)
-{
-	return ringbuf__fork_register_as(rb, 0);
-}
-
-static void ringbuf__fork_unregister(struct ringbuf *rb)
-{
-	struct ringbuf__reg *r;
-	unsigned i;
-	/* by address, not by rb->gen: another handle of this process on the
-	 * same shared block has the same generation */
-	RINGBUF__REG_EACH(r)
-		for (i = 0; i < RINGBUF__NREG; i++)
-			if (atomic_load(&r->rb[i]) == rb) {
-				atomic_store(&r->rb[i], NULL);
-				atomic_store(&r->gen[i], 0);
-			}
-}
-
-RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb)
-{
-	return rb ? rb->max_event : 0;
-}
-
-RINGBUF_API uint64_t ringbuf_time_stamp(const struct ringbuf *rb)
-{
-	return rb ? ringbuf_ts_to_ns(rb, ringbuf__clock(rb)) : 0;
-}
-
 /* ==== >>reader ========================================================== */
 
-static void ringbuf__membarrier_register(void)
-{
-#if defined(__linux__) && defined(SYS_membarrier)
-	(void)syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0);
-#endif
-}
-
-#ifdef RINGBUF_TESTING
-static _Atomic(int) ringbuf__test_no_membarrier;
-/* Tests: make the reset's barrier fail as on a system without membarrier. */
-RINGBUF_API void ringbuf__set_membarrier_fail(int fail)
-{
-	atomic_store(&ringbuf__test_no_membarrier, fail);
-}
-#endif
-
-/* [BARRIER] The heavy side of every asymmetric fence in this file (the
- * merged readers' [R1], the waiters' [WAIT-R3], reset's R3/R6; the writers'
- * side is a compiler barrier): true when every thread that may write to rb
- * executed a full barrier between the call's start and its return (running
- * threads by IPI, the others by the context switch since they last ran), false
- * when that cannot be had (no membarrier, refused by seccomp, nohz_full CPUs
- * for GLOBAL, a shared block that an opener could not register for), errno
- * from the last call.
- *   private block: MEMBARRIER_CMD_PRIVATE_EXPEDITED, this process's threads
- *     (registered at init; here for a block opened, not created)
- *   shared file block: MEMBARRIER_CMD_GLOBAL_EXPEDITED, every process
- *     registered for it: each one that creates or opens a shared block
- *     registers (a fork child again), one that cannot sets ringbuf__sh(rb)->wait_unreg
- *   else MEMBARRIER_CMD_GLOBAL: every thread of the system (an RCU grace
- *     period: slow) */
-static bool ringbuf__writers_barrier(struct ringbuf *rb)
-{
-#ifdef RINGBUF_TESTING
-	if (atomic_load(&ringbuf__test_no_membarrier)) {
-		errno = ENOSYS;
-		return false;
-	}
-#endif
-#if defined(__linux__) && defined(SYS_membarrier)
-	if (rb->shared) {
-		if (!atomic_load_explicit(&ringbuf__sh(rb)->wait_unreg, memory_order_relaxed) &&
-		    syscall(SYS_membarrier, 2 /* GLOBAL_EXPEDITED */, 0, 0) == 0)
-			return true;
-	} else {
-		if (syscall(SYS_membarrier, 8 /* PRIVATE_EXPEDITED */, 0, 0) == 0)
-			return true;
-		if (errno == EPERM && /* not registered yet (a block opened, not created) */
-		    syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0) == 0 &&
-		    syscall(SYS_membarrier, 8, 0, 0) == 0)
-			return true;
-	}
-	return syscall(SYS_membarrier, 1 /* GLOBAL */, 0, 0) == 0;
-#else
-	(void)rb;
-	return false;
-#endif
-}
-
-/* [RESET-MB] ringbuf_reset_cpu's barrier: no fallback, a fence on this side
- * alone orders nothing for the writers, so without [BARRIER] the reset
- * refuses (RINGBUF_ESYS, errno from the call). */
-static int ringbuf__reset_barrier(struct ringbuf *rb)
-{
-	return ringbuf__writers_barrier(rb) ? 0 : RINGBUF_ESYS;
-}
 
 
 
@@ -5455,6 +4387,90 @@ static void ringbuf__reader_drops(struct ringbuf *rb, unsigned cpu, struct ringb
 	if (drops > c->last_drops) {
 		c->lost_pending += drops - c->last_drops;
 		c->last_drops = drops;
+	}
+}
+
+/* -- a dead reader's swap repaired (the reader lock taken over, recovery) -- */
+
+/* A reader cut between S2 and S3 (killed, or not copied into a fork child)
+ * left reader_page naming the head page it meant to take, still in the ring:
+ * the reader page is the one page the ring does not reach. */
+static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	uint32_t n = rb->nr_pages, rp = RINGBUF__LOAD(&c->reader_page), i, off = n + 1;
+	/* Ring pages are linked from their predecessor (prev is kept by the
+	 * reader, and S2 does not change a ring page's); the reader page is the
+	 * one page its predecessor does not link to. */
+	for (i = 0; i <= n; i++) {
+		uint32_t p = ringbuf__bp(rb, cpu, i)->prev;
+		if (p > n || ringbuf__next_idx(rb, cpu, p) != i) {
+			off = i;
+			break;
+		}
+	}
+	if (off <= n && off != rp) {
+		/* cut after S2 published H, before S3: undo (the state a failed
+		 * S3 CAS leaves); lost_pending already holds the pages before H */
+		atomic_store_explicit(&c->reader_page, off, memory_order_relaxed);
+		if (c->read > ringbuf__page_commit(rb, cpu, off))
+			c->read = ringbuf__page_commit(rb, cpu, off);
+		rp = off;
+	}
+	{
+		/* cut after S3, before S4's completion mark: rp (H) is off the
+		 * ring, its old predecessor links to the page that took its place,
+		 * and H's successor still names H as its prev: finish S4 */
+		uint32_t p, hn, r2;
+		if (rp > n)
+			return; /* validated, but this is another load */
+		p = ringbuf__bp(rb, cpu, rp)->prev;
+		hn = ringbuf__next_idx(rb, cpu, rp);
+		if (p > n || hn > n || (r2 = ringbuf__next_idx(rb, cpu, p)) == rp || r2 > n ||
+		    ringbuf__bp(rb, cpu, hn)->prev != rp || ringbuf__next_idx(rb, cpu, r2) != hn)
+			return;
+		c->head_hint = hn;
+		c->read = 0;
+		c->read_stamp = atomic_load_explicit(&ringbuf__dp(rb, cpu, rp)->time_stamp, memory_order_relaxed);
+		ringbuf__reader_drops(rb, cpu, c, rp);
+		ringbuf__bp(rb, cpu, hn)->prev = r2;
+		RINGBUF__ADD(&c->pages_read, 1);
+	}
+}
+
+/* Once no reader's swap is cut (ringbuf__repair_reader), every ring page's
+ * prev names its predecessor in the ring: the reader finds the head page as
+ * the page whose prev links to it with HEADER (find_head), and a prev that
+ * names another page hides the head for good. The block's validation checks
+ * only that each prev is in range (a prev changes in a reader's swap, which
+ * a cut reader leaves half done: repair_reader reads the prevs to tell), so
+ * a block whose prev was changed (a hostile or corrupted writer; found by
+ * fuzz/fuzz_intake.c: the head page's prev naming the reader page, which
+ * links to the head without HEADER) passed recovery, and every read of it
+ * answered RINGBUF_EAGAIN, a CPU the reader could never take, retried for
+ * seconds by ringbuf-record at the end of a recording. The ring's links are
+ * the truth (the validation walked them): the prevs are set from them. A
+ * walk that does not close without meeting the reader page changes nothing
+ * (the validation that follows the repair reports it). */
+static void ringbuf__repair_prev(struct ringbuf *rb, unsigned cpu)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	uint32_t n = rb->nr_pages, rp = RINGBUF__LOAD(&c->reader_page), t = RINGBUF__LOAD(&c->tail_page), x, i;
+	if (rp > n || t > n)
+		return;
+	if (t == rp)
+		t = ringbuf__next_idx(rb, cpu, rp);
+	for (x = t, i = 0; i < n; i++) {
+		x = ringbuf__next_idx(rb, cpu, x);
+		if (x > n || x == rp)
+			return;
+	}
+	if (x != t)
+		return;
+	for (i = 0; i < n; i++) {
+		uint32_t nx = ringbuf__next_idx(rb, cpu, x);
+		ringbuf__bp(rb, cpu, nx)->prev = x;
+		x = nx;
 	}
 }
 
@@ -6604,20 +5620,6 @@ static bool ringbuf__wait_fence(struct ringbuf *rb)
 	return ringbuf__writers_barrier(rb);
 }
 
-/* Each process that opens a shared block registers for
- * MEMBARRIER_CMD_GLOBAL_EXPEDITED, so that a waiter's [WAIT-R3] reaches its
- * writers; one that cannot says so in the block (waiters then use slower
- * commands or sleep in slices). */
-#if defined(__linux__) /* shared blocks are Linux-only */
-static void ringbuf__membarrier_register_shared(struct ringbuf *rb)
-{
-#if defined(SYS_membarrier)
-	if (syscall(SYS_membarrier, 4 /* REGISTER_GLOBAL_EXPEDITED */, 0, 0) == 0)
-		return;
-#endif
-	atomic_store_explicit(&ringbuf__sh(rb)->wait_unreg, 1, memory_order_relaxed);
-}
-#endif
 
 /* [WAIT-R5] FUTEX_WAIT on word while it holds val, at most *rel (NULL: no
  * limit). The time argument's layout must be the kernel's: SYS_futex_time64
@@ -6778,6 +5780,185 @@ RINGBUF_API void ringbuf_wake_waiters(struct ringbuf *rb)
 	atomic_fetch_add_explicit(&ringbuf__sh(rb)->wait_seq, 1, memory_order_release);
 	ringbuf__futex_wake(rb, &ringbuf__sh(rb)->wait_seq);
 }
+
+/* -- the page walk of >>internal (tests and tools: every page of a CPU, in order) -- */
+
+RINGBUF_API int ringbuf__walk_pages(struct ringbuf *rb, unsigned cpu, ringbuf__page_fn fn, void *ctx)
+{
+	struct ringbuf__cpu *c;
+	uint32_t x, t, i;
+	uint64_t link;
+	int r;
+	if (!rb || cpu >= rb->ncpu || !fn)
+		return RINGBUF_EINVAL;
+	c = ringbuf__cpu(rb, cpu);
+	x = RINGBUF__LOAD(&c->reader_page);
+	if ((r = fn(ringbuf__dp(rb, cpu, x), rb->page_size, RINGBUF__PAGE_READER, ctx)) != 0)
+		return r;
+	if ((r = ringbuf__find_head(rb, cpu, c, &x, &link)) < 0)
+		return r;
+	t = RINGBUF__LOAD(&c->tail_page);
+	for (i = 0; i < rb->nr_pages; i++) {
+		if ((r = fn(ringbuf__dp(rb, cpu, x), rb->page_size, RINGBUF__PAGE_RING, ctx)) != 0)
+			return r;
+		if (x == t)
+			break;
+		x = ringbuf__next_idx(rb, cpu, x);
+	}
+	return 0;
+}
+
+
+/* ==== >>repair: a dead writer's buffer made consistent =================== *
+ * ringbuf__recover_cpu: a buffer whose writers are gone (a killed process
+ * sharing a file block, a thread that died inside an event, a fork child's
+ * copy) is made what the writers would have left had they finished: the
+ * reader's swap finished or undone (>>reader), a cut head push finished and
+ * counted, half-written events padded, everything committed and counted,
+ * published by committing = 0 (release, [REC-M3]). Used by ringbuf_recover
+ * and ringbuf_open_file (>>file), a dead owner's takeover and the fork child
+ * (>>contexts). */
+
+/* Repair one CPU buffer whose writers are gone. live: a reader may be running
+ * (its lock and state are left alone). */
+static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
+{
+	if (!live) {
+		ringbuf__repair_reader(rb, cpu); /* 0. a reader's swap cut at any step */
+		ringbuf__repair_prev(rb, cpu);   /* then the prevs, from the ring */
+	}
+	{
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+		uint32_t depth = RINGBUF__LOAD(&c->committing), n = rb->nr_pages, i;
+		if (depth > RINGBUF_MAX_NEST) /* validated, but this is another load */
+			depth = RINGBUF_MAX_NEST;
+
+		/* 1. a head push cut between H1 and H3: count it if its owner had
+		 * not, then finish it. Its owner is the deepest writer in flight
+		 * whose [PUSH-MARK] is this very link value (HEAD PUSH ACCOUNTING
+		 * in >>design); its counters get the marked values, which they
+		 * already hold if the kill came after [PUSH-COUNT]. */
+		for (i = 0; i <= n; i++) {
+			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
+			uint64_t link = RINGBUF__LOAD(&bp->next);
+			if ((link & RINGBUF__F_MASK) == RINGBUF__F_UPDATE && ringbuf__link_idx(link) <= n) {
+				uint32_t nx = ringbuf__link_idx(link);
+				struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, nx);
+				uint64_t nl = RINGBUF__LOAD(&nb->next);
+				uint32_t d;
+				for (d = depth; d-- > 0;) {
+					struct ringbuf__slot *ps = &c->slots[d];
+					if (RINGBUF__LOAD(&ps->push_link) != link)
+						continue;
+					RINGBUF__STORE(&c->overrun_d[d], RINGBUF__LOAD(&ps->push_overrun));
+					RINGBUF__STORE(&c->pages_lost_d[d], RINGBUF__LOAD(&ps->push_pages));
+					RINGBUF__STORE(&ps->push_link, 0);
+					break;
+				}
+				if ((nl & RINGBUF__F_MASK) == 0)
+					RINGBUF__STORE(&nb->next, ringbuf__link_make(nl, ringbuf__link_idx(nl),
+										  RINGBUF__F_HEADER));
+				RINGBUF__STORE(&bp->next, ringbuf__link_make(link, nx, 0));
+			}
+		}
+		/* 2. reservations in flight (depth 1..committing, innermost last):
+		 * bytes that may be half written become padding of their length;
+		 * a page end claimed but not padded is padded */
+		for (i = depth; i-- > 0;) {
+			struct {
+				uint32_t page, off, len;
+			} sl;
+			struct ringbuf__bpage *bp;
+			unsigned char *base;
+			uint64_t wf;
+			uint32_t w;
+			sl.len = RINGBUF__LOAD(&c->slots[i].len);
+			/* 0: complete, or being described; GONE: a nested writer
+			 * reserved where it points (its own CAS failed or will) */
+			if (sl.len == 0 || (sl.len & RINGBUF__SLOT_GONE))
+				continue;
+			sl.page = RINGBUF__LOAD(&c->slots[i].page);
+			sl.off = RINGBUF__LOAD(&c->slots[i].off);
+			/* loaded once, checked (validated before, but loaded again) */
+			if (sl.page > n || sl.len > 2 * rb->bsize)
+				continue;
+			bp = ringbuf__bp(rb, cpu, sl.page);
+			wf = RINGBUF__LOAD(&bp->write);
+			w = (uint32_t)(wf & RINGBUF__WRITE_MASK);
+			base = ringbuf__dp(rb, cpu, sl.page)->data;
+			if (w < (uint64_t)sl.off + sl.len || sl.off >= rb->bsize)
+				continue; /* never reserved (no CAS yet) */
+			if (sl.off + sl.len <= rb->bsize &&
+			    (uint32_t)RINGBUF__LOAD(&c->entries_d[i]) ==
+				    RINGBUF__LOAD(&c->slots[i].counted) + 1u)
+				continue; /* complete and counted committed: kept ([SLOT-DONE]) */
+			if (sl.off + sl.len > rb->bsize) {
+				/* a crossing claim: pad and give the page its end back */
+				uint32_t room = rb->bsize - sl.off;
+				ringbuf__put_padding(base + sl.off, room, room >= 8 ? 1 : 0);
+				if (w > rb->bsize)
+					RINGBUF__STORE(&bp->write, (wf & ~RINGBUF__WRITE_MASK) |
+								   (room >= 8 ? rb->bsize : sl.off));
+				continue;
+			}
+			/* the event (and its time record: its value may be half
+			 * written too) becomes one padding; later events keep
+			 * their deltas, so their time can be off by this delta */
+			ringbuf__put_padding(base + sl.off, sl.len, 0);
+		}
+		/* a helper writer may also have left a page claimed past its end */
+		for (i = 0; i <= n; i++) {
+			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
+			uint64_t wf = RINGBUF__LOAD(&bp->write);
+			if ((wf & RINGBUF__WRITE_MASK) > rb->bsize)
+				RINGBUF__STORE(&bp->write, (wf & ~RINGBUF__WRITE_MASK) | rb->bsize);
+		}
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_RECOVER_COMMIT);
+		/* 3. commit everything: complete nested events included (the
+		 * walk checks each index it loads: another process may still
+		 * write a shared block). committing stays 1 until 5. */
+		RINGBUF__STORE(&c->committing, 1);
+		ringbuf__set_commit_to_write(rb, cpu, c);
+		/* per-page event counts from what the pages now hold (the events
+		 * padded above were counted when reserved). A page whose write
+		 * index is 0 holds none: never reached by the tail (its data page
+		 * may be a hole of the file: reading it would allocate it, on
+		 * tmpfs and memfd a whole buffer's memory for a few events), or
+		 * the tail page just entered (3. set its commit to 0) */
+		for (i = 0; i <= n; i++) {
+			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
+			uint64_t cnt = (RINGBUF__LOAD(&bp->write) & RINGBUF__WRITE_MASK) == 0
+					       ? 0
+					       : ringbuf__count_events(rb, ringbuf__dp(rb, cpu, i));
+			RINGBUF__STORE(&bp->entries, (RINGBUF__LOAD(&bp->entries) & ~RINGBUF__WRITE_MASK) | cnt);
+		}
+		/* 4. locks and stamps of the dead */
+		if (!live) {
+			atomic_store_explicit(&c->reader_lock, 0, memory_order_relaxed);
+		}
+		RINGBUF__STORE(&c->before_stamp, RINGBUF__STAMP_INVALID);
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_RECOVER_DONE);
+		/* 5. [REC-M3] committing = 0, release, last: the writer's [M3]
+		 * for the repair. It pairs with every acquire load that reads 0
+		 * and then reads the buffer as the writer left it: the merged
+		 * readers' [R2], ringbuf_reset_cpu's R4, ringbuf_quiesce's Q4.
+		 * Steps 1-4 (links, padding, write indices, page commits, page
+		 * counts, before_stamp) are sequenced before it, so a thread that
+		 * reads 0 sees the repaired pages, and a reset that waited for
+		 * 0 re-initialises after the recount (a recount landing after
+		 * R4 would leave a count of discarded events on a page, which a
+		 * head push would add to overrun). (A relaxed 0 right after
+		 * step 3 let an ARM64/POWER reader see 0 before the repair.)
+		 * live: a reader may run meanwhile, and its swap S2 resets the
+		 * old reader page's count while the recount above may store it:
+		 * harmless, since that page re-enters the ring just behind the
+		 * head, and the tail resets a page's count (U1/U2) when it moves
+		 * onto it, before any head push can count it; the reader page's
+		 * own count is read by nobody. */
+		atomic_store_explicit(&c->committing, 0, memory_order_release);
+	}
+}
+
 
 /* ==== >>control ========================================================= */
 
@@ -7290,141 +6471,1299 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
 	return 0;
 }
 
-/* ==== lifecycle ========================================================= */
+/* ==== >>contexts: per-thread and guarded per-CPU buffers =============== *
+ *
+ * Per-thread state lives in initial-exec TLS (no allocation, no lazy TLS
+ * setup: safe in a signal handler, even for a thread's first event), one entry
+ * per ring buffer the thread writes to (4 at most). An entry's fields are 0
+ * when unused, so a handler that interrupts the thread while it claims an
+ * entry finds a consistent one.
+ *
+ * Guarded per-CPU (RINGBUF_CPU_CURRENT), for one event of the outermost writer:
+ *   G1  pick the CPU's buffer x (rseq cpu id, else sched_getcpu)
+ *   G2  CAS owner[x] 0 -> id (acq_rel: acquire pairs with G5 of the previous
+ *       owner; release: see THE OWNER WORD below); owner == id already means
+ *       we interrupted our own G2..G3: nest. In an rseq block the
+ *       restartable sequence S1-S5 on CPU x, and any other 0 -> id take
+ *       through the word's gate (RSEQ below)
+ *   G3  TLS: owned = x, depth = 1, "acquired at depth 1"
+ *   ... reserve / commit on x (a handler on this thread nests on x: depth 2..)
+ *   G4  TLS: depth 0, owned none (first: a handler after G4 takes a new one)
+ *   G5  store owner[x] = 0 (release: our events before the next owner's)
+ * A thread that finds owner[x] held by another thread tries the other
+ * buffers, then drops the event (counted in `unmapped`); an owner that no
+ * longer exists (it died mid-event) is taken over after recovering the buffer
+ * (judged only when a full scan is due: F1, F3 below; a drop does not pay a
+ * system call).
+ * (G4 stores back the PENDING bit of the state it interrupted, see F4a.)
+ * INLINE (>>inline, ringbuf__current_reserve and ringbuf__commit_inline): the
+ * outermost event's G1-G5 run in the caller when the thread's last-used entry
+ * is rb's with cur == 0 (no event, not PENDING, not SCANNING), its token and
+ * tid are known (our id = token << 32 | tid; the tid is cached in the entry by
+ * the out-of-line path and cleared in a fork child), rseq gives the CPU id
+ * and it is < ncpu: G1 is that id, G2 the same CAS (or sequence) on that word only,
+ * G3 the same single store of cur (buffer, depth 1, acquired), then the
+ * reserve on the buffer; a failed reserve undoes G4, G5 at once. The commit
+ * does G4, G5 in the caller when cur is exactly (buffer, depth 1, acquired);
+ * any other state (nested, shared, PENDING) goes to ringbuf__held_end. Any
+ * failed check or CAS calls the out-of-line path, which starts again at G1
+ * (nothing of the inline attempt is kept: a failed CAS wrote nothing).
+ * Same steps, orders and windows as out of line: a handler that lands
+ * between G2 and G3 finds cur == 0 and the word ours, its own inline CAS
+ * fails, and out of line it nests (took = false); one that lands after G3
+ * finds depth 1 and nests; between the commit and G4 it nests on the
+ * committed buffer, still ours. RINGBUF__CURRENT_OUTLINE (internal, for the
+ * tests' *_outline variants) keeps the whole of G1-G5 out of line. Test
+ * points (RINGBUF_TESTING only) mark the inline windows: CURRENT_TAKEN (G2
+ * done, G3 not), CURRENT_HELD (G3 done, reserve not), CURRENT_COMMITTED
+ * (commit done, G4 not), CURRENT_UNHELD (G4 done, G5 not), CURRENT_UNDONE
+ * (a failed reserve's G4 done, G5 not); tests/test_current_steps.c runs a
+ * nested writer and another thread at each, a reset and a quiesce at the
+ * first four.
+ * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
+ * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
+ * progress, so that a handler of ours can take it back). A claim whose buffer
+ * is inside an event is never given back (a thread exiting mid-event leaves a
+ * dead owner's word: taken over and repaired, not handed out as free).
+ *
+ * THREAD FALLBACK: RINGBUF_CPU_THREAD for a thread that holds no claim (more
+ * threads than buffers). The buffers are split: claims take 0 .. lim-1, the
+ * last `thread_shared` (ringbuf_thread_shared) are never claimed and are
+ * taken for one event at a time. Per event, out of line:
+ *   F1  full scan due? load release_gen (acquire, pairs with F6) and compare
+ *       with the value saved at the last miss; else count the thread's
+ *       backoff down (TLS, relaxed: a handler racing it only moves the next
+ *       scan by an event). Due: first event, the generation moved, or the
+ *       backoff ran out.
+ *   F2  claim: ringbuf__take over 0 .. lim-1 with our id | PERSIST: a free
+ *       word by CAS 0 -> id (acq_rel, as G2); only when due, the owners are
+ *       judged (ringbuf__owner_dead: kill(tid, 0) per owner) and a dead one
+ *       taken over, and a dead owner in the shared buffers is taken over,
+ *       repaired and given back (store 0, release). Found: the thread's claim
+ *       from then on (the inline fast path), backoff cleared. The judging
+ *       pass (after a pass without it found nothing) runs with cur's
+ *       SCANNING bit set (TLS store + signal fence before, cleared after):
+ *       a handler's mapped event meanwhile is dropped (counted), since it
+ *       would find a word we just took over ours and write into the buffer
+ *       being repaired. RINGBUF_CPU_CURRENT judges only on the same due
+ *       scans, with the same bit (after a pass without judging failed).
+ *   F3  a due scan that found nothing: save the generation read at F1 (read
+ *       before the scan: a release during it moves the generation again)
+ *       and double the backoff (16 .. RINGBUF_THREAD_RESCAN events). So
+ *       kill() runs at most once per owner per scan, and scans are at most
+ *       log2(events) + events / RINGBUF_THREAD_RESCAN + releases: never per
+ *       event.
+ *   F4a no shared buffer: the event is dropped (counted in `unmapped`).
+ *       Else cur := PENDING (TLS, one store + signal fence): from here to G4
+ *       no claim is made on this thread; a handler that interrupts F4-F5
+ *       goes straight to F4b (its G4 restores PENDING), because a claim made
+ *       by a handler would send our commit (which looks at the claim first)
+ *       to its buffer.
+ *   F4b = G2 on the shared buffers, from one picked by our tid: CAS 0 -> id
+ *       (no PERSIST; acq_rel: its acquire reads the previous holder's G5
+ *       release, so that holder's events happen-before ours). A word that
+ *       is already our id: a handler that interrupted our own F4b..F5
+ *       nests (took = false). Every shared word held at that instant: undo
+ *       F4a, drop the event (counted in `unmapped`). No system call.
+ *   F5  = G3 .. G5 of RINGBUF_CPU_CURRENT: cur := (buffer, depth 1, took);
+ *       the event; handlers nest on the buffer through cur's depth; at the
+ *       outermost commit/discard G4 restores cur's PENDING bit (0 for the
+ *       thread itself) and G5 stores the word 0 (release).
+ *   F6  ringbuf_thread_release (also at thread exit), ringbuf_thread_shared
+ *       and the fork child bump release_gen (fetch_add, release) after the
+ *       word is 0: a thread whose F1 reads the new value (acquire) sees that
+ *       0 (or a later value) at F2. release_gen is a hint only: a missed or
+ *       early bump costs a scan or delays a claim, never ownership, which
+ *       is decided by the CAS on the owner word alone. Dead owners that
+ *       never released (no ringbuf_thread_init) are found at the next due
+ *       scan (at most RINGBUF_THREAD_RESCAN events of each such thread).
+ * The owner word protocol is unchanged: a shared take is exactly a
+ * RINGBUF_CPU_CURRENT hold (verify/owner_claim.c: -DSHARED adds a claimer
+ * that gives its claim back, F6, and a shared writer that takes the word).
+ *
+ * THE OWNER WORD (64 bits): token << 32 | PERSIST | RELEASING | tid. The tid
+ * alone is not an identity: the kernel reuses tids, and a thread given a dead
+ * owner's tid took that owner's word for its own (its events nested under the
+ * dead event, never committed). The token is drawn per thread from the
+ * block's counter (owner_seq) at the thread's first take there, kept in its
+ * TLS entry: tid + token names one thread of one lifetime (up to 2^32 draws).
+ *   "ours"  the whole word (tid and token) equals our id: only we store it.
+ *   "dead"  ringbuf__owner_dead: the tid is ours with another token (a tid
+ *           belongs to one live thread at a time: its writer has ended), or
+ *           kill(tid, 0) fails with ESRCH. A live owner is never judged
+ *           dead; a dead one whose tid another thread now has looks alive
+ *           until that thread ends or writes here itself (its buffer is
+ *           unused meanwhile; writes find other buffers or are counted in
+ *           `unmapped`, nothing is lost uncounted).
+ *   PID namespaces: a tid means different threads in two namespaces. The
+ *           block keeps its creator's namespace (pidns); a process of
+ *           another one that opens it for writing sets OWNF_MIXED_NS, and no
+ *           owner is judged dead from then on (never a takeover of a live
+ *           owner; a dead one's buffer stays taken).
+ * C11 argument (verify/owner_claim.c checks it under RC11 and IMM):
+ *   - one owner at a time: the word changes only by CAS from a value read
+ *     (0, our own RELEASING, or a dead owner's word) or by its owner's G5 /
+ *     release CAS; the taker's CAS (acq_rel, its acquire half) reads the
+ *     previous owner's G5 (release): its events happen-before ours.
+ *   - taking over a dead owner: kill(tid, 0) reads the kernel's thread table;
+ *     a thread is in it before its first instruction and leaves it after its
+ *     last (exit: a release, in the model). The judge loads the word with
+ *     acquire and every CAS that writes a word is acq_rel, so a judge that
+ *     reads a word sees the thread table at least as its writer saw it: a
+ *     word written by a thread that has since taken a reused tid is never
+ *     paired with the table of the tid's previous holder (with acquire-only
+ *     CASes the model finds a live owner taken over). ESRCH, or the reuse of
+ *     the tid by us, comes after the dead writer's last store: its bytes
+ *     happen-before our recovery. The CAS fails if the word changed since it
+ *     was judged, and a dead owner's word never comes back (its token).
+ *   - [TAKEOVER-HB] that last order is the kernel's (the exit path's
+ *     release, the judge's system call), which C11 and ThreadSanitizer do
+ *     not see: to them the dead thread's stores and ours are unordered. So
+ *     every word of a CPU buffer that the owner writes and a taker or its
+ *     repair writes or reads again is an atomic (relaxed where the owner
+ *     alone orders it): the slot's page, off and event were plain, and an
+ *     independent TSan harness (a thread's first event from its handler,
+ *     the thread gone without ringbuf_thread_init, its claim taken over by
+ *     a later thread's scan) reported them as a race (issue 22 defect 7;
+ *     tests/test_thread_churn.c under make tsan-ubsan). The page bytes stay
+ *     plain: a new owner writes after the dead one's write index, and only a
+ *     repair of a thread that died mid-event rewrites the dead one's bytes.
+ *
+ * RSEQ: G2 without the locked instruction. In a block of ringbuf_create
+ * (private memory: nobody outside this process writes it) on x86-64 with
+ * glibc's rseq registration (glibc >= 2.35) and the RSEQ membarrier (Linux
+ * >= 5.10), decided at creation (rb->rseq; RINGBUF_F_NO_RSEQ keeps the
+ * CAS), the thread running on CPU x takes owner[x] by a restartable
+ * sequence (ringbuf__rseq_take):
+ *   S1 rseq_cs := the sequence's descriptor   S2 [start] cpu_id == x
+ *   S3 gate[x] == 0   S4 owner[x] == 0   S5 [commit] owner[x] := id
+ * The kernel restarts it at the abort handler (which reports "not taken":
+ * nothing stored) when the thread is preempted, migrated or signalled
+ * between S2 and S5, so sequences of CPU x never interleave. That excludes
+ * only threads on CPU x: owner[x] is also taken by threads elsewhere (the
+ * busy fallback to another buffer, a CPU >= ncpu, RINGBUF_CPU_THREAD
+ * claims, shared takes F2/F4b). Every such 0 -> id change goes through
+ * ringbuf__owner_take0, and in an rseq block through the word's gate:
+ *   GT1 enter: gate += 1 in flight (+1 use while uses < RINGBUF__GATE_USES),
+ *       CAS loop, acq_rel;
+ *   GT2 gate not FENCED: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
+ *       FLAG_CPU, x) [GATE-F], then FENCED (fetch_or, release);
+ *   GT3 CAS owner 0 -> id (acq_rel);
+ *   GT4 leave: gate -= 1 (release); the last one out once the uses reached
+ *       RINGBUF__GATE_USES (1024) opens it: CAS to 0 (release), unless
+ *       PINNED.
+ *   GT0 (before GT1) PINNED read (acquire): the CAS alone, no GT1-GT4. The
+ *       buffers of ringbuf_thread_shared, taken per event by the threads
+ *       beyond the claims, are pinned by it [GATE-PIN]: GT1, GT2, FENCED |
+ *       PINNED (release), GT4; the gate is never 0 again (a buffer shared
+ *       once stays pinned; a fork child keeps the bit), so no sequence takes
+ *       it, and the pinner's release carries its fence to GT0's acquire.
+ *       Without it each shared event paid GT1 and GT4 (make bench
+ *       rb_thread_shared_16 1.60x -> 2.11x rb_thread_16; 1.65x pinned).
+ * Why one owner: a sequence completes only if it read S3 == 0. After a
+ * taker's GT1 the gate is not 0 until GT4 of the last taker in flight (the
+ * FENCED bit keeps it shut between takers). A sequence that read 0 before
+ * that GT1 and had not completed when the fence reached CPU x is restarted
+ * (the fence); one that completed did so before the fence's barrier on x, so
+ * its S5 is visible to the GT3 that follows the fence (the CAS fails). A
+ * taker that finds FENCED set skips the fence: the fencing taker's fetch_or
+ * (release) and our GT1 (acquire) carry that visibility to us, and the gate
+ * has not been 0 since that fence. A sequence that reads 0 after GT4's
+ * opening reads it from the opening CAS (release), which continues the
+ * release sequence of every GT4 before it: the takers' owner stores
+ * happen-before its S4 (it sees the word held, or released by G5). Changes
+ * from a nonzero value (G5, RELEASING, takeovers of dead owners) need no
+ * gate: a sequence commits only after reading 0. S4 and S3 are acquire
+ * loads and S5 a release store on x86-64, so the sequence is G2's acq_rel
+ * CAS as far as the other steps above are concerned (THE OWNER WORD).
+ * Outside C11 (membarrier, the restart) this is argued, not checked by the
+ * compiler's model; verify/rseq_gate.c models the kernel's part as a lock
+ * held by the sequence and taken by the fence (the two cases above), under
+ * RC11 (the model of the C11 code; the sequence exists on x86-64 only,
+ * whose TSO is stronger), the pinned gate too (-DPIN), and shows the gate
+ * without the fence, reopened with takers in flight, with FENCED relaxed,
+ * or pinned without a fence each give two owners.
+ * Cost: the gate's fence is one system call per RINGBUF__GATE_USES takes at
+ * most (~250 ns here); while the gate is shut, CPU x's own writers take the
+ * word through it too (locked instructions, no fence). A thread whose own
+ * word is held by a preempted owner takes another buffer through its gate.
+ * tests/test_rseq_claim.c: which blocks claim by sequence, sequences
+ * against gated CASes on one word from two CPUs (with the gate compiled out,
+ * -DMUTANT_NO_GATE, the writers crash within ~2,000 events), signal storms
+ * and migrations inside the sequence, another thread and a nested writer at
+ * each gate window (test points GATE_ENTERED, GATE_TAKEN), shared buffers
+ * pinned and taken by CAS among per-thread and per-CPU writers, and every
+ * sequence restarted: the x86 trap flag raises SIGTRAP after each
+ * instruction (so each outer take comes through the gate) and the handler
+ * nests an event after a different instruction of each outer write (with
+ * a wrong signature before the abort handler the kernel kills the test). S6 and the
+ * section groups: tests/dlopen (unload, then signals: SIGSEGV without S6)
+ * and compile-checks' two-unit C++ link (tests/compile/comdat_*.cpp: the
+ * link failed without "?"). make test runs
+ * the mapped-mode tests again with the CAS (RINGBUF_TEST_NO_RSEQ=1, read
+ * by ringbuf__rseq_enable in RINGBUF_TESTING builds). Not claimed by
+ * sequence: files, memfds and ringbuf_init_in memory (writers of another
+ * process are beyond the membarrier; caller memory may be shared), other
+ * architectures (the CAS: no fast path written for them), ThreadSanitizer
+ * builds (it cannot see the sequence's store), qemu-user (no rseq).
+ * What it bought (make bench, x86-64 2-vCPU VM, glibc 2.36, Linux 6.18, 3
+ * runs): rb_current_16 +2.74 / +2.34 / +2.48 ns over the explicit index,
+ * from +6.85 to +6.93 with the CAS (the LOCK CMPXCHG waits for the store
+ * buffer to drain the previous event's stores); claim + release alone 0.65
+ * ns against 5.2 (claim_rseq, claim_cas).
+ * qemu-user has no rseq (ENOSYS; glibc leaves __rseq_size 0): sched_getcpu.
+ */
 
+/* The owner word: token << 32 | PERSIST | RELEASING | tid. */
+#define RINGBUF__OWN_PERSIST 0x80000000u   /* a thread's claim (RINGBUF_CPU_THREAD) */
+#define RINGBUF__OWN_RELEASING 0x40000000u /* that claim is being given back */
+#define RINGBUF__OWN_TID RINGBUF__TID_MASK
+#define RINGBUF__OWN_ID(w) ((w) & ~(uint64_t)(RINGBUF__OWN_PERSIST | RINGBUF__OWN_RELEASING))
+/* ringbuf__sh(rb)->owner_flags */
+#define RINGBUF__OWNF_MIXED_NS 1u /* writers in several PID namespaces: no takeover */
 
-RINGBUF_API uint64_t ringbuf__clock_mono(void)
-{
-	struct timespec ts;
-	clock_gettime(RINGBUF__CLOCK_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+/* struct ringbuf__tctx (>>inline): one entry per buffer the thread writes
+ * to. `token` is the thread's owner token in that buffer (0: not drawn yet).
+ * `gen` names the buffer's creation (an entry whose generation is no
+ * longer registered belongs to a destroyed buffer and is free); `cur` packs
+ * the RINGBUF_CPU_CURRENT state so that it changes with one store, atomically
+ * with respect to a handler:
+ *   bits 0..23 owned buffer + 1 (0: none), 24..31 nesting depth, 32 acquired */
+#define RINGBUF__CUR(owned, depth, acq) \
+	((uint64_t)(owned) | ((uint64_t)(depth) << 24) | ((uint64_t)(acq) << 32))
+/* bit 33: a shared take (THREAD FALLBACK, F4) is between F4a and F5: no claim
+ * now; kept by a handler's event through its end (G4 restores it) */
+#define RINGBUF__CUR_PENDING ((uint64_t)1 << 33)
+/* bit 34: a full scan that may take a dead owner's word over and repair its
+ * buffer is running (F2): a handler's mapped event is dropped (counted), as
+ * it would otherwise find the word ours and write into the buffer under
+ * repair */
+#define RINGBUF__CUR_SCANNING ((uint64_t)1 << 34)
+#define RINGBUF__CUR_OWNED(v) ((uint32_t)((v) & 0xffffffu))
+#define RINGBUF__CUR_DEPTH(v) ((uint32_t)(((v) >> 24) & 0xffu))
+#define RINGBUF__CUR_ACQ(v) ((uint32_t)(((v) >> 32) & 1u))
 
-static uint64_t ringbuf__default_clock(void *ctx)
-{
-	(void)ctx;
-	return ringbuf__clock_mono();
-}
-
-RINGBUF_API uint64_t ringbuf_clock_tsc(void *ctx)
-{
-	(void)ctx;
-	return ringbuf__rdtsc();
-}
-
-/* Which clock the writers read, from what the caller passed. */
-static uint32_t ringbuf__clock_kind_of(ringbuf_clock_fn clock)
-{
-	if (!clock || clock == ringbuf__default_clock)
-		return RINGBUF__CLK_MONO;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	if (clock == ringbuf_clock_tsc)
-		return RINGBUF__CLK_TSC;
-#else
-	if (clock == ringbuf_clock_tsc) /* no TSC here: the monotonic clock, in ns */
-		return RINGBUF__CLK_MONO;
+#ifndef RINGBUF__TLS_DEFINED_HERE
+RINGBUF__TLS_DEF struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
 #endif
-	return RINGBUF__CLK_USER;
+
+/* Live buffers, by creation generation (never dereferenced: a thread may hold
+ * an entry for a buffer another thread destroyed). Also the fork registry.
+ * No limit: chunks of 64 slots, a new one appended (allocated at creation or
+ * open, never in a handler) when all are taken, never freed; readers (signal
+ * handlers included) follow `next` with acquire loads, pairing with the
+ * release CAS that appends. */
+#define RINGBUF__NREG 64
+struct ringbuf__reg {
+	_Atomic(uint64_t) gen[RINGBUF__NREG];
+	_Atomic(struct ringbuf *) rb[RINGBUF__NREG];
+	_Atomic(struct ringbuf__reg *) next;
+};
+static _Atomic(uint64_t) ringbuf__gen_counter;
+/* The high half of this process's generations (0: not chosen yet; a fork
+ * child chooses its own): generations are unique across processes, so a
+ * block opened RDWR keeps the generation its creator gave it (see
+ * ringbuf__fork_register). */
+static _Atomic(uint64_t) ringbuf__gen_hi;
+static struct ringbuf__reg ringbuf__reg0;
+#define RINGBUF__REG_EACH(r) \
+	for ((r) = &ringbuf__reg0; (r); (r) = atomic_load_explicit(&(r)->next, memory_order_acquire))
+
+static bool ringbuf__gen_live(uint64_t gen)
+{
+	struct ringbuf__reg *r;
+	unsigned i;
+	if (!gen)
+		return false;
+	RINGBUF__REG_EACH(r)
+		for (i = 0; i < RINGBUF__NREG; i++)
+			if (atomic_load_explicit(&r->gen[i], memory_order_relaxed) == gen)
+				return true;
+	return false;
 }
 
-/* TSC to ns: the ratio of the two clocks over about 10 ms, each end taken as
- * the TSC read closest around a clock_gettime (the narrowest of 5 brackets),
- * so the ratio is good to a few parts per million. Stored as a 32.32 fixed
- * point multiplier. */
-static void ringbuf__tsc_pair(uint64_t *tsc, uint64_t *ns)
+
+#if defined(__linux__) && defined(_GNU_SOURCE)
+#include <sched.h> /* sched_getcpu (g++ and clang++ always define _GNU_SOURCE) */
+#elif defined(__linux__)
+extern int sched_getcpu(void);
+#endif
+
+static inline unsigned ringbuf__current_cpu(void);
+/* The buffer for the CPU the thread runs on: no division when there are at
+ * least as many buffers as CPUs (the common configuration). */
+static inline unsigned ringbuf__cpu_buffer(const struct ringbuf *rb)
 {
-	uint64_t best = UINT64_MAX;
+	unsigned id = ringbuf__current_cpu(), n = rb->ncpu;
+	return id < n ? id : id % (n ? n : 1); /* n >= 1; the test is for checkers */
+}
+
+static inline unsigned ringbuf__current_cpu(void)
+{
+	int32_t rid = ringbuf__rseq_cpu();
+	if (rid >= 0)
+		return (unsigned)rid;
+#if defined(__linux__)
+	{
+		int id = sched_getcpu();
+		return id >= 0 ? (unsigned)id : 0;
+	}
+#else
+	return 0;
+#endif
+}
+
+/* The calling thread's entry for rb; with `make`, one is taken (a CAS on the
+ * thread's own word: a handler on this thread may take one meanwhile). */
+#ifndef RINGBUF__TLS_DEFINED_HERE
+RINGBUF__TLS_DEF unsigned ringbuf__tctx_last; /* entry of the last lookup: a hint */
+#endif
+/* nonzero while this thread makes a new entry (T1-T3 below; the
+ * implementation's own: one per thread of the translation unit) */
+static RINGBUF__TLS unsigned ringbuf__tctx_making;
+
+static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
+{
+	uint64_t gen = rb->gen;
+	unsigned last = ringbuf__tctx_last % RINGBUF__TCTX;
 	int i;
-	for (i = 0; i < 5; i++) {
-		uint64_t a = ringbuf__rdtsc(), n = ringbuf__clock_mono(), b = ringbuf__rdtsc();
-		if (b - a < best) {
-			best = b - a;
-			*tsc = a + (b - a) / 2;
-			*ns = n;
+	if (atomic_load_explicit(&ringbuf__tctx[last].gen, memory_order_relaxed) == gen)
+		return &ringbuf__tctx[last];
+	for (i = 0; i < RINGBUF__TCTX; i++)
+		if (atomic_load_explicit(&ringbuf__tctx[i].gen, memory_order_relaxed) == gen) {
+			ringbuf__tctx_last = (unsigned)i;
+			return &ringbuf__tctx[i];
+		}
+	if (!make)
+		return NULL;
+	/* MAKING AN ENTRY (T1 choose a free one, T2 take and clear it, T3 put
+	 * our gen in it). A signal handler of this thread that cuts in anywhere
+	 * in T1-T3 and needs a new entry of its own gets none: its event is
+	 * dropped, counted in `unmapped` by the caller. Were it to make one, it
+	 * could take the entry we chose (our T2 CAS then fails and we would
+	 * make a second one for the same buffer) or, finding ours half cleared,
+	 * take another: two entries of one buffer, the handler's holding a claim,
+	 * and our event reserved through ours but committed through the one the
+	 * lookup finds first -- another buffer (seen under qemu-s390x: a
+	 * thread's first event lost, test_read_tool "missing stream 2 seq 0").
+	 * A handler that finds an entry (made before, or by T3 done) uses it. */
+	if (ringbuf__tctx_making)
+		return NULL;
+	ringbuf__tctx_making = 1;
+	RINGBUF__BARRIER();
+	for (i = 0; i < RINGBUF__TCTX; i++) {
+		struct ringbuf__tctx *e = &ringbuf__tctx[i];
+		uint64_t old = atomic_load_explicit(&e->gen, memory_order_relaxed);
+		if (old && ringbuf__gen_live(old))
+			continue;
+		/* free (never used, or its buffer is gone): clear, then take */
+		if (atomic_load_explicit(&e->cur, memory_order_relaxed) ||
+		    atomic_load_explicit(&e->claimed, memory_order_relaxed) ||
+		    atomic_load_explicit(&e->token, memory_order_relaxed) ||
+		    atomic_load_explicit(&e->miss_wait, memory_order_relaxed)) {
+			if (old == 0)
+				continue; /* a handler is setting it up right now */
+		}
+		RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_TCTX_CHOSEN);
+		if (atomic_compare_exchange_strong_explicit(&e->gen, &old, 0, memory_order_relaxed,
+							    memory_order_relaxed)) {
+			atomic_store_explicit(&e->cur, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->claimed, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->token, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->miss_gen, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->miss_left, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
+			atomic_store_explicit(&e->tid, 0, memory_order_relaxed);
+			RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_TCTX_CLEARED);
+			old = 0;
+			if (atomic_compare_exchange_strong_explicit(&e->gen, &old, gen, memory_order_relaxed,
+								    memory_order_relaxed)) {
+				ringbuf__tctx_last = (unsigned)i;
+				RINGBUF__BARRIER();
+				ringbuf__tctx_making = 0;
+				return e;
+			}
+		}
+	}
+	RINGBUF__BARRIER();
+	ringbuf__tctx_making = 0;
+	return NULL;
+}
+
+/* This thread's owner id in rb: its tid and a token drawn from the block's
+ * counter the first time it takes a buffer there, so unique among all the
+ * threads, of all processes, that ever wrote to this block (2^32 draws before
+ * a token repeats): a thread given a dead thread's tid has another token. A
+ * handler that draws one first wins; a number lost that way is never used. */
+static uint64_t ringbuf__owner_id(struct ringbuf *rb, struct ringbuf__tctx *e)
+{
+	uint32_t tok = atomic_load_explicit(&e->token, memory_order_relaxed), zero = 0;
+	if (RINGBUF__UNLIKELY(tok == 0)) {
+		do
+			tok = atomic_fetch_add_explicit(&ringbuf__sh(rb)->owner_seq, 1, memory_order_relaxed) + 1;
+		while (tok == 0);
+		if (!atomic_compare_exchange_strong_explicit(&e->token, &zero, tok, memory_order_relaxed,
+							     memory_order_relaxed))
+			tok = zero;
+	}
+	return (uint64_t)tok << 32 | ringbuf__gettid();
+}
+
+/* Is the thread with this id alive (anywhere: a buffer in a shared file is
+ * claimed by threads of several processes)? */
+#ifdef RINGBUF_TESTING
+static _Atomic(uint64_t) ringbuf__kill_calls; /* liveness system calls made */
+#endif
+static bool ringbuf__thread_alive(uint32_t tid)
+{
+#if defined(__linux__) && defined(SYS_kill)
+	int e = errno;
+#ifdef RINGBUF_TESTING
+	atomic_fetch_add_explicit(&ringbuf__kill_calls, 1, memory_order_relaxed);
+#endif
+	long r = syscall(SYS_kill, (long)tid, 0L);
+	bool alive = r == 0 || errno != ESRCH;
+	errno = e;
+	return alive;
+#else
+	(void)tid;
+	return true;
+#endif
+}
+
+/* Has the owner `cur` (not our id) ended? Its tid names no thread (ESRCH), or
+ * names us: a tid belongs to one live thread at a time and our token is not
+ * the one in the word, so the thread that wrote it has ended and the kernel
+ * gave us its tid. Any other live tid: alive (an owner whose tid was reused by
+ * another thread than us looks alive until that thread ends or comes here).
+ * Undecidable when the block has writers in several PID namespaces (a tid
+ * names different threads there): never dead. */
+static bool ringbuf__owner_dead(const struct ringbuf *rb, uint64_t cur, uint64_t own)
+{
+	uint32_t tid = (uint32_t)cur & RINGBUF__OWN_TID;
+	if (atomic_load_explicit(&ringbuf__sh(rb)->owner_flags, memory_order_relaxed) &
+	    RINGBUF__OWNF_MIXED_NS)
+		return false;
+	if (tid == ((uint32_t)own & RINGBUF__OWN_TID))
+		return (cur >> 32) != (own >> 32);
+	return !ringbuf__thread_alive(tid);
+}
+
+/* The PID namespace this process lives in (0: unknown). A block records its
+ * creator's; a process of another namespace that opens it for writing marks
+ * it RINGBUF__OWNF_MIXED_NS. */
+static uint64_t ringbuf__pidns(void)
+{
+#if defined(__linux__)
+	struct stat st;
+	if (stat("/proc/self/ns/pid", &st) == 0)
+		return (uint64_t)st.st_ino ^ ((uint64_t)st.st_dev << 32);
+#endif
+	return 0;
+}
+
+/* ---- the rseq gate (RSEQ in >>contexts) ---------------------------------
+ * rseq_gate: bits 0..15 takers in their window, 16..29 takes since the word
+ * was fenced (counted up to RINGBUF__GATE_USES), bit 30 PINNED, bit 31
+ * FENCED. */
+#define RINGBUF__GATE_FENCED 0x80000000u
+#define RINGBUF__GATE_PINNED 0x40000000u
+#define RINGBUF__GATE_USE (1u << 16)
+#define RINGBUF__GATE_USES_OF(v) (((v) >> 16) & 0x3fffu)
+#ifndef RINGBUF__GATE_USES
+#define RINGBUF__GATE_USES 1024u
+#endif
+_Static_assert(RINGBUF__GATE_USES >= 1 && RINGBUF__GATE_USES < 0x3fffu, "rseq gate: uses field");
+
+#ifdef RINGBUF_TESTING
+static _Atomic(uint64_t) ringbuf__test_rseq_fences; /* membarrier calls made by gates */
+static _Atomic(uint64_t) ringbuf__test_rseq_takes;  /* out-of-line takes by sequence */
+static _Atomic(uint64_t) ringbuf__test_gated_takes; /* words taken by CAS through a gate */
+static _Atomic(uint64_t) ringbuf__test_pinned_takes; /* by CAS past a pinned gate */
+RINGBUF_API void ringbuf__test_rseq_counts(const struct ringbuf *rb, uint64_t out[4])
+{
+	out[0] = atomic_load(&ringbuf__test_rseq_fences);
+	out[1] = atomic_load(&ringbuf__test_rseq_takes);
+	out[2] = atomic_load(&ringbuf__test_gated_takes);
+	out[3] = rb ? rb->rseq : 0;
+}
+RINGBUF_API uint64_t ringbuf__test_pinned_count(void)
+{
+	return atomic_load(&ringbuf__test_pinned_takes);
+}
+#define RINGBUF__TEST_COUNT(v) atomic_fetch_add_explicit(&(v), 1, memory_order_relaxed)
+#else
+#define RINGBUF__TEST_COUNT(v) ((void)0)
+#endif
+
+#ifdef RINGBUF__RSEQ_CLAIM
+/* [GATE-F] Restart every sequence running on CPU `cpu` of this process and
+ * order it with us (MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ with
+ * MEMBARRIER_CMD_FLAG_CPU, Linux >= 5.10): a sequence that ran S2 before the
+ * call either completed S5 before the call's barrier on that CPU (its
+ * store is seen by everything we do after the call) or restarts and reads
+ * what we stored before it. Registration is the process's (done when the
+ * block was created; inherited by a fork child on Linux 6.x, redone here on
+ * EPERM otherwise). */
+static bool ringbuf__rseq_fence(unsigned cpu)
+{
+	RINGBUF__TEST_COUNT(ringbuf__test_rseq_fences);
+	if (syscall(SYS_membarrier, 128 /* PRIVATE_EXPEDITED_RSEQ */, 1 /* FLAG_CPU */, (int)cpu) == 0)
+		return true;
+	return errno == EPERM && syscall(SYS_membarrier, 256 /* REGISTER_PRIVATE_EXPEDITED_RSEQ */, 0, 0) == 0 &&
+	       syscall(SYS_membarrier, 128, 1, (int)cpu) == 0;
+}
+
+/* May this process claim by sequence? glibc registered rseq for its threads
+ * (__rseq_size: 0 when absent, e.g. qemu-user or the glibc.pthread.rseq=0
+ * tunable) and the kernel has the RSEQ membarrier, registered now. */
+static bool ringbuf__rseq_usable(void)
+{
+	long q;
+	int e = errno;
+	bool ok;
+	if (!(&__rseq_size && __rseq_size >= 8 && ringbuf__rseq_cpu() >= 0))
+		return false;
+	q = syscall(SYS_membarrier, 0 /* QUERY */, 0, 0);
+	ok = q > 0 && (q & 128) && (q & 256) && syscall(SYS_membarrier, 256, 0, 0) == 0;
+	errno = e;
+	return ok;
+}
+#endif
+
+/* Change owner word `w` from 0 to `own` (acq_rel), the only way any taker
+ * does (G2 out of line, claims, shared takes: ringbuf__take). Not an rseq
+ * block: the CAS. An rseq block (RSEQ in >>contexts), by a thread that is
+ * not in the middle of a sequence:
+ *   on CPU w: the sequence S1-S5 (no locked instruction), else
+ *   GT1 enter the gate: CAS it to +1 in flight (+1 use below the limit),
+ *       acq_rel: its acquire reads the FENCED bit with the fence of the
+ *       taker that set it (GT2), its release orders nothing we need;
+ *   GT2 not FENCED: the fence [GATE-F] on CPU w, then FENCED (fetch_or,
+ *       release: our fence before the bit, for GT1 of the next taker).
+ *       FENCED: a taker fenced the word while the gate was not 0, and it has
+ *       not been 0 since (GT4 opens it only with nobody in flight), so no
+ *       sequence that read S3 == 0 can still complete: no fence;
+ *   GT3 the CAS 0 -> own (acq_rel);
+ *   GT4 leave: fetch_sub (release: our CAS before a sequence that reads the
+ *       gate 0 next); the last one out after RINGBUF__GATE_USES takes opens
+ *       the gate (CAS to 0, release) so that the CPU's own writers go back
+ *       to the sequence: a fence per RINGBUF__GATE_USES takes at most.
+ * A failed fence (membarrier refused: seccomp) leaves the word alone: not
+ * taken (the caller tries the other buffers, then counts the event in
+ * `unmapped`). */
+static bool ringbuf__owner_take0(struct ringbuf *rb, unsigned w, uint64_t own)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, w);
+	uint64_t zero = 0;
+#ifdef RINGBUF__RSEQ_CLAIM
+	if (rb->rseq) {
+		_Atomic(uint32_t) *g = &c->rseq_gate;
+		uint32_t v, nv;
+		bool ok;
+		/* GT0 PINNED (acquire: pairs with ringbuf__gate_pin's release; the
+		 * gate is shut for good and was fenced): the CAS alone */
+		if (atomic_load_explicit(g, memory_order_acquire) & RINGBUF__GATE_PINNED) {
+			ok = atomic_compare_exchange_strong_explicit(&c->owner, &zero, own, memory_order_acq_rel,
+								     memory_order_relaxed);
+			if (ok)
+				RINGBUF__TEST_COUNT(ringbuf__test_pinned_takes);
+			return ok;
+		}
+		if ((uint32_t)ringbuf__rseq_cpu() == w && ringbuf__rseq_take(c, w, own)) {
+			RINGBUF__TEST_COUNT(ringbuf__test_rseq_takes);
+			return true;
+		}
+		if (atomic_load_explicit(&c->owner, memory_order_relaxed) != 0)
+			return false;
+		v = atomic_load_explicit(g, memory_order_relaxed);
+		do /* GT1 */
+			nv = v + 1 + (RINGBUF__GATE_USES_OF(v) < RINGBUF__GATE_USES ? RINGBUF__GATE_USE : 0);
+		while (!atomic_compare_exchange_weak_explicit(g, &v, nv, memory_order_acq_rel, memory_order_relaxed));
+		RINGBUF__TESTPOINT(rb, w, RINGBUF__TP_GATE_ENTERED);
+		ok = true;
+		if (!(nv & RINGBUF__GATE_FENCED)) { /* GT2 */
+			ok = ringbuf__rseq_fence(w);
+			if (ok)
+				atomic_fetch_or_explicit(g, RINGBUF__GATE_FENCED, memory_order_release);
+		}
+		if (ok) { /* GT3 */
+			ok = atomic_compare_exchange_strong_explicit(&c->owner, &zero, own, memory_order_acq_rel,
+								     memory_order_relaxed);
+			if (ok)
+				RINGBUF__TEST_COUNT(ringbuf__test_gated_takes);
+		}
+		RINGBUF__TESTPOINT(rb, w, RINGBUF__TP_GATE_TAKEN);
+		v = atomic_fetch_sub_explicit(g, 1, memory_order_release) - 1; /* GT4 */
+		if ((v & 0xffffu) == 0 && RINGBUF__GATE_USES_OF(v) >= RINGBUF__GATE_USES &&
+		    !(v & RINGBUF__GATE_PINNED))
+			atomic_compare_exchange_strong_explicit(g, &v, 0, memory_order_release,
+								memory_order_relaxed);
+		return ok;
+	}
+#endif
+	return atomic_compare_exchange_strong_explicit(&c->owner, &zero, own, memory_order_acq_rel,
+						       memory_order_relaxed);
+}
+
+/* [GATE-PIN] Shut word w's gate for good (ringbuf_thread_shared's buffers,
+ * taken per event by threads beyond the claim count): enter it as GT1,
+ * fence as GT2, set FENCED | PINNED (release) while still in flight, leave
+ * as GT4 (which never re-opens a PINNED gate). From then on the gate is
+ * never 0 (no sequence takes w) and a taker that reads PINNED (acquire)
+ * takes the word by CAS without entering. A failed fence pins nothing. */
+static void ringbuf__gate_pin(struct ringbuf *rb, unsigned w)
+{
+#ifdef RINGBUF__RSEQ_CLAIM
+	_Atomic(uint32_t) *g = &ringbuf__cpu(rb, w)->rseq_gate;
+	uint32_t v, nv;
+	if (!rb->rseq || (atomic_load_explicit(g, memory_order_relaxed) & RINGBUF__GATE_PINNED))
+		return;
+	v = atomic_load_explicit(g, memory_order_relaxed);
+	do
+		nv = v + 1;
+	while (!atomic_compare_exchange_weak_explicit(g, &v, nv, memory_order_acq_rel, memory_order_relaxed));
+	if ((nv & RINGBUF__GATE_FENCED) || ringbuf__rseq_fence(w))
+		atomic_fetch_or_explicit(g, RINGBUF__GATE_FENCED | RINGBUF__GATE_PINNED, memory_order_release);
+	atomic_fetch_sub_explicit(g, 1, memory_order_release);
+#else
+	(void)rb;
+	(void)w;
+#endif
+}
+
+/* Take a buffer for `own` (our owner id, | PERSIST for a thread claim) among
+ * buffers base .. base+cnt-1, starting at base + from. Returns index + 1
+ * (*took: we set the owner word; false: it was ours already, we interrupted
+ * our own taking of it), or 0. `judge`: when every word is taken, look for an
+ * owner that died (a system call per owner: only where the caller allows). */
+static uint32_t ringbuf__take(struct ringbuf *rb, unsigned base, unsigned cnt, unsigned from, uint64_t own,
+			      bool *took, bool judge)
+{
+	unsigned i, x;
+	for (i = 0, x = from; i < cnt; i++, x = x + 1 < cnt ? x + 1 : 0) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, base + x);
+		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
+		if (cur == 0) {
+			if (ringbuf__owner_take0(rb, base + x, own)) {
+				*took = true;
+				return base + x + 1;
+			}
+			cur = atomic_load_explicit(&c->owner, memory_order_relaxed);
+		}
+		if (cur == own) {
+			*took = false;
+			return base + x + 1;
+		}
+		if (cur == (own | RINGBUF__OWN_RELEASING) &&
+		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
+							    memory_order_relaxed)) {
+			/* our own claim, being given back by the code we interrupted:
+			 * take it again (its last step is a CAS that then fails) */
+			*took = true;
+			return base + x + 1;
+		}
+	}
+	if (!judge)
+		return 0;
+	/* Everything is taken: an owner that no longer exists (exited with a
+	 * claim, or died mid-event) gives its buffer up, repaired. The CAS fails
+	 * if the word changed since we judged it (the same word cannot come
+	 * back: the token is the dead thread's). */
+	for (i = 0, x = from; i < cnt; i++, x = x + 1 < cnt ? x + 1 : 0) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, base + x);
+		/* acquire: pairs with the owner's CAS (acq_rel), see >>contexts */
+		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_acquire);
+		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(own) && ringbuf__owner_dead(rb, cur, own) &&
+		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
+							    memory_order_relaxed)) {
+			RINGBUF__TESTPOINT(rb, base + x, RINGBUF__TP_TAKEOVER);
+			if (RINGBUF__LOAD(&c->committing))
+				ringbuf__recover_cpu(rb, base + x, true);
+			*took = true;
+			return base + x + 1;
+		}
+	}
+	return 0;
+}
+
+/* G3 .. reserve, for buffer x - 1 taken at G2 (or F4b): `keep` is the
+ * PENDING bit of the state we interrupted, restored at G4. */
+static void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t x, bool took,
+				   uint64_t keep, size_t len)
+{
+	void *p;
+	/* G3: one store; a handler before it finds the owner word ours and
+	 * nests without taking it (took == false), and leaves cur as it was */
+	atomic_store_explicit(&e->cur, RINGBUF__CUR(x, 1, took) | keep, memory_order_relaxed);
+	RINGBUF__BARRIER();
+	p = ringbuf_reserve(rb, x - 1, len);
+	if (!p) {
+		atomic_store_explicit(&e->cur, keep, memory_order_relaxed); /* G4 */
+		RINGBUF__BARRIER();
+		if (took) /* G5 */
+			atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
+	}
+	return p;
+}
+
+/* Nested in our own event in flight (cur's depth > 0): the same buffer. */
+static void *ringbuf__nested_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t cur, size_t len)
+{
+	void *p;
+	if (RINGBUF__CUR_DEPTH(cur) >= 255)
+		return NULL;
+	p = ringbuf_reserve(rb, RINGBUF__CUR_OWNED(cur) - 1, len);
+	if (p)
+		atomic_store_explicit(&e->cur, cur + ((uint64_t)1 << 24), memory_order_relaxed);
+	return p;
+}
+
+#ifndef RINGBUF_THREAD_RESCAN
+#define RINGBUF_THREAD_RESCAN 65536u
+#endif
+#define RINGBUF__RESCAN_FIRST 16u
+
+/* F1: is a full scan (dead owners judged) due for this thread without a
+ * claim? *gen: the release generation, read first (acquire: pairs with the
+ * release bump of F6; a scan after it sees the word that was freed, or a
+ * later value). */
+static bool ringbuf__rescan_due(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t *gen)
+{
+	uint32_t left, wait = atomic_load_explicit(&e->miss_wait, memory_order_relaxed);
+	*gen = atomic_load_explicit(&ringbuf__sh(rb)->release_gen, memory_order_acquire);
+	if (!wait || *gen != atomic_load_explicit(&e->miss_gen, memory_order_relaxed))
+		return true;
+	left = atomic_load_explicit(&e->miss_left, memory_order_relaxed);
+	if (!left)
+		return true;
+	/* a handler may race this store: a hint, either value will do */
+	atomic_store_explicit(&e->miss_left, left - 1, memory_order_relaxed);
+	return false;
+}
+
+/* F3: a full scan found nothing: wait twice as long for the next one. */
+static void ringbuf__rescan_missed(struct ringbuf__tctx *e, uint32_t gen)
+{
+	uint32_t wait = atomic_load_explicit(&e->miss_wait, memory_order_relaxed);
+	wait = !wait ? RINGBUF__RESCAN_FIRST
+	       : wait >= RINGBUF_THREAD_RESCAN / 2 ? RINGBUF_THREAD_RESCAN
+						   : 2 * wait;
+	atomic_store_explicit(&e->miss_gen, gen, memory_order_relaxed);
+	atomic_store_explicit(&e->miss_left, wait, memory_order_relaxed);
+	atomic_store_explicit(&e->miss_wait, wait, memory_order_relaxed);
+}
+
+/* F2 for the shared buffers: a dead owner's word there (a thread that died
+ * inside a shared event, or a claim made before they were kept out) is
+ * taken over, the buffer repaired, and given back (release). */
+static void ringbuf__free_dead(struct ringbuf *rb, unsigned base, unsigned n, uint64_t me)
+{
+	unsigned x;
+	for (x = base; x < n; x++) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, x);
+		/* acquire: as in ringbuf__take's judge */
+		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_acquire);
+		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(me) && ringbuf__owner_dead(rb, cur, me) &&
+		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, me, memory_order_acq_rel,
+							    memory_order_relaxed)) {
+			if (RINGBUF__LOAD(&c->committing))
+				ringbuf__recover_cpu(rb, x, true);
+			atomic_store_explicit(&c->owner, 0, memory_order_release);
 		}
 	}
 }
 
-static void ringbuf__tsc_calibrate(struct ringbuf *rb)
+/* RINGBUF_CPU_THREAD for a thread without a claim (THREAD FALLBACK). */
+static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t me, size_t len)
 {
-	uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0, dn, dt;
-	int tries = 0;
-	do {
-		/* again if the process was stopped (SIGSTOP, a debugger, a VM
-		 * pause) in the middle: the ratio stays right, but the bracket
-		 * widths were measured for a 10 ms run */
-		unsigned long spins = 0;
-		ringbuf__tsc_pair(&t0, &n0);
-		do
-			ringbuf__tsc_pair(&t1, &n1);
-		while (n1 - n0 < 10000000u && ++spins < 100000000ul);
-	} while (n1 - n0 > 1000000000u && ++tries < 3);
-	rb->tsc0 = t0;
-	rb->tsc_ns0 = n0;
-	rb->tsc_shift = 32;
-	dn = n1 - n0;
-	dt = t1 - t0;
-	while (dn >> 31) { /* (dn << 32) must not overflow, however long it took */
-		dn >>= 1;
-		dt >>= 1;
+	uint64_t cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
+	unsigned n = rb->ncpu, sh = atomic_load_explicit(&ringbuf__sh(rb)->thread_shared, memory_order_relaxed), lim;
+	uint32_t x, gen;
+	bool took = false;
+	void *p;
+	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
+		/* a handler inside our full scan (F2) */
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
+		return NULL;
 	}
-	rb->tsc_mult = dt ? (dn << 32) / dt : 1ull << 32;
-}
-
-/* d * m >> 32 without a 128-bit type (d up to centuries of cycles) */
-static uint64_t ringbuf__mulshift32(uint64_t d, uint64_t m)
-{
-	uint64_t dh = d >> 32, dl = d & 0xffffffffu, mh = m >> 32, ml = m & 0xffffffffu;
-	return ((dh * mh) << 32) + dh * ml + dl * mh + ((dl * ml) >> 32);
-}
-
-/* The TSC conversion of a block, also kept by captures (ringbuf_trace.h) */
-struct ringbuf__tscconv {
-	uint64_t tsc0, ns0, mult;
-};
-
-static uint64_t ringbuf__tscconv_apply(const struct ringbuf__tscconv *v, uint64_t ts)
-{
-	uint64_t back;
-	if (ts >= v->tsc0)
-		return v->ns0 + ringbuf__mulshift32(ts - v->tsc0, v->mult);
-	back = ringbuf__mulshift32(v->tsc0 - ts, v->mult);
-	return back < v->ns0 ? v->ns0 - back : 0;
-}
-
-/* The same conversion as trace-cmd's TSC2NSEC option computes it (a 32-bit
- * multiplier, below 2^31, and a shift) plus its OFFSET option:
- * ns = (cycles * mult >> shift) + offset. */
-static inline void ringbuf__tscconv_tracecmd(const struct ringbuf__tscconv *v, uint32_t *mult, uint32_t *shift,
-				      int64_t *offset)
-{
-	uint64_t m = v->mult;
-	uint32_t s = 32;
-	while (m >= (1ull << 31) && s > 0) {
-		m >>= 1;
-		s--;
+	if (RINGBUF__CUR_DEPTH(cur))
+		return ringbuf__nested_reserve(rb, e, cur, len); /* a handler in our shared event */
+	sh = sh < n ? sh : n;
+	lim = n - sh;
+	if (!(cur & RINGBUF__CUR_PENDING)) {
+		/* F1-F3: claim a free buffer (loads and one CAS); judge the
+		 * owners (kill) only when a full scan is due */
+		bool due = ringbuf__rescan_due(rb, e, &gen);
+		uint32_t zero = 0, from = lim ? ringbuf__cpu_buffer(rb) % lim : 0;
+		x = lim ? ringbuf__take(rb, 0, lim, from, me | RINGBUF__OWN_PERSIST, &took, false) : 0;
+		if (!x && due) {
+			/* takeovers possible: handlers' events dropped meanwhile */
+			atomic_store_explicit(&e->cur, cur | RINGBUF__CUR_SCANNING, memory_order_relaxed);
+			RINGBUF__BARRIER();
+			x = lim ? ringbuf__take(rb, 0, lim, from, me | RINGBUF__OWN_PERSIST, &took, true) : 0;
+			if (sh)
+				ringbuf__free_dead(rb, lim, n, me);
+			RINGBUF__BARRIER();
+			atomic_store_explicit(&e->cur, cur, memory_order_relaxed);
+		}
+		if (x) {
+			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
+			/* a handler may have claimed one meanwhile: keep the first */
+			if (!atomic_compare_exchange_strong_explicit(&e->claimed, &zero, x, memory_order_relaxed,
+								     memory_order_relaxed)) {
+				if (took && zero != x)
+					atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0,
+							      memory_order_release);
+				x = zero;
+			}
+			return ringbuf_reserve(rb, x - 1, len);
+		}
+		if (due)
+			ringbuf__rescan_missed(e, gen);
 	}
-	*mult = (uint32_t)m;
-	*shift = s;
-	*offset = (int64_t)(v->ns0 - ringbuf__mulshift32(v->tsc0, m << (32 - s)));
+	if (!sh) {
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	/* F4a: no claim from here to G4 (a handler's event would claim, and
+	 * our commit would go to its buffer) */
+	if (!(cur & RINGBUF__CUR_PENDING)) {
+		atomic_store_explicit(&e->cur, RINGBUF__CUR_PENDING, memory_order_relaxed);
+		RINGBUF__BARRIER();
+	}
+	/* F4b = G2 on the shared buffers, from one picked by our tid */
+	x = ringbuf__take(rb, lim, sh, ringbuf__gettid() % sh, me, &took, false);
+	if (!x) {
+		atomic_store_explicit(&e->cur, cur, memory_order_relaxed); /* F4a undone */
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_TAKEN);
+	p = ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len); /* F5 = G3 .. */
+	if (p)
+		RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_HELD);
+	return p;
 }
 
-/* rb's conversion; false when its stamps are not TSC cycles */
-static bool ringbuf__tscconv_of(const struct ringbuf *rb, struct ringbuf__tscconv *v)
+static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 {
-	if (!rb || rb->clock_kind != RINGBUF__CLK_TSC)
-		return false;
-	v->tsc0 = rb->tsc0;
-	v->ns0 = rb->tsc_ns0;
-	v->mult = rb->tsc_mult;
-	return true;
+	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, true);
+	uint32_t x;
+	uint64_t cur, me;
+	bool took = false;
+	if (!e) {
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	me = ringbuf__owner_id(rb, e);
+	if (mode == RINGBUF_CPU_THREAD) {
+		x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
+		if (!x)
+			return ringbuf__thread_fallback(rb, e, me, len);
+		return ringbuf_reserve(rb, x - 1, len);
+	}
+	/* RINGBUF_CPU_CURRENT; the inline claim takes our id from the entry */
+	if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->tid, memory_order_relaxed) != (uint32_t)me))
+		atomic_store_explicit(&e->tid, (uint32_t)me, memory_order_relaxed);
+	cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
+	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
+		/* a handler inside our full scan (F2) */
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
+		return NULL;
+	}
+	if (RINGBUF__CUR_DEPTH(cur))
+		return ringbuf__nested_reserve(rb, e, cur, len); /* nested in our own event */
+	x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, false); /* G1, G2 */
+	if (RINGBUF__UNLIKELY(!x)) {
+		/* every word held: the owners are judged (kill) only on a due
+		 * full scan, as for RINGBUF_CPU_THREAD (F1, F3), never per drop */
+		uint32_t gen;
+		if (ringbuf__rescan_due(rb, e, &gen)) {
+			atomic_store_explicit(&e->cur, cur | RINGBUF__CUR_SCANNING, memory_order_relaxed);
+			RINGBUF__BARRIER();
+			x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, true);
+			RINGBUF__BARRIER();
+			atomic_store_explicit(&e->cur, cur, memory_order_relaxed);
+			if (x)
+				atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
+			else
+				ringbuf__rescan_missed(e, gen);
+		}
+		if (!x) {
+			atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
+			return NULL;
+		}
+	}
+	return ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len);
 }
 
-RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts)
+/* commit/discard of an event of ours in flight (cur's depth > 0): G4, G5 at
+ * the outermost. */
+static void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t cur, void *data,
+			      bool commit)
 {
-	struct ringbuf__tscconv v;
-	return ringbuf__tscconv_of(rb, &v) ? ringbuf__tscconv_apply(&v, ts) : ts;
+	uint32_t x = RINGBUF__CUR_OWNED(cur);
+#ifdef RINGBUF_DEBUG
+	if (!ringbuf__check_current(rb, x - 1, ringbuf__cpu(rb, x - 1), data,
+				    commit ? "commit: not the current event of this CPU"
+					   : "discard: not the current event of this CPU"))
+		return; /* reported; the nesting state stays as it is */
+#endif
+	if (commit)
+		ringbuf_commit(rb, x - 1, data);
+	else
+		ringbuf_discard(rb, x - 1, data);
+	if (RINGBUF__CUR_DEPTH(cur) > 1) {
+		atomic_store_explicit(&e->cur, cur - ((uint64_t)1 << 24), memory_order_relaxed);
+		return;
+	}
+	/* G4: back to the state we interrupted (its PENDING bit kept) */
+	atomic_store_explicit(&e->cur, cur & RINGBUF__CUR_PENDING, memory_order_relaxed);
+	RINGBUF__BARRIER();
+	if (RINGBUF__CUR_ACQ(cur)) /* G5 */
+		atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
 }
+
+static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit)
+{
+	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, false);
+	uint32_t x;
+	uint64_t cur;
+	if (mode == RINGBUF_CPU_THREAD) {
+		x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
+		if (!x) {
+			/* a shared event (THREAD FALLBACK) */
+			cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
+			if (RINGBUF__CUR_DEPTH(cur)) {
+				ringbuf__held_end(rb, e, cur, data, commit);
+				return;
+			}
+			ringbuf__report("commit/discard without a RINGBUF_CPU_THREAD reservation", 0);
+			return;
+		}
+		if (commit)
+			ringbuf_commit(rb, x - 1, data);
+		else
+			ringbuf_discard(rb, x - 1, data);
+		return;
+	}
+	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
+	if (!RINGBUF__CUR_DEPTH(cur)) {
+		ringbuf__report("commit/discard without a RINGBUF_CPU_CURRENT reservation", 0);
+		return;
+	}
+	ringbuf__held_end(rb, e, cur, data, commit);
+}
+
+RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb)
+{
+	struct ringbuf__tctx *e = rb ? ringbuf__tctx_get(rb, false) : NULL;
+	uint32_t x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
+	uint64_t cur;
+	if (x)
+		return (int)x - 1;
+	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
+	return RINGBUF__CUR_DEPTH(cur) ? (int)RINGBUF__CUR_OWNED(cur) - 1 : -1;
+}
+
+RINGBUF_API int ringbuf_thread_shared(struct ringbuf *rb, unsigned n)
+{
+	unsigned w;
+	if (!rb || n > rb->ncpu)
+		return RINGBUF_EINVAL;
+	/* rseq block: the shared buffers are taken by CAS, per event, by
+	 * threads beyond the count: their gates shut for good first ([GATE-PIN];
+	 * a buffer shared once stays pinned) */
+	for (w = rb->ncpu - n; w < rb->ncpu; w++)
+		ringbuf__gate_pin(rb, w);
+	atomic_store_explicit(&ringbuf__sh(rb)->thread_shared, n, memory_order_relaxed);
+	/* F6: threads without a claim look again (buffers may be claimable now) */
+	atomic_fetch_add_explicit(&ringbuf__sh(rb)->release_gen, 1, memory_order_release);
+	return 0;
+}
+
+RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
+{
+	struct ringbuf__tctx *e = rb ? ringbuf__tctx_get(rb, false) : NULL;
+	uint32_t x;
+	uint64_t mine, marked;
+	struct ringbuf__cpu *c;
+	if (!e || !(x = atomic_load_explicit(&e->claimed, memory_order_relaxed)))
+		return;
+	c = ringbuf__cpu(rb, x - 1);
+	/* inside an event on it (a handler of ours, or the thread exiting in
+	 * the middle of one): keep it. Given back, the next claimer would take
+	 * a free word and nest under an event nobody will commit; kept, the
+	 * buffer is ours, or a dead owner's, taken over and repaired. */
+	if (RINGBUF__LOAD(&c->committing))
+		return;
+	mine = ringbuf__owner_id(rb, e) | RINGBUF__OWN_PERSIST;
+	marked = mine | RINGBUF__OWN_RELEASING;
+	/* 1. mark: no taker (a handler of ours included) treats it as ours now;
+	 * 2. forget it; 3. give it back (release: our events before the next
+	 * claimer's). A handler between 1 and 2 still writes to it (ours). */
+	if (!atomic_compare_exchange_strong_explicit(&c->owner, &mine, marked, memory_order_relaxed,
+						     memory_order_relaxed))
+		return;
+	atomic_compare_exchange_strong_explicit(&e->claimed, &x, 0, memory_order_relaxed,
+						memory_order_relaxed);
+	RINGBUF__BARRIER();
+	/* fails if a handler of ours took it back between 2 and 3: it stays ours */
+	if (atomic_compare_exchange_strong_explicit(&c->owner, &marked, 0, memory_order_release,
+						    memory_order_relaxed))
+		/* F6: threads without a claim scan again at their next event
+		 * (release: the word's 0 before the new generation) */
+		atomic_fetch_add_explicit(&ringbuf__sh(rb)->release_gen, 1, memory_order_release);
+}
+
+#if defined(__linux__)
+#include <pthread.h>
+static pthread_key_t ringbuf__exit_key;
+static _Atomic(int) ringbuf__exit_key_state; /* 0 none, 1 creating, 2 ready */
+
+static void ringbuf__thread_exit(void *arg)
+{
+	unsigned i, k;
+	struct ringbuf__reg *r;
+	(void)arg;
+	for (k = 0; k < RINGBUF__TCTX; k++) {
+		uint64_t gen = atomic_load_explicit(&ringbuf__tctx[k].gen, memory_order_relaxed);
+		if (gen)
+			RINGBUF__REG_EACH(r)
+				for (i = 0; i < RINGBUF__NREG; i++)
+					if (atomic_load(&r->gen[i]) == gen) {
+						struct ringbuf *rb = atomic_load(&r->rb[i]);
+						if (rb)
+							ringbuf_thread_release(rb);
+					}
+	}
+}
+
+RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
+{
+	int st = 0;
+	if (!rb)
+		return RINGBUF_EINVAL;
+	if (atomic_compare_exchange_strong(&ringbuf__exit_key_state, &st, 1)) {
+		if (pthread_key_create(&ringbuf__exit_key, ringbuf__thread_exit) != 0) {
+			atomic_store(&ringbuf__exit_key_state, 0);
+			return RINGBUF_ESYS;
+		}
+		atomic_store(&ringbuf__exit_key_state, 2);
+	}
+	while (atomic_load(&ringbuf__exit_key_state) == 1)
+		ringbuf__yield();
+	if (atomic_load(&ringbuf__exit_key_state) != 2)
+		return RINGBUF_ESYS;
+	(void)ringbuf__gettid();
+	if (!ringbuf__tctx_get(rb, true))
+		return RINGBUF_ENOSPC;
+	pthread_setspecific(ringbuf__exit_key, (void *)1); /* any non-NULL value runs the destructor */
+	return 0;
+}
+
+/* fork: the child has one thread. In a private buffer, claims of threads it
+ * does not have are released, buffers they left mid-event are repaired, a
+ * reader cut in the middle of a page swap is rolled back, and the forking
+ * thread's own claims move to its new thread id. A buffer in a shared file
+ * belongs to the parent too: left alone, and the child forgets its thread's
+ * state there (it claims anew under its own id). */
+static _Atomic(int) ringbuf__atfork_state;
+
+static void ringbuf__atfork_child(void)
+{
+	unsigned i, cpu;
+	int k;
+	uint32_t parent_tid = ringbuf__tid;
+	struct ringbuf__reg *r;
+	ringbuf__tid = 0;
+	for (k = 0; k < RINGBUF__TCTX; k++)
+		atomic_store(&ringbuf__tctx[k].tid, 0); /* our tid changed (inline claim) */
+	atomic_store(&ringbuf__gen_hi, 0); /* the child's generations are its own */
+	RINGBUF__REG_EACH(r)
+	for (i = 0; i < RINGBUF__NREG; i++) {
+		struct ringbuf *rb = atomic_load(&r->rb[i]);
+		if (!rb || atomic_load(&r->gen[i]) != rb->gen)
+			continue;
+		if (rb->shared) {
+			/* a writer of the shared block now: ordered by waiters'
+			 * membarrier (the registration is the process's) */
+			ringbuf__membarrier_register_shared(rb);
+			for (k = 0; k < RINGBUF__TCTX; k++)
+				if (atomic_load(&ringbuf__tctx[k].gen) == rb->gen) {
+					atomic_store(&ringbuf__tctx[k].cur, 0);
+					atomic_store(&ringbuf__tctx[k].claimed, 0);
+					atomic_store(&ringbuf__tctx[k].token, 0);
+					atomic_store(&ringbuf__tctx[k].miss_wait, 0);
+				}
+			continue;
+		}
+		for (cpu = 0; cpu < rb->ncpu; cpu++) {
+			struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+			uint64_t own = atomic_load(&c->owner), keep = 0;
+			/* the claim moves to our new tid, token kept (our entry has it) */
+			if ((own & RINGBUF__OWN_PERSIST) && ((uint32_t)own & RINGBUF__OWN_TID) == parent_tid &&
+			    parent_tid)
+				keep = (own & ~(uint64_t)(RINGBUF__OWN_RELEASING | RINGBUF__OWN_TID)) |
+				       ringbuf__gettid();
+			atomic_store(&c->owner, keep);
+			/* no sequence nor gated take in flight here (one thread):
+			 * open, or still pinned (no fence needed for that now) */
+			atomic_store(&c->rseq_gate, atomic_load(&c->rseq_gate) & RINGBUF__GATE_PINNED
+							    ? RINGBUF__GATE_FENCED | RINGBUF__GATE_PINNED
+							    : 0);
+			if (RINGBUF__LOAD(&c->committing))
+				ringbuf__recover_cpu(rb, cpu, false); /* its writer is not here */
+			if (atomic_load(&c->reader_lock))
+				ringbuf__repair_reader(rb, cpu);
+			if (atomic_load(&c->disabled) & RINGBUF__RESET_BIT) {
+				/* a reset was under way in a thread we do not
+				 * have: finish it (it may have re-initialised half) */
+				ringbuf__reinit_cpu(rb, cpu);
+				atomic_fetch_and(&c->disabled, ~RINGBUF__RESET_BIT);
+			}
+			atomic_store(&c->reader_lock, 0); /* nor its reader */
+		}
+		atomic_fetch_add(&ringbuf__sh(rb)->release_gen, 1); /* F6: claims of gone threads released */
+	}
+	for (k = 0; k < RINGBUF__TCTX; k++)
+		atomic_store(&ringbuf__tctx[k].cur, 0);
+}
+
+static void ringbuf__atfork_setup(void)
+{
+	int st = 0;
+	if (atomic_compare_exchange_strong(&ringbuf__atfork_state, &st, 1))
+		pthread_atfork(NULL, NULL, ringbuf__atfork_child);
+}
+#else
+RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
+{
+	return rb ? 0 : RINGBUF_EINVAL;
+}
+static void ringbuf__atfork_setup(void) {}
+#endif
+
+/* A new generation: this process's high half (the pid mixed with the time
+ * of the first call, so a reused pid gets another one) and a counter. */
+static uint64_t ringbuf__gen_new(void)
+{
+	uint64_t hi = atomic_load_explicit(&ringbuf__gen_hi, memory_order_relaxed);
+	if (!hi) {
+		uint64_t x = 0, expect = 0;
+#if defined(__linux__)
+		/* on Linux only, as getpid: the model checker (verify/, no
+		 * __linux__) has no clock_gettime and crashed on the call */
+		x = ringbuf__default_clock(NULL) ^ ((uint64_t)(uint32_t)getpid() << 32);
+#endif
+		x *= 0x9e3779b97f4a7c15ull; /* spread: the high half depends on every bit */
+		hi = (x & ~(uint64_t)0xffffffffu) | ((uint64_t)1 << 63);
+		if (!atomic_compare_exchange_strong(&ringbuf__gen_hi, &expect, hi))
+			hi = expect; /* another thread chose first */
+	}
+	return hi | (uint32_t)(atomic_fetch_add(&ringbuf__gen_counter, 1) + 1);
+}
+
+/* Every buffer gets a generation at creation: per-thread entries name it, the
+ * fork handler finds it here. keep (a block opened RDWR or for recovery):
+ * a generation already in the block stays, so the writers of other
+ * processes, whose thread entries name it, keep their claims (a new one
+ * stored in the shared header took them away: their next event claimed
+ * another buffer and an event in flight was committed to the wrong one).
+ * Fails only when a new chunk cannot be allocated (RINGBUF_ENOMEM). */
+static int ringbuf__fork_register_as(struct ringbuf *rb, int keep)
+{
+	struct ringbuf__reg *r, *last = NULL, *nr;
+	unsigned i;
+	ringbuf__atfork_setup();
+	if (!keep || rb->gen == 0)
+		rb->gen = ringbuf__gen_new();
+	for (;;) {
+		RINGBUF__REG_EACH(r) {
+			last = r;
+			for (i = 0; i < RINGBUF__NREG; i++) {
+				uint64_t g = atomic_load(&r->gen[i]);
+				if (g == 0 && atomic_compare_exchange_strong(&r->gen[i], &g, rb->gen)) {
+					atomic_store(&r->rb[i], rb);
+					return 0;
+				}
+			}
+		}
+		/* every slot taken: append a chunk (another thread may have) */
+		nr = (struct ringbuf__reg *)RINGBUF_MALLOC(sizeof *nr, NULL);
+		if (!nr)
+			return RINGBUF_ENOMEM;
+		memset(nr, 0, sizeof *nr);
+		r = NULL;
+		if (!atomic_compare_exchange_strong_explicit(&last->next, &r, nr, memory_order_release,
+							     memory_order_relaxed))
+			RINGBUF_FREE(nr, NULL);
+	}
+}
+
+static int ringbuf__fork_register(struct ringbuf *rb)
+{
+	return ringbuf__fork_register_as(rb, 0);
+}
+
+static void ringbuf__fork_unregister(struct ringbuf *rb)
+{
+	struct ringbuf__reg *r;
+	unsigned i;
+	/* by address, not by rb->gen: another handle of this process on the
+	 * same shared block has the same generation */
+	RINGBUF__REG_EACH(r)
+		for (i = 0; i < RINGBUF__NREG; i++)
+			if (atomic_load(&r->rb[i]) == rb) {
+				atomic_store(&r->rb[i], NULL);
+				atomic_store(&r->gen[i], 0);
+			}
+}
+
+RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb)
+{
+	return rb ? rb->max_event : 0;
+}
+
+RINGBUF_API uint64_t ringbuf_time_stamp(const struct ringbuf *rb)
+{
+	return rb ? ringbuf_ts_to_ns(rb, ringbuf__clock(rb)) : 0;
+}
+
+/* ---- the out-of-line write calls: the buffer chosen first ------------------
+ * ringbuf_reserve / ringbuf_commit out of line (nested writers, bad arguments,
+ * RINGBUF_DEBUG, the mapped modes' uncommon cases) and ringbuf_discard: a
+ * mapped mode (RINGBUF_CPU_THREAD, RINGBUF_CPU_CURRENT) finds its buffer here
+ * (ringbuf__map_reserve, ringbuf__map_end), which calls the core (>>writer)
+ * with that buffer's index; an index goes to the core at once. The core never
+ * sees a mapped mode. */
+RINGBUF_API void *ringbuf__reserve_slow(struct ringbuf *rb, unsigned cpu, size_t len)
+{
+	if (rb && (cpu == RINGBUF_CPU_THREAD || cpu == RINGBUF_CPU_CURRENT))
+		return ringbuf__map_reserve(rb, cpu, len);
+	return ringbuf__reserve_at(rb, cpu, len);
+}
+
+RINGBUF_API void ringbuf__commit_slow(struct ringbuf *rb, unsigned cpu, void *data)
+{
+	if (rb && data && (cpu == RINGBUF_CPU_THREAD || cpu == RINGBUF_CPU_CURRENT))
+		ringbuf__map_end(rb, cpu, data, true);
+	else
+		ringbuf__commit_at(rb, cpu, data);
+}
+
+RINGBUF_API void ringbuf_discard(struct ringbuf *rb, unsigned cpu, void *data)
+{
+	if (rb && data && (cpu == RINGBUF_CPU_THREAD || cpu == RINGBUF_CPU_CURRENT))
+		ringbuf__map_end(rb, cpu, data, false);
+	else
+		ringbuf__discard_at(rb, cpu, data);
+}
+
+/* ==== >>setup: layout, ringbuf_init_in, the clock of a buffer ============ */
+
+
 
 struct ringbuf__geom {
 	uint32_t nr_pages, page_size;
@@ -7719,8 +8058,7 @@ RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, vo
 
 /* ==== >>file: file-backed blocks, validation, crash recovery ============ */
 
-static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live);
-static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu);
+static void ringbuf__file_unmap(struct ringbuf *rb);
 
 /* Everything a reader trusts in a block that came from outside: the header
  * against the geometry it claims, and each per-CPU index and link. */
@@ -8135,7 +8473,8 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	rb->map_len = g.total;
 	rb->shared = 1;
 	if ((r = ringbuf__clock_adopt_shared(rb, cfg)) < 0) {
-		ringbuf_destroy(rb); /* unregisters and unmaps */
+		ringbuf__fork_unregister(rb);
+		ringbuf__file_unmap(rb);
 		map = MAP_FAILED;
 		goto fail;
 	}
@@ -8143,7 +8482,8 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	 * never what a symlink points at */
 	if (rename(tmp, path) < 0) {
 		e = errno;
-		ringbuf_destroy(rb); /* unregisters and unmaps */
+		ringbuf__fork_unregister(rb);
+		ringbuf__file_unmap(rb);
 		map = MAP_FAILED;
 		errno = e;
 		goto fail_sys;
@@ -8189,6 +8529,27 @@ static int ringbuf__shm_find(const struct ringbuf *rb)
 		if (atomic_load(&ringbuf__shm[i].rb) == rb)
 			return i;
 	return -1;
+}
+
+/* A file or memfd block given back (ringbuf_destroy, and the file calls'
+ * own failures after the mapping): this process's clock slot, the mapping,
+ * the memfd. The block starts its mapping, of total_size bytes (validated on
+ * this process's copy of the header, PRIVATE HEADER: no other process changes
+ * it, nor mem and map_len). */
+static void ringbuf__file_unmap(struct ringbuf *rb)
+{
+#if defined(__linux__)
+	int i = ringbuf__shm_find(rb);
+	if (rb->owned == 2)
+		ringbuf__clock_unset_shared(rb); /* [K3] */
+	munmap((void *)rb, (size_t)rb->total_size); /* the file keeps its block */
+	if (i >= 0) { /* the memfd lives on while another process maps it */
+		close(atomic_load(&ringbuf__shm[i].fd));
+		atomic_store(&ringbuf__shm[i].rb, NULL);
+	}
+#else
+	(void)rb;
+#endif
 }
 
 RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config *cfg,
@@ -8262,7 +8623,8 @@ RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config
 	rb->map_len = g.total;
 	rb->shared = 1;
 	if ((r = ringbuf__clock_adopt_shared(rb, cfg)) < 0) {
-		ringbuf_destroy(rb); /* unregisters, unmaps, closes the memfd */
+		ringbuf__fork_unregister(rb);
+		ringbuf__file_unmap(rb); /* unmaps, closes the memfd */
 		return r;
 	}
 	ringbuf__membarrier_register_shared(rb); /* merged readers' [R1], waiters' [WAIT-R3] */
@@ -8441,228 +8803,11 @@ RINGBUF_API int ringbuf_recover(struct ringbuf *rb)
 	return ringbuf__validate(rb, rb->total_size);
 }
 
-/* A reader cut between S2 and S3 (killed, or not copied into a fork child)
- * left reader_page naming the head page it meant to take, still in the ring:
- * the reader page is the one page the ring does not reach. */
-static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu)
-{
-	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-	uint32_t n = rb->nr_pages, rp = RINGBUF__LOAD(&c->reader_page), i, off = n + 1;
-	/* Ring pages are linked from their predecessor (prev is kept by the
-	 * reader, and S2 does not change a ring page's); the reader page is the
-	 * one page its predecessor does not link to. */
-	for (i = 0; i <= n; i++) {
-		uint32_t p = ringbuf__bp(rb, cpu, i)->prev;
-		if (p > n || ringbuf__next_idx(rb, cpu, p) != i) {
-			off = i;
-			break;
-		}
-	}
-	if (off <= n && off != rp) {
-		/* cut after S2 published H, before S3: undo (the state a failed
-		 * S3 CAS leaves); lost_pending already holds the pages before H */
-		atomic_store_explicit(&c->reader_page, off, memory_order_relaxed);
-		if (c->read > ringbuf__page_commit(rb, cpu, off))
-			c->read = ringbuf__page_commit(rb, cpu, off);
-		rp = off;
-	}
-	{
-		/* cut after S3, before S4's completion mark: rp (H) is off the
-		 * ring, its old predecessor links to the page that took its place,
-		 * and H's successor still names H as its prev: finish S4 */
-		uint32_t p, hn, r2;
-		if (rp > n)
-			return; /* validated, but this is another load */
-		p = ringbuf__bp(rb, cpu, rp)->prev;
-		hn = ringbuf__next_idx(rb, cpu, rp);
-		if (p > n || hn > n || (r2 = ringbuf__next_idx(rb, cpu, p)) == rp || r2 > n ||
-		    ringbuf__bp(rb, cpu, hn)->prev != rp || ringbuf__next_idx(rb, cpu, r2) != hn)
-			return;
-		c->head_hint = hn;
-		c->read = 0;
-		c->read_stamp = atomic_load_explicit(&ringbuf__dp(rb, cpu, rp)->time_stamp, memory_order_relaxed);
-		ringbuf__reader_drops(rb, cpu, c, rp);
-		ringbuf__bp(rb, cpu, hn)->prev = r2;
-		RINGBUF__ADD(&c->pages_read, 1);
-	}
-}
 
-/* Once no reader's swap is cut (ringbuf__repair_reader), every ring page's
- * prev names its predecessor in the ring: the reader finds the head page as
- * the page whose prev links to it with HEADER (find_head), and a prev that
- * names another page hides the head for good. The block's validation checks
- * only that each prev is in range (a prev changes in a reader's swap, which
- * a cut reader leaves half done: repair_reader reads the prevs to tell), so
- * a block whose prev was changed (a hostile or corrupted writer; found by
- * fuzz/fuzz_intake.c: the head page's prev naming the reader page, which
- * links to the head without HEADER) passed recovery, and every read of it
- * answered RINGBUF_EAGAIN, a CPU the reader could never take, retried for
- * seconds by ringbuf-record at the end of a recording. The ring's links are
- * the truth (the validation walked them): the prevs are set from them. A
- * walk that does not close without meeting the reader page changes nothing
- * (the validation that follows the repair reports it). */
-static void ringbuf__repair_prev(struct ringbuf *rb, unsigned cpu)
-{
-	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-	uint32_t n = rb->nr_pages, rp = RINGBUF__LOAD(&c->reader_page), t = RINGBUF__LOAD(&c->tail_page), x, i;
-	if (rp > n || t > n)
-		return;
-	if (t == rp)
-		t = ringbuf__next_idx(rb, cpu, rp);
-	for (x = t, i = 0; i < n; i++) {
-		x = ringbuf__next_idx(rb, cpu, x);
-		if (x > n || x == rp)
-			return;
-	}
-	if (x != t)
-		return;
-	for (i = 0; i < n; i++) {
-		uint32_t nx = ringbuf__next_idx(rb, cpu, x);
-		ringbuf__bp(rb, cpu, nx)->prev = x;
-		x = nx;
-	}
-}
-
-/* Repair one CPU buffer whose writers are gone. live: a reader may be running
- * (its lock and state are left alone). */
-static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
-{
-	if (!live) {
-		ringbuf__repair_reader(rb, cpu); /* 0. a reader's swap cut at any step */
-		ringbuf__repair_prev(rb, cpu);   /* then the prevs, from the ring */
-	}
-	{
-		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-		uint32_t depth = RINGBUF__LOAD(&c->committing), n = rb->nr_pages, i;
-		if (depth > RINGBUF_MAX_NEST) /* validated, but this is another load */
-			depth = RINGBUF_MAX_NEST;
-
-		/* 1. a head push cut between H1 and H3: count it if its owner had
-		 * not, then finish it. Its owner is the deepest writer in flight
-		 * whose [PUSH-MARK] is this very link value (HEAD PUSH ACCOUNTING
-		 * in >>design); its counters get the marked values, which they
-		 * already hold if the kill came after [PUSH-COUNT]. */
-		for (i = 0; i <= n; i++) {
-			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
-			uint64_t link = RINGBUF__LOAD(&bp->next);
-			if ((link & RINGBUF__F_MASK) == RINGBUF__F_UPDATE && ringbuf__link_idx(link) <= n) {
-				uint32_t nx = ringbuf__link_idx(link);
-				struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, nx);
-				uint64_t nl = RINGBUF__LOAD(&nb->next);
-				uint32_t d;
-				for (d = depth; d-- > 0;) {
-					struct ringbuf__slot *ps = &c->slots[d];
-					if (RINGBUF__LOAD(&ps->push_link) != link)
-						continue;
-					RINGBUF__STORE(&c->overrun_d[d], RINGBUF__LOAD(&ps->push_overrun));
-					RINGBUF__STORE(&c->pages_lost_d[d], RINGBUF__LOAD(&ps->push_pages));
-					RINGBUF__STORE(&ps->push_link, 0);
-					break;
-				}
-				if ((nl & RINGBUF__F_MASK) == 0)
-					RINGBUF__STORE(&nb->next, ringbuf__link_make(nl, ringbuf__link_idx(nl),
-										  RINGBUF__F_HEADER));
-				RINGBUF__STORE(&bp->next, ringbuf__link_make(link, nx, 0));
-			}
-		}
-		/* 2. reservations in flight (depth 1..committing, innermost last):
-		 * bytes that may be half written become padding of their length;
-		 * a page end claimed but not padded is padded */
-		for (i = depth; i-- > 0;) {
-			struct {
-				uint32_t page, off, len;
-			} sl;
-			struct ringbuf__bpage *bp;
-			unsigned char *base;
-			uint64_t wf;
-			uint32_t w;
-			sl.len = RINGBUF__LOAD(&c->slots[i].len);
-			/* 0: complete, or being described; GONE: a nested writer
-			 * reserved where it points (its own CAS failed or will) */
-			if (sl.len == 0 || (sl.len & RINGBUF__SLOT_GONE))
-				continue;
-			sl.page = RINGBUF__LOAD(&c->slots[i].page);
-			sl.off = RINGBUF__LOAD(&c->slots[i].off);
-			/* loaded once, checked (validated before, but loaded again) */
-			if (sl.page > n || sl.len > 2 * rb->bsize)
-				continue;
-			bp = ringbuf__bp(rb, cpu, sl.page);
-			wf = RINGBUF__LOAD(&bp->write);
-			w = (uint32_t)(wf & RINGBUF__WRITE_MASK);
-			base = ringbuf__dp(rb, cpu, sl.page)->data;
-			if (w < (uint64_t)sl.off + sl.len || sl.off >= rb->bsize)
-				continue; /* never reserved (no CAS yet) */
-			if (sl.off + sl.len <= rb->bsize &&
-			    (uint32_t)RINGBUF__LOAD(&c->entries_d[i]) ==
-				    RINGBUF__LOAD(&c->slots[i].counted) + 1u)
-				continue; /* complete and counted committed: kept ([SLOT-DONE]) */
-			if (sl.off + sl.len > rb->bsize) {
-				/* a crossing claim: pad and give the page its end back */
-				uint32_t room = rb->bsize - sl.off;
-				ringbuf__put_padding(base + sl.off, room, room >= 8 ? 1 : 0);
-				if (w > rb->bsize)
-					RINGBUF__STORE(&bp->write, (wf & ~RINGBUF__WRITE_MASK) |
-								   (room >= 8 ? rb->bsize : sl.off));
-				continue;
-			}
-			/* the event (and its time record: its value may be half
-			 * written too) becomes one padding; later events keep
-			 * their deltas, so their time can be off by this delta */
-			ringbuf__put_padding(base + sl.off, sl.len, 0);
-		}
-		/* a helper writer may also have left a page claimed past its end */
-		for (i = 0; i <= n; i++) {
-			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
-			uint64_t wf = RINGBUF__LOAD(&bp->write);
-			if ((wf & RINGBUF__WRITE_MASK) > rb->bsize)
-				RINGBUF__STORE(&bp->write, (wf & ~RINGBUF__WRITE_MASK) | rb->bsize);
-		}
-		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_RECOVER_COMMIT);
-		/* 3. commit everything: complete nested events included (the
-		 * walk checks each index it loads: another process may still
-		 * write a shared block). committing stays 1 until 5. */
-		RINGBUF__STORE(&c->committing, 1);
-		ringbuf__set_commit_to_write(rb, cpu, c);
-		/* per-page event counts from what the pages now hold (the events
-		 * padded above were counted when reserved). A page whose write
-		 * index is 0 holds none: never reached by the tail (its data page
-		 * may be a hole of the file: reading it would allocate it, on
-		 * tmpfs and memfd a whole buffer's memory for a few events), or
-		 * the tail page just entered (3. set its commit to 0) */
-		for (i = 0; i <= n; i++) {
-			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
-			uint64_t cnt = (RINGBUF__LOAD(&bp->write) & RINGBUF__WRITE_MASK) == 0
-					       ? 0
-					       : ringbuf__count_events(rb, ringbuf__dp(rb, cpu, i));
-			RINGBUF__STORE(&bp->entries, (RINGBUF__LOAD(&bp->entries) & ~RINGBUF__WRITE_MASK) | cnt);
-		}
-		/* 4. locks and stamps of the dead */
-		if (!live) {
-			atomic_store_explicit(&c->reader_lock, 0, memory_order_relaxed);
-		}
-		RINGBUF__STORE(&c->before_stamp, RINGBUF__STAMP_INVALID);
-		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_RECOVER_DONE);
-		/* 5. [REC-M3] committing = 0, release, last: the writer's [M3]
-		 * for the repair. It pairs with every acquire load that reads 0
-		 * and then reads the buffer as the writer left it: the merged
-		 * readers' [R2], ringbuf_reset_cpu's R4, ringbuf_quiesce's Q4.
-		 * Steps 1-4 (links, padding, write indices, page commits, page
-		 * counts, before_stamp) are sequenced before it, so a thread that
-		 * reads 0 sees the repaired pages, and a reset that waited for
-		 * 0 re-initialises after the recount (a recount landing after
-		 * R4 would leave a count of discarded events on a page, which a
-		 * head push would add to overrun). (A relaxed 0 right after
-		 * step 3 let an ARM64/POWER reader see 0 before the repair.)
-		 * live: a reader may run meanwhile, and its swap S2 resets the
-		 * old reader page's count while the recount above may store it:
-		 * harmless, since that page re-enters the ring just behind the
-		 * head, and the tail resets a page's count (U1/U2) when it moves
-		 * onto it, before any head push can count it; the reader page's
-		 * own count is read by nobody. */
-		atomic_store_explicit(&c->committing, 0, memory_order_release);
-	}
-}
-
+/* ==== >>lifecycle: ringbuf_create, ringbuf_destroy, errors =============== *
+ * The top: a buffer made (ringbuf_create: >>setup's layout in fresh memory,
+ * the rseq claim decided), given back (ringbuf_destroy, for every kind of
+ * handle), and the error strings. */
 
 /* RSEQ (>>contexts): a block of ringbuf_create is this process's alone (a
  * private mapping or RINGBUF_MALLOC: a fork child writes its own copy), so
@@ -8743,19 +8888,7 @@ RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
 		return;
 	ringbuf__fork_unregister(rb);
 	if (rb->owned == 2 || rb->owned == 4) {
-#if defined(__linux__)
-		/* A file or memfd block starts its mapping, of total_size bytes
-		 * (validated on this process's copy of the header, PRIVATE
-		 * HEADER: no other process changes it, nor mem and map_len). */
-		int i = ringbuf__shm_find(rb);
-		if (rb->owned == 2)
-			ringbuf__clock_unset_shared(rb); /* [K3] */
-		munmap((void *)rb, (size_t)rb->total_size); /* the file keeps its block */
-		if (i >= 0) { /* the memfd lives on while another process maps it */
-			close(atomic_load(&ringbuf__shm[i].fd));
-			atomic_store(&ringbuf__shm[i].rb, NULL);
-		}
-#endif
+		ringbuf__file_unmap(rb);
 		return;
 	}
 	rb->magic = 0;
@@ -8787,31 +8920,6 @@ RINGBUF_API const char *ringbuf_strerror(int err)
 	case RINGBUF_ESYS: return "system call failed (see errno)";
 	default: return "unknown error";
 	}
-}
-
-RINGBUF_API int ringbuf__walk_pages(struct ringbuf *rb, unsigned cpu, ringbuf__page_fn fn, void *ctx)
-{
-	struct ringbuf__cpu *c;
-	uint32_t x, t, i;
-	uint64_t link;
-	int r;
-	if (!rb || cpu >= rb->ncpu || !fn)
-		return RINGBUF_EINVAL;
-	c = ringbuf__cpu(rb, cpu);
-	x = RINGBUF__LOAD(&c->reader_page);
-	if ((r = fn(ringbuf__dp(rb, cpu, x), rb->page_size, RINGBUF__PAGE_READER, ctx)) != 0)
-		return r;
-	if ((r = ringbuf__find_head(rb, cpu, c, &x, &link)) < 0)
-		return r;
-	t = RINGBUF__LOAD(&c->tail_page);
-	for (i = 0; i < rb->nr_pages; i++) {
-		if ((r = fn(ringbuf__dp(rb, cpu, x), rb->page_size, RINGBUF__PAGE_RING, ctx)) != 0)
-			return r;
-		if (x == t)
-			break;
-		x = ringbuf__next_idx(rb, cpu, x);
-	}
-	return 0;
 }
 
 #endif /* RINGBUF_IMPLEMENTATION */
