@@ -490,7 +490,11 @@ RINGBUF_API int ringbuf_init_in(void *mem, size_t size, const struct ringbuf_con
  * header is written. */
 RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf **out);
 /** Free a buffer made by ringbuf_create(); for ringbuf_init_in() it only
- * invalidates the block. No writer or reader may be running. NULL is a no-op. */
+ * invalidates the block. No writer or reader may be running. NULL is a no-op.
+ * So is a handle destroyed before, of any constructor, or an address none
+ * returned: the address is looked up among this process's live buffers
+ * before the block is read (a buffer made since at the same address is that
+ * buffer, and is destroyed). */
 RINGBUF_API void ringbuf_destroy(struct ringbuf *rb);
 /** Human-readable text for an error code (never NULL). */
 RINGBUF_API const char *ringbuf_strerror(int err);
@@ -4057,8 +4061,10 @@ RINGBUF__TLS_DEF struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
 #endif
 static RINGBUF__TLS uint32_t ringbuf__tid;
 
-/* Live buffers, by creation generation (never dereferenced: a thread may hold
- * an entry for a buffer another thread destroyed). Also the fork registry.
+/* Live buffers, by creation generation (a thread may hold an entry for a
+ * buffer another thread destroyed: the generation alone is never enough to
+ * dereference). Also the fork registry, and what ringbuf_destroy looks an
+ * address up in before it reads the block (a second destroy finds nothing).
  * No limit: chunks of 64 slots, a new one appended (allocated at creation or
  * open, never in a handler) when all are taken, never freed; readers (signal
  * handlers included) follow `next` with acquire loads, pairing with the
@@ -5041,10 +5047,12 @@ static int ringbuf__fork_register(struct ringbuf *rb)
 	return ringbuf__fork_register_as(rb, 0);
 }
 
-static void ringbuf__fork_unregister(struct ringbuf *rb)
+/* Returns whether rb was registered (a live handle). */
+static int ringbuf__fork_unregister(struct ringbuf *rb)
 {
 	struct ringbuf__reg *r;
 	unsigned i;
+	int found = 0;
 	/* by address, not by rb->gen: another handle of this process on the
 	 * same shared block has the same generation */
 	RINGBUF__REG_EACH(r)
@@ -5052,7 +5060,9 @@ static void ringbuf__fork_unregister(struct ringbuf *rb)
 			if (atomic_load(&r->rb[i]) == rb) {
 				atomic_store(&r->rb[i], NULL);
 				atomic_store(&r->gen[i], 0);
+				found = 1;
 			}
+	return found;
 }
 
 RINGBUF_API size_t ringbuf_max_event_size(const struct ringbuf *rb)
@@ -8640,9 +8650,10 @@ RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf 
 
 RINGBUF_API void ringbuf_destroy(struct ringbuf *rb)
 {
-	if (!rb || rb->magic != RINGBUF__MAGIC)
+	/* the address first, the block after: a handle destroyed before (its
+	 * block unmapped or freed) is no longer registered, and is not read */
+	if (!rb || !ringbuf__fork_unregister(rb) || rb->magic != RINGBUF__MAGIC)
 		return;
-	ringbuf__fork_unregister(rb);
 	if (rb->owned == 2 || rb->owned == 4) {
 #if defined(__linux__)
 		/* A file or memfd block starts its mapping, of total_size bytes

@@ -883,6 +883,10 @@ static void test_init_in_static_array_without_malloc(void **state)
 	assert_int_equal(n_malloc, m0 + 1);
 	ringbuf_destroy(rb);
 	assert_int_equal(n_free, f0 + 1);
+	/* a second destroy reads nothing of the freed block and frees nothing
+	 * (before: it read the magic there and freed the block again) */
+	ringbuf_destroy(rb);
+	assert_int_equal(n_free, f0 + 1);
 }
 
 static void test_destroy_null_is_noop(void **state)
