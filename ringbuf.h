@@ -494,7 +494,10 @@ RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf 
  * So is a handle destroyed before, of any constructor, or an address none
  * returned: the address is looked up among this process's live buffers
  * before the block is read (a buffer made since at the same address is that
- * buffer, and is destroyed). */
+ * buffer, and is destroyed). Threads exiting meanwhile, whose claims
+ * ringbuf_thread_init() has them release, need no care: a release under
+ * way is waited for (it is short, runs no user code), one not begun finds
+ * the buffer gone; once it returns, no thread of the library touches rb. */
 RINGBUF_API void ringbuf_destroy(struct ringbuf *rb);
 /** Human-readable text for an error code (never NULL). */
 RINGBUF_API const char *ringbuf_strerror(int err);
@@ -1253,6 +1256,11 @@ enum ringbuf__tp {
 	/* ringbuf_open_file's private header (PH1-PH3 in >>design), cpu 0 */
 	RINGBUF__TP_OPEN_MAPPED,   /* PH1 done: the header still reads the file */
 	RINGBUF__TP_OPEN_COPIED,        /* PH2 done (the copy is ours), PH3 not yet */
+	/* a thread's exit and ringbuf_destroy (X1-X4, D1-D3 at the registry in
+	 * >>contexts), rb = the registered handle, cpu 0 */
+	RINGBUF__TP_EXIT_FOUND,   /* X1: an entry names the thread's buffer, not pinned yet */
+	RINGBUF__TP_EXIT_PINNED,  /* X3: pinned and checked again, the release not begun */
+	RINGBUF__TP_DESTROY_WAIT, /* D2: unregistered, a thread exit still pins the entry */
 	RINGBUF__TP_END /* one past the last: a test's own pseudo points start here */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
@@ -4068,11 +4076,38 @@ static RINGBUF__TLS uint32_t ringbuf__tid;
  * No limit: chunks of 64 slots, a new one appended (allocated at creation or
  * open, never in a handler) when all are taken, never freed; readers (signal
  * handlers included) follow `next` with acquire loads, pairing with the
- * release CAS that appends. */
+ * release CAS that appends.
+ *
+ * THREAD EXIT vs DESTROY: a thread that called ringbuf_thread_init releases
+ * its claims in its key destructor (ringbuf__thread_exit), which no caller
+ * can order with a ringbuf_destroy in another thread, so `pin` does:
+ *   X1  exit: gen[i] == its entry's gen, rb = rb[i] (not dereferenced)
+ *   X2  pin[i] += 1 (seq_cst RMW)
+ *   X3  rb[i] == rb and gen[i] == gen again (seq_cst loads), else skip
+ *       ringbuf_thread_release(rb)
+ *   X4  pin[i] -= 1 (release RMW)
+ *   D1  destroy: rb[i] = NULL, gen[i] = 0 (seq_cst stores)
+ *   D2  wait until pin[i] == 0 (seq_cst loads, hence acquire)
+ *   D3  unmap or free the block
+ * C11: X2 -> X3 and D1 -> D2 are store-then-load on two locations, all
+ * seq_cst: in the single total order S either D1's rb store precedes X3's
+ * load (X3 reads NULL, or a later registration, never rb as the destroyed
+ * handle's: the exit skips) or X3 precedes D1, so X2 precedes D2 in S and
+ * D2 reads X2's increment or a later value of pin[i] in its modification
+ * order (store buffering is forbidden under seq_cst). D2 then reads 0 only
+ * from X4 or an RMW after it, all in X4's release sequence: X4 synchronizes
+ * with D2, and every access of the release happens before D3. A handle X3
+ * reads at rb[i] is registered, so mapped; the one destroyed in the window
+ * waits for X4 (a new buffer that took the slot meanwhile may wait for a
+ * pin that was not for it: one release's time). The wait is bounded: the
+ * pinned section runs no user code and takes no lock. Test points
+ * EXIT_FOUND (X1), EXIT_PINNED (X3), DESTROY_WAIT (D2). A fork child has no
+ * thread inside X2-X4 (the forking thread is in fork): it clears the pins. */
 #define RINGBUF__NREG 64
 struct ringbuf__reg {
 	_Atomic(uint64_t) gen[RINGBUF__NREG];
 	_Atomic(struct ringbuf *) rb[RINGBUF__NREG];
+	_Atomic(uint32_t) pin[RINGBUF__NREG]; /* thread exits inside X2-X4 */
 	_Atomic(struct ringbuf__reg *) next;
 };
 static _Atomic(uint64_t) ringbuf__gen_counter;
@@ -4870,8 +4905,17 @@ static void ringbuf__thread_exit(void *arg)
 				for (i = 0; i < RINGBUF__NREG; i++)
 					if (atomic_load(&r->gen[i]) == gen) {
 						struct ringbuf *rb = atomic_load(&r->rb[i]);
-						if (rb)
+						if (!rb)
+							continue;
+						RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_EXIT_FOUND);
+						/* X2, X3 (THREAD EXIT vs DESTROY above) */
+						atomic_fetch_add(&r->pin[i], 1);
+						if (atomic_load(&r->rb[i]) == rb && atomic_load(&r->gen[i]) == gen) {
+							RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_EXIT_PINNED);
 							ringbuf_thread_release(rb);
+						}
+						/* X4: pairs with D2 */
+						atomic_fetch_sub_explicit(&r->pin[i], 1, memory_order_release);
 					}
 	}
 }
@@ -4924,6 +4968,7 @@ static void ringbuf__atfork_child(void)
 	RINGBUF__REG_EACH(r)
 	for (i = 0; i < RINGBUF__NREG; i++) {
 		struct ringbuf *rb = atomic_load(&r->rb[i]);
+		atomic_store(&r->pin[i], 0); /* of threads the child does not have */
 		if (!rb || atomic_load(&r->gen[i]) != rb->gen)
 			continue;
 		if (rb->shared) {
@@ -5047,7 +5092,8 @@ static int ringbuf__fork_register(struct ringbuf *rb)
 	return ringbuf__fork_register_as(rb, 0);
 }
 
-/* Returns whether rb was registered (a live handle). */
+/* Returns whether rb was registered (a live handle); once it returns, no
+ * thread exit touches rb (D1, D2 in THREAD EXIT vs DESTROY). */
 static int ringbuf__fork_unregister(struct ringbuf *rb)
 {
 	struct ringbuf__reg *r;
@@ -5058,9 +5104,14 @@ static int ringbuf__fork_unregister(struct ringbuf *rb)
 	RINGBUF__REG_EACH(r)
 		for (i = 0; i < RINGBUF__NREG; i++)
 			if (atomic_load(&r->rb[i]) == rb) {
-				atomic_store(&r->rb[i], NULL);
+				atomic_store(&r->rb[i], NULL); /* D1 */
 				atomic_store(&r->gen[i], 0);
 				found = 1;
+				if (atomic_load(&r->pin[i])) { /* D2: pairs with X4 */
+					RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_DESTROY_WAIT);
+					while (atomic_load(&r->pin[i]))
+						ringbuf__yield();
+				}
 			}
 	return found;
 }

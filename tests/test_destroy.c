@@ -1,15 +1,21 @@
 /* test_destroy.c - ringbuf_destroy for every constructor: a second destroy of
- * the same handle is a no-op that reads nothing of the freed block (issue 22,
- * defect 3).
+ * the same handle is a no-op that reads nothing of the freed block, and a
+ * destroy that lands while a thread that called ringbuf_thread_init exits
+ * (its claim released by the key destructor) is safe at each step of that
+ * release (issue 22, defects 3 and 6).
  * SPDX-License-Identifier: MIT   (licence text at the end of ringbuf.h)
  *
  * Each case runs in a forked child, so that the crash these tests are about
  * (a read of an unmapped block: SIGSEGV) is reported as that case's failure.
+ * The thread exits are cut in with the test-point hook at the labelled steps
+ * (RINGBUF__TP_EXIT_FOUND, RINGBUF__TP_EXIT_PINNED): deterministic, no timing.
  */
 #define _GNU_SOURCE 1
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -176,11 +182,112 @@ static void destroy_of_a_foreign_block_is_a_no_op(void **state)
 	assert_memory_equal(junk, copy, sizeof junk);
 }
 
+/* ---- a destroy while a thread exits ---------------------------------------- */
+
+static struct {
+	struct ringbuf *target; /* the handle the destroyer destroys */
+	enum kind kind;
+	void *mem;
+	size_t len;
+	int step; /* RINGBUF__TP_EXIT_FOUND or RINGBUF__TP_EXIT_PINNED */
+	_Atomic(int) triggered, destroyed, destroy_waited, writer_gone;
+} X;
+
+static void exit_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	int zero = 0;
+	(void)cpu;
+	(void)ctx;
+	if (point == RINGBUF__TP_DESTROY_WAIT) {
+		atomic_store(&X.destroy_waited, 1);
+		return;
+	}
+	if (point != X.step || rb != X.target || !atomic_compare_exchange_strong(&X.triggered, &zero, 1))
+		return;
+	/* the exiting thread, at the step: the destroyer runs now; we go on
+	 * once it returned or waits for us */
+	while (!atomic_load(&X.destroyed) && !atomic_load(&X.destroy_waited))
+		sched_yield();
+}
+
+static void *writer(void *arg)
+{
+	uint32_t v = 0xe817;
+	(void)arg;
+	CHECK(ringbuf_thread_init(X.target) == 0);
+	CHECK(ringbuf_write(X.target, RINGBUF_CPU_THREAD, &v, sizeof v) == 0);
+	CHECK(ringbuf_thread_cpu(X.target) >= 0); /* claimed: its exit releases it */
+	return NULL;
+}
+
+static void *destroyer(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&X.triggered) && !atomic_load(&X.writer_gone))
+		sched_yield();
+	if (!atomic_load(&X.triggered))
+		return NULL; /* the step was never reached: the child reports it */
+	ringbuf_destroy(X.target);
+	if (X.kind == K_INIT_IN)
+		munmap(X.mem, X.len); /* the caller's memory is the caller's again */
+	atomic_store(&X.destroyed, 1);
+	return NULL;
+}
+
+static void destroy_at_exit_step(enum kind k, int step)
+{
+	struct made m;
+	struct ringbuf_record rec;
+	pthread_t tw, td;
+	make(k, &m);
+	X.target = m.rb;
+	X.kind = k;
+	X.mem = m.mem;
+	X.len = m.len;
+	X.step = step;
+	ringbuf__set_testpoint_hook(exit_hook, NULL);
+	CHECK(pthread_create(&td, NULL, destroyer, NULL) == 0);
+	CHECK(pthread_create(&tw, NULL, writer, NULL) == 0);
+	CHECK(pthread_join(tw, NULL) == 0); /* before the fix: SIGSEGV in its exit */
+	atomic_store(&X.writer_gone, 1);
+	CHECK(pthread_join(td, NULL) == 0);
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	CHECK(atomic_load(&X.triggered));
+	CHECK(atomic_load(&X.destroyed));
+	/* at EXIT_FOUND the entry is not pinned yet: the destroy goes through
+	 * and the exit finds the entry gone; at EXIT_PINNED it waits */
+	CHECK(atomic_load(&X.destroy_waited) == (step == RINGBUF__TP_EXIT_PINNED));
+	if (m.creator) { /* the block lives on in the creator's handle, with the event */
+		int n = 0;
+		for (unsigned cpu = 0; cpu < ringbuf_ncpu(m.creator); cpu++)
+			while (ringbuf_consume(m.creator, cpu, &rec) == 1)
+				n++;
+		CHECK(n == 1);
+		ringbuf_destroy(m.creator);
+	}
+}
+
+static void a_destroy_at_each_step_of_a_thread_exit_is_safe(void **state)
+{
+	int ok = 0, n = 0;
+	(void)state;
+	for (int k = 0; k < NKIND; k++) {
+		if (k == K_OPEN_RDONLY)
+			continue; /* a read-only view has no writers */
+		ok += in_child((enum kind)k, RINGBUF__TP_EXIT_FOUND, "destroy at EXIT_FOUND", destroy_at_exit_step);
+		ok += in_child((enum kind)k, RINGBUF__TP_EXIT_PINNED, "destroy at EXIT_PINNED", destroy_at_exit_step);
+		n += 2;
+	}
+	unlink(path);
+	assert_int_equal(ok, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_second_destroy_is_a_no_op_for_every_constructor),
 		cmocka_unit_test(destroy_of_a_foreign_block_is_a_no_op),
+		cmocka_unit_test(a_destroy_at_each_step_of_a_thread_exit_is_safe),
 	};
 	snprintf(path, sizeof path, "/tmp/ringbuf-test-destroy-%d.rb", (int)getpid());
 	return cmocka_run_group_tests(tests, NULL, NULL);
