@@ -50,7 +50,7 @@
  *                      [impl-only] allocator used by ringbuf_create() (both or neither;
  *                                  default malloc/free; any alignment: ringbuf_create()
  *                                  over-allocates and aligns the block itself)
- *   RINGBUF_MAX_NEST   [global]    maximum writer nesting depth per CPU buffer (default 8, >= 4)
+ *   RINGBUF_MAX_NEST   [global]    maximum writer nesting depth per CPU buffer (default 8, 4..64)
  *   RINGBUF_DEBUG      [global]    contract checks (commit/discard of an event that is not
  *                                  the current one) reported through ringbuf_set_warn_hook()
  *   RINGBUF_TESTING    [global]    compile RINGBUF__TESTPOINT() hooks into the write path
