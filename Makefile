@@ -97,6 +97,7 @@ help: ## list the targets and variables
 
 test: ## check dependencies (installs cmocka when root), build and run all tests
 	@tools/check-deps.sh
+	@tests/check-docs.sh
 	@$(MAKE) --no-print-directory tests
 	@$(MAKE) --no-print-directory compile-checks
 	@if [ -z "$(SAN_FLAGS)" ]; then $(MAKE) --no-print-directory test-packaging; \

@@ -62,7 +62,7 @@
  *                      [impl-only] allocator used by ringbuf_create() (both or neither;
  *                                  default malloc/free; any alignment: ringbuf_create()
  *                                  over-allocates and aligns the block itself)
- *   RINGBUF_MAX_NEST   [global]    maximum writer nesting depth per CPU buffer (default 8, >= 4)
+ *   RINGBUF_MAX_NEST   [global]    maximum writer nesting depth per CPU buffer (default 8, 4..64)
  *   RINGBUF_DEBUG      [global]    contract checks (commit/discard of an event that is not
  *                                  the current one) reported through ringbuf_set_warn_hook()
  *   RINGBUF_TESTING    [global]    compile RINGBUF__TESTPOINT() hooks into the write path
@@ -83,7 +83,7 @@
  *                                  most events between two liveness scans of the
  *                                  owners (kill(tid, 0) each; default 65536, >= 16)
  *
- * CONCURRENCY CONTRACT (see README for the full table)
+ * CONCURRENCY CONTRACT (README's contract table; docs/contexts.md for the rest)
  *   Writers of one per-CPU buffer must nest like a stack: one thread at a time,
  *   plus the signal handlers that interrupt it (an interrupted writer resumes only
  *   after the interrupting one has committed or discarded). Writers of different
@@ -94,7 +94,7 @@
  *   and a vDSO call on Linux); the rarer paths' async-signal-safe calls (the
  *   mapped modes' gettid once per thread, kill(tid, 0) on throttled scans,
  *   membarrier at most once per 1024 gated takes of a buffer, FUTEX_WAKE for a
- *   waiting reader) are listed in README's async-signal-safety section.
+ *   waiting reader) are listed in docs/contexts.md (async-signal-safety).
  *
  * ERRORS
  *   Setup and reader calls return 0 (or a count) on success and a negative
@@ -545,7 +545,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
  * sealed against shrinking and growing (F_SEAL_SHRINK | F_SEAL_GROW: a mapper
  * cannot make the other's accesses fault). ringbuf_destroy() unmaps and
  * closes it. A tmpfs file (ringbuf_create_file on /dev/shm) is the
- * alternative with a name: see README, "Where to put a buffer". */
+ * alternative with a name: see docs/files-and-recorder.md, "Where to put a buffer". */
 RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config *cfg,
 				   struct ringbuf **out);
 /** The memfd of a buffer made by ringbuf_create_shm() (owned by rb: closed by
@@ -2516,7 +2516,7 @@ extern int clock_gettime(int, struct timespec *);
  * (nr_pages, bsize, the offsets, ncpu) is the handle's private copy, changed
  * by no other process after it was validated (PRIVATE HEADER above;
  * test_record_hostile.c: header_changed_after_the_open). Not covered:
- * ringbuf_recover, which assumes the writers are gone (README, Limitations;
+ * ringbuf_recover, which assumes the writers are gone (docs/files-and-recorder.md, Limits;
  * tests/test_record_hostile.c).
  *
  * READER SWAP (ringbuf__get_reader_page, serialized by the per-CPU reader lock):
@@ -2751,7 +2751,7 @@ extern int clock_gettime(int, struct timespec *);
  * 64). A block shared with other processes uses GLOBAL_EXPEDITED: each
  * process that creates or opens a block for writing registers for it. Where
  * no membarrier() is available (seccomp, old kernels) the reader's own fence
- * is all there is: a rare inversion remains possible (README, Limitations).
+ * is all there is: a rare inversion remains possible (docs/reading.md, Limits).
  *
  * CONTROL CALLS vs WRITERS (>>control). Each control call may come at any
  * labelled step of a writer's event, from another thread or from a signal

@@ -348,7 +348,7 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * read (ringbuf_time_stamp). rettime >= calltime always. trace-cmd prints
  * rettime - calltime as the duration. The clock is the buffer's: the two
  * reads are most of a traced call's cost (rdtsc 8-11 ns, clock_gettime ~25 ns
- * on the VM of the numbers in docs/tracing.md), so ringbuf_ftrace_start()
+ * on the VM of the numbers in docs/performance.md), so ringbuf_ftrace_start()
  * switches a private buffer with the default clock and no event yet to the
  * TSC clock where the TSC is invariant and the kernel's clocksource
  * (RINGBUF_FTRACE_KEEP_CLOCK keeps it; file, memfd and caller-memory buffers
@@ -365,7 +365,7 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * out of line. Measured (make bench-ftrace, its floor row: hooks that write
  * the same two records and do nothing else), the two records through
  * ringbuf.h are about 4/5 of a traced call; the busy flag, the shadow stack
- * and the frame key most of the rest (docs/tracing.md, Cost). *
+ * and the frame key most of the rest (docs/performance.md, function tracer). *
  * FENTRY (dynamic patching; x86-64 Linux; >>fentry). What gcc 12 emits with
  * -pg -mfentry -mnop-mcount -mrecord-mcount: the first instruction of every
  * function (after an endbr64 under -fcf-protection) is the 5-byte NOP

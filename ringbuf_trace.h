@@ -46,6 +46,8 @@
  *   RINGBUF_TRACE_EMIT_PREFIX   [global]    prefix of generated emitters (default trace_)
  *   RINGBUF_TRACE_STR_MAX       [global]    longest RINGBUF_STRING() copied (default 1024 bytes)
  *   RINGBUF_TRACE_MAX_THREADS   [impl-only] threads whose name (comm) is remembered (default 4096)
+ *   RINGBUF_TRACE_USER_COMMS    [impl-only] thread names a file-backed buffer's user area keeps
+ *                               (ringbuf_trace_user_size(), >>flight; default 256)
  *   RINGBUF_TRACE_FILTER_SLOTS  [impl-only] writer slots of the filter grace period (default 256;
  *                               threads beyond share one slower counter, >>filter)
  *   RINGBUF_TRACE_STACK_MAX     [impl-only] frames a stack event holds (default 16, >>snapshot)

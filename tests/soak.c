@@ -110,7 +110,7 @@ static int g_read_kind, g_ctl_kind;
 static uint64_t g_merged_events, g_merged_eagain, g_inversions, g_inv_max_ns, g_iter_inversions;
 static uint64_t g_ctl_calls, g_resets, g_reset_busy;
 /* A reset is a reader call of its CPU: rec.data of an event consumed before it
- * is invalid after it (README). In reset phases a consumer holds this (read)
+ * is invalid after it (docs/api.md). In reset phases a consumer holds this (read)
  * from its consume to the end of its checks of rec.data, the control thread
  * (write) around each reset; the reset still races with the writers, the
  * iterators, read_page and the consumers' other steps. */

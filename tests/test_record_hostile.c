@@ -444,7 +444,7 @@ static void intake_calls_under_a_mutator_thread(void **state)
 		flips += m.flips;
 		/* the writer gone (the mutator stopped): repair, take the rest,
 		 * as the recorder does (ringbuf_recover racing a writer that is
-		 * still there is outside what it withstands: README) */
+		 * still there is outside what it withstands: docs/files-and-recorder.md) */
 		r = ringbuf_recover(rb);
 		if (r == 0)
 			r = ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0);
