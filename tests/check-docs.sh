@@ -15,7 +15,9 @@
 #      anchors: lower case, punctuation dropped, spaces to '-', repeats -1, -2);
 #   3. README.md's first program is not examples/basic.c byte for byte (the
 #      README shows the file and the cc line that builds it), or README.md
-#      has more than 300 lines.
+#      has more than 300 lines;
+#   4. ringbuf.h's TABLE OF CONTENTS does not list its "/* ==== >>name"
+#      sections, every one, in order (>>cxx, a subsection, aside).
 #
 # Usage: tests/check-docs.sh [ROOT]   (default: the repository holding this script)
 set -euo pipefail
@@ -152,7 +154,21 @@ if ! awk '
 	err "README.md: the code block after [\`examples/basic.c\`](examples/basic.c) is not examples/basic.c"
 fi
 
+# ---- 4. ringbuf.h's table of contents: every section, in order -----------------
+
+# The anchors listed under TABLE OF CONTENTS (but >>cxx, a subsection) against
+# the "/* ==== >>name" section headers, in file order (issue 23: the list had
+# left out the 2nd and 4th largest sections).
+toc=$(awk '/TABLE OF CONTENTS/ { on = 1; next } on && /^ \*[ \t]*$/ { exit }
+	on && match($0, /^ \* +>>[a-z]+/) { a = substr($0, RSTART, RLENGTH); sub(/^ \* +/, "", a); if (a != ">>cxx") print a }' ringbuf.h)
+secs=$(awk 'match($0, /^\/\* ==== >>[a-z]+/) { a = substr($0, RSTART, RLENGTH); sub(/^\/\* ==== /, "", a); print a }' ringbuf.h)
+if [ "$toc" != "$secs" ]; then
+	err "ringbuf.h: the table of contents ($(echo $toc)) is not the section headers in order ($(echo $secs))"
+fi
+nsecs=$(echo "$secs" | wc -l)
+
 if [ $fail = 0 ]; then
+	echo "check-docs: ringbuf.h's table of contents lists its $nsecs sections in order;"
 	echo "check-docs: ${#headers[@]} headers, $checked options read, each documented; $nlinks relative links in ${#docs[@]} documents resolve; README's first program is examples/basic.c"
 fi
 exit $fail
