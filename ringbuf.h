@@ -762,8 +762,10 @@ RINGBUF_API int ringbuf_iter_init_in(void *mem, size_t size, struct ringbuf *rb,
  * or, when full_pct > 0, until that many percent of its ring pages hold unread
  * data; at most timeout_ms milliseconds (< 0: no limit). Writers wake the
  * reader from any context, signal handlers included (a futex wake); when
- * nobody waits a writer pays one load. Where membarrier() is not available
- * the reader looks again every 10 ms (a wake may be missed then). Returns 1
+ * nobody waits a writer pays one load, and while waiters wait for one CPU
+ * only, the other CPUs' writers do not wake them. Where membarrier() is not
+ * available (or past 16383 waiters of one buffer at once) the reader looks
+ * again every 10 ms (a wake may be missed then). Returns 1
  * (ready), 0 (timed out, or ringbuf_wake_waiters) or < 0. */
 RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int timeout_ms);
 /** Wake every waiter now (for example to make a reader thread quit). */
