@@ -781,8 +781,10 @@ RINGBUF_API int ringbuf_iter_init_in(void *mem, size_t size, struct ringbuf *rb,
  * or, when full_pct > 0, until that many percent of its ring pages hold unread
  * data; at most timeout_ms milliseconds (< 0: no limit). Writers wake the
  * reader from any context, signal handlers included (a futex wake); when
- * nobody waits a writer pays one load. Where membarrier() is not available
- * the reader looks again every 10 ms (a wake may be missed then). Returns 1
+ * nobody waits a writer pays one load, and while waiters wait for one CPU
+ * only, the other CPUs' writers do not wake them. Where membarrier() is not
+ * available (or past 16383 waiters of one buffer at once) the reader looks
+ * again every 10 ms (a wake may be missed then). Returns 1
  * (ready), 0 (timed out, or ringbuf_wake_waiters) or < 0. */
 RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int timeout_ms);
 /** Wake every waiter now (for example to make a reader thread quit). */
@@ -1102,7 +1104,7 @@ struct ringbuf__shdr {
 	/* waiting: read by every writer (one load at the outermost commit),
 	 * written only when a reader starts, re-arms or stops waiting, and by
 	 * the writer that wakes (see WAITING in >>design) */
-	_Atomic(uint64_t) waiters;  /* lowest watermark << 32 | count << 2 | WAIT_FULL | WAIT_DATA */
+	_Atomic(uint64_t) waiters;  /* lowest watermark << 32 | armed CPU << 16 | count << 2 | WAIT_FULL | WAIT_DATA */
 	_Atomic(uint32_t) wait_seq; /* the futex word: bumped by each wake */
 	_Atomic(uint32_t) wait_kick;  /* bumped by ringbuf_wake_waiters() */
 	_Atomic(uint32_t) wait_unreg; /* shared block: an opener could not register for
@@ -1547,11 +1549,16 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
 	return rb->clock(rb->clock_ctx);
 }
 
-/* ringbuf__sh(rb)->waiters: armed bits, waiter count, lowest watermark (0: none) */
+/* ringbuf__sh(rb)->waiters: armed bits, waiter count (14 bits), the armed
+ * waiters' CPU (16 bits: cpu + 1, or RINGBUF__WAIT_ANY: several, or
+ * RINGBUF_ALL_CPUS; 0 with armed bits, as ANY), lowest watermark (0: none) */
 #define RINGBUF__WAIT_DATA 1u
 #define RINGBUF__WAIT_FULL 2u
 #define RINGBUF__WAIT_ONE 4u
-#define RINGBUF__WAIT_COUNT 0xfffffffcu
+#define RINGBUF__WAIT_COUNT 0xfffcu
+#define RINGBUF__WAIT_CPU_SHIFT 16
+#define RINGBUF__WAIT_ANY 0xffffu
+#define RINGBUF__WAIT_CPU(w) ((uint32_t)((w) >> RINGBUF__WAIT_CPU_SHIFT) & RINGBUF__WAIT_ANY)
 #define RINGBUF__WAIT_MIN(w) ((uint32_t)((w) >> 32))
 #define RINGBUF__NO_TS UINT64_MAX
 
@@ -1973,13 +1980,27 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 #endif
 }
 
-/* [WAIT-W] Must this commit look at the waiters (ringbuf__wake_check)? A
- * reader waiting for data: yes. One waiting for a watermark of dirty pages:
- * only when this CPU's pages_touched moved since the last check (dirty pages
- * grow only then), so commits within a page pay two loads, not a walk. */
-RINGBUF__INLINE bool ringbuf__wake_due(struct ringbuf__cpu *c, uint64_t waiters)
+/* Do the armed waiters of `waiters` wait for c's CPU (or any)? The armed
+ * CPU is stored with the armed bits (WAITING in >>design, 6.). The index
+ * comes from c: a commit's cpu argument may be RINGBUF_CPU_CURRENT or
+ * RINGBUF_CPU_THREAD. */
+RINGBUF__INLINE bool ringbuf__wait_for_cpu(const struct ringbuf *rb, const struct ringbuf__cpu *c,
+					   uint64_t waiters)
+{
+	uint32_t f = RINGBUF__WAIT_CPU(waiters);
+	return f == 0 || f == RINGBUF__WAIT_ANY || f == (uint32_t)(c - ringbuf__cpu(rb, 0)) + 1;
+}
+
+/* [WAIT-W] Must this commit look at the waiters (ringbuf__wake_check)? Not
+ * when the armed waiters all wait for another CPU. A reader waiting for
+ * data: yes. One waiting for a watermark of dirty pages: only when this
+ * CPU's pages_touched moved since the last check (dirty pages grow only
+ * then), so commits within a page pay two loads, not a walk. */
+RINGBUF__INLINE bool ringbuf__wake_due(const struct ringbuf *rb, struct ringbuf__cpu *c, uint64_t waiters)
 {
 	if (RINGBUF__LIKELY(!(waiters & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL))))
+		return false;
+	if (!ringbuf__wait_for_cpu(rb, c, waiters))
 		return false;
 	return (waiters & RINGBUF__WAIT_DATA) ||
 	       RINGBUF__LOAD(&c->pages_touched) != RINGBUF__LOAD(&c->wake_seen);
@@ -2018,7 +2039,7 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_FAST_ZERO);
 	if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
-			    !ringbuf__wake_due(c, atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed)))) {
+			    !ringbuf__wake_due(rb, c, atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed)))) {
 		/* [Q-X] one more outermost exit, after the walk and the 0
 		 * (release: pairs with ringbuf_quiesce's acquire; a handler
 		 * running as outermost between the check and this store stores
@@ -2569,19 +2590,22 @@ extern int clock_gettime(int, struct timespec *);
  *
  * WAITING (ringbuf_wait; the writer's side costs one relaxed load of
  * ringbuf__sh(rb)->waiters per outermost commit while nobody waits). ringbuf__sh(rb)->waiters is one
- * 64-bit word: lowest watermark (pages, 0: none) << 32 | waiter count << 2 |
- * FULL | DATA (the armed bits: a data waiter, a watermark waiter). The futex
+ * 64-bit word: lowest watermark (pages, 0: none) << 32 | armed CPU << 16 |
+ * waiter count (14 bits) << 2 | FULL | DATA (the armed bits: a data waiter,
+ * a watermark waiter). The armed CPU is cpu + 1 when every armed waiter
+ * waits for that CPU, RINGBUF__WAIT_ANY otherwise (RINGBUF_ALL_CPUS, or
+ * waiters for different CPUs). The futex
  * word is ringbuf__sh(rb)->wait_seq, bumped (release) before each FUTEX_WAKE.
  *
  *   waiter, each pass                      writer, each outermost commit
  *   R1 seq = wait_seq (acquire)            (page touched, event committed:
- *   R2 CAS waiters: set bit, lower the      [W-commit] release)
- *      watermark to ours, count +1 the     [WAIT-W] w = waiters (relaxed), no fence;
- *      first time (seq_cst)                 armed and (DATA, or FULL and a new
- *   R3 membarrier (ringbuf__wait_fence)     page touched): W2
+ *   R2 CAS waiters: set bit, armed CPU,     [W-commit] release)
+ *      lower the watermark to ours,        [WAIT-W] w = waiters (relaxed), no fence;
+ *      count +1 the first time (seq_cst)    armed for this CPU (or any) and (DATA,
+ *   R3 membarrier (ringbuf__wait_fence)     or FULL and a new page touched): W2
  *   R4 ready? -> leave (R6), return 1      W2 ringbuf__wake_check: dirty pages of
  *   R5 FUTEX_WAIT(wait_seq, seq)              its CPU >= watermark (or DATA): CAS
- *   R6 leave: CAS count -1; the last one      waiters clearing the armed bits
+ *   R6 leave: CAS count -1; the last one      waiters clearing the armed bits and CPU
  *      clears the word; one holding the       (acquire; retried while the word
  *      lowest watermark clears it and FULL    changes), wait_seq++ (release),
  *      (acq_rel) and, others left, bumps      FUTEX_WAKE
@@ -2616,6 +2640,19 @@ extern int clock_gettime(int, struct timespec *);
  *   5. wake_seen: a writer skips W2 while only FULL is armed and its CPU
  *      touched no new page since its last W2; dirty pages only grow with a
  *      touched page, and a waiter arming later sees the count itself (1.).
+ *   6. The armed CPU: a writer of CPU X skips W2 when the word it read names
+ *      another CPU (X from the buffer it committed to, whatever its call's
+ *      cpu argument: RINGBUF_CPU_CURRENT and _THREAD resolve to one). Our R2 stores ours (or ANY) in the same CAS as our bit,
+ *      and the field is narrowed only by an R2 that finds no bit armed, i.e.
+ *      after a W2 or the last R6 cleared the bits (3.: we were woken, or not
+ *      counted); R6 keeps it with DATA. So any value mo-after R2 with bits
+ *      armed and no clear in between covers X, and [WAIT-W] reads R2 or
+ *      later (1.). A waiter for X has nothing to gain from another CPU's
+ *      commit (R4 looks at X only): before, such commits woke a waiter for
+ *      one CPU at nearly every commit (999 FUTEX_WAKE calls per 1,000
+ *      commits of another CPU, paced; test_wait 8. counts 0 now). A
+ *      waiter that finds 16383 counted (the count's limit) does not arm: it
+ *      sleeps in slices, uncounted (as without membarrier).
  * Without a usable membarrier (ENOSYS, EPERM under seccomp, nohz_full for
  * MEMBARRIER_CMD_GLOBAL) or on a shared block with an opener that could not
  * register for MEMBARRIER_CMD_GLOBAL_EXPEDITED, 1. does not hold: the waiter
@@ -3787,8 +3824,9 @@ static void ringbuf__futex_wake(const struct ringbuf *rb, _Atomic(uint32_t) *wor
 }
 
 /* [WAIT-W2] A reader waits: wake every waiter if what the lowest watermark
- * (or a data waiter) waits for is there. One wake per arming: the waker
- * clears the armed bits (CAS acquire: it read the arming [WAIT-R2] of every
+ * (or a data waiter) waits for is there, and the armed waiters wait for this
+ * CPU (or any). One wake per arming: the waker
+ * clears the armed bits and the armed CPU (CAS acquire: it read the arming [WAIT-R2] of every
  * waiter it wakes, so each one's [WAIT-R1] read of wait_seq happens before
  * our bump, and its sleep returns), so the commits that follow pay a load and
  * a test until a waiter that still finds nothing arms them again. The CAS is
@@ -3812,11 +3850,14 @@ static void ringbuf__wake_check(struct ringbuf *rb, unsigned cpu, struct ringbuf
 	for (;;) {
 		if (!(w & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL)))
 			return; /* another writer (or a leaving waiter) woke them */
+		if (!ringbuf__wait_for_cpu(rb, c, w))
+			return; /* re-armed since, for another CPU only */
 		/* FULL armed implies a watermark (set in the same CAS) */
 		if (!(w & RINGBUF__WAIT_DATA) && dirty < RINGBUF__WAIT_MIN(w))
 			return;
 		if (atomic_compare_exchange_strong_explicit(&ringbuf__sh(rb)->waiters, &w,
-							    w & ~(uint64_t)(RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL),
+							    w & ~((uint64_t)(RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL) |
+								  (uint64_t)RINGBUF__WAIT_ANY << RINGBUF__WAIT_CPU_SHIFT),
 							    memory_order_acquire, memory_order_relaxed))
 			break;
 	}
@@ -3852,7 +3893,7 @@ RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ri
 			/* [WAIT-W] one load when nobody waits; the reader's
 			 * membarrier() orders it after our commit (see ringbuf_wait) */
 			if (RINGBUF__UNLIKELY(ringbuf__wake_due(
-				    c, atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed))))
+				    rb, c, atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed))))
 				ringbuf__wake_check(rb, cpu, c);
 			return;
 		}
@@ -5579,21 +5620,32 @@ RINGBUF_API void ringbuf_iter_finish(struct ringbuf_iter *it)
 /* No futex at all: sleep this long between looks (there is no wake). */
 #define RINGBUF__WAIT_POLL_MS 1
 
-/* [WAIT-R2] Arm: set bit, lower the watermark to pages (if lower, or none),
- * and count a new waiter (reg) -- one seq_cst CAS, so the count and the
- * watermark can never be seen apart. */
-static void ringbuf__wait_arm(struct ringbuf *rb, uint32_t bit, uint32_t pages, bool reg)
+/* [WAIT-R2] Arm: set bit, the armed CPU (ours, cpu + 1, when nobody is armed
+ * or every armed waiter waits for it; else RINGBUF__WAIT_ANY), lower the
+ * watermark to pages (if lower, or none), and count a new waiter (reg) --
+ * one seq_cst CAS, so the count, the CPU and the watermark can never be
+ * seen apart. False (nothing changed) when reg and 16383 waiters are
+ * counted: the caller then sleeps in slices, uncounted and unarmed. */
+static bool ringbuf__wait_arm(struct ringbuf *rb, unsigned cpu, uint32_t bit, uint32_t pages, bool reg)
 {
 	uint64_t cur = atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed), nv;
+	uint32_t mine = cpu < RINGBUF__WAIT_ANY - 1 ? cpu + 1 : RINGBUF__WAIT_ANY, f;
 	do {
 		uint32_t min = RINGBUF__WAIT_MIN(cur);
-		nv = cur | bit;
+		if (reg && (cur & RINGBUF__WAIT_COUNT) == RINGBUF__WAIT_COUNT)
+			return false;
+		f = !(cur & (RINGBUF__WAIT_DATA | RINGBUF__WAIT_FULL)) || RINGBUF__WAIT_CPU(cur) == mine
+			    ? mine
+			    : RINGBUF__WAIT_ANY;
+		nv = (cur & ~((uint64_t)RINGBUF__WAIT_ANY << RINGBUF__WAIT_CPU_SHIFT)) | bit |
+		     (uint64_t)f << RINGBUF__WAIT_CPU_SHIFT;
 		if (reg)
 			nv += RINGBUF__WAIT_ONE;
 		if (pages && (min == 0 || min > pages))
 			nv = (nv & 0xffffffffu) | (uint64_t)pages << 32;
 	} while (!atomic_compare_exchange_weak_explicit(&ringbuf__sh(rb)->waiters, &cur, nv, memory_order_seq_cst,
 							memory_order_relaxed));
+	return true;
 }
 
 /* [WAIT-R6] Leave. The last waiter clears the word. One whose watermark is
@@ -5612,7 +5664,9 @@ static void ringbuf__wait_leave(struct ringbuf *rb, uint32_t pages)
 		} else {
 			nv = cur - RINGBUF__WAIT_ONE;
 			if (pages && RINGBUF__WAIT_MIN(cur) == pages) {
-				nv &= RINGBUF__WAIT_COUNT | RINGBUF__WAIT_DATA;
+				/* the armed CPU stays with DATA (a superset) */
+				nv &= RINGBUF__WAIT_COUNT | RINGBUF__WAIT_DATA |
+				      (uint64_t)RINGBUF__WAIT_ANY << RINGBUF__WAIT_CPU_SHIFT;
 				wake = true;
 			}
 		}
@@ -5721,7 +5775,7 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 {
 	uint32_t pages = 0, seq, bit, kick;
 	struct timespec deadline, now, rel = {0, 0};
-	bool reg = true, exact;
+	bool reg = true, exact, counted = true;
 	int ret = 0;
 	if (!rb || (cpu != RINGBUF_ALL_CPUS && cpu >= rb->ncpu) || full_pct < 0 || full_pct > 100)
 		return RINGBUF_EINVAL;
@@ -5747,11 +5801,13 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 		 * the arming bumps it after this read, so the sleep returns */
 		seq = atomic_load_explicit(&ringbuf__sh(rb)->wait_seq, memory_order_acquire);
 		/* [WAIT-R2] register (first time) and arm (again: a waker
-		 * clears the bits, a leaving waiter the watermark) */
-		ringbuf__wait_arm(rb, bit, pages, reg);
+		 * clears the bits, a leaving waiter the watermark); no room
+		 * to count us: unarmed, in slices */
+		if (counted && !ringbuf__wait_arm(rb, cpu, bit, pages, reg))
+			counted = false;
 		reg = false;
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_WAIT_ARMED);
-		exact = ringbuf__wait_fence(rb); /* [WAIT-R3] pairs with [WAIT-W] */
+		exact = ringbuf__wait_fence(rb) && counted; /* [WAIT-R3] pairs with [WAIT-W] */
 		if (ringbuf__ready(rb, cpu, pages)) { /* [WAIT-R4] */
 			ret = 1;
 			break;
@@ -5780,7 +5836,8 @@ RINGBUF_API int ringbuf_wait(struct ringbuf *rb, unsigned cpu, int full_pct, int
 		if (!ringbuf__futex_wait(rb, &ringbuf__sh(rb)->wait_seq, seq, timeout_ms >= 0 || !exact ? &rel : NULL))
 			ringbuf__sleep_ms(RINGBUF__WAIT_POLL_MS);
 	}
-	ringbuf__wait_leave(rb, pages); /* [WAIT-R6] */
+	if (counted)
+		ringbuf__wait_leave(rb, pages); /* [WAIT-R6] */
 	return ret;
 }
 

@@ -53,6 +53,16 @@
  *   arg    one byte (the kind's argument; kind 0: the value's bytes instead)
  * Region 7 with kind 7 changes the file's length instead (cut or zero-extended
  * by off * 8 bytes): the open must refuse a block its file does not hold.
+ * The op byte 0xff (region 7, kind 7, width 8) ends the edits made before the
+ * open: the edits after it are made to the header (region 0 whatever their
+ * region bits: the geometry and the process-local fields, struct ringbuf)
+ * AFTER the open (issue 22.8), as a traced process rewriting it while the
+ * recorder reads: once right after rbrec_attach, then over and over by a
+ * second thread, through its own MAP_SHARED mapping of the file, each edit
+ * and the template's bytes in turn, concurrently with every drain, until
+ * the trace.dat is finished. The recorder must use only the geometry it
+ * validated at the open (its private copy, PRIVATE HEADER in ringbuf.h):
+ * the same checks hold, and no access leaves its mapping.
  *
  * CHECKS. Every call returns a result or one of the library's errors (a
  * RINGBUF_E* code with a message); no crash, no access outside the mapping or
@@ -94,6 +104,9 @@ static FILE *fz_err;
 #include "tests/tdatwalk.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -291,16 +304,19 @@ static void self_check(void)
 /* How far the inputs got (FUZZ_INTAKE_VERBOSE=1: printed at exit): a
  * target whose inputs all stop at the open fuzzes little. */
 static struct {
-	unsigned long long runs, attached, written, recovered, finished, events;
+	unsigned long long runs, attached, written, recovered, finished, events, header_edited;
 } fz_st;
+static unsigned long long hed_total_flips; /* header rewrites after the open */
 
 static void cleanup(void)
 {
 	unsigned i;
 	if (getenv("FUZZ_INTAKE_VERBOSE"))
 		fprintf(stderr, "fuzz_intake: %llu inputs: %llu attached, %llu trace.dat writers, %llu recovered, "
-				"%llu trace.dat files checked (%llu events)\n",
-			fz_st.runs, fz_st.attached, fz_st.written, fz_st.recovered, fz_st.finished, fz_st.events);
+				"%llu trace.dat files checked (%llu events), %llu with the header rewritten after the "
+				"open (%llu rewrites)\n",
+			fz_st.runs, fz_st.attached, fz_st.written, fz_st.recovered, fz_st.finished, fz_st.events,
+			fz_st.header_edited, hed_total_flips);
 	if (memfd >= 0)
 		close(memfd);
 	for (i = 0; i < NTEMPL; i++)
@@ -346,13 +362,15 @@ struct region {
 	uint64_t off, len;
 };
 
+/* *stop: where the edits made after the open start in `in` (after 0xff), or n */
 static size_t apply_edits(unsigned char *img, size_t len, size_t cap, const struct templ *t, const uint8_t *in,
-			  size_t n)
+			  size_t n, bool header_only, size_t *stop)
 {
 	const struct ringbuf *h = &t->hdr;
 	uint64_t npages = (uint64_t)h->ncpu * (h->nr_pages + 1);
 	struct region r[8];
 	size_t pos = 0;
+	*stop = n;
 	r[0] = (struct region){0, sizeof(struct ringbuf)}; /* the fields, not the pad behind them */
 	r[1] = (struct region){h->cpu_off - sizeof(struct ringbuf__shdr), sizeof(struct ringbuf__shdr)};
 	r[2] = (struct region){h->cpu_off, h->bpage_off - h->cpu_off};
@@ -362,9 +380,13 @@ static size_t apply_edits(unsigned char *img, size_t len, size_t cap, const stru
 	r[6] = (struct region){h->user_off, h->user_size};
 	r[7] = (struct region){0, t->len};
 	while (pos + 4 <= n) {
-		unsigned op = in[pos], ri = op & 7, kind = (op >> 3) & 7, width = 1u << (op >> 6);
+		unsigned op = in[pos], ri = header_only ? 0 : op & 7, kind = (op >> 3) & 7, width = 1u << (op >> 6);
 		unsigned off16 = (unsigned)in[pos + 1] | (unsigned)in[pos + 2] << 8, arg = in[pos + 3];
 		uint64_t at, v = 0, cur = 0;
+		if (op == 0xff && !header_only) {
+			*stop = pos + 1; /* the rest: after the open */
+			return len;
+		}
 		pos += 4;
 		if (ri == 7 && kind == 7) { /* the file's length */
 			size_t d = (size_t)off16 * 8;
@@ -401,6 +423,69 @@ static size_t apply_edits(unsigned char *img, size_t len, size_t cap, const stru
 		memcpy(img + at, &v, width);
 	}
 	return len;
+}
+
+/* ---- the header rewritten after the open --------------------------------------- */
+
+/* The traced process's view of the file's header (MAP_SHARED) and two
+ * versions of it: as the file held it at the open, and with the edits made
+ * after the open; a thread writes them in turn until told to stop. */
+static struct {
+	unsigned char *map;  /* the file's first sizeof(struct ringbuf) bytes, shared */
+	unsigned char orig[sizeof(struct ringbuf)], edited[sizeof(struct ringbuf)];
+	_Atomic(int) stop;
+	unsigned long long flips;
+} hed;
+
+static void *header_editor(void *arg)
+{
+	unsigned i = 0;
+	(void)arg;
+	while (!atomic_load_explicit(&hed.stop, memory_order_relaxed)) {
+		/* byte by byte, as a racing writer tears fields */
+		const unsigned char *src = (i++ & 1) ? hed.orig : hed.edited;
+		size_t k;
+		for (k = 0; k < sizeof hed.orig; k++)
+			if (hed.map[k] != src[k])
+				__atomic_store_n(&hed.map[k], src[k], __ATOMIC_RELAXED);
+		hed.flips++;
+	}
+	return NULL;
+}
+
+/* Apply the after-open edits (in, n: after 0xff) to the file's header now,
+ * and start the thread; false (nothing started) when there are none. */
+static bool header_edits_start(const struct templ *t, const uint8_t *in, size_t n, pthread_t *th)
+{
+	unsigned char *img;
+	void *m;
+	if (n < 4)
+		return false;
+	m = mmap(NULL, sizeof(struct ringbuf), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (m == MAP_FAILED)
+		return false; /* a file cut shorter than its header: the open refused it */
+	hed.map = m;
+	memcpy(hed.orig, hed.map, sizeof hed.orig);
+	img = calloc(1, t->len);
+	CHECK(img);
+	memcpy(img, hed.orig, sizeof hed.orig);
+	(void)apply_edits(img, t->len, t->len, t, in, n, true, &n);
+	memcpy(hed.edited, img, sizeof hed.edited);
+	free(img);
+	memcpy(hed.map, hed.edited, sizeof hed.edited); /* right after the open */
+	atomic_store(&hed.stop, 0);
+	CHECK(pthread_create(th, NULL, header_editor, NULL) == 0);
+	return true;
+}
+
+static void header_edits_stop(pthread_t th)
+{
+	atomic_store(&hed.stop, 1);
+	CHECK(pthread_join(th, NULL) == 0);
+	hed_total_flips += hed.flips;
+	hed.flips = 0;
+	munmap(hed.map, sizeof(struct ringbuf));
+	hed.map = NULL;
 }
 
 /* ---- the output ---------------------------------------------------------------- */
@@ -467,10 +552,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ringbuf *rb = NULL;
 	unsigned char *img;
 	const char *what;
-	size_t len, cap;
+	size_t len, cap, later;
 	unsigned ctl, live, i;
 	uint64_t bad = 0;
 	int r, gone, ok = 1, version;
+	pthread_t editor;
+	bool editing = false;
 
 	if (size < 1)
 		return 0;
@@ -484,7 +571,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	img = calloc(1, cap);
 	CHECK(img);
 	memcpy(img, t->img, t->len);
-	len = apply_edits(img, t->len, cap, t, data + 1, size - 1);
+	len = apply_edits(img, t->len, cap, t, data + 1, size - 1, false, &later);
+	later += 1;
 	CHECK(ftruncate(memfd, 0) == 0);
 	CHECK(pwrite(memfd, img, len, 0) == (ssize_t)len);
 	free(img);
@@ -502,6 +590,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	CHECK(rb);
 	fz_st.attached++;
+	/* the traced process rewrites the header from here on */
+	editing = header_edits_start(t, data + later, size - later, &editor);
 	(void)ringbuf_trace_writer_pid(rb);
 	r = ringbuf_trace_writer_alive(rb);
 	CHECK(r == 0 || r == 1 || known_error(r));
@@ -513,6 +603,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	}
 	fz_st.written++;
+	if (editing)
+		fz_st.header_edited++;
 	rbrec_diag.len = (size_t)rb->total_size;
 	rbrec_diag.rb = rb;
 	/* live rounds, then the end */
@@ -546,6 +638,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ringbuf_destroy(rb);
 	unlink(outpath);
 out:
+	if (editing)
+		header_edits_stop(editor);
 	ringbuf_set_warn_hook(NULL, NULL);
 	rbrec_diag.rb = NULL;
 	rbrec_diag.path = NULL;

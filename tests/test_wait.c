@@ -22,6 +22,12 @@
  *  7. A file-backed (shared) block: waiting uses MEMBARRIER_CMD_GLOBAL_EXPEDITED
  *     (the block's openers registered for it); a writer in a child process
  *     wakes the parent's waiter.
+ *  8. Waiters for one CPU (data, and a watermark) are not woken by 1,000
+ *     commits on another CPU: no FUTEX_WAKE (issue 22, performance: before,
+ *     such commits cleared the armed bits and woke them nearly every time);
+ *     their own CPU's commits still wake them, also a writer's
+ *     RINGBUF_CPU_CURRENT commit (the CPU is told by the buffer, not the
+ *     argument).
  *
  * syscall() is interposed in this executable to count the futex calls and to
  * make membarrier fail / drop futex wakes on demand.
@@ -33,6 +39,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -61,6 +68,7 @@ static _Atomic(int) fail_membarrier;   /* membarrier: -1 ENOSYS */
 static _Atomic(int) fail_register;     /* membarrier REGISTER_GLOBAL_EXPEDITED: -1 EPERM */
 static _Atomic(int) drop_wakes;        /* FUTEX_WAKE: not made (a lost wake) */
 static _Atomic(uint64_t) futex_waits;  /* FUTEX_WAIT calls */
+static _Atomic(uint64_t) futex_wakes;  /* FUTEX_WAKE calls */
 static _Atomic(uint64_t) futex_waits_unbounded; /* ... without a timeout */
 static _Atomic(uint64_t) futex_wait_max_ns;     /* longest timeout asked for */
 static _Atomic(uint64_t) membarrier_cmds[64];   /* calls by command (bit number) */
@@ -121,8 +129,10 @@ long syscall(long n, ...)
 				while (ns > m && !atomic_compare_exchange_weak(&futex_wait_max_ns, &m, ns))
 					;
 			}
-		} else if (op == 1 && atomic_load(&drop_wakes)) {
-			return 0;
+		} else if (op == 1) {
+			atomic_fetch_add(&futex_wakes, 1);
+			if (atomic_load(&drop_wakes))
+				return 0;
 		}
 	}
 	return real_syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
@@ -410,8 +420,10 @@ static void wait_on_256_cpus(void **state)
 	/* CPU 255 only: CPU 254's event does not make it return */
 	t = start_waiter(1, 255, 0, 0);
 	assert_true(sem_wait_hang(&W[1].sleeping));
+	atomic_store(&futex_wakes, 0);
 	put(rb, 254);
-	assert_true(sem_wait_hang(&W[1].sleeping)); /* woken early, sleeps again */
+	/* not even woken early (before issue 22's filter it was, and slept again) */
+	assert_int_equal(atomic_load(&futex_wakes), 0);
 	assert_false(atomic_load(&W[1].done));
 	put(rb, 255);
 	expect_return(1, &t, 1, "CPU 255 has an event");
@@ -535,6 +547,75 @@ static void shared_block_wait_uses_global_membarrier_and_a_child_wakes_it(void *
 	unlink(path);
 }
 
+/* ---- 8. commits on another CPU do not wake a waiter for one CPU ---------------- */
+
+static void commits_on_another_cpu_do_not_wake_a_waiter_for_one_cpu(void **state)
+{
+	struct ringbuf *rb = mk(2, 4096, 64);
+	pthread_t t[2];
+	uint64_t wakes;
+	int i;
+	(void)state;
+	waiters_init();
+	ringbuf__set_testpoint_hook(sleep_hook, NULL);
+	t[0] = start_waiter(0, 0, 0, 0); /* data on CPU 0 */
+	assert_true(sem_wait_hang(&W[0].sleeping));
+	t[1] = start_waiter(1, 0, 1, 0); /* 1 dirty page on CPU 0 (1% of 64) */
+	assert_true(sem_wait_hang(&W[1].sleeping));
+	atomic_store(&futex_wakes, 0);
+	for (i = 0; i < 1000; i++) /* 27 pages */
+		put(rb, 1);
+	wakes = atomic_load(&futex_wakes);
+	print_message("FUTEX_WAKE calls for 1,000 commits on CPU 1, both waiters on CPU 0: %llu\n",
+		      (unsigned long long)wakes);
+	if (wakes != 0)
+		fail_msg("1,000 commits on CPU 1 made %llu FUTEX_WAKE calls for waiters on CPU 0",
+			 (unsigned long long)wakes);
+	assert_false(atomic_load(&W[0].done));
+	assert_false(atomic_load(&W[1].done));
+	put(rb, 0);
+	expect_return(0, t, 2, "CPU 0 has an event (lost wake-up)");
+	assert_int_equal(W[0].ret, 1);
+	fill_to(rb, 0, 1);
+	expect_return(1, t, 2, "CPU 0 has a dirty page (lost wake-up)");
+	assert_int_equal(W[1].ret, 1);
+	pthread_join(t[0], NULL);
+	pthread_join(t[1], NULL);
+	assert_true(atomic_load(&ringbuf__sh(rb)->waiters) == 0);
+}
+
+static void a_current_cpu_commit_wakes_a_waiter_for_that_cpu(void **state)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	struct ringbuf *rb;
+	cpu_set_t old, one;
+	pthread_t t;
+	int cpu, k;
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof old, &old), 0);
+	for (k = 0; k < CPU_SETSIZE && !CPU_ISSET(k, &old); k++)
+		;
+	CPU_ZERO(&one);
+	CPU_SET(k, &one);
+	if (n < 1 || n > 4096 || k == CPU_SETSIZE || sched_setaffinity(0, sizeof one, &one) != 0)
+		skip();
+	cpu = sched_getcpu();
+	assert_int_equal(cpu, k);
+	rb = mk((unsigned)(n > cpu ? n : cpu + 1), 4096, 4);
+	waiters_init();
+	ringbuf__set_testpoint_hook(sleep_hook, NULL);
+	t = start_waiter(0, (unsigned)cpu, 0, 0);
+	assert_true(sem_wait_hang(&W[0].sleeping));
+	{
+		char buf[16] = {0};
+		assert_int_equal(ringbuf_write(rb, RINGBUF_CPU_CURRENT, buf, sizeof buf), 0);
+	}
+	expect_return(0, &t, 1, "a RINGBUF_CPU_CURRENT event on its CPU (lost wake-up)");
+	assert_int_equal(W[0].ret, 1);
+	pthread_join(t, NULL);
+	assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -547,6 +628,8 @@ int main(void)
 		cmocka_unit_test_teardown(wait_without_membarrier_sleeps_in_bounded_slices, teardown),
 		cmocka_unit_test_teardown(shared_block_wait_uses_global_membarrier_and_a_child_wakes_it,
 					  teardown),
+		cmocka_unit_test_teardown(commits_on_another_cpu_do_not_wake_a_waiter_for_one_cpu, teardown),
+		cmocka_unit_test_teardown(a_current_cpu_commit_wakes_a_waiter_for_that_cpu, teardown),
 	};
 	signal(SIGALRM, watchdog);
 	alarm(300);

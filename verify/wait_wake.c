@@ -42,6 +42,17 @@
  * -DWAITERS=3 (data, 1 and 2 pages) is not in the lines below: it runs
  * for many minutes (run it by hand).
  *
+ * The armed CPU (issue 22, performance): waiters store the CPU they wait for
+ * with their armed bit (cpu + 1, or ANY once armed waiters differ), a waker
+ * clears it with the bits, and a writer of another CPU skips the check.
+ * -DTWO_CPUS: two CPU buffers, a writer on each (one page each), a waiter
+ * for one page of CPU 0 and one for data on CPU 1: both must return. Mutant
+ * -DNARROW (arming replaces the armed CPU with its own even while another
+ * CPU's waiter is armed) loses the first waiter's wake-up: CPU 1's waiter
+ * arms over it, finds its data and leaves (a data waiter wakes nobody), and
+ * CPU 0's writer then skips the check. Under IMM -DTWO_CPUS ran over 10
+ * minutes here (a loaded machine) and was stopped: run it by hand.
+ *
  * The waiter loop is bounded by the number of wait_seq bumps (each pass that
  * sleeps needs a new value); running out is asserted against.
  *
@@ -63,6 +74,8 @@
 /* GENMC-FAIL: -rc11 -check-liveness -- -DNO_MEMBARRIER */
 /* GENMC-FAIL: -rc11 -check-liveness -- -DSEQ_AFTER_ARM */
 /* GENMC-FAIL: -rc11 -check-liveness -- -DGIVE_UP */
+/* GENMC-PASS: -rc11 -check-liveness -- -DTWO_CPUS */
+/* GENMC-FAIL: -rc11 -check-liveness -- -DTWO_CPUS -DNARROW */
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -70,10 +83,17 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#ifdef TWO_CPUS
+#define WAITERS 2 /* one page on CPU 0, data on CPU 1 */
+#define NCPU 2
+#define PAGES 1
+#else
 #ifndef WAITERS
 #define WAITERS 2
 #endif
+#define NCPU 1
 #define PAGES 2
+#endif
 #define RLX memory_order_relaxed
 #define ACQ memory_order_acquire
 #define REL memory_order_release
@@ -85,15 +105,18 @@
 #define WAIT_DATA 1u
 #define WAIT_FULL 2u
 #define WAIT_ONE 4u
-#define WAIT_COUNT 0xfffffffcu
+#define WAIT_COUNT 0xfffcu
+#define WAIT_CPU_SHIFT 16
+#define WAIT_ANY 0xffffu
+#define WAIT_CPU(w) ((uint32_t)((w) >> WAIT_CPU_SHIFT) & WAIT_ANY)
 #define WAIT_MIN(w) ((uint32_t)((w) >> 32))
 static _Atomic(uint64_t) waiters;
 static _Atomic(uint32_t) wait_seq;
-static _Atomic(uint32_t) dirty;
+static _Atomic(uint32_t) dirty[NCPU];
 #ifdef OLD_PROTOCOL
 static _Atomic(uint32_t) wait_pages;
 #endif
-static uint32_t wake_seen; /* c->wake_seen: the writer's own */
+static uint32_t wake_seen[NCPU]; /* c->wake_seen: the writer's own */
 
 /* ---- membarrier model (see above) ------------------------------------------ */
 
@@ -113,24 +136,39 @@ static void writer_barrier(void)
 
 /* ---- the writer (ringbuf__end_commit / commit_fast and wake_check) ---------- */
 
+/* ringbuf__wait_for_cpu */
+static bool wait_for_cpu(uint64_t w, unsigned cpu)
+{
+#ifdef OLD_PROTOCOL
+	(void)w;
+	(void)cpu;
+	return true;
+#else
+	uint32_t f = WAIT_CPU(w);
+	return f == 0 || f == WAIT_ANY || f == cpu + 1;
+#endif
+}
+
 /* ringbuf__wake_due */
-static bool wake_due(uint64_t w)
+static bool wake_due(unsigned cpu, uint64_t w)
 {
 	if (!(w & (WAIT_DATA | WAIT_FULL)))
 		return false;
-	return (w & WAIT_DATA) || atomic_load_explicit(&dirty, RLX) != wake_seen;
+	if (!wait_for_cpu(w, cpu))
+		return false;
+	return (w & WAIT_DATA) || atomic_load_explicit(&dirty[cpu], RLX) != wake_seen[cpu];
 }
 
 /* [WAIT-W2] ringbuf__wake_check */
-static void wake_check(void)
+static void wake_check(unsigned cpu)
 {
 	uint64_t w = atomic_load_explicit(&waiters, RLX);
 	uint32_t d;
 	if (!(w & (WAIT_DATA | WAIT_FULL)))
 		return;
 	if (!(w & WAIT_DATA))
-		wake_seen = atomic_load_explicit(&dirty, RLX);
-	d = atomic_load_explicit(&dirty, RLX);
+		wake_seen[cpu] = atomic_load_explicit(&dirty[cpu], RLX);
+	d = atomic_load_explicit(&dirty[cpu], RLX);
 #ifdef OLD_PROTOCOL
 	if (!(w & WAIT_DATA) && d < atomic_load_explicit(&wait_pages, RLX))
 		return;
@@ -141,10 +179,13 @@ static void wake_check(void)
 	for (;;) {
 		if (!(w & (WAIT_DATA | WAIT_FULL)))
 			return;
+		if (!wait_for_cpu(w, cpu))
+			return;
 		if (!(w & WAIT_DATA) && d < WAIT_MIN(w))
 			return;
-		if (atomic_compare_exchange_strong_explicit(&waiters, &w,
-							    w & ~(uint64_t)(WAIT_DATA | WAIT_FULL), ACQ, RLX))
+		if (atomic_compare_exchange_strong_explicit(
+			    &waiters, &w, w & ~((uint64_t)(WAIT_DATA | WAIT_FULL) | (uint64_t)WAIT_ANY << WAIT_CPU_SHIFT),
+			    ACQ, RLX))
 			break;
 #ifdef GIVE_UP
 		return; /* mutant: the old writer gave the wake up here */
@@ -156,15 +197,15 @@ static void wake_check(void)
 
 static void *writer(void *arg)
 {
-	(void)arg;
+	unsigned cpu = (unsigned)(uintptr_t)arg;
 	for (uint32_t p = 1; p <= PAGES; p++) {
 		/* the tail moved onto a new page (pages_touched), the event is
 		 * committed ([W-commit], release) */
-		atomic_store_explicit(&dirty, p, REL);
+		atomic_store_explicit(&dirty[cpu], p, REL);
 		writer_barrier();
 		/* [WAIT-W]: one relaxed load, no fence of its own */
-		if (wake_due(atomic_load_explicit(&waiters, RLX)))
-			wake_check();
+		if (wake_due(cpu, atomic_load_explicit(&waiters, RLX)))
+			wake_check(cpu);
 	}
 	return NULL;
 }
@@ -193,13 +234,19 @@ static void old_leave(void)
 		atomic_store_explicit(&wait_pages, 0, RLX);
 }
 #else
-/* [WAIT-R2] ringbuf__wait_arm */
-static void wait_arm(uint32_t bit, uint32_t pages, bool reg)
+/* [WAIT-R2] ringbuf__wait_arm (the count never reaches its limit here) */
+static void wait_arm(unsigned cpu, uint32_t bit, uint32_t pages, bool reg)
 {
 	uint64_t cur = atomic_load_explicit(&waiters, RLX), nv;
+	uint32_t mine = cpu + 1, f;
 	do {
 		uint32_t min = WAIT_MIN(cur);
-		nv = cur | bit;
+#ifdef NARROW
+		f = mine; /* mutant: another CPU's armed waiter loses its CPU */
+#else
+		f = !(cur & (WAIT_DATA | WAIT_FULL)) || WAIT_CPU(cur) == mine ? mine : WAIT_ANY;
+#endif
+		nv = (cur & ~((uint64_t)WAIT_ANY << WAIT_CPU_SHIFT)) | bit | (uint64_t)f << WAIT_CPU_SHIFT;
 		if (reg)
 			nv += WAIT_ONE;
 		if (pages && (min == 0 || min > pages))
@@ -219,7 +266,7 @@ static void wait_leave(uint32_t pages)
 		} else {
 			nv = cur - WAIT_ONE;
 			if (pages && WAIT_MIN(cur) == pages) {
-				nv &= WAIT_COUNT | WAIT_DATA;
+				nv &= WAIT_COUNT | WAIT_DATA | (uint64_t)WAIT_ANY << WAIT_CPU_SHIFT;
 				wake = true;
 			}
 		}
@@ -232,19 +279,21 @@ static void wait_leave(uint32_t pages)
 #endif
 
 /* ringbuf__ready: this CPU has the data / the pages */
-static bool ready(uint32_t pages)
+static bool ready(unsigned cpu, uint32_t pages)
 {
-	return atomic_load_explicit(&dirty, ACQ) >= (pages ? pages : 1);
+	return atomic_load_explicit(&dirty[cpu], ACQ) >= (pages ? pages : 1);
 }
 
 /* each pass but the last sleeps until wait_seq moves: at most one pass more
- * than the bumps, PAGES by the writer (one wake check per page) and
+ * than the bumps, PAGES by each writer (one wake check per page) and
  * WAITERS - 1 by leaving waiters (the last one out wakes nobody) */
-#define MAX_PASSES (PAGES + WAITERS)
+#define MAX_PASSES (NCPU * PAGES + WAITERS)
 
+/* arg: cpu << 8 | pages */
 static void *waiter(void *arg)
 {
-	uint32_t pages = (uint32_t)(uintptr_t)arg, bit = pages ? WAIT_FULL : WAIT_DATA, seq;
+	unsigned cpu = (unsigned)((uintptr_t)arg >> 8);
+	uint32_t pages = (uint32_t)((uintptr_t)arg & 0xff), bit = pages ? WAIT_FULL : WAIT_DATA, seq;
 	bool reg = true;
 	int ret = 0, pass;
 #ifdef OLD_PROTOCOL
@@ -259,14 +308,14 @@ static void *waiter(void *arg)
 #ifndef SEQ_AFTER_ARM
 		seq = atomic_load_explicit(&wait_seq, ACQ); /* [WAIT-R1] */
 #endif
-		wait_arm(bit, pages, reg);                   /* [WAIT-R2] */
+		wait_arm(cpu, bit, pages, reg);              /* [WAIT-R2] */
 		reg = false;
 #ifdef SEQ_AFTER_ARM
 		seq = atomic_load_explicit(&wait_seq, ACQ); /* mutant: the old order */
 #endif
 #endif
 		membarrier();                                /* [WAIT-R3] */
-		if (ready(pages)) {                          /* [WAIT-R4] */
+		if (ready(cpu, pages)) {                     /* [WAIT-R4] */
 			ret = 1;
 			break;
 		}
@@ -284,14 +333,21 @@ static void *waiter(void *arg)
 
 int main(void)
 {
-	pthread_t w[WAITERS], wr;
+	pthread_t w[WAITERS], wr[NCPU];
 	for (uintptr_t i = 0; i < WAITERS; i++)
+#ifdef TWO_CPUS
+		/* one page on CPU 0, data on CPU 1 */
+		pthread_create(&w[i], NULL, waiter, (void *)(i << 8 | (i == 0)));
+#else
 		/* 2 waiters: 1 and 2 pages; 3: data, 1 and 2 pages */
 		pthread_create(&w[i], NULL, waiter, (void *)(WAITERS == 3 ? i : i + 1));
-	pthread_create(&wr, NULL, writer, NULL);
+#endif
+	for (uintptr_t i = 0; i < NCPU; i++)
+		pthread_create(&wr[i], NULL, writer, (void *)i);
 	for (int i = 0; i < WAITERS; i++)
 		pthread_join(w[i], NULL);
-	pthread_join(wr, NULL);
+	for (int i = 0; i < NCPU; i++)
+		pthread_join(wr[i], NULL);
 	assert(atomic_load_explicit(&waiters, RLX) == 0); /* every waiter unregistered */
 	return 0;
 }
