@@ -72,6 +72,9 @@ TEST_BINS    := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS))) \
 # and each names its files by pid or mkstemp; a test that another running test
 # disturbs goes here, with the reason)
 TEST_SERIAL  =
+# started first when they run two at a time (the longest, gcc -O2: 30-90 s
+# each), so that the others fill the other core instead of one waiting for them
+TEST_FIRST   = test_ftrace test_interleave test_contexts_outline test_record_hostile test_read_tool test_file
 # run a second time by make test with the CAS claim (RSEQ in ringbuf.h's >>contexts)
 NO_RSEQ_TESTS = test_contexts test_current_steps test_owners test_signal_writers test_thread_fallback \
 	test_fork test_quiesce test_reset
@@ -80,7 +83,7 @@ NO_RSEQ_TESTS = test_contexts test_current_steps test_owners test_signal_writers
 TEST_CXX_SRCS := $(wildcard tests/test_*.cpp tests/*/test_*.cpp)
 TEST_CXX_BINS := $(if $(HAVE_CXX),$(patsubst %.cpp,$(BUILD)/tests/%,$(notdir $(TEST_CXX_SRCS))))
 TEST_HDRS    := $(wildcard tests/*.h tests/*/*.h)
-HEADERS      := ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_net.h ringbuf_ftrace.h
+HEADERS      := $(wildcard ringbuf*.h)
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 # examples/malloc_trace.c is an LD_PRELOAD shared object (malloc_trace.so)
 EXAMPLE_SO_SRCS := examples/malloc_trace.c
@@ -127,7 +130,8 @@ test: ## check dependencies (installs cmocka when root), build and run all tests
 	@if [ -z "$(SAN_FLAGS)" ]; then $(MAKE) --no-print-directory test-packaging; \
 	else echo "test-packaging: not repeated in sanitizer runs"; fi
 	@$(if $(HAVE_CXX),:,echo "test: no C++ compiler ($(CXX)): tests/*/test_*.cpp skipped")
-	@$(RUN_TESTS) $(TEST_BINS) $(TEST_CXX_BINS)
+	@$(RUN_TESTS) $(filter $(addprefix %/,$(TEST_FIRST)),$(TEST_BINS)) \
+		$(filter-out $(addprefix %/,$(TEST_FIRST)),$(TEST_BINS)) $(TEST_CXX_BINS)
 	@$(if $(findstring thread,$(SAN_FLAGS)),echo "test: no second run with the CAS claim under TSan (it has no rseq claim)",\
 	echo "test: the mapped-mode tests again with RINGBUF_CPU_CURRENT's CAS instead of the rseq claim (RINGBUF_TEST_NO_RSEQ=1)" && \
 	RINGBUF_TEST_NO_RSEQ=1 $(RUN_TESTS) $(addprefix $(BUILD)/tests/,$(NO_RSEQ_TESTS)))
@@ -176,22 +180,39 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 # for its first ringbuf header: ringbuf_impl.o for ringbuf.h, all_impl.o for
 # the others. Other tests (an option of their own, or white-box use of the
 # implementation's static internals) compile it themselves.
-IMPL_SKIP := -DRINGBUF_IMPLEMENTATION_INCLUDED=1 -DRINGBUF_TRACE_IMPLEMENTATION_INCLUDED=1 \
-	-DRINGBUF_TRACEDAT_IMPLEMENTATION_INCLUDED=1 -DRINGBUF_NET_IMPLEMENTATION_INCLUDED=1 \
-	-DRINGBUF_FTRACE_IMPLEMENTATION_INCLUDED=1
+# IMPL_SKIP: each header's guard, `#if defined(RINGBUF_IMPLEMENTATION) &&
+# !defined(RINGBUF_..._IMPLEMENTATION_INCLUDED)`, read from the headers (a new
+# header needs no edit here; tests/impl/all_impl.c must include it).
+IMPL_SKIP := $(patsubst %,-D%=1,$(shell sed -n 's/^\#if defined(RINGBUF_IMPLEMENTATION) && !defined(\(RINGBUF_[A-Z_]*IMPLEMENTATION_INCLUDED\)).*/\1/p' $(HEADERS)))
 SHARED_SRCS := $(if $(TEST_SRCS),$(shell grep -l '^/\* IMPL: shared' $(TEST_SRCS)))
+# _GNU_SOURCE before the first include changes the implementation too (with
+# strict C11, <sys/mman.h> has no MAP_ANONYMOUS: an anonymous buffer comes
+# from the allocator, every page touched): ringbuf_impl_gnu.o is compiled with
+# it, for the tests that define it; all_impl.c defines it (ringbuf_net.h).
 # $(1): a test's name -> its implementation object (empty: its own), $(2): outline suffix
-impl_obj = $(foreach f,$(filter %/$(1).c,$(SHARED_SRCS)),$(BUILD)/impl/$(if $(shell grep -l \
-	'^[[:space:]]*\#[[:space:]]*include[[:space:]]*"ringbuf_' $(f)),all_impl,ringbuf_impl)$(2).o)
-# kept (not intermediate files): every build of a test would recompile them
-.SECONDARY: $(addprefix $(BUILD)/impl/,ringbuf_impl.o all_impl.o ringbuf_impl_outline.o all_impl_outline.o)
+impl_obj = $(foreach f,$(filter %/$(1).c,$(SHARED_SRCS)),$(BUILD)/impl/$(if $(call includes_companion,$(f)),all_impl,ringbuf_impl$(if \
+	$(call defines_gnu,$(f)),_gnu))$(2).o)
+includes_companion = $(shell grep -l '^[[:space:]]*\#[[:space:]]*include[[:space:]]*"ringbuf_' $(1))
+defines_gnu = $(shell sed -n '1,/^[[:space:]]*\#[[:space:]]*include[[:space:]]*"ringbuf/p' $(1) | \
+	grep -l '^[[:space:]]*\#[[:space:]]*define[[:space:]]*_GNU_SOURCE')
+# Named as targets, so not intermediate files: kept, and a missing one is
+# built (an intermediate one would not make its tests out of date).
+IMPL_OBJS := $(foreach o,ringbuf_impl ringbuf_impl_gnu all_impl,$(BUILD)/impl/$(o).o $(BUILD)/impl/$(o)_outline.o)
+$(IMPL_OBJS): | $(BUILD)/impl
 $(BUILD)/impl/%.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@ $<
 $(BUILD)/impl/%_outline.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -DRINGBUF__CURRENT_OUTLINE=1 -c -o $@ $<
-# A shared test must not define an option the object would not see.
+$(BUILD)/impl/%_gnu.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
+	$(CC) $(ALL_CFLAGS) -D_GNU_SOURCE=1 -DRINGBUF_TESTING -c -o $@ $<
+$(BUILD)/impl/%_gnu_outline.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
+	$(CC) $(ALL_CFLAGS) -D_GNU_SOURCE=1 -DRINGBUF_TESTING -DRINGBUF__CURRENT_OUTLINE=1 -c -o $@ $<
+# A shared test must not define an option the object would not see (and one
+# that includes a companion header defines _GNU_SOURCE, as all_impl.c does).
 check_shared = $(if $(2),@o=$$(awk -f tests/impl/options.awk $(1)); if [ -n "$$o" ]; then \
-	echo "$$o: a test marked IMPL: shared defines an option; remove the mark (tests/README.md)" >&2; exit 1; fi)
+	echo "$$o: a test marked IMPL: shared defines an option; remove the mark (tests/README.md)" >&2; exit 1; fi \
+	$(if $(call includes_companion,$(1)),$(if $(call defines_gnu,$(1)),,; \
+	echo "$(1): marked IMPL: shared, includes a companion header: define _GNU_SOURCE first, as tests/impl/all_impl.c does" >&2; exit 1)))
 
 .SECONDEXPANSION:
 $(BUILD)/tests/test_%: test_%.c $(HEADERS) $(TEST_HDRS) $$(call impl_obj,test_$$*) | $(BUILD)/tests
