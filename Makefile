@@ -1,14 +1,16 @@
 # Makefile for ringbuf.h (GNU make). `make help` lists the targets.
 #
 # Everything is built under $(BUILD) (default build/). Tests and examples are
-# one .c file each, and each defines RINGBUF_IMPLEMENTATION itself. A test or
-# example that needs more libraries (or compile flags) says so on a line of its own:
+# one .c file each, and each defines RINGBUF_IMPLEMENTATION itself (tests
+# marked `IMPL: shared` are linked with the implementation compiled once per
+# build directory instead: tests/README.md). A test or example that needs more
+# libraries (or compile flags) says so on a line of its own:
 #     /* LDFLAGS: -ltraceevent */
 #     /* CFLAGS: -finstrument-functions */
 
 ## Variables (override on the command line, e.g. `make test CC=clang BUILD=build/clang`):
 ##   CC, CFLAGS      compiler and optimisation/debug flags (cc, -O2 -g)
-##   CXX, CXXFLAGS   C++ compiler and flags for tests/test_*.cpp (make's default, -O2 -g;
+##   CXX, CXXFLAGS   C++ compiler and flags for tests/*/test_*.cpp (make's default, -O2 -g;
 ##                   the C++ tests and checks are skipped, and say so, without it)
 ##   CXXSTD          C++ standard of the C++ tests (c++11: the oldest supported)
 ##   CXX_CHECK       C++ compilers of the C++ compile checks (CXX, g++ and clang++: those present)
@@ -16,6 +18,7 @@
 ##   BUILD           output directory (build)
 ##   SAN_CC          compiler for asan/ubsan/tsan (same as CC)
 ##   TEST_TIMEOUT    seconds each test executable may run (300)
+##   TEST_JOBS       test executables make test runs at a time (2; TEST_SERIAL: alone)
 ##   PREFIX, DESTDIR install location (/usr/local)
 ##   INCLUDEDIR, LIBDIR, PKGCONFIGDIR, CMAKEDIR
 ##                   install directories ($(PREFIX)/include, $(PREFIX)/lib,
@@ -34,6 +37,7 @@ LIBDIR       ?= $(PREFIX)/lib
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 CMAKEDIR     ?= $(LIBDIR)/cmake/ringbuf
 TEST_TIMEOUT ?= 300
+TEST_JOBS ?= 2
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 
@@ -46,16 +50,40 @@ HAVE_CXX := $(shell command -v $(firstword $(CXX)) >/dev/null 2>&1 && echo 1)
 CXX_CHECK ?= $(sort $(CXX) g++ clang++)
 CXX_CHECK_STDS := c++11 c++14 c++17 c++20
 
-TEST_SRCS    := $(wildcard tests/test_*.c)
-TEST_BINS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+# Tests: tests/<layer>/test_*.c (tests/README.md: which layer is which; a
+# tests/test_*.c is built too), each into $(BUILD)/tests/<name>: names are
+# unique across the folders. vpath finds a test's source by its name.
+TEST_SRCS    := $(wildcard tests/test_*.c tests/*/test_*.c)
+TEST_NAMES   := $(basename $(notdir $(TEST_SRCS) $(wildcard tests/test_*.cpp tests/*/test_*.cpp)))
+ifneq ($(words $(TEST_NAMES)),$(words $(sort $(TEST_NAMES))))
+$(error two tests with one name in tests/*/: $(shell printf '%s\n' $(TEST_NAMES) | sort | uniq -d))
+endif
+TEST_DIRS    := $(sort $(dir $(TEST_SRCS) $(wildcard tests/*/test_*.cpp)))
+vpath test_%.c $(TEST_DIRS)
+vpath test_%.cpp $(TEST_DIRS)
+vpath cxx_%.c $(TEST_DIRS)
+# The *_outline variants: these tests again with RINGBUF__CURRENT_OUTLINE=1
+# (RINGBUF_CPU_CURRENT's claim through the out-of-line path), built from the
+# same source by the %_outline rule below.
+OUTLINE_TESTS = test_contexts test_owners test_signal_writers test_reset test_quiesce
+TEST_BINS    := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS))) \
+	$(patsubst %,$(BUILD)/tests/%_outline,$(OUTLINE_TESTS))
+# run alone by make test (none: every test counts events, none measures time,
+# and each names its files by pid or mkstemp; a test that another running test
+# disturbs goes here, with the reason)
+TEST_SERIAL  =
+# started first when they run two at a time (the longest, gcc -O2: 30-90 s
+# each), so that the others fill the other core instead of one waiting for them
+TEST_FIRST   = test_ftrace test_interleave test_contexts_outline test_record_hostile test_read_tool test_file
 # run a second time by make test with the CAS claim (RSEQ in ringbuf.h's >>contexts)
 NO_RSEQ_TESTS = test_contexts test_current_steps test_owners test_signal_writers test_thread_fallback \
 	test_fork test_quiesce test_reset
-# C++ tests: tests/test_*.cpp, each linked with the C file its
+# C++ tests: tests/*/test_*.cpp, each linked with the C file its
 # `// C_SOURCES: tests/x.c` line names (compiled with CC)
-TEST_CXX_SRCS := $(wildcard tests/test_*.cpp)
-TEST_CXX_BINS := $(if $(HAVE_CXX),$(patsubst tests/%.cpp,$(BUILD)/tests/%,$(TEST_CXX_SRCS)))
-TEST_HDRS    := $(wildcard tests/*.h)
+TEST_CXX_SRCS := $(wildcard tests/test_*.cpp tests/*/test_*.cpp)
+TEST_CXX_BINS := $(if $(HAVE_CXX),$(patsubst %.cpp,$(BUILD)/tests/%,$(notdir $(TEST_CXX_SRCS))))
+TEST_HDRS    := $(wildcard tests/*.h tests/*/*.h)
+HEADERS      := $(wildcard ringbuf*.h)
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 # examples/malloc_trace.c is an LD_PRELOAD shared object (malloc_trace.so)
 EXAMPLE_SO_SRCS := examples/malloc_trace.c
@@ -96,21 +124,27 @@ help: ## list the targets and variables
 # ---- tests ------------------------------------------------------------------
 
 test: ## check dependencies (installs cmocka when root), build and run all tests
-	@tools/check-deps.sh
+	@scripts/check-deps.sh
 	@tests/check-docs.sh
 	@$(MAKE) --no-print-directory tests
 	@$(MAKE) --no-print-directory compile-checks
 	@if [ -z "$(SAN_FLAGS)" ]; then $(MAKE) --no-print-directory test-packaging; \
 	else echo "test-packaging: not repeated in sanitizer runs"; fi
-	@$(if $(HAVE_CXX),:,echo "test: no C++ compiler ($(CXX)): tests/test_*.cpp skipped")
-	@TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_WRAPPER="$(TEST_WRAPPER)" tools/run-tests.sh $(TEST_BINS) $(TEST_CXX_BINS)
+	@$(if $(HAVE_CXX),:,echo "test: no C++ compiler ($(CXX)): tests/*/test_*.cpp skipped")
+	@$(RUN_TESTS) $(filter $(addprefix %/,$(TEST_FIRST)),$(TEST_BINS)) \
+		$(filter-out $(addprefix %/,$(TEST_FIRST)),$(TEST_BINS)) $(TEST_CXX_BINS)
 	@$(if $(findstring thread,$(SAN_FLAGS)),echo "test: no second run with the CAS claim under TSan (it has no rseq claim)",\
 	echo "test: the mapped-mode tests again with RINGBUF_CPU_CURRENT's CAS instead of the rseq claim (RINGBUF_TEST_NO_RSEQ=1)" && \
-	RINGBUF_TEST_NO_RSEQ=1 TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_WRAPPER="$(TEST_WRAPPER)" tools/run-tests.sh \
-		$(addprefix $(BUILD)/tests/,$(NO_RSEQ_TESTS)))
+	RINGBUF_TEST_NO_RSEQ=1 $(RUN_TESTS) $(addprefix $(BUILD)/tests/,$(NO_RSEQ_TESTS)))
+
+RUN_TESTS = TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_WRAPPER="$(TEST_WRAPPER)" TEST_JOBS=$(TEST_JOBS) \
+	TEST_SERIAL="$(TEST_SERIAL)" scripts/run-tests.sh
 
 tests: $(TEST_BINS) $(TEST_CXX_BINS) # build only (used by test)
 	@:
+
+list-tests-c: # the C test executables' names, one a line (scripts/test-cross.sh)
+	@printf '%s\n' $(notdir $(TEST_BINS))
 
 # Compile checks of the header part as users see it: tests/compile/*.c with
 # -Werror (RINGBUF_NO_INLINE, declarations only...), and tests/compile/*.cpp
@@ -131,24 +165,75 @@ CXX_COMPILE_CHECKS = set -e; n=0; for cxx in $(CXX_CHECK); do \
 			tests/compile/comdat_a.cpp tests/compile/comdat_b.cpp; \
 		$(BUILD)/comdat-$$cxx; done
 
+# The C++ checks use no sanitizer flags: not repeated in the sanitizer runs.
 compile-checks: # used by test; the C++ part is skipped when there is no C++ compiler
 	@set -e; for f in $(COMPILE_TESTS); do \
 		echo "$(CC) $(WARN) -Werror -I. -c $$f"; \
 		$(CC) $(WARN) -Werror -pthread -I. -c -o /dev/null $$f; \
 	done
-	@$(CXX_COMPILE_CHECKS)
+	@$(if $(SAN_FLAGS),echo "compile-checks: C++ compile checks not repeated in sanitizer runs",$(CXX_COMPILE_CHECKS))
 
-$(BUILD)/tests/%: tests/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_net.h ringbuf_ftrace.h $(TEST_HDRS) | $(BUILD)/tests
-	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< -lcmocka $(call extra_ldflags,$<)
-# tests/test_ftrace_fentry.c: gcc's x86-64 -mfentry NOP sites (ringbuf_ftrace.h
+# The implementation compiled once per build directory (one per compiler,
+# flags and sanitizer): ringbuf_impl.o (ringbuf.h) and all_impl.o (every
+# header), each also with RINGBUF__CURRENT_OUTLINE=1 for the outline variants.
+# A test marked `/* IMPL: shared */` (tests/README.md) is compiled without the
+# implementation (its include guards predefined) and linked with the object
+# for its first ringbuf header: ringbuf_impl.o for ringbuf.h, all_impl.o for
+# the others. Other tests (an option of their own, or white-box use of the
+# implementation's static internals) compile it themselves.
+# IMPL_SKIP: each header's guard, `#if defined(RINGBUF_IMPLEMENTATION) &&
+# !defined(RINGBUF_..._IMPLEMENTATION_INCLUDED)`, read from the headers (a new
+# header needs no edit here; tests/impl/all_impl.c must include it).
+IMPL_SKIP := $(patsubst %,-D%=1,$(shell sed -n 's/^\#if defined(RINGBUF_IMPLEMENTATION) && !defined(\(RINGBUF_[A-Z_]*IMPLEMENTATION_INCLUDED\)).*/\1/p' $(HEADERS)))
+SHARED_SRCS := $(if $(TEST_SRCS),$(shell grep -l '^/\* IMPL: shared' $(TEST_SRCS)))
+# _GNU_SOURCE before the first include changes the implementation too (with
+# strict C11, <sys/mman.h> has no MAP_ANONYMOUS: an anonymous buffer comes
+# from the allocator, every page touched): ringbuf_impl_gnu.o is compiled with
+# it, for the tests that define it; all_impl.c defines it (ringbuf_net.h).
+# $(1): a test's name -> its implementation object (empty: its own), $(2): outline suffix
+impl_obj = $(foreach f,$(filter %/$(1).c,$(SHARED_SRCS)),$(BUILD)/impl/$(if $(call includes_companion,$(f)),all_impl,ringbuf_impl$(if \
+	$(call defines_gnu,$(f)),_gnu))$(2).o)
+includes_companion = $(shell grep -l '^[[:space:]]*\#[[:space:]]*include[[:space:]]*"ringbuf_' $(1))
+defines_gnu = $(shell sed -n '1,/^[[:space:]]*\#[[:space:]]*include[[:space:]]*"ringbuf/p' $(1) | \
+	grep -l '^[[:space:]]*\#[[:space:]]*define[[:space:]]*_GNU_SOURCE')
+# Named as targets, so not intermediate files: kept, and a missing one is
+# built (an intermediate one would not make its tests out of date).
+IMPL_OBJS := $(foreach o,ringbuf_impl ringbuf_impl_gnu all_impl,$(BUILD)/impl/$(o).o $(BUILD)/impl/$(o)_outline.o)
+$(IMPL_OBJS): | $(BUILD)/impl
+$(BUILD)/impl/%.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
+	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@ $<
+$(BUILD)/impl/%_outline.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
+	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -DRINGBUF__CURRENT_OUTLINE=1 -c -o $@ $<
+$(BUILD)/impl/%_gnu.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
+	$(CC) $(ALL_CFLAGS) -D_GNU_SOURCE=1 -DRINGBUF_TESTING -c -o $@ $<
+$(BUILD)/impl/%_gnu_outline.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
+	$(CC) $(ALL_CFLAGS) -D_GNU_SOURCE=1 -DRINGBUF_TESTING -DRINGBUF__CURRENT_OUTLINE=1 -c -o $@ $<
+# A shared test must not define an option the object would not see (and one
+# that includes a companion header defines _GNU_SOURCE, as all_impl.c does).
+check_shared = $(if $(2),@o=$$(awk -f tests/impl/options.awk $(1)); if [ -n "$$o" ]; then \
+	echo "$$o: a test marked IMPL: shared defines an option; remove the mark (tests/README.md)" >&2; exit 1; fi \
+	$(if $(call includes_companion,$(1)),$(if $(call defines_gnu,$(1)),,; \
+	echo "$(1): marked IMPL: shared, includes a companion header: define _GNU_SOURCE first, as tests/impl/all_impl.c does" >&2; exit 1)))
+
+.SECONDEXPANSION:
+$(BUILD)/tests/test_%: test_%.c $(HEADERS) $(TEST_HDRS) $$(call impl_obj,test_$$*) | $(BUILD)/tests
+	$(call check_shared,$<,$(call impl_obj,test_$*))
+	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) -DRINGBUF_TESTING -Itests $(if $(call impl_obj,test_$*),$(IMPL_SKIP)) \
+		$(LDFLAGS) -o $@ $< $(call impl_obj,test_$*) -lcmocka $(call extra_ldflags,$<)
+$(BUILD)/tests/test_%_outline: test_%.c $(HEADERS) $(TEST_HDRS) $$(call impl_obj,test_$$*,_outline) | $(BUILD)/tests
+	$(call check_shared,$<,$(call impl_obj,test_$*,_outline))
+	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) -DRINGBUF_TESTING -Itests -DRINGBUF__CURRENT_OUTLINE=1 \
+		$(if $(call impl_obj,test_$*,_outline),$(IMPL_SKIP)) \
+		$(LDFLAGS) -o $@ $< $(call impl_obj,test_$*,_outline) -lcmocka $(call extra_ldflags,$<)
+# tests/trace/test_ftrace_fentry.c: gcc's x86-64 -mfentry NOP sites (ringbuf_ftrace.h
 # >>fentry) when $(CC) makes them; other compilers and architectures build it
 # without them (it checks that patching refuses, and skips). Compiled with
 # -pg, linked without it: -pg at link time adds gcrt1.o, which writes gmon.out.
 FENTRY_FLAGS := -pg -mfentry -mnop-mcount -mrecord-mcount -fno-pie
 # (not under TSan, which defers the tracer's SIGTRAP handler and reports it)
 fentry_ok = $(if $(findstring thread,$(SAN_FLAGS)),,$(shell printf 'int main(void) { return 0; }\n' | $(CC) $(FENTRY_FLAGS) -no-pie $(SAN_FLAGS) -x c -o /dev/null - >/dev/null 2>&1 && echo 1))
-$(BUILD)/tests/test_ftrace_fentry: tests/test_ftrace_fentry.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_ftrace.h | $(BUILD)/tests
-	$(CC) $(ALL_CFLAGS) $(if $(fentry_ok),$(FENTRY_FLAGS) -DTEST_FENTRY) -DRINGBUF_TESTING -c -o $@.o $<
+$(BUILD)/tests/test_ftrace_fentry: tests/trace/test_ftrace_fentry.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_ftrace.h | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) $(if $(fentry_ok),$(FENTRY_FLAGS) -DTEST_FENTRY) -DRINGBUF_TESTING -Itests -c -o $@.o $<
 	$(CC) $(ALL_CFLAGS) $(if $(fentry_ok),-no-pie) $(LDFLAGS) -o $@ $@.o -lcmocka
 # tests that include a tool's source
 $(BUILD)/tests/test_read_tool: tools/ringbuf-read.c
@@ -156,21 +241,13 @@ $(BUILD)/tests/test_record: tools/ringbuf-record.c
 $(BUILD)/tests/test_record_net: tools/ringbuf-record.c
 $(BUILD)/tests/test_record_hostile: tools/ringbuf-record.c
 $(BUILD)/tests/test_fuzz_findings: tools/ringbuf-record.c
-
-# tests/test_X_outline.c includes tests/test_X.c (the same tests with
-# RINGBUF__CURRENT_OUTLINE): rebuilt when that file changes
-$(BUILD)/tests/test_contexts_outline: tests/test_contexts.c
-$(BUILD)/tests/test_owners_outline: tests/test_owners.c
-$(BUILD)/tests/test_signal_writers_outline: tests/test_signal_writers.c
-$(BUILD)/tests/test_reset_outline: tests/test_reset.c
-$(BUILD)/tests/test_quiesce_outline: tests/test_quiesce.c
 # the preload example's end-to-end test: runs the .so it names
 $(BUILD)/tests/test_malloc_trace: tools/ringbuf-record.c examples/malloc_check.c $(BUILD)/examples/malloc_trace.so
 $(BUILD)/tests/test_malloc_trace: ALL_CFLAGS += -DMALLOC_TRACE_SO='"$(abspath $(BUILD))/examples/malloc_trace.so"'
 
-$(BUILD)/tests/%: tests/%.cpp ringbuf.h ringbuf_trace.h $(TEST_HDRS) $(wildcard tests/cxx_*.c) | $(BUILD)/tests
-	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@-c.o $(call c_sources,$<)
-	$(CXX) $(ALL_CXXFLAGS) -DRINGBUF_TESTING $(LDFLAGS) -o $@ $< $@-c.o -lcmocka $(call extra_ldflags,$<)
+$(BUILD)/tests/test_%: test_%.cpp ringbuf.h ringbuf_trace.h $(TEST_HDRS) $(wildcard tests/*/cxx_*.c) | $(BUILD)/tests
+	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -Itests -c -o $@-c.o $(call c_sources,$<)
+	$(CXX) $(ALL_CXXFLAGS) -DRINGBUF_TESTING -Itests $(LDFLAGS) -o $@ $< $@-c.o -lcmocka $(call extra_ldflags,$<)
 
 # Sanitizer builds: the same tests, their own build directory, their own flags.
 # Each report makes the test fail (no recovery, halt on the first error).
@@ -321,7 +398,7 @@ stress: $(BUILD)/tests/soak $(BUILD)/tests/test_model ## cross-thread stress (me
 	$(BUILD)/tests/soak --stress $(STRESS_SECONDS)
 	MODEL_SEEDS=$${MODEL_SEEDS:-400} $(BUILD)/tests/test_model
 
-# Not a tests/test_*.c file, so `make test` does not run it; built without
+# Not a test_*.c file, so `make test` does not run it; built without
 # RINGBUF_TESTING (the production write path).
 $(BUILD)/tests/soak: tests/soak.c ringbuf.h $(TEST_HDRS) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< -lrt
@@ -339,12 +416,9 @@ TESTS32 ?= test_owners test_contexts test_fork
 # note that GCC 11 changed the alignment of _Atomic 64-bit fields on i386.
 test32: ## build and run TESTS32 with CC32 (gcc -m32 class: 64-bit words on a 32-bit build)
 	@if ! command -v $(CC32) >/dev/null 2>&1; then echo "test32: $(CC32) not found: skipped"; exit 0; fi; \
-	mkdir -p $(BUILD)/i686 && set -e && bins= && for t in $(TESTS32); do \
-		echo "$(CC32) ... -o $(BUILD)/i686/$$t tests/$$t.c"; \
-		$(CC32) $(WARN) -Wno-psabi $(CFLAGS) -pthread -I. -DRINGBUF_TESTING -o $(BUILD)/i686/$$t tests/$$t.c \
-			-L/usr/lib/i386-linux-gnu -lcmocka $$(sed -n 's|^[[:space:]]*/\*[[:space:]]*LDFLAGS:[[:space:]]*\(.*[^[:space:]]\)[[:space:]]*\*/.*|\1|p' tests/$$t.c); \
-		bins="$$bins $(BUILD)/i686/$$t"; done; \
-	TEST_TIMEOUT=$(TEST_TIMEOUT) tools/run-tests.sh $$bins
+	$(MAKE) --no-print-directory $(addprefix $(BUILD)/i686/tests/,$(TESTS32)) BUILD=$(BUILD)/i686 CC=$(CC32) \
+		CFLAGS="$(CFLAGS) -Wno-psabi" LDFLAGS="-L/usr/lib/i386-linux-gnu" SAN_FLAGS= && \
+	$(RUN_TESTS) $(addprefix $(BUILD)/i686/tests/,$(TESTS32))
 
 # ---- model checking ---------------------------------------------------------
 
@@ -355,7 +429,7 @@ verify: ## model-check verify/*.c with GenMC under RC11 and IMM (skipped, and sa
 
 ##   CROSS_ARCHES    make test-cross: which (i686 aarch64 s390x armhf)
 test-cross: ## the tests on i686, aarch64, s390x, armhf (cross compilers + qemu-user; installs them when root)
-	@BUILD=$(BUILD) tools/test-cross.sh $(CROSS_ARCHES)
+	@BUILD=$(BUILD) scripts/test-cross.sh $(CROSS_ARCHES)
 
 # ---- install ----------------------------------------------------------------
 
@@ -393,10 +467,10 @@ uninstall: ## remove what install installed (same DESTDIR, PREFIX and directorie
 .PHONY: test-packaging
 
 test-packaging: ## consumers of make install, pkg-config, CMake, meson; RINGBUF_NAMESPACE (tests/packaging/)
-	@CC="$(CC)" CXX="$(CXX)" BUILD="$(BUILD)" tools/test-packaging.sh
+	@CC="$(CC)" CXX="$(CXX)" BUILD="$(BUILD)" scripts/test-packaging.sh
 
 clean: ## remove the build directory (BUILD)
 	rm -rf $(BUILD)
 
-$(BUILD) $(BUILD)/tests $(BUILD)/examples $(BUILD)/tools $(BUILD)/bench $(BUILD)/fuzz:
+$(BUILD) $(BUILD)/tests $(BUILD)/impl $(BUILD)/examples $(BUILD)/tools $(BUILD)/bench $(BUILD)/fuzz:
 	mkdir -p $@

@@ -1286,6 +1286,10 @@ enum ringbuf__tp {
 	RINGBUF__TP_END /* one past the last: a test's own pseudo points start here */
 };
 RINGBUF_API void ringbuf__testpoint(struct ringbuf *rb, unsigned cpu, int point);
+/* The hook (defined in >>impl): declared here, so that a test linked with an
+ * implementation compiled in another file (the Makefile's shared object) sees it. */
+typedef void (*ringbuf__tp_fn)(struct ringbuf *rb, unsigned cpu, int point, void *ctx);
+RINGBUF_API void ringbuf__set_testpoint_hook(ringbuf__tp_fn fn, void *ctx);
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ringbuf__testpoint((rb), (cpu), (pt))
 #else
 #define RINGBUF__TESTPOINT(rb, cpu, pt) ((void)0)
@@ -1413,7 +1417,7 @@ _Static_assert(8 * sizeof(struct ringbuf__bpage) % RINGBUF__CACHELINE == 0,
  * kernel's page header, 40-byte descriptors, and the
  * 64-bit atomics 8-aligned in the per-CPU struct (i386 aligns a plain
  * uint64_t to 4, _Atomic(uint64_t) to 8 since GCC 11: C++ gets the latter).
- * tests/test_cxx.cpp compares every field's offset between C and C++. */
+ * tests/core/test_cxx.cpp compares every field's offset between C and C++. */
 _Static_assert(offsetof(struct ringbuf__dpage, data) == 8 + sizeof(long) &&
 		       sizeof(struct ringbuf__bpage) == 40,
 	       "block layout");
@@ -2538,7 +2542,7 @@ extern int clock_gettime(int, struct timespec *);
  * by no other process after it was validated (PRIVATE HEADER above;
  * test_record_hostile.c: header_changed_after_the_open). Not covered:
  * ringbuf_recover, which assumes the writers are gone (docs/files-and-recorder.md, Limits;
- * tests/test_record_hostile.c).
+ * tests/tools/test_record_hostile.c).
  *
  * READER SWAP (ringbuf__get_reader_page, serialized by the per-CPU reader lock):
  *   S1  find the head page H: the page whose prev's link carries HEADER
@@ -2577,7 +2581,7 @@ extern int clock_gettime(int, struct timespec *);
  * H's events are read from offset 0 after the repair, and the counts are the
  * writers' (untouched by the swap). The overrun a cut swap put in lost_pending
  * is told with the next event read, which comes from H or a later head, even
- * when the repair undid the swap (tests/test_swap_kill.c).
+ * when the repair undid the swap (tests/files/test_swap_kill.c).
  * The reader never reads past a page's commit, so it never sees a half-written
  * event or half-written padding (kernel bug a0fcaaed0c46 cannot happen).
  *
@@ -2829,7 +2833,7 @@ extern int clock_gettime(int, struct timespec *);
  *
  * EXACT ACCOUNTING AFTER A KILL: committed (the sum of entries_d) = events
  * read + events readable after ringbuf_recover + overrun, whatever
- * instruction the kill came at (tests/test_crash_accounting.c kills a writer
+ * instruction the kill came at (tests/files/test_crash_accounting.c kills a writer
  * at every test point). Crash model: SIGKILL stops the process between two
  * instructions; every store before that point is in the shared mapping (the
  * kernel drains the store buffer; the recovering process reads after
@@ -2885,7 +2889,6 @@ extern int clock_gettime(int, struct timespec *);
 
 /* The constants, layouts and small helpers are in >>inline (header part). */
 #ifdef RINGBUF_TESTING
-typedef void (*ringbuf__tp_fn)(struct ringbuf *rb, unsigned cpu, int point, void *ctx);
 static ringbuf__tp_fn ringbuf__tp_hook;
 static void *ringbuf__tp_ctx;
 RINGBUF_API void ringbuf__set_testpoint_hook(ringbuf__tp_fn fn, void *ctx)
@@ -6586,7 +6589,7 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * points (RINGBUF_TESTING only) mark the inline windows: CURRENT_TAKEN (G2
  * done, G3 not), CURRENT_HELD (G3 done, reserve not), CURRENT_COMMITTED
  * (commit done, G4 not), CURRENT_UNHELD (G4 done, G5 not), CURRENT_UNDONE
- * (a failed reserve's G4 done, G5 not); tests/test_current_steps.c runs a
+ * (a failed reserve's G4 done, G5 not); tests/contexts/test_current_steps.c runs a
  * nested writer and another thread at each, a reset and a quiesce at the
  * first four.
  * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
@@ -6694,7 +6697,7 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  *     independent TSan harness (a thread's first event from its handler,
  *     the thread gone without ringbuf_thread_init, its claim taken over by
  *     a later thread's scan) reported them as a race (issue 22 defect 7;
- *     tests/test_thread_churn.c under make tsan-ubsan). The page bytes stay
+ *     tests/contexts/test_thread_churn.c under make tsan-ubsan). The page bytes stay
  *     plain: a new owner writes after the dead one's write index, and only a
  *     repair of a thread that died mid-event rewrites the dead one's bytes.
  *
@@ -6756,7 +6759,7 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * most (~250 ns here); while the gate is shut, CPU x's own writers take the
  * word through it too (locked instructions, no fence). A thread whose own
  * word is held by a preempted owner takes another buffer through its gate.
- * tests/test_rseq_claim.c: which blocks claim by sequence, sequences
+ * tests/contexts/test_rseq_claim.c: which blocks claim by sequence, sequences
  * against gated CASes on one word from two CPUs (with the gate compiled out,
  * -DMUTANT_NO_GATE, the writers crash within ~2,000 events), signal storms
  * and migrations inside the sequence, another thread and a nested writer at

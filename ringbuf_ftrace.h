@@ -319,7 +319,7 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  * thread runs stay on the stack until one does.
  *
  * C++ EXCEPTIONS. g++ runs the exit hook of each frame an exception unwinds
- * (checked by tests/test_ftrace.c); clang++ calls it on normal returns only,
+ * (checked by tests/trace/test_ftrace.c); clang++ calls it on normal returns only,
  * and the next hook's H3 repairs the unwound frames like a longjmp (same
  * graph, with late return times). Names are the mangled symbols (trace-cmd
  * prints them as they are).
@@ -467,7 +467,7 @@ RINGBUF_API void ringbuf_ftrace_exit(void *fn, void *site, const void *frame);
  *      before dlclose of an object that has patched sites. Under a debugger
  *      the int3 traps of P1..P3 stop the program (gdb: `handle SIGTRAP
  *      nostop noprint pass` while patching). ASan and UBSan: works
- *      (tests/test_ftrace_fentry.c runs in make asan-ubsan); TSan: not
+ *      (tests/trace/test_ftrace_fentry.c runs in make asan-ubsan); TSan: not
  *      supported (it defers the SIGTRAP handler and reports it; make tsan
  *      builds the test without the sites). A fork() while another thread
  *      patches: the child's sites may keep their int3, which its inherited
@@ -1566,7 +1566,7 @@ out:
 #ifdef RINGBUF_TESTING
 	/* a hook that uses every register the trampoline saves, as a larger
 	 * one may: the traced function's arguments survive by those saves only
-	 * (tests/test_ftrace_fentry.c checks them) */
+	 * (tests/trace/test_ftrace_fentry.c checks them) */
 	__asm__ __volatile__("xorps %%xmm0, %%xmm0\n\txorps %%xmm1, %%xmm1\n\txorps %%xmm2, %%xmm2\n\t"
 			     "xorps %%xmm3, %%xmm3\n\txorps %%xmm4, %%xmm4\n\txorps %%xmm5, %%xmm5\n\t"
 			     "xorps %%xmm6, %%xmm6\n\txorps %%xmm7, %%xmm7\n\tmovq $-1, %%rax\n\t"

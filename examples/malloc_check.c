@@ -20,7 +20,7 @@
  * passed, 1 when one failed, 2 on a file that cannot be read.
  *
  * Defining MALLOC_CHECK_NO_MAIN before including this file gives the loader
- * and the checker without main (tests/test_malloc_trace.c).
+ * and the checker without main (tests/tools/test_malloc_trace.c).
  */
 #define _GNU_SOURCE 1
 #include <errno.h>

@@ -4,7 +4,7 @@
  * MAP_SHARED: every byte of it is the traced process's to write. This target
  * builds such a file from the fuzzer's bytes and runs the recorder's own
  * intake on it, the functions of the tool itself (compiled in with
- * RINGBUF_RECORD_TOOL_NO_MAIN, as tests/test_record_hostile.c does):
+ * RINGBUF_RECORD_TOOL_NO_MAIN, as tests/tools/test_record_hostile.c does):
  *
  *   rbrec_attach      ringbuf_open_file(RDWR: MAP_SHARED) and its validation,
  *                     ringbuf_trace_load_registry (the user area), the writer's pid
@@ -74,7 +74,7 @@
  * walker counts the events the writer says it wrote.
  *
  * FOUND (each with its input in fuzz/corpus/fuzz_intake/ and a test in
- * tests/test_fuzz_findings.c): the corruption dump read a per-CPU struct at a
+ * tests/tools/test_fuzz_findings.c): the corruption dump read a per-CPU struct at a
  * misaligned copied offset (8b86ae10..., UBSan); a head page's prev naming
  * the reader page survived recovery and left the reader answering
  * RINGBUF_EAGAIN, retried for 20 s by the last drain (70b5bff2..., a slow unit),
@@ -329,7 +329,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	(void)ringbuf_record_main; /* the whole tool: tests/test_record_hostile.c */
+	(void)ringbuf_record_main; /* the whole tool: tests/tools/test_record_hostile.c */
 	fz_err = getenv("FUZZ_INTAKE_VERBOSE") ? stderr : fopen("/dev/null", "w");
 	CHECK(fz_err);
 	snprintf(tmpdir, sizeof tmpdir, "/dev/shm/fuzz_intake.XXXXXX");

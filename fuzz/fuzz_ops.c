@@ -84,7 +84,7 @@ static struct {
 	/* injection */
 	int tp_point, tp_action, tp_chain;
 	bool tp_armed;
-	_Alignas(16) unsigned char page[8192]; /* see tests/test_fuzz_findings.c: read_page needs alignment */
+	_Alignas(16) unsigned char page[8192]; /* see tests/tools/test_fuzz_findings.c: read_page needs alignment */
 } S;
 
 static unsigned next(void)

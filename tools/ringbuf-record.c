@@ -33,7 +33,7 @@
  * (HOSTILE MEMORY in ringbuf.h's >>design), and a corruption the reader
  * cannot get past (the same page refused again and again) ends the
  * recording with exit status 2 after a bounded number of tries, what was
- * taken before it written (tests/test_record_hostile.c).
+ * taken before it written (tests/tools/test_record_hostile.c).
  *
  * FOLLOWING A PROCESS TREE (-d DIR). Every process of the tree makes its own
  * buffer in DIR and announces it by the protocol of examples/malloc_trace.c

@@ -1,7 +1,7 @@
 // Compile test: a C++-only program with the implementation of ringbuf.h and
 // ringbuf_trace.h and the event macros, compiled as C++ (make compile-checks:
 // -std=c++11, 14, 17 and 20, g++ and clang++, -Wall -Wextra -pedantic -Werror).
-// tests/test_cxx.cpp runs the same as a test.
+// tests/core/test_cxx.cpp runs the same as a test.
 #define RINGBUF_IMPLEMENTATION
 #define RINGBUF_TRACE_DEFINE_EVENTS
 #include "ringbuf_trace.h"

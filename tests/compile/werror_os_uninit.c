@@ -2,7 +2,7 @@
  * used uninitialized" in the implementation (it reported the consumed length
  * of ringbuf__read_one). compile-checks builds without -O, where the analysis
  * does not run and this file only checks that it builds; `make test-cross`
- * (tools/test-cross.sh) compiles the files of tests/compile again at -Os and -O1 with
+ * (scripts/test-cross.sh) compiles the files of tests/compile again at -Os and -O1 with
  * every compiler it uses. */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf_trace.h"

@@ -1,5 +1,5 @@
 /* A shared object holding the ringbuf.h implementation, loaded by
- * tests/dlopen/host.c with dlopen() (tools/test-cross.sh builds both, with
+ * tests/dlopen/host.c with dlopen() (scripts/test-cross.sh builds both, with
  * glibc and with musl-gcc). Its per-thread writer state is TLS in the object:
  * with the initial-exec model musl refuses to load it ("initial-exec TLS
  * resolves to dynamic definition"); RINGBUF_TLS_MODEL chooses the model and

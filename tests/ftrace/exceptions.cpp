@@ -1,4 +1,4 @@
-// C++ exceptions through traced functions (built and run by tests/test_ftrace.c):
+// C++ exceptions through traced functions (built and run by tests/trace/test_ftrace.c):
 // an exception thrown in t_thrower unwinds t_mid into t_outer's catch. g++ runs
 // the exit hooks while unwinding; clang++ does not, and the next hook repairs
 // the two frames. Prints the graph events, one "E|X name depth" line each.

@@ -1,5 +1,5 @@
 /* A consumer of an installed or vendored ringbuf.h, built by every packaging
- * path that tools/test-packaging.sh checks (pkg-config, find_package after
+ * path that scripts/test-packaging.sh checks (pkg-config, find_package after
  * make install / cmake --install, add_subdirectory, meson subproject): the
  * one file with the implementation of both headers, linked with what the
  * package says (-pthread). Prints "consumer ok" and exits 0. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # namespace.sh - RINGBUF_NAMESPACE: no unprefixed symbol, two copies in one program.
 #
-#   tests/packaging/namespace.sh BUILD_DIR      (run by tools/test-packaging.sh)
+#   tests/packaging/namespace.sh BUILD_DIR      (run by scripts/test-packaging.sh)
 #
 # 1. The implementation (ringbuf.h + ringbuf_trace.h; and with ringbuf_ftrace.h)
 #    and a user file of the inline fast path, in C and C++, are compiled with RINGBUF_NAMESPACE=rbns_

@@ -1,0 +1,340 @@
+#!/usr/bin/env bash
+# test-cross.sh - the test suite on other architectures (make test-cross).
+#
+#   scripts/test-cross.sh [arch...]      arch: i686 aarch64 s390x armhf (default: all)
+#
+# Builds the tests `make list-tests-c` names (tests/*/test_*.c and the
+# *_outline variants; tests/*/test_*.cpp where the cross g++ is
+# installed: C and C++ writers, byte-identical pages and layouts on each
+# architecture) with Debian's cross compilers and runs them under
+# qemu-user (i686 natively: qemu-i386 hangs in pthread_create), two
+# architectures at a time, each one's log in $BUILD/cross/<arch>/test.log.
+# What each architecture adds to the x86-64 runs of `make test`:
+#   i686     32-bit long and size_t: 12-byte page header, 32-bit links
+#   aarch64  the portable C11 atomics (no x86 local ops), no rdtsc
+#   s390x    big-endian: header words in the kernel's big-endian bitfield
+#            layout, trace.dat marked big-endian and read by the host's
+#            trace-cmd (the tests start it; qemu-user runs host binaries as
+#            they are)
+#   armhf    32-bit with strict alignment and 8-byte aligned long long
+# Also: the compile checks (tests/compile/*.c) with every compiler at -Os and
+# with -Wcast-align; the demo's trace.dat from s390x through the host's
+# `trace-cmd report` (every event shown, none unknown); a shared object with
+# the implementation dlopen'ed under glibc and musl (RINGBUF_TLS_MODEL).
+#
+# Skipped under qemu-user (RINGBUF_TEST_QEMU=1 tells the tests), and why:
+#   test_readers, test_contexts, test_signal_writers, test_fork,
+#   test_signal_safety, test_head_push_race, test_kernel_selftest,
+#   test_merged_order, test_wait, test_reader_lock, test_reset, test_owners:
+#       threads and signals only; qemu-user runs a weakly ordered guest with
+#       the x86 host's ordering, so they test nothing x86-64 does not, and
+#       they take most of the time (they run natively on i686)
+#   aarch64: test_file, test_read_tool, armhf: test_file, test_interleave:
+#       the slowest under qemu, with no word-size or byte-order specific path
+#       that x86-64 (64-bit little-endian), i686 (32-bit, native) and s390x
+#       do not run
+#   test_file: sigkill_at_random_moments: see the test (flaky under qemu)
+#   test_read_tool: the live read: qemu-user fakes /proc/self/stat
+#   test_tracedat: the string filter on big-endian files (libtraceevent
+#       reads __data_loc in the host's order)
+# CROSS_SKIP="arch:test ..." skips more; CROSS_ONLY="test_a test_b" runs only
+# those. Packages: installed when run as root (apt-get, multiarch), otherwise
+# printed. Exits 1 if anything failed.
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+OUT=$BUILD/cross
+JOBS=${CROSS_JOBS:-2}
+TIMEOUT=${TEST_TIMEOUT:-300}
+CFLAGS_CROSS=${CROSS_CFLAGS:--O2}
+start_all=$(date +%s)
+
+# arch -> triplet, Debian architecture, runner
+declare -A TRIPLET=([i686]=i686-linux-gnu [aarch64]=aarch64-linux-gnu [s390x]=s390x-linux-gnu
+		    [armhf]=arm-linux-gnueabihf)
+declare -A DEBARCH=([i686]=i386 [aarch64]=arm64 [s390x]=s390x [armhf]=armhf)
+declare -A QEMU=([i686]= [aarch64]=qemu-aarch64 [s390x]=qemu-s390x [armhf]=qemu-arm)
+
+arches=("$@")
+[ ${#arches[@]} -gt 0 ] || arches=(i686 aarch64 s390x armhf)
+for a in "${arches[@]}"; do
+	[ -n "${TRIPLET[$a]:-}" ] || { echo "test-cross: unknown architecture $a (i686 aarch64 s390x armhf)"; exit 2; }
+done
+
+# test_malloc_trace: re-executes itself (exec from inside qemu-user) and
+# LD_PRELOADs a guest object; it runs natively on i686 (passes there)
+QEMU_SKIP="test_readers test_contexts test_signal_writers test_fork test_signal_safety
+	   test_head_push_race test_kernel_selftest test_merged_order test_wait test_reader_lock
+	   test_reset test_owners test_malloc_trace"
+NATIVE_SKIP=""
+SLOW_SKIP="aarch64:test_file aarch64:test_read_tool armhf:test_file armhf:test_interleave"
+# OPEN_SKIP: tests that fail here for a reason not understood yet ("arch:test";
+# each entry is open work, not a platform limit). Empty: the entries of
+# 2026-11-25 were test assumptions qemu-user or the architecture broke
+# (s390x test_record read the trace.dat as little-endian; test_ftrace took the
+# task name qemu-s390x for an unnamed function's 0x; armhf
+# test_tracedat_stream's readdir got EOVERFLOW from 64-bit directory offsets;
+# test_thread_fallback expected a joined thread gone from the kernel's table,
+# which under qemu-user it often is not yet) and one library bug (a renamed
+# thread's new name lost to a signal handler's event, seen in s390x
+# test_read_tool). Not explained: s390x test_filter_race failed once (an
+# emitter result neither 1 nor 0; 40+ passing runs since) and test_read_tool's
+# killed-writer case once missed a committed event (330+ passing rounds
+# since); both now print what a next failure needs.
+OPEN_SKIP=""
+
+# ---- dependencies ------------------------------------------------------------
+pkgs_for() {
+	local a=$1 d=${DEBARCH[$1]}
+	echo "gcc-${TRIPLET[$a]} libc6-dev-$d-cross libcmocka-dev:$d libtraceevent-dev:$d"
+	[ -z "${QEMU[$a]}" ] || echo qemu-user
+}
+missing=()
+for a in "${arches[@]}"; do
+	d=${DEBARCH[$a]}
+	command -v "${TRIPLET[$a]}-gcc" >/dev/null || missing+=("gcc-${TRIPLET[$a]}" "libc6-dev-$d-cross")
+	[ -e "/usr/lib/${TRIPLET[$a]/i686/i386}/libcmocka.so" ] || missing+=("libcmocka-dev:$d")
+	[ -e "/usr/lib/${TRIPLET[$a]/i686/i386}/libtraceevent.so" ] || missing+=("libtraceevent-dev:$d")
+	[ -z "${QEMU[$a]}" ] || command -v "${QEMU[$a]}" >/dev/null || missing+=(qemu-user)
+done
+command -v trace-cmd >/dev/null || missing+=(trace-cmd)
+# optional: the C++ tests run where the cross g++ is installed (installed
+# with the rest as root; otherwise they are skipped, and the log says so)
+optional=()
+for a in "${arches[@]}"; do
+	command -v "${TRIPLET[$a]}-g++" >/dev/null || optional+=("g++-${TRIPLET[$a]}")
+	[ -e "/usr/lib/${TRIPLET[$a]/i686/i386}/libstdc++.so.6" ] || optional+=("libstdc++6:${DEBARCH[$a]}")
+done
+if [ ${#optional[@]} -gt 0 ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+	if [ ${#missing[@]} -gt 0 ]; then
+		missing+=("${optional[@]}")
+	else
+		echo "test-cross: installing ${optional[*]} (C++ tests)"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${optional[@]}" ||
+			{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y \
+				--no-install-recommends "${optional[@]}"; } || true
+	fi
+fi
+command -v musl-gcc >/dev/null || missing+=(musl-tools)
+if [ ${#missing[@]} -gt 0 ]; then
+	mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+	archs=$(printf '%s\n' "${missing[@]}" | sed -n 's/.*:\(.*\)/\1/p' | sort -u)
+	if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+		echo "test-cross: installing ${missing[*]}"
+		for d in $archs; do dpkg --add-architecture "$d"; done
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update || true
+		apt-get install -y --no-install-recommends "${missing[@]}" || true
+	else
+		echo "test-cross: missing packages; as root:"
+		for d in $archs; do echo "  dpkg --add-architecture $d"; done
+		echo "  apt-get update && apt-get install ${missing[*]}"
+		exit 1
+	fi
+fi
+
+# ---- per architecture: build, then run ----------------------------------------
+skipped() { # arch test -> reason or nothing
+	local a=$1 t=$2 x
+	for x in $NATIVE_SKIP; do
+		[ "$x" = "$a:$t" ] && { echo "NATIVE_SKIP"; return; }
+	done
+	for x in ${CROSS_SKIP:-}; do
+		[ "$x" = "$a:$t" ] && { echo "CROSS_SKIP"; return; }
+	done
+	for x in $SLOW_SKIP; do
+		[ "$x" = "$a:$t" ] && { echo "skipped: slow under qemu, covered by the other runs"; return; }
+	done
+	for x in $OPEN_SKIP; do
+		[ "$x" = "$a:$t" ] && { echo "OPEN_SKIP: fails here, not investigated yet (see scripts/test-cross.sh)"; return; }
+	done
+	if [ -n "${QEMU[$a]}" ]; then
+		for x in $QEMU_SKIP; do
+			[ "$x" = "$t" ] && { echo "skipped under qemu (threads/signals only)"; return; }
+		done
+	fi
+	if [ -n "${CROSS_ONLY:-}" ]; then
+		for x in $CROSS_ONLY; do [ "$x" = "$t" ] && return; done
+		echo "not in CROSS_ONLY"
+	fi
+}
+
+run_arch() {
+	local a=$1 cc=${TRIPLET[$1]}-gcc cxx=${TRIPLET[$1]}-g++ dir=$OUT/$1 t n rc s secs reason
+	local -a run=() bins=()
+	mkdir -p "$dir"
+	exec >"$dir/test.log" 2>&1
+	echo "==== $a ($cc, ${QEMU[$a]:-native}) $(date -u +%H:%M:%S)"
+	[ -z "${QEMU[$a]}" ] || run=("${QEMU[$a]}" -L /)
+	if ! "$cc" -o "$dir/true" -x c - <<<'int main(void) { return 0; }' || ! "${run[@]}" "$dir/true"; then
+		echo "FAIL     $a: cannot build or run a $a executable here"
+		return 1
+	fi
+	for n in $(make --no-print-directory -s list-tests-c); do
+		reason=$(skipped "$a" "$n")
+		if [ -n "$reason" ]; then
+			echo "SKIP     $n ($reason)"
+			continue
+		fi
+		bins+=("$dir/tests/$n")
+	done
+	if command -v "$cxx" >/dev/null; then
+		for t in tests/test_*.cpp tests/*/test_*.cpp; do
+			[ -f "$t" ] || continue
+			n=${t##*/}; n=${n%.cpp}
+			reason=$(skipped "$a" "$n")
+			if [ -n "$reason" ]; then
+				echo "SKIP     $n ($reason)"
+				continue
+			fi
+			bins+=("$dir/tests/$n")
+		done
+	else
+		echo "SKIP     tests/*/test_*.cpp (no $cxx: apt-get install g++-${TRIPLET[$a]})"
+	fi
+	s=$(date +%s)
+	if ! make --no-print-directory -j"$JOBS" "${bins[@]}" examples BUILD="$dir" CC="$cc" CXX="$cxx" \
+		CFLAGS="$CFLAGS_CROSS" CXXFLAGS="$CFLAGS_CROSS" >"$dir/build.log" 2>&1; then
+		tail -n 30 "$dir/build.log"
+		echo "FAIL     $a: build (see $dir/build.log)"
+		return 1
+	fi
+	echo "built in $(($(date +%s) - s)) s"
+	rc=0
+	for t in "${bins[@]}"; do
+		n=${t##*/}
+		s=$(date +%s)
+		env CI=true ${QEMU[$a]:+RINGBUF_TEST_QEMU=1} timeout "$TIMEOUT" "${run[@]}" "$t" >"$t.log" 2>&1
+		st=$?
+		secs=$(($(date +%s) - s))
+		if [ $st -eq 0 ]; then
+			echo "PASS     $n (${secs}s, $(grep '^\[  SKIPPED \] ' "$t.log" | grep -v ' test(s)' | sort -u | wc -l) cases skipped)"
+		else
+			echo "FAIL     $n (exit $st, ${secs}s; $t.log):"
+			grep -E '^\[  (ERROR|FAILED) |^ERROR|LINE' "$t.log" | head -n 8 | sed 's/^/           /'
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+# The demo on s390x: its trace.dat read by the host's trace-cmd, every event
+# shown (the summary line names how many the trace holds).
+demo_s390x() {
+	local dir=$OUT/s390x dat want got unknown
+	dat=$dir/demo.dat
+	exec >"$dir/demo.log" 2>&1
+	qemu-s390x -L / "$dir/examples/demo" "$dat" >"$dir/demo.out" 2>&1 || { cat "$dir/demo.out"; return 1; }
+	want=$(sed -n 's/^ *events in trace: *\([0-9]*\) from threads, *\([0-9]*\) from timer handlers, *\([0-9]*\) from nested.*/\1 + \2 + \3/p' "$dir/demo.out")
+	[ -n "$want" ] || { echo "demo: no 'events in trace' line"; cat "$dir/demo.out"; return 1; }
+	want=$((want))
+	trace-cmd report "$dat" >"$dir/demo.report" 2>/dev/null || { echo "trace-cmd report failed"; return 1; }
+	got=$(grep -cE '\[[0-9]{3}\] ' "$dir/demo.report")
+	unknown=$(grep -c 'UNKNOWN' "$dir/demo.report")
+	trace-cmd dump --summary "$dat" 2>/dev/null | grep -q '1.\[Big endian\]' || { echo "demo.dat not marked big-endian"; return 1; }
+	echo "demo on s390x: $want events in the trace, trace-cmd report shows $got, $unknown unknown"
+	[ "$got" -eq "$want" ] && [ "$unknown" -eq 0 ]
+}
+
+# Compile checks with every compiler: -Werror at -Os (gcc's maybe-uninitialized
+# analysis) and with -Wcast-align; host gcc also at -O1.
+compile_matrix() {
+	local f cc o rc=0
+	local -a ccs=(gcc clang musl-gcc)
+	for a in "${arches[@]}"; do ccs+=("${TRIPLET[$a]}-gcc"); done
+	exec >"$OUT/compile.log" 2>&1
+	for cc in "${ccs[@]}"; do
+		command -v "$cc" >/dev/null || { echo "SKIP     compile checks with $cc (not installed)"; continue; }
+		for o in -Os -O1; do
+			[ "$o" = -O1 ] && [ "$cc" != gcc ] && continue
+			for f in tests/compile/*.c; do
+				if ! "$cc" -std=c11 -Wall -Wextra -pedantic -Werror -Wcast-align "$o" -pthread -I. \
+					-c -o /dev/null "$f" 2>"$OUT/cc.err"; then
+					echo "FAIL     $cc $o $f:"
+					grep -v 'note: the alignment of' "$OUT/cc.err" | head -n 10
+					rc=1
+				fi
+			done
+		done
+		echo "compile checks with $cc: done"
+	done
+	return $rc
+}
+
+# A shared object with the implementation, dlopen'ed (RINGBUF_TLS_MODEL): with
+# glibc and with musl; under musl, initial-exec must fail (the check bites).
+dlopen_check() {
+	local cc dir=$OUT/dlopen rc=0
+	mkdir -p "$dir"
+	exec >"$dir/dlopen.log" 2>&1
+	for cc in gcc musl-gcc; do
+		command -v "$cc" >/dev/null || { echo "SKIP     dlopen with $cc (not installed)"; continue; }
+		"$cc" -std=c11 -O2 -pthread -fPIC -shared -I. -o "$dir/plugin-$cc.so" tests/dlopen/plugin.c &&
+		"$cc" -std=c11 -O2 -pthread -fPIC -shared -I. -DRINGBUF_TLS_MODEL='"initial-exec"' \
+			-o "$dir/plugin-$cc-ie.so" tests/dlopen/plugin.c &&
+		"$cc" -O2 -o "$dir/host-$cc" tests/dlopen/host.c -ldl || { echo "FAIL     dlopen build ($cc)"; rc=1; continue; }
+		"$dir/host-$cc" "$dir/plugin-$cc.so" || { echo "FAIL     dlopen with $cc, default TLS model"; rc=1; }
+		if [ "$cc" = musl-gcc ]; then
+			if "$dir/host-$cc" "$dir/plugin-$cc-ie.so"; then
+				echo "FAIL     musl loaded initial-exec TLS from a dlopen'ed object: the check does not bite"
+				rc=1
+			fi
+		else
+			"$dir/host-$cc" "$dir/plugin-$cc-ie.so" || { echo "FAIL     dlopen with glibc, initial-exec"; rc=1; }
+		fi
+	done
+	return $rc
+}
+
+mkdir -p "$OUT"
+declare -A result
+pids=()
+names=()
+# two at a time: qemu runs are single-threaded mostly
+start_job() { "$@" & pids+=($!); names+=("$1 ${2:-}"); }
+wait_jobs() {
+	local i
+	for i in "${!pids[@]}"; do
+		wait "${pids[$i]}"
+		result["${names[$i]}"]=$?
+	done
+	pids=()
+	names=()
+}
+start_job compile_matrix
+start_job dlopen_check
+wait_jobs
+queue=("${arches[@]}")
+while [ ${#queue[@]} -gt 0 ]; do
+	start_job run_arch "${queue[0]}"
+	queue=("${queue[@]:1}")
+	if [ ${#queue[@]} -gt 0 ]; then
+		start_job run_arch "${queue[0]}"
+		queue=("${queue[@]:1}")
+	fi
+	wait_jobs
+done
+for a in "${arches[@]}"; do
+	if [ "$a" = s390x ] && [ -x "$OUT/s390x/examples/demo" ]; then
+		(demo_s390x)
+		result["demo s390x"]=$?
+	fi
+done
+
+failed=0
+echo "==== test-cross ($(($(date +%s) - start_all)) s)"
+for f in "$OUT/compile.log" "$OUT/dlopen/dlopen.log"; do [ -f "$f" ] && grep -E '^(FAIL|SKIP)' "$f"; done
+for a in "${arches[@]}"; do
+	echo "---- $a"
+	grep -E '^(PASS|FAIL|SKIP|built|    )' "$OUT/$a/test.log"
+done
+[ -f "$OUT/s390x/demo.log" ] && cat "$OUT/s390x/demo.log"
+for k in "${!result[@]}"; do
+	if [ "${result[$k]}" -ne 0 ]; then
+		echo "FAILED: $k"
+		failed=1
+	fi
+done
+[ $failed -eq 0 ] && echo "test-cross: all passed"
+exit $failed

@@ -1,4 +1,0 @@
-/* The C side of tests/test_cxx_cimpl.cpp: tests/cxx_cside.c with the
- * implementation (ringbuf.h and ringbuf_trace.h) compiled as C. */
-#define CXX_C_IMPL 1
-#include "cxx_cside.c"

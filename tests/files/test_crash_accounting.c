@@ -1,0 +1,188 @@
+/* SIGKILL at every test point of the write path, overwrite mode, with a reader
+ * taking events between writes: after ringbuf_recover() the accounting is
+ * exact, whatever step the writer died at:
+ *
+ *     committed == events read (before and after the kill) + overrun
+ *
+ * and every gap in the sequence numbers read is the loss the reader was told
+ * (rec.lost). A child process writes numbered events of varied lengths into a
+ * small file-backed buffer (4 ring pages of 512 bytes: a head push every few
+ * events) and consumes a few every 7 writes; its test-point hook raises SIGKILL
+ * at the K-th test point it passes. The parent runs K = 0, 1, 2, ... until the
+ * child gets to its end, recovering and checking after each kill. Everything
+ * is counted in test points, nothing in time: the same kills every run.
+ *
+ * Before the fix (ringbuf.h, HEAD PUSH ACCOUNTING in >>design), a kill after
+ * a head push's claim (H1, T.next HEADER -> UPDATE) and before the add to
+ * overrun left the pushed page's events counted committed, gone from the ring
+ * and not counted as overrun; a kill after the event was complete (its slot
+ * cleared) and before the committed count left an event readable but not
+ * counted committed. */
+#define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
+#define RINGBUF_IMPLEMENTATION
+#include "ringbuf.h"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "crashutil.h"
+#include "sigutil.h" /* UNDER_TSAN */
+
+/* Events the child writes: 400 (3,188 kills, every test point of each).
+ * Each kill re-runs the child from the start, so the sweep costs O(NEV^2):
+ * under qemu-user (RINGBUF_TEST_QEMU) and ThreadSanitizer, where a fork and
+ * its run cost 40-70 times more, the child writes 160 events (1,254 kills:
+ * every test point of those, head pushes and the reader's consumes among them,
+ * a sixth of the work) so that .ci/run stays in its budget; the native, ASan
+ * and UBSan runs sweep all 400. */
+#define NEV_FULL 400u
+#define NEV_SHORT 160u
+static uint32_t NEV = NEV_FULL;
+
+static char path[64];
+
+static int g_kill_at, g_hits, g_bad;
+
+/* report and go on: one run shows every step that fails */
+#define BAD(...) (print_message(__VA_ARGS__), print_message("\n"), g_bad++)
+static volatile int32_t *g_point; /* shared with the child: where it was killed */
+
+static void kill_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	(void)rb;
+	(void)cpu;
+	(void)ctx;
+	/* the writer's steps only: the child's reader is not killed here
+	 * (tests/files/test_swap_kill.c kills it at every step of its swap) */
+	if (point >= RINGBUF__TP_COUNT || point == RINGBUF__TP_READER_S2)
+		return;
+	crash_kill_countdown(&g_hits, g_kill_at, g_point, point);
+}
+
+static void child(int mode)
+{
+	struct crash_prog *pg;
+	struct ringbuf *rb = crash_child_create(path, mode, &pg);
+	ringbuf__set_testpoint_hook(kill_hook, NULL);
+	for (uint32_t i = 0; i < NEV; i++) {
+		if (crash_write_ev(rb, i) != 0)
+			_exit(11); /* one writer, overwrite mode: never dropped */
+		pg->written = i + 1;
+		if (i % 7 == 6)
+			crash_child_consume(rb, pg, 1 + (i / 7) % 2);
+	}
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	_exit(0);
+}
+
+/* Returns 1 when the child ran to its end (kill_at past its last step). */
+static const char *const point_names[] = {
+	"?", "A_TIME", "B_BEFORE", "C_RESERVED", "D_WRITE_STAMP", "CROSS_CLAIMED", "CROSS_PADDED",
+	"MOVE_TAIL", "H1_COUNTED", "H1_UPDATE", "H2_NEW_HEAD", "H3_DONE", "U1_INTCNT", "U2_RESET",
+	"U3_MOVED", "COMMIT_PAGE", "COMMIT_END", "DISCARD_INVAL", "READER_S2", "MOVE_TAIL_NEXT",
+	"DROP_DECIDED", "H1_CLAIMED", "SLOT_CHECKED", "COUNTED", "H1_OVERRUN"};
+
+
+static const char *point_name(void)
+{
+	static char buf[32];
+	int32_t p = *g_point;
+	if (p >= 0 && (size_t)p < sizeof point_names / sizeof point_names[0])
+		return point_names[p];
+	snprintf(buf, sizeof buf, "%d", (int)p);
+	return buf;
+}
+
+static int run_one(int mode, int kill_at, uint64_t *events)
+{
+	struct ringbuf *rb;
+	struct ringbuf_stats st;
+	struct crash_prog pg;
+	size_t usz;
+	int r, done;
+	uint64_t read = 0, lost = 0;
+	uint32_t next;
+	pid_t pid;
+	char who[64];
+	g_kill_at = kill_at;
+	*g_point = -1;
+	g_hits = 0;
+	if ((pid = crash_fork(path)) == 0)
+		child(mode);
+	done = crash_wait(pid);
+	/* ringbuf_recover() inside, as ringbuf-record runs it */
+	if ((r = ringbuf_open_file(path, RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER, &rb)) != 0) {
+		BAD("kill at test point %d (%s): open and recover: %s", kill_at, point_name(),
+			 ringbuf_strerror(r));
+		return done;
+	}
+	memcpy(&pg, ringbuf_user_area(rb, &usz), sizeof pg);
+	next = pg.next;
+	snprintf(who, sizeof who, "kill at test point %d (%s)", kill_at, point_name());
+	assert_int_equal(crash_drain(rb, who, &next, &read, &lost, &g_bad), 0);
+	assert_int_equal(ringbuf_stats_cpu(rb, 0, &st), 0);
+	if (st.committed != pg.read + read + st.overrun || st.read_events != pg.read + read ||
+	    pg.lost + lost != st.overrun || st.dropped_events + st.commit_overrun != 0 ||
+	    st.entries != 0)
+		BAD("kill at test point %d (%s): committed %llu, read %llu + %llu (read_events %llu), overrun %llu "
+			 "(reported lost %llu + %llu), pages_lost %llu, dropped %llu + %llu",
+			 kill_at, point_name(), (unsigned long long)st.committed, (unsigned long long)pg.read,
+			 (unsigned long long)read, (unsigned long long)st.read_events,
+			 (unsigned long long)st.overrun, (unsigned long long)pg.lost, (unsigned long long)lost,
+			 (unsigned long long)st.pages_lost, (unsigned long long)st.dropped_events,
+			 (unsigned long long)st.commit_overrun);
+	/* the last event read is the last one written, or the one in flight
+	 * if it was complete (the kill after its commit began) */
+	if (next != pg.written && !(next == pg.written + 1 && !done))
+		BAD("kill at test point %d (%s): read up to %u, %u written", kill_at, point_name(), next, pg.written);
+	else if (st.committed != next)
+		BAD("kill at test point %d (%s): committed %llu, read up to %u", kill_at, point_name(),
+		    (unsigned long long)st.committed, next);
+	*events += st.committed;
+	ringbuf_destroy(rb);
+	return done;
+}
+
+static void sweep(int mode, const char *name)
+{
+	uint64_t events = 0;
+	int k;
+	g_point = crash_shared_point();
+	snprintf(path, sizeof path, "/tmp/ringbuf-crashacct-%d.rb", (int)getpid());
+	for (k = 0; k < 100000 && !run_one(mode, k, &events); k++)
+		;
+	assert_true(k < 100000);
+	unlink(path);
+	print_message("  %d kills, %d failed\n", k, g_bad);
+	assert_int_equal(g_bad, 0);
+	print_message("  %s: %d kills (every test point of %u events), each recovered exactly (%llu committed events "
+		      "checked)\n",
+		      name, k, NEV, (unsigned long long)events);
+}
+
+static void overwrite_kill_at_each_step_accounts_every_event(void **state)
+{
+	(void)state;
+	ringbuf_set_warn_hook(crash_warn_print, NULL);
+	if (UNDER_TSAN || getenv("RINGBUF_TEST_QEMU"))
+		NEV = NEV_SHORT;
+	sweep(RINGBUF_MODE_OVERWRITE, "overwrite");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(overwrite_kill_at_each_step_accounts_every_event),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,6 +1,0 @@
-// test_cxx_cimpl.cpp - tests/test_cxx.cpp the other way round: the
-// implementation compiled as C (tests/cxx_cside_impl.c), this C++ file with
-// the declarations and the inline fast path only.
-// C_SOURCES: tests/cxx_cside_impl.c
-#define CXX_C_IMPL 1
-#include "test_cxx.cpp"
