@@ -1,4 +1,4 @@
-/* ringbuf_tracedat.h - v0.1.0 - streaming trace.dat writer for ringbuf.h: pages in, file out
+/* ringbuf_tracedat.h - v0.1.0 - trace.dat for ringbuf.h: the in-memory export and the streaming writer
  * SPDX-License-Identifier: MIT   (licence text at the end of ringbuf.h)
  *
  * Writes a trace.dat file (version 6, or 7 uncompressed) that `trace-cmd
@@ -24,10 +24,11 @@
  * RINGBUF_ECORRUPT and leaves the file as it was.
  *
  * USAGE
- *   In the one C file that defines RINGBUF_IMPLEMENTATION (it must also get
- *   ringbuf_trace.h's implementation, which this header includes):
+ *   In the one C file that defines RINGBUF_IMPLEMENTATION:
  *       #define RINGBUF_IMPLEMENTATION
- *       #include "ringbuf_tracedat.h"       (includes ringbuf_trace.h, ringbuf.h)
+ *       #include "ringbuf_tracedat.h"       (includes ringbuf_trace_text.h,
+ *                   ringbuf_trace_flight.h, ringbuf_trace_filter.h,
+ *                   ringbuf_trace_snapshot.h, ringbuf_trace_event.h, ringbuf.h)
  *   Everywhere else:  #include "ringbuf_tracedat.h"
  *
  *   struct ringbuf_tracedat_info info;
@@ -41,7 +42,13 @@
  *   ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0); // what is left
  *   ringbuf_tracedat_finish(w, NULL);                   // or ringbuf_tracedat_abort(w)
  *
+ * The same file in one call: ringbuf_trace_write_tracedat() /
+ * ringbuf_trace_save_tracedat() export a buffer (and captured pages) of this
+ * process (>>tracedat); both paths describe the file to one layout writer.
+ *
  * TABLE OF CONTENTS (grep for the anchors)
+ *   >>tracedat    the one-call export: captures written, CLOCK, FILTERS; the
+ *                 layout writer ("the file") and the filters' reader
  *   >>tdat_api    the writer's types and functions
  *   >>tdat_design file layout, temporary files, what a page must satisfy
  *   >>tdat_impl   the implementation (RINGBUF_IMPLEMENTATION only)
@@ -61,7 +68,7 @@
  *   CPUs other than the largest twice for a moment (all of them where
  *   UNNAMED FILES do not apply). One open file
  *   descriptor per CPU while writing. trace-cmd 3.1.6 shows only the first
- *   few pages of a file with 1 KiB pages (ringbuf_trace.h's export too);
+ *   few pages of a file with 1 KiB pages (the one-call export too);
  *   2 KiB and more are read whole.
  */
 #ifdef __cplusplus
@@ -193,10 +200,10 @@ struct ringbuf_tracedat_info {
 	unsigned long_size;     /* 4 or 8: size of the pages' commit word (the writer's long) */
 	int version;            /* 6 (or 0) or 7 */
 	const char *clock;      /* trace clock name (NULL: "mono"), < 64 chars; see
-				 * ringbuf_trace.h >>tracedat CLOCK */
+				 * >>tracedat CLOCK */
 	const struct ringbuf_trace_registry *reg; /* event formats (NULL: none) and, at
-				 * finish(), thread names and event filters (ringbuf_trace.h
-				 * >>tracedat FILTERS); must stay valid until finish() */
+				 * finish(), thread names and event filters
+				 * (>>tracedat FILTERS); must stay valid until finish() */
 	const char *cmdlines;   /* "pid comm\n" lines to write instead of reg's thread
 				 * names (NULL: reg's); must stay valid until finish() */
 	int tsc;                /* the pages hold TSC cycles: write trace-cmd's TSC2NSEC
@@ -301,8 +308,8 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 
 /* ==== >>tdat_design ======================================================
  *
- * FILE. Written by ringbuf_trace.h's layout writer (>>tracedat: the file
- * there; its in-memory export uses the same code), with every number in the
+ * FILE. Written by the layout writer (>>tracedat: the file; the
+ * one-call export uses the same code), with every number in the
  * byte order chosen by info.big_endian, and the header_page text's commit
  * size = info.long_size:
  *
@@ -1898,7 +1905,7 @@ RINGBUF_API int ringbuf_tracedat_stats(const struct ringbuf_tracedat *w, struct 
 
 /* ---- finish: the metadata, then the pages ------------------------------- */
 
-/* The file's layout is ringbuf_trace.h's (>>tracedat: the file there), fed
+/* The file's layout is the layout writer's (>>tracedat: the file), fed
  * from the per-CPU temporary files. */
 
 static uint64_t ringbuf_tdat__cpu_pages(void *ctx, unsigned cpu)
@@ -1961,7 +1968,7 @@ static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
 	return ringbuf_tdat__copy_range(w, w->fd[cpu], (int64_t)w->reserve, len, out);
 }
 
-/* w described for ringbuf_trace.h's layout writer */
+/* w described for the layout writer (>>tracedat: the file) */
 static void ringbuf_tdat__layout(struct ringbuf_tracedat *w, struct ringbuf_trace__layout *l)
 {
 	memset(l, 0, sizeof *l);
