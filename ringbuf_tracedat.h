@@ -122,6 +122,11 @@ extern "C" {
  * every unread event is read out through ringbuf_read_page() (as trace-cmd
  * extract does), so stop or pause the writers first for a complete snapshot;
  * with writers running it takes what was committed (bounded) and leaves the rest.
+ * The pages go through the streaming writer below (>>tdat_api), kept in
+ * memory instead of files: each is copied, checked and counted as
+ * ringbuf_tracedat_add_page() does, so a page without records or a malformed
+ * one is left out of the file, and the bytes after a page's records are zeros.
+ * The clock name is shorter than 64 characters (else RINGBUF_EINVAL).
  *
  * CLOCK. trace-cmd shows time stamps as seconds when the clock name is one it
  * knows to count nanoseconds ("mono", "local", "global", "uptime", "perf", ...)
@@ -395,10 +400,12 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 
 /* ---- >>tracedat: the file -------------------------------------------------
  *
- * ONE LAYOUT WRITER for both exports: ringbuf_trace_write_tracedat() (pages in
- * memory, this host's byte order and long) and ringbuf_tracedat.h's streaming
- * writer (pages in per-CPU files, any byte order and long) describe the file
- * in a struct ringbuf_trace__layout and call ringbuf_trace__layout_write().
+ * ONE PATH: every page of every trace.dat goes through the streaming writer
+ * (>>tdat_impl: add_page's steps A1-A4), which keeps the pages in per-CPU
+ * files (any byte order and long), or in memory for the one-call export
+ * ringbuf_trace_write_tracedat() (this host's byte order and long; >>tdat_impl:
+ * the one-call export), and describes the file in a struct
+ * ringbuf_trace__layout for ringbuf_trace__layout_write().
  * Everything before the CPU data is built in memory (struct ringbuf_trace__out),
  * then written with the pages, sequentially. Every number is in the byte
  * order l->be (ringbuf_trace__num); the endian byte says which. Layout,
@@ -964,7 +971,9 @@ static inline int ringbuf_trace__layout_v6_header(const struct ringbuf_trace__la
 	return 0;
 }
 
-/* -- the in-memory export: the pages of up to two captures per CPU -- */
+/* -- pages held in memory (up to two captures per CPU), for the layout writer: the
+ * one-call export's pages, kept by the streaming writer (>>tdat_impl: the
+ * one-call export) -- */
 
 static uint64_t ringbuf_trace__caps_pages(void *ctx, unsigned cpu)
 {
@@ -988,88 +997,6 @@ static int ringbuf_trace__caps_write(void *ctx, unsigned cpu, int fd)
 			return RINGBUF_EINVAL;
 	}
 	return 0;
-}
-
-RINGBUF_API int ringbuf_trace_write_tracedat(struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
-					     int fd, const struct ringbuf_trace_tracedat_opts *opts)
-{
-	static const struct ringbuf_trace_tracedat_opts defaults = RINGBUF_TRACE_TRACEDAT_INIT;
-	const struct ringbuf_trace_capture *caps[2] = {NULL, NULL};
-	struct ringbuf_trace_capture *drained = NULL;
-	struct ringbuf_trace__layout l;
-	struct ringbuf__tscconv conv;
-	const struct ringbuf__tscconv *tsc = NULL;
-	union { uint16_t u; unsigned char b[2]; } endian;
-	int r, version;
-
-	if (!opts)
-		opts = &defaults;
-	version = opts->version ? opts->version : 6;
-	if (fd < 0 || (version != 6 && version != 7) || (!rb && !opts->capture))
-		return RINGBUF_EINVAL;
-	memset(&l, 0, sizeof l);
-	if (opts->capture) {
-		l.ncpu = opts->capture->ncpu;
-		l.page_size = opts->capture->page_size;
-		if (rb && (ringbuf_ncpu(rb) != l.ncpu || ringbuf_page_size(rb) != l.page_size))
-			return RINGBUF_EINVAL;
-	} else {
-		l.ncpu = ringbuf_ncpu(rb);
-		l.page_size = ringbuf_page_size(rb);
-	}
-	caps[0] = opts->capture;
-	if (rb && !(opts->flags & RINGBUF_TRACE_TRACEDAT_NO_DRAIN)) {
-		if ((r = ringbuf_trace_capture_create(rb, &drained)) < 0)
-			return r;
-		r = ringbuf_trace_capture_read(drained, rb, RINGBUF_ALL_CPUS, 0);
-		if (r < 0) {
-			ringbuf_trace_capture_destroy(drained);
-			return r;
-		}
-		caps[1] = drained;
-	}
-	if (rb ? ringbuf__tscconv_of(rb, &conv) : caps[0]->tsc) {
-		if (!rb)
-			conv = caps[0]->conv;
-		tsc = &conv; /* TSC2NSEC and OFFSET options: trace-cmd shows ns */
-		l.tsc = 1;
-		ringbuf__tscconv_tracecmd(tsc, &l.tsc_mult, &l.tsc_shift, &l.tsc_offset);
-	}
-	l.clock = opts->clock;
-	if (!l.clock)
-		l.clock = tsc ? "x86-tsc"
-			: !rb || rb->clock_kind == RINGBUF__CLK_MONO ? "mono"
-								    : "local";
-	endian.u = 1;
-	l.version = version;
-	l.be = endian.b[0] != 1;
-	l.long_size = (unsigned)sizeof(long);
-	l.reg = reg;
-	l.own_threads = 1; /* rb is this process's: so are its writers' names */
-	l.kallsyms = opts->kallsyms;
-	l.ftrace_formats = opts->ftrace_formats;
-	l.ioerr = RINGBUF_EINVAL;
-	l.cpu_pages = ringbuf_trace__caps_pages;
-	l.write_cpu = ringbuf_trace__caps_write;
-	l.ctx = (void *)caps;
-	r = ringbuf_trace__layout_write(&l, fd);
-	ringbuf_trace_capture_destroy(drained);
-	return r;
-}
-
-RINGBUF_API int ringbuf_trace_save_tracedat(struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
-					    const char *path, const struct ringbuf_trace_tracedat_opts *opts)
-{
-	int fd, r;
-	if (!path)
-		return RINGBUF_EINVAL;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | RINGBUF__O_CLOEXEC, 0644);
-	if (fd < 0)
-		return RINGBUF_EINVAL;
-	r = ringbuf_trace_write_tracedat(rb, reg, fd, opts);
-	if (close(fd) != 0 && !r)
-		r = RINGBUF_EINVAL;
-	return r;
 }
 
 /* -- reading the filters back (ringbuf_trace_tracedat_filters) --
@@ -1317,6 +1244,13 @@ struct ringbuf_tracedat {
 			       * the metadata; else 0) */
 	unsigned direct;      /* finish(): the CPU whose file becomes the result
 			       * (ncpu: none) */
+	/* the one-call export (ringbuf_trace_write_tracedat): A4 appends the
+	 * pages to mem instead of a file, and the file goes to the caller's
+	 * descriptor, with what info cannot say */
+	struct ringbuf_trace_capture *mem;
+	int own_threads;      /* struct ringbuf_trace__layout's */
+	const char *kallsyms;
+	const char *const *ftrace_formats;
 };
 
 /* ---- heap accounting ---------------------------------------------------- */
@@ -1468,6 +1402,7 @@ static void ringbuf_tdat__release(struct ringbuf_tracedat *w)
 	ringbuf_tdat__free(w, w->page);
 	ringbuf_tdat__free(w, w->path);
 	ringbuf_tdat__free(w, w->part);
+	ringbuf_trace_capture_destroy(w->mem);
 	free(w);
 }
 
@@ -1732,6 +1667,32 @@ static int ringbuf_tdat__write_fd(int fd, const void *buf, size_t n, int sock)
 	return 0;
 }
 
+/* A4 of the one-call export: n pages of the batch appended to cpu's pages
+ * in memory (w->mem). 0 or RINGBUF_ENOMEM. */
+static int ringbuf_tdat__mem_append(struct ringbuf_tracedat *w, unsigned cpu, size_t n)
+{
+	struct ringbuf_trace__cpages *cp = &w->mem->cpu[cpu];
+	const size_t ps = w->info.page_size;
+	if (cp->n + n > cp->cap) {
+		size_t nc = cp->cap ? cp->cap : 16;
+		unsigned char *q;
+		while (nc < cp->n + n)
+			nc *= 2;
+		q = (unsigned char *)realloc(cp->pages, nc * ps);
+		if (!q)
+			return RINGBUF_ENOMEM;
+		w->st.heap_bytes += (nc - cp->cap) * ps;
+		w->st.allocs++;
+		if (w->st.heap_bytes > w->st.heap_peak)
+			w->st.heap_peak = w->st.heap_bytes;
+		cp->pages = q;
+		cp->cap = nc;
+	}
+	memcpy(cp->pages + cp->n * ps, w->page, n * ps);
+	cp->n += n;
+	return 0;
+}
+
 /* A4: write the batch (batch_n pages of batch_cpu) with one write() and
  * count its pages; a failed write poisons the writer (its pages are lost,
  * not counted). 0 or RINGBUF_ESYS. */
@@ -1742,7 +1703,14 @@ static int ringbuf_tdat__flush(struct ringbuf_tracedat *w)
 	if (!n)
 		return 0;
 	w->batch_n = 0;
-	if (ringbuf_tdat__write_fd(w->fd[cpu], w->page, n * w->info.page_size, w->streamed) < 0) {
+	if (w->mem) {
+		int r = ringbuf_tdat__mem_append(w, cpu, n);
+		if (r < 0) {
+			memset(&w->pend, 0, sizeof w->pend);
+			w->broken = 1;
+			return r;
+		}
+	} else if (ringbuf_tdat__write_fd(w->fd[cpu], w->page, n * w->info.page_size, w->streamed) < 0) {
 		memset(&w->pend, 0, sizeof w->pend);
 		w->broken = 1;
 		return RINGBUF_ESYS;
@@ -1802,7 +1770,7 @@ RINGBUF_API int ringbuf_tracedat_add_page(struct ringbuf_tracedat *w, unsigned c
 					  size_t size)
 {
 	unsigned char *pg;
-	int r;
+	int r, k;
 	if (!w || !page || cpu >= w->info.ncpu || size != w->info.page_size) {
 		if (w)
 			w->st.pages_rejected++;
@@ -1812,8 +1780,8 @@ RINGBUF_API int ringbuf_tracedat_add_page(struct ringbuf_tracedat *w, unsigned c
 		return RINGBUF_ESYS;
 	memcpy(pg, page, size); /* A1: the only read of the caller's page */
 	r = ringbuf_tdat__take(w, pg);
-	if (r > 0 && ringbuf_tdat__flush(w) < 0) /* written before it returns */
-		return RINGBUF_ESYS;
+	if (r > 0 && (k = ringbuf_tdat__flush(w)) < 0) /* written before it returns */
+		return k;
 	return r;
 }
 
@@ -1995,6 +1963,9 @@ static void ringbuf_tdat__layout(struct ringbuf_tracedat *w, struct ringbuf_trac
 	l->heap = &w->st.heap_bytes;
 	l->peak = &w->st.heap_peak;
 	l->allocs = &w->st.allocs;
+	l->own_threads = w->own_threads;
+	l->kallsyms = w->kallsyms;
+	l->ftrace_formats = w->ftrace_formats;
 }
 
 /* finish() without the copy of the largest CPU's pages: its unnamed file
@@ -2138,6 +2109,135 @@ RINGBUF_API int ringbuf_tracedat_header(const struct ringbuf_tracedat_info *info
 	ringbuf_tdat__layout(w, &l);
 	r = ringbuf_trace__layout_v6_header(&l, buf, len);
 	ringbuf_tdat__release(w);
+	return r;
+}
+
+/* ---- the one-call export: pages through the writer, the file to fd ------
+ *
+ * ringbuf_trace_write_tracedat() is this writer with its pages kept in
+ * memory (w->mem) instead of per-CPU files: the captured pages, then the
+ * pages drained from rb, go through add_page (A1-A4: copied, checked, the
+ * bytes after commit zeroed, counted; a page without records or a malformed
+ * one is left out, as for a file), and the layout writer writes the whole
+ * file to the caller's descriptor, sequentially (a pipe is fine). */
+
+RINGBUF_API int ringbuf_trace_write_tracedat(struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
+					     int fd, const struct ringbuf_trace_tracedat_opts *opts)
+{
+	static const struct ringbuf_trace_tracedat_opts defaults = RINGBUF_TRACE_TRACEDAT_INIT;
+	const struct ringbuf_trace_capture *caps[2] = {NULL, NULL};
+	struct ringbuf_trace_capture *drained = NULL;
+	struct ringbuf_tracedat_info info;
+	struct ringbuf_tracedat *w = NULL;
+	struct ringbuf_trace__layout l;
+	struct ringbuf__tscconv conv;
+	const struct ringbuf__tscconv *tsc = NULL;
+	union { uint16_t u; unsigned char b[2]; } endian;
+	unsigned cpu;
+	int r, version, k;
+
+	if (!opts)
+		opts = &defaults;
+	version = opts->version ? opts->version : 6;
+	if (fd < 0 || (version != 6 && version != 7) || (!rb && !opts->capture))
+		return RINGBUF_EINVAL;
+	memset(&info, 0, sizeof info);
+	if (opts->capture) {
+		info.ncpu = opts->capture->ncpu;
+		info.page_size = opts->capture->page_size;
+		if (rb && (ringbuf_ncpu(rb) != info.ncpu || ringbuf_page_size(rb) != info.page_size))
+			return RINGBUF_EINVAL;
+	} else {
+		info.ncpu = ringbuf_ncpu(rb);
+		info.page_size = ringbuf_page_size(rb);
+	}
+	caps[0] = opts->capture;
+	if (rb && !(opts->flags & RINGBUF_TRACE_TRACEDAT_NO_DRAIN)) {
+		if ((r = ringbuf_trace_capture_create(rb, &drained)) < 0)
+			return r;
+		r = ringbuf_trace_capture_read(drained, rb, RINGBUF_ALL_CPUS, 0);
+		if (r < 0) {
+			ringbuf_trace_capture_destroy(drained);
+			return r;
+		}
+		caps[1] = drained;
+	}
+	if (rb ? ringbuf__tscconv_of(rb, &conv) : caps[0]->tsc) {
+		if (!rb)
+			conv = caps[0]->conv;
+		tsc = &conv; /* TSC2NSEC and OFFSET options: trace-cmd shows ns */
+		info.tsc = 1;
+		ringbuf__tscconv_tracecmd(tsc, &info.tsc_mult, &info.tsc_shift, &info.tsc_offset);
+	}
+	info.clock = opts->clock;
+	if (!info.clock)
+		info.clock = tsc ? "x86-tsc"
+			   : !rb || rb->clock_kind == RINGBUF__CLK_MONO ? "mono"
+								       : "local";
+	endian.u = 1;
+	info.version = version;
+	info.big_endian = endian.b[0] != 1;
+	info.long_size = (unsigned)sizeof(long);
+	info.reg = reg;
+	r = ringbuf_tdat__info_ok(&info) ? ringbuf_tdat__new("", &info, &w) : RINGBUF_EINVAL;
+	if (r == 0) {
+		w->mem = (struct ringbuf_trace_capture *)calloc(1, sizeof *w->mem);
+		if (w->mem)
+			w->mem->cpu = (struct ringbuf_trace__cpages *)calloc(info.ncpu, sizeof *w->mem->cpu);
+		if (!w->mem || !w->mem->cpu)
+			r = RINGBUF_ENOMEM;
+		else {
+			w->mem->ncpu = info.ncpu;
+			w->mem->page_size = info.page_size;
+		}
+	}
+	for (cpu = 0; r == 0 && cpu < info.ncpu; cpu++)
+		for (k = 0; r == 0 && k < 2; k++) {
+			size_t i;
+			if (!caps[k])
+				continue;
+			for (i = 0; r == 0 && i < caps[k]->cpu[cpu].n; i++) {
+				int a = ringbuf_tracedat_add_page(w, cpu, caps[k]->cpu[cpu].pages + i * info.page_size,
+								  info.page_size);
+				if (a < 0 && a != RINGBUF_ECORRUPT)
+					r = a; /* ENOMEM (a refused page is left out) */
+			}
+			if (caps[k] == drained) { /* its pages are the writer's now */
+				free(drained->cpu[cpu].pages);
+				memset(&drained->cpu[cpu], 0, sizeof drained->cpu[cpu]);
+			}
+		}
+	if (r == 0) {
+		w->own_threads = 1; /* rb is this process's: so are its writers' names */
+		w->kallsyms = opts->kallsyms;
+		w->ftrace_formats = opts->ftrace_formats;
+		caps[0] = w->mem;
+		caps[1] = NULL;
+		ringbuf_tdat__layout(w, &l);
+		l.ioerr = RINGBUF_EINVAL;
+		l.cpu_pages = ringbuf_trace__caps_pages;
+		l.write_cpu = ringbuf_trace__caps_write;
+		l.ctx = (void *)caps;
+		r = ringbuf_trace__layout_write(&l, fd);
+	}
+	if (w)
+		ringbuf_tdat__release(w);
+	ringbuf_trace_capture_destroy(drained);
+	return r;
+}
+
+RINGBUF_API int ringbuf_trace_save_tracedat(struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
+					    const char *path, const struct ringbuf_trace_tracedat_opts *opts)
+{
+	int fd, r;
+	if (!path)
+		return RINGBUF_EINVAL;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | RINGBUF__O_CLOEXEC, 0644);
+	if (fd < 0)
+		return RINGBUF_EINVAL;
+	r = ringbuf_trace_write_tracedat(rb, reg, fd, opts);
+	if (close(fd) != 0 && !r)
+		r = RINGBUF_EINVAL;
 	return r;
 }
 
