@@ -247,9 +247,8 @@ RINGBUF_API void ringbuf_trace__filter_testing(int no_membarrier, unsigned *kept
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
-/* POSIX, hidden by strict -std=c11 (ringbuf.h defines no feature-test macro);
- * the same prototype as glibc's and musl's, so a repeat is harmless */
-extern int kill(pid_t pid, int sig);
+/* kill(): declared by ringbuf_trace_event.h's implementation (once: clang++
+ * refuses a second declaration without glibc's throw()) */
 
 /* ---- >>filter: compiler ---------------------------------------------------
  *

@@ -146,9 +146,8 @@ RINGBUF_API int32_t ringbuf_trace_writer_pid(struct ringbuf *rb);
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
-/* POSIX, hidden by strict -std=c11 (ringbuf.h defines no feature-test macro);
- * the same prototype as glibc's and musl's, so a repeat is harmless */
-extern int kill(pid_t pid, int sig);
+/* kill(): declared by ringbuf_trace_event.h's implementation (once: clang++
+ * refuses a second declaration without glibc's throw()) */
 
 /* ---- >>flight: a growing byte buffer -------------------------------------
  * Where the user area's registry is built (here, host order: o.l = NULL) and
