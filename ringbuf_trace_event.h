@@ -81,6 +81,10 @@
 #define RINGBUF_TRACE_EVENT_H
 
 #ifdef RINGBUF_NAMESPACE
+/* ringbuf_trace_snapshot() of ringbuf_trace_snapshot.h: its name is also the
+ * tag of struct ringbuf_trace_snapshot, which the registry below refers to, so
+ * the rename is here, before the first use of the tag */
+#define ringbuf_trace_snapshot           RINGBUF__NS(ringbuf_trace_snapshot)
 #define ringbuf_trace__reserve           RINGBUF__NS(ringbuf_trace__reserve)
 #define ringbuf_trace__filter_keep       RINGBUF__NS(ringbuf_trace__filter_keep)
 #define ringbuf_trace_comm               RINGBUF__NS(ringbuf_trace_comm)
@@ -91,7 +95,6 @@
 #define ringbuf_trace_format_text        RINGBUF__NS(ringbuf_trace_format_text)
 #define ringbuf_trace_glob_match         RINGBUF__NS(ringbuf_trace_glob_match)
 #define ringbuf_trace_is_enabled         RINGBUF__NS(ringbuf_trace_is_enabled)
-#define ringbuf_trace_load_registry      RINGBUF__NS(ringbuf_trace_load_registry)
 #define ringbuf_trace_register_event     RINGBUF__NS(ringbuf_trace_register_event)
 #define ringbuf_trace_register_event_id  RINGBUF__NS(ringbuf_trace_register_event_id)
 #define ringbuf_trace_register_events    RINGBUF__NS(ringbuf_trace_register_events)

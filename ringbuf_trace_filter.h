@@ -44,14 +44,12 @@
 #define RINGBUF_TRACE_FILTER_H
 
 #ifdef RINGBUF_NAMESPACE
-#define ringbuf_trace_snapshot           RINGBUF__NS(ringbuf_trace_snapshot)
 #define ringbuf_trace__filter_testing    RINGBUF__NS(ringbuf_trace__filter_testing)
 #define ringbuf_trace_filter_eval        RINGBUF__NS(ringbuf_trace_filter_eval)
 #define ringbuf_trace_get_filter         RINGBUF__NS(ringbuf_trace_get_filter)
 #define ringbuf_trace_set_filter         RINGBUF__NS(ringbuf_trace_set_filter)
 #define ringbuf_trace_get_triggers       RINGBUF__NS(ringbuf_trace_get_triggers)
 #define ringbuf_trace_set_trigger        RINGBUF__NS(ringbuf_trace_set_trigger)
-#define ringbuf_trace_glob_match         RINGBUF__NS(ringbuf_trace_glob_match)
 #endif
 
 #include <stdio.h>

@@ -43,12 +43,9 @@
 #ifdef RINGBUF_NAMESPACE
 #define ringbuf_trace_load_registry      RINGBUF__NS(ringbuf_trace_load_registry)
 #define ringbuf_trace_parse_registry     RINGBUF__NS(ringbuf_trace_parse_registry)
-#define ringbuf_trace_print              RINGBUF__NS(ringbuf_trace_print)
 #define ringbuf_trace_registry_free      RINGBUF__NS(ringbuf_trace_registry_free)
 #define ringbuf_trace_store_registry     RINGBUF__NS(ringbuf_trace_store_registry)
-#define ringbuf_trace_thread_name        RINGBUF__NS(ringbuf_trace_thread_name)
 #define ringbuf_trace_user_size          RINGBUF__NS(ringbuf_trace_user_size)
-#define ringbuf_trace_write_tracedat     RINGBUF__NS(ringbuf_trace_write_tracedat)
 #define ringbuf_trace_writer_alive       RINGBUF__NS(ringbuf_trace_writer_alive)
 #define ringbuf_trace_writer_pid         RINGBUF__NS(ringbuf_trace_writer_pid)
 #endif

@@ -42,7 +42,6 @@
 
 #ifdef RINGBUF_NAMESPACE
 #define ringbuf_trace__snapshot_testing  RINGBUF__NS(ringbuf_trace__snapshot_testing)
-#define ringbuf_trace_snapshot           RINGBUF__NS(ringbuf_trace_snapshot)
 #define ringbuf_trace_snapshot_attach    RINGBUF__NS(ringbuf_trace_snapshot_attach)
 #define ringbuf_trace_snapshot_buffer    RINGBUF__NS(ringbuf_trace_snapshot_buffer)
 #define ringbuf_trace_snapshot_create    RINGBUF__NS(ringbuf_trace_snapshot_create)
@@ -50,8 +49,6 @@
 #define ringbuf_trace_snapshot_stats     RINGBUF__NS(ringbuf_trace_snapshot_stats)
 #define ringbuf_trace_stack_format       RINGBUF__NS(ringbuf_trace_stack_format)
 #define ringbuf_trace_stacktrace         RINGBUF__NS(ringbuf_trace_stacktrace)
-#define ringbuf_trace_set_trigger        RINGBUF__NS(ringbuf_trace_set_trigger)
-#define ringbuf_trace_save_tracedat      RINGBUF__NS(ringbuf_trace_save_tracedat)
 #endif
 
 #include <stdio.h>
