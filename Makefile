@@ -166,6 +166,10 @@ CXX_COMPILE_CHECKS = set -e; n=0; for cxx in $(CXX_CHECK); do \
 		$(BUILD)/comdat-$$cxx; done
 
 # The C++ checks use no sanitizer flags: not repeated in the sanitizer runs.
+# The trace layer: ringbuf_trace.h includes one header per concern (and ringbuf_tracedat.h)
+TRACE_HDRS = ringbuf_trace.h ringbuf_trace_event.h ringbuf_trace_text.h ringbuf_trace_flight.h \
+	ringbuf_trace_filter.h ringbuf_trace_snapshot.h ringbuf_tracedat.h
+
 compile-checks: # used by test; the C++ part is skipped when there is no C++ compiler
 	@set -e; for f in $(COMPILE_TESTS); do \
 		echo "$(CC) $(WARN) -Werror -I. -c $$f"; \
@@ -232,7 +236,7 @@ $(BUILD)/tests/test_%_outline: test_%.c $(HEADERS) $(TEST_HDRS) $$(call impl_obj
 FENTRY_FLAGS := -pg -mfentry -mnop-mcount -mrecord-mcount -fno-pie
 # (not under TSan, which defers the tracer's SIGTRAP handler and reports it)
 fentry_ok = $(if $(findstring thread,$(SAN_FLAGS)),,$(shell printf 'int main(void) { return 0; }\n' | $(CC) $(FENTRY_FLAGS) -no-pie $(SAN_FLAGS) -x c -o /dev/null - >/dev/null 2>&1 && echo 1))
-$(BUILD)/tests/test_ftrace_fentry: tests/trace/test_ftrace_fentry.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_ftrace.h | $(BUILD)/tests
+$(BUILD)/tests/test_ftrace_fentry: tests/trace/test_ftrace_fentry.c ringbuf.h $(TRACE_HDRS) ringbuf_ftrace.h | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) $(if $(fentry_ok),$(FENTRY_FLAGS) -DTEST_FENTRY) -DRINGBUF_TESTING -Itests -c -o $@.o $<
 	$(CC) $(ALL_CFLAGS) $(if $(fentry_ok),-no-pie) $(LDFLAGS) -o $@ $@.o -lcmocka
 # tests that include a tool's source
@@ -245,7 +249,7 @@ $(BUILD)/tests/test_fuzz_findings: tools/ringbuf-record.c
 $(BUILD)/tests/test_malloc_trace: tools/ringbuf-record.c examples/malloc_check.c $(BUILD)/examples/malloc_trace.so
 $(BUILD)/tests/test_malloc_trace: ALL_CFLAGS += -DMALLOC_TRACE_SO='"$(abspath $(BUILD))/examples/malloc_trace.so"'
 
-$(BUILD)/tests/test_%: test_%.cpp ringbuf.h ringbuf_trace.h $(TEST_HDRS) $(wildcard tests/*/cxx_*.c) | $(BUILD)/tests
+$(BUILD)/tests/test_%: test_%.cpp ringbuf.h $(TRACE_HDRS) $(TEST_HDRS) $(wildcard tests/*/cxx_*.c) | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -Itests -c -o $@-c.o $(call c_sources,$<)
 	$(CXX) $(ALL_CXXFLAGS) -DRINGBUF_TESTING -Itests $(LDFLAGS) -o $@ $< $@-c.o -lcmocka $(call extra_ldflags,$<)
 
@@ -292,15 +296,15 @@ sanitize: asan ubsan tsan ## all three sanitizer runs
 
 examples: $(EXAMPLE_BINS) ## build examples/*.c into build/examples/
 
-$(BUILD)/examples/%: examples/%.c ringbuf.h ringbuf_trace.h ringbuf_ftrace.h | $(BUILD)/examples
+$(BUILD)/examples/%: examples/%.c ringbuf.h $(TRACE_HDRS) ringbuf_ftrace.h | $(BUILD)/examples
 	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
 
-$(BUILD)/examples/%.so: examples/%.c ringbuf.h ringbuf_trace.h | $(BUILD)/examples
+$(BUILD)/examples/%.so: examples/%.c ringbuf.h $(TRACE_HDRS) | $(BUILD)/examples
 	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
 
 tools: $(TOOL_BINS) ## build tools/*.c (ringbuf-read) into build/tools/
 
-$(BUILD)/tools/%: tools/%.c ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_net.h | $(BUILD)/tools
+$(BUILD)/tools/%: tools/%.c ringbuf.h $(TRACE_HDRS) ringbuf_net.h | $(BUILD)/tools
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
 
 demo-ftrace: ## the function tracer: build and run examples/ftrace_demo.c, write build/ftrace.dat, show trace-cmd report
@@ -351,7 +355,7 @@ BENCH_CXX_FLAGS = $(ALL_CXXFLAGS) -fno-exceptions -fno-rtti
 $(BUILD)/bench/bench_cxx.o: bench/bench_cxx.cpp ringbuf.h bench/bench_common.h | $(BUILD)/bench
 	$(CXX) $(BENCH_CXX_FLAGS) -c -o $@ $<
 
-$(BUILD)/bench/%: bench/%.c ringbuf.h ringbuf_trace.h $(wildcard bench/*.h) $(BENCH_CXX_OBJ) | $(BUILD)/bench
+$(BUILD)/bench/%: bench/%.c ringbuf.h $(TRACE_HDRS) $(wildcard bench/*.h) $(BENCH_CXX_OBJ) | $(BUILD)/bench
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -DBENCH_BUILD='"$(CC) $(ALL_CFLAGS) $(LDFLAGS)"' \
 		$(if $(BENCH_CXX_OBJ),-DBENCH_HAVE_CXX=1 -DBENCH_CXX_BUILD='"$(CXX) $(BENCH_CXX_FLAGS)"') \
 		-o $@ $< $(BENCH_CXX_OBJ) $(call extra_ldflags,$<)
@@ -443,7 +447,7 @@ INC_REL = $(shell realpath -m --relative-to='$(CMAKEDIR)' '$(INCLUDEDIR)' 2>/dev
 PC_INCLUDEDIR = $(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))
 CMAKE_INCLUDE = $(if $(INC_REL),$${CMAKE_CURRENT_LIST_DIR}/$(INC_REL),$(INCLUDEDIR))
 
-install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf_tracedat.h, ringbuf_net.h, ringbuf_ftrace.h, ringbuf.pc and the CMake config under DESTDIR
+install: | $(BUILD) ## install ringbuf.h, ringbuf_trace*.h, ringbuf_tracedat.h, ringbuf_net.h, ringbuf_ftrace.h, ringbuf.pc and the CMake config under DESTDIR
 	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@includedir@|$(PC_INCLUDEDIR)|' \
 		-e 's|@version@|$(VERSION)|' cmake/ringbuf.pc.in > $(BUILD)/ringbuf.pc
 	sed -e 's|@INCLUDE@|$(CMAKE_INCLUDE)|' cmake/ringbufConfig.make.in > $(BUILD)/ringbufConfig.cmake
@@ -451,13 +455,12 @@ install: | $(BUILD) ## install ringbuf.h, ringbuf_trace.h, ringbuf_tracedat.h, r
 		-e 's|@MINOR@|$(word 2,$(subst ., ,$(VERSION)))|' \
 		cmake/ringbufConfigVersion.make.in > $(BUILD)/ringbufConfigVersion.cmake
 	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(CMAKEDIR)
-	install -m 644 ringbuf.h ringbuf_trace.h ringbuf_tracedat.h ringbuf_net.h ringbuf_ftrace.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 $(BUILD)/ringbuf.pc $(DESTDIR)$(PKGCONFIGDIR)/ringbuf.pc
 	install -m 644 $(BUILD)/ringbufConfig.cmake $(BUILD)/ringbufConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
 
 uninstall: ## remove what install installed (same DESTDIR, PREFIX and directories)
-	rm -f $(DESTDIR)$(INCLUDEDIR)/ringbuf.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_trace.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_tracedat.h $(DESTDIR)$(INCLUDEDIR)/ringbuf_net.h \
-		$(DESTDIR)$(INCLUDEDIR)/ringbuf_ftrace.h \
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/,$(HEADERS)) \
 		$(DESTDIR)$(PKGCONFIGDIR)/ringbuf.pc \
 		$(DESTDIR)$(CMAKEDIR)/ringbufConfig.cmake $(DESTDIR)$(CMAKEDIR)/ringbufConfigVersion.cmake
 	rmdir $(DESTDIR)$(CMAKEDIR) 2>/dev/null || true

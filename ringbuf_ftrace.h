@@ -20,7 +20,7 @@
  *   In exactly one C file, compiled WITHOUT -finstrument-functions (or with
  *   gcc's -finstrument-functions-exclude-file-list=ringbuf):
  *                               #define RINGBUF_IMPLEMENTATION
- *                               #include "ringbuf_ftrace.h"   (includes ringbuf_trace.h)
+ *                               #include "ringbuf_ftrace.h"   (includes ringbuf_tracedat.h)
  *   The code to trace:          cc -finstrument-functions ... (no include needed)
  *
  *   ringbuf_create(&rb, ...);                                 // a buffer per thread/CPU
@@ -75,7 +75,7 @@
 #ifndef RINGBUF_FTRACE_H
 #define RINGBUF_FTRACE_H
 
-#include "ringbuf_trace.h"
+#include "ringbuf_tracedat.h" /* the events (ringbuf_trace_event.h) and the trace.dat export */
 
 #ifdef RINGBUF_NAMESPACE
 #define ringbuf_ftrace_enter             RINGBUF__NS(ringbuf_ftrace_enter)

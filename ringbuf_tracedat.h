@@ -1,4 +1,4 @@
-/* ringbuf_tracedat.h - v0.1.0 - streaming trace.dat writer for ringbuf.h: pages in, file out
+/* ringbuf_tracedat.h - v0.1.0 - trace.dat for ringbuf.h: the in-memory export and the streaming writer
  * SPDX-License-Identifier: MIT   (licence text at the end of ringbuf.h)
  *
  * Writes a trace.dat file (version 6, or 7 uncompressed) that `trace-cmd
@@ -24,10 +24,11 @@
  * RINGBUF_ECORRUPT and leaves the file as it was.
  *
  * USAGE
- *   In the one C file that defines RINGBUF_IMPLEMENTATION (it must also get
- *   ringbuf_trace.h's implementation, which this header includes):
+ *   In the one C file that defines RINGBUF_IMPLEMENTATION:
  *       #define RINGBUF_IMPLEMENTATION
- *       #include "ringbuf_tracedat.h"       (includes ringbuf_trace.h, ringbuf.h)
+ *       #include "ringbuf_tracedat.h"       (includes ringbuf_trace_text.h,
+ *                   ringbuf_trace_flight.h, ringbuf_trace_filter.h,
+ *                   ringbuf_trace_snapshot.h, ringbuf_trace_event.h, ringbuf.h)
  *   Everywhere else:  #include "ringbuf_tracedat.h"
  *
  *   struct ringbuf_tracedat_info info;
@@ -41,7 +42,13 @@
  *   ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0); // what is left
  *   ringbuf_tracedat_finish(w, NULL);                   // or ringbuf_tracedat_abort(w)
  *
+ * The same file in one call: ringbuf_trace_write_tracedat() /
+ * ringbuf_trace_save_tracedat() export a buffer (and captured pages) of this
+ * process (>>tracedat); both paths describe the file to one layout writer.
+ *
  * TABLE OF CONTENTS (grep for the anchors)
+ *   >>tracedat    the one-call export: captures written, CLOCK, FILTERS; the
+ *                 layout writer ("the file") and the filters' reader
  *   >>tdat_api    the writer's types and functions
  *   >>tdat_design file layout, temporary files, what a page must satisfy
  *   >>tdat_impl   the implementation (RINGBUF_IMPLEMENTATION only)
@@ -61,15 +68,27 @@
  *   CPUs other than the largest twice for a moment (all of them where
  *   UNNAMED FILES do not apply). One open file
  *   descriptor per CPU while writing. trace-cmd 3.1.6 shows only the first
- *   few pages of a file with 1 KiB pages (ringbuf_trace.h's export too);
+ *   few pages of a file with 1 KiB pages (the one-call export too);
  *   2 KiB and more are read whole.
  */
+#ifdef __cplusplus
+#ifndef RINGBUF__CXX_SHIM_KEEP
+/* C++: ringbuf.h's C11-atomics shim (>>cxx in ringbuf.h) stays in force until
+ * the end of the outermost ringbuf_trace*.h being included, which ends it */
+#define RINGBUF__CXX_SHIM_KEEP 1
+#define RINGBUF__CXX_SHIM_BY_TRACEDAT 1
+#endif
+#endif
+#include "ringbuf_trace_text.h"
+#include "ringbuf_trace_filter.h"
+
 #ifndef RINGBUF_TRACEDAT_H
 #define RINGBUF_TRACEDAT_H
 
-#include "ringbuf_trace.h"
-
 #ifdef RINGBUF_NAMESPACE
+#define ringbuf_trace_save_tracedat      RINGBUF__NS(ringbuf_trace_save_tracedat)
+#define ringbuf_trace_tracedat_filters   RINGBUF__NS(ringbuf_trace_tracedat_filters)
+#define ringbuf_trace_write_tracedat     RINGBUF__NS(ringbuf_trace_write_tracedat)
 #define ringbuf_tracedat_abort           RINGBUF__NS(ringbuf_tracedat_abort)
 #define ringbuf_tracedat_add_page        RINGBUF__NS(ringbuf_tracedat_add_page)
 #define ringbuf_tracedat_check_page      RINGBUF__NS(ringbuf_tracedat_check_page)
@@ -86,6 +105,94 @@
 extern "C" {
 #endif
 
+/* ==== >>tracedat ======================================================== *
+ *
+ * CAPTURE. A reader thread can take whole pages out of the buffer while the
+ * writers run (ringbuf_trace_capture_read with RINGBUF_READ_FULL), as trace-cmd
+ * record does; the export then writes the captured pages first, followed by
+ * what is still in the buffer. Pages are kept in memory (malloc).
+ *
+ * EXPORT. ringbuf_trace_write_tracedat() writes a trace.dat file (version 6, or
+ * 7 uncompressed) that `trace-cmd report` and KernelShark read: the kernel's
+ * header_page and header_event texts, one event system (reg->system) with the
+ * format of every event registered in reg, the thread names (cmdlines: this
+ * process's threads, with or without reg; a loaded registry's names for a
+ * buffer of another process), the trace clock, and per CPU the pages,
+ * page-aligned. It CONSUMES the buffer:
+ * every unread event is read out through ringbuf_read_page() (as trace-cmd
+ * extract does), so stop or pause the writers first for a complete snapshot;
+ * with writers running it takes what was committed (bounded) and leaves the rest.
+ * The pages go through the streaming writer below (>>tdat_api), kept in
+ * memory instead of files: each is copied, checked and counted as
+ * ringbuf_tracedat_add_page() does, so a page without records or a malformed
+ * one is left out of the file, and the bytes after a page's records are zeros.
+ * The clock name is shorter than 64 characters (else RINGBUF_EINVAL).
+ *
+ * CLOCK. trace-cmd shows time stamps as seconds when the clock name is one it
+ * knows to count nanoseconds ("mono", "local", "global", "uptime", "perf", ...)
+ * and as raw numbers otherwise ("counter", "x86-tsc", custom names). Default:
+ * "mono" for the buffer's default clock (CLOCK_MONOTONIC), "x86-tsc" for
+ * RINGBUF_CLOCK_TSC (the pages hold cycles; the file also carries the TSC2NSEC
+ * and OFFSET options with the buffer's calibration, so trace-cmd shows
+ * CLOCK_MONOTONIC seconds, and raw cycles with --raw-ts), "local" for a custom
+ * clock (assumed to count nanoseconds; name it "counter" otherwise).
+ *
+ * FILTERS. The kernel shows an event's filter in its `filter` file, not in
+ * its format, and trace.dat has no block for it. The export writes the
+ * filter text of every event of reg that has one (ringbuf_trace_set_filter,
+ * as it is when the file is written) in an option of its own, id
+ * RINGBUF_TRACE_TRACEDAT_OPT_FILTERS, in the options list (v6) or the OPTIONS
+ * section (v7): pairs "event\0filter\0" in event id order; no filter, no
+ * option (the file is then what it was before filters existed). trace-cmd
+ * skips an option it does not know (3.1.6: the report is unchanged; `dump
+ * --options` lists it as unknown); ringbuf_trace_tracedat_filters() reads the
+ * filters back. ringbuf_tracedat.h's writer writes the same option (its
+ * registry's filters at finish()).
+ */
+
+/* Far above trace-cmd's own option ids (0..25 as of trace-cmd 3.3). */
+#define RINGBUF_TRACE_TRACEDAT_OPT_FILTERS 0x5246u
+
+/** Options for the export; zero-initialise or use RINGBUF_TRACE_TRACEDAT_INIT. */
+struct ringbuf_trace_tracedat_opts {
+	int version;                                /* 6 (or 0) or 7 */
+	const char *clock;                          /* trace clock name, without brackets */
+	const struct ringbuf_trace_capture *capture;/* pages read earlier, written first */
+	unsigned flags;                             /* enum ringbuf_trace_tracedat_flags */
+	/* For other layers (ringbuf_ftrace.h): the kallsyms block, "address type
+	 * name\n" lines (NULL: empty), and the format texts of the "ftrace"
+	 * system's events (funcgraph_entry...), a NULL-terminated array (NULL: none). */
+	const char *kallsyms;
+	const char *const *ftrace_formats;
+};
+#define RINGBUF_TRACE_TRACEDAT_INIT { 6, NULL, NULL, 0, NULL, NULL }
+enum ringbuf_trace_tracedat_flags {
+	RINGBUF_TRACE_TRACEDAT_NO_DRAIN = 1u << 0, /* leave the buffer alone: capture only */
+};
+/** Write a trace.dat file to fd (written sequentially: a pipe is fine; offsets
+ * are file offsets, so fd must be at the start of the file). rb may be NULL when
+ * opts->capture is given. reg gives the event formats (NULL: none; trace-cmd
+ * then prints [UNKNOWN EVENT]). Consumes rb (see above). Allocates a copy of
+ * the pages read from rb. Returns 0, or a negative RINGBUF_E* error
+ * (RINGBUF_EINVAL for a write error; errno tells why). */
+RINGBUF_API int ringbuf_trace_write_tracedat(struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
+					     int fd, const struct ringbuf_trace_tracedat_opts *opts);
+/** The same into a file created (or truncated) at path, mode 0644. */
+RINGBUF_API int ringbuf_trace_save_tracedat(struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
+					    const char *path, const struct ringbuf_trace_tracedat_opts *opts);
+/** The event filters that a trace.dat of v6 or v7 (uncompressed options)
+ * carries (FILTERS above): fn(ctx, event, filter) once per event with a
+ * filter, in the file's order, until fn returns nonzero. Returns the number
+ * of calls made, 0 for a file without the option (trace-cmd's own files),
+ * RINGBUF_EINVAL (bad arguments), RINGBUF_ESYS (path cannot be opened or
+ * read; errno) or RINGBUF_ECORRUPT (not a trace.dat this can walk: bad
+ * magic, truncated, compressed v7 options, a malformed filters option). */
+RINGBUF_API int ringbuf_trace_tracedat_filters(const char *path,
+					       int (*fn)(void *ctx, const char *event, const char *filter),
+					       void *ctx);
+
+
+
 /* ==== >>tdat_api ========================================================= */
 
 /** What the file describes. Fill with ringbuf_tracedat_info_of() for a
@@ -98,10 +205,10 @@ struct ringbuf_tracedat_info {
 	unsigned long_size;     /* 4 or 8: size of the pages' commit word (the writer's long) */
 	int version;            /* 6 (or 0) or 7 */
 	const char *clock;      /* trace clock name (NULL: "mono"), < 64 chars; see
-				 * ringbuf_trace.h >>tracedat CLOCK */
+				 * >>tracedat CLOCK */
 	const struct ringbuf_trace_registry *reg; /* event formats (NULL: none) and, at
-				 * finish(), thread names and event filters (ringbuf_trace.h
-				 * >>tracedat FILTERS); must stay valid until finish() */
+				 * finish(), thread names and event filters
+				 * (>>tracedat FILTERS); must stay valid until finish() */
 	const char *cmdlines;   /* "pid comm\n" lines to write instead of reg's thread
 				 * names (NULL: reg's); must stay valid until finish() */
 	int tsc;                /* the pages hold TSC cycles: write trace-cmd's TSC2NSEC
@@ -206,8 +313,8 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 
 /* ==== >>tdat_design ======================================================
  *
- * FILE. Written by ringbuf_trace.h's layout writer (>>tracedat: the file
- * there; its in-memory export uses the same code), with every number in the
+ * FILE. Written by the layout writer (>>tracedat: the file; the
+ * one-call export uses the same code), with every number in the
  * byte order chosen by info.big_endian, and the header_page text's commit
  * size = info.long_size:
  *
@@ -291,6 +398,826 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 #include <sys/types.h>
 #include <unistd.h>
 
+/* ---- >>tracedat: the file -------------------------------------------------
+ *
+ * ONE PATH: every page of every trace.dat goes through the streaming writer
+ * (>>tdat_impl: add_page's steps A1-A4), which keeps the pages in per-CPU
+ * files (any byte order and long), or in memory for the one-call export
+ * ringbuf_trace_write_tracedat() (this host's byte order and long; >>tdat_impl:
+ * the one-call export), and describes the file in a struct
+ * ringbuf_trace__layout for ringbuf_trace__layout_write().
+ * Everything before the CPU data is built in memory (struct ringbuf_trace__out),
+ * then written with the pages, sequentially. Every number is in the byte
+ * order l->be (ringbuf_trace__num); the endian byte says which. Layout,
+ * version 6:
+ *
+ *   "\x17\x08\x44tracing6\0" endian long page_size
+ *   "header_page\0" u64 len text | "header_event\0" u64 len text
+ *   u32 n {u64 len, format} (ftrace formats: l->ftrace_formats, then kernel_stack, >>snapshot)
+ *   u32 1 system "name\0" u32 nevents {u64 len, format}
+ *   u32 len kallsyms text (l->kallsyms, else 0) | u32 0 printk | u64 len cmdlines | u32 ncpu
+ *   "options  \0" {u16 id, u32 len, data}: TRACECLOCK "[clock]\0", [TSC2NSEC,
+ *   OFFSET], CPUCOUNT, [FILTERS (>>tracedat FILTERS)]; u16 0
+ *   "flyrecord\0" {u64 offset, u64 size} per CPU, u64 len "[clock]"
+ *   zeros to a page boundary, then each CPU's pages
+ *
+ * Version 7 wraps the same blocks in sections (u16 id, u16 flags, u32 string,
+ * u64 size), puts the pages in a BUFFER section and ends with an OPTIONS
+ * section that points at everything (see trace-cmd.dat.v7(5)).
+ */
+
+/* n bytes of v in the layout's byte order, at p */
+static void ringbuf_trace__num_at(unsigned char *p, unsigned n, int be, uint64_t v)
+{
+	unsigned i;
+	for (i = 0; i < n; i++)
+		p[be ? n - 1 - i : i] = (unsigned char)(v >> (8 * i));
+}
+static void ringbuf_trace__num(struct ringbuf_trace__out *o, unsigned n, uint64_t v)
+{
+	unsigned char b[8];
+	ringbuf_trace__num_at(b, n, o->l->be, v);
+	ringbuf_trace__put(o, b, n);
+}
+static void ringbuf_trace__set_num(struct ringbuf_trace__out *o, size_t at, unsigned n, uint64_t v)
+{
+	if (!o->err)
+		ringbuf_trace__num_at(o->p + at, n, o->l->be, v);
+}
+
+/* 0, or -1 with errno (ENOSPC for a write that wrote nothing) */
+static int ringbuf_trace__write_all(int fd, const void *buf, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = ENOSPC;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int ringbuf_trace__write_zeros(int fd, size_t n)
+{
+	static const unsigned char z[4096] = {0};
+	while (n) {
+		size_t k = n < sizeof z ? n : sizeof z;
+		if (ringbuf_trace__write_all(fd, z, k) < 0)
+			return -1;
+		n -= k;
+	}
+	return 0;
+}
+
+/* Write what o holds (after zeros to pad) and empty it: 0 or an error. */
+static int ringbuf_trace__flush(struct ringbuf_trace__out *o, int fd, size_t pad)
+{
+	int r = o->err;
+	if (!r && (ringbuf_trace__write_all(fd, o->p, o->len) < 0 || ringbuf_trace__write_zeros(fd, pad) < 0))
+		r = o->l->ioerr;
+	o->len = 0;
+	return r;
+}
+
+/* The kernel's events/header_page text for the layout's long, and header_event. */
+static void ringbuf_trace__headers(struct ringbuf_trace__out *o)
+{
+	static const char ev[] = "# compressed entry header\n"
+				 "\ttype_len    :    5 bits\n"
+				 "\ttime_delta  :   27 bits\n"
+				 "\tarray       :   32 bits\n"
+				 "\n"
+				 "\tpadding     : type == 29\n"
+				 "\ttime_extend : type == 30\n"
+				 "\ttime_stamp : type == 31\n"
+				 "\tdata max type_len  == 28\n";
+	const struct ringbuf_trace__layout *l = o->l;
+	char t[512];
+	int n = snprintf(t, sizeof t,
+			 "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+			 "\tfield: local_t commit;\toffset:8;\tsize:%u;\tsigned:1;\n"
+			 "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+			 "\tfield: char data;\toffset:%u;\tsize:%u;\tsigned:0;\n",
+			 l->long_size, 8 + l->long_size, (unsigned)(l->page_size - 8 - l->long_size));
+	ringbuf_trace__put(o, "header_page", 12);
+	ringbuf_trace__num(o, 8, (uint64_t)n);
+	ringbuf_trace__put(o, t, (size_t)n);
+	ringbuf_trace__put(o, "header_event", 13);
+	ringbuf_trace__num(o, 8, sizeof ev - 1);
+	ringbuf_trace__put(o, ev, sizeof ev - 1);
+}
+
+/* One system, the events of reg in id order (the list is newest first). */
+static void ringbuf_trace__event_formats(struct ringbuf_trace__out *o)
+{
+	const struct ringbuf_trace_registry *reg = o->l->reg;
+	const struct ringbuf_trace_event *e;
+	unsigned n = 0, last = 0;
+	if (!reg) {
+		ringbuf_trace__num(o, 4, 0);
+		return;
+	}
+	for (e = ringbuf_trace__first(reg); e; e = e->next)
+		n++;
+	ringbuf_trace__num(o, 4, 1);
+	ringbuf_trace__str(o, reg->system ? reg->system : "ringbuf");
+	ringbuf_trace__num(o, 4, n);
+	while (n--) {
+		const struct ringbuf_trace_event *next = NULL;
+		size_t at;
+		int len;
+		for (e = ringbuf_trace__first(reg); e; e = e->next)
+			if (e->id > last && (!next || e->id < next->id))
+				next = e;
+		if (!next) { /* cannot happen: n counted the same list */
+			o->err = RINGBUF_EINVAL;
+			return;
+		}
+		last = next->id;
+		len = ringbuf_trace_format_text(next, NULL, 0);
+		if (len < 0) {
+			o->err = len;
+			return;
+		}
+		ringbuf_trace__num(o, 8, (uint64_t)len);
+		at = o->len;
+		ringbuf_trace__put(o, NULL, (size_t)len + 1); /* room, then fill */
+		if (!o->err) {
+			ringbuf_trace_format_text(next, (char *)o->p + at, (size_t)len + 1);
+			o->len--; /* no NUL in the file */
+		}
+	}
+}
+
+/* "pid comm\n" per thread seen, newest name per pid, into t. */
+static void ringbuf_trace__loaded_cmdlines(struct ringbuf_trace__out *t,
+					   const struct ringbuf_trace_registry *reg);
+static void ringbuf_trace__cmdlines_text(struct ringbuf_trace__out *t, const struct ringbuf_trace_registry *reg)
+{
+	uint32_t n, i, j;
+	if (reg && reg->loaded) {
+		ringbuf_trace__loaded_cmdlines(t, reg);
+		return;
+	}
+	n = atomic_load_explicit(&ringbuf_trace__ncomms, memory_order_acquire);
+	if (n > RINGBUF_TRACE_MAX_THREADS)
+		n = RINGBUF_TRACE_MAX_THREADS;
+	for (i = 0; i < n; i++) {
+		int32_t pid = atomic_load_explicit(&ringbuf_trace__comms[i].pid, memory_order_acquire);
+		char line[48], comm[16];
+		int k;
+		bool dup = false;
+		if (!pid)
+			continue;
+		for (j = i + 1; j < n && !dup; j++)
+			dup = atomic_load_explicit(&ringbuf_trace__comms[j].pid, memory_order_acquire) == pid;
+		if (dup)
+			continue; /* a newer slot for this pid comes later */
+		ringbuf_trace_comm(pid, comm, sizeof comm);
+		k = snprintf(line, sizeof line, "%d %s\n", (int)pid, comm);
+		ringbuf_trace__put(t, line, (size_t)k);
+	}
+}
+
+/* u64 length + "pid comm\n" lines: the layout's text, or reg's thread names. */
+static void ringbuf_trace__cmdlines(struct ringbuf_trace__out *o)
+{
+	const struct ringbuf_trace__layout *l = o->l;
+	struct ringbuf_trace__out t = {NULL, 0, 0, 0, NULL};
+	const char *text = l->cmdlines;
+	size_t n = text ? strlen(text) : 0;
+	t.l = l; /* counted while it lives */
+	if (!text && (l->reg || l->own_threads)) {
+		ringbuf_trace__cmdlines_text(&t, l->reg);
+		if (t.err)
+			o->err = t.err;
+		text = (const char *)t.p;
+		n = t.len;
+	}
+	ringbuf_trace__num(o, 8, n);
+	ringbuf_trace__put(o, text, n);
+	ringbuf_trace__release_out(&t);
+}
+
+/* The ftrace formats block (u32 count, {u64 len, text}) or the kallsyms
+ * block (u32 len, text) of the layout (empty when it has none). */
+static void ringbuf_trace__ftrace_blocks(struct ringbuf_trace__out *o, int kallsyms)
+{
+	const struct ringbuf_trace__layout *l = o->l;
+	uint32_t n = 0, k;
+	char stack[1024];
+	int slen;
+	if (kallsyms) {
+		size_t len = l->kallsyms ? strlen(l->kallsyms) : 0;
+		if (len > UINT32_MAX)
+			o->err = RINGBUF_EINVAL;
+		ringbuf_trace__num(o, 4, len);
+		ringbuf_trace__put(o, l->kallsyms, len);
+		return;
+	}
+	/* the stack event's format (>>snapshot) for the file's word size:
+	 * int size at 8, unsigned long caller[8] after it, long-aligned */
+	slen = snprintf(stack, sizeof stack, RINGBUF_TRACE__STACK_FMT, (unsigned)RINGBUF_TRACE_ID_STACK, 8u,
+			l->long_size == 8 ? 16u : 12u, 8 * l->long_size);
+	while (l->ftrace_formats && l->ftrace_formats[n])
+		n++;
+	for (k = 0; k < n && slen > 0; k++) /* unless the caller gives one */
+		if (!strncmp(l->ftrace_formats[k], "name: kernel_stack\n", 19))
+			slen = 0;
+	if (slen < 0 || (size_t)slen >= sizeof stack) {
+		o->err = RINGBUF_EINVAL;
+		return;
+	}
+	ringbuf_trace__num(o, 4, n + (slen ? 1u : 0u));
+	for (k = 0; k < n; k++) {
+		size_t len = strlen(l->ftrace_formats[k]);
+		ringbuf_trace__num(o, 8, len);
+		ringbuf_trace__put(o, l->ftrace_formats[k], len);
+	}
+	if (slen) {
+		ringbuf_trace__num(o, 8, (uint64_t)slen);
+		ringbuf_trace__put(o, stack, (size_t)slen);
+	}
+}
+
+/* The metadata block that v7 puts in section id (16..21: trace-cmd's
+ * option ids) and v6 writes in the same order, bare. */
+static void ringbuf_trace__block(struct ringbuf_trace__out *o, unsigned id)
+{
+	switch (id) {
+	case 16: ringbuf_trace__headers(o); break;          /* header_page, header_event */
+	case 17: ringbuf_trace__ftrace_blocks(o, 0); break; /* ftrace event formats */
+	case 18: ringbuf_trace__event_formats(o); break;
+	case 19: ringbuf_trace__ftrace_blocks(o, 1); break; /* kallsyms */
+	case 20: ringbuf_trace__num(o, 4, 0); break;        /* printk formats: none */
+	default: ringbuf_trace__cmdlines(o); break;         /* 21 */
+	}
+}
+
+/* v6: TRACECLOCK, [TSC2NSEC, OFFSET], CPUCOUNT; v7: CPUCOUNT first. TSC2NSEC
+ * (ns = cycles * mult >> shift) and OFFSET (+ ns, a decimal string): trace-cmd
+ * then shows a TSC clock's cycles as CLOCK_MONOTONIC seconds. */
+static void ringbuf_trace__clock_options(struct ringbuf_trace__out *o, const char *clk)
+{
+	const struct ringbuf_trace__layout *l = o->l;
+	if (l->version == 7) {
+		ringbuf_trace__num(o, 2, 8); /* CPUCOUNT */
+		ringbuf_trace__num(o, 4, 4);
+		ringbuf_trace__num(o, 4, l->ncpu);
+	}
+	ringbuf_trace__num(o, 2, 4); /* TRACECLOCK */
+	ringbuf_trace__num(o, 4, strlen(clk) + 1);
+	ringbuf_trace__str(o, clk);
+	if (l->tsc) {
+		char buf[32];
+		ringbuf_trace__num(o, 2, 14); /* TSC2NSEC: u32 mult, u32 shift, u64 offset (unused) */
+		ringbuf_trace__num(o, 4, 16);
+		ringbuf_trace__num(o, 4, l->tsc_mult);
+		ringbuf_trace__num(o, 4, l->tsc_shift);
+		ringbuf_trace__num(o, 8, 0);
+		snprintf(buf, sizeof buf, "%lld", (long long)l->tsc_offset);
+		ringbuf_trace__num(o, 2, 7); /* OFFSET */
+		ringbuf_trace__num(o, 4, strlen(buf) + 1);
+		ringbuf_trace__str(o, buf);
+	}
+	if (l->version != 7) {
+		ringbuf_trace__num(o, 2, 8); /* CPUCOUNT */
+		ringbuf_trace__num(o, 4, 4);
+		ringbuf_trace__num(o, 4, l->ncpu);
+	}
+}
+
+/* RINGBUF_TRACE_TRACEDAT_OPT_FILTERS: "event\0filter\0" per event of the
+ * registry with a filter, in id order; nothing when none has one. */
+static void ringbuf_trace__filter_option(struct ringbuf_trace__out *o)
+{
+	const struct ringbuf_trace_registry *reg = o->l->reg;
+	const struct ringbuf_trace_event *e, *next;
+	size_t start = o->len, at;
+	unsigned last = 0;
+	int any = 0;
+	if (!reg || o->err)
+		return;
+	ringbuf_trace__num(o, 2, RINGBUF_TRACE_TRACEDAT_OPT_FILTERS);
+	at = o->len;
+	ringbuf_trace__num(o, 4, 0);
+	for (;;) {
+		size_t name, text;
+		int len;
+		next = NULL;
+		for (e = ringbuf_trace__first(reg); e; e = e->next)
+			if (e->id > last && (!next || e->id < next->id))
+				next = e;
+		if (!next)
+			break;
+		last = next->id;
+		len = ringbuf_trace_get_filter(next, NULL, 0);
+		if (len <= 0)
+			continue;
+		name = o->len;
+		ringbuf_trace__str(o, next->name);
+		text = o->len;
+		ringbuf_trace__put(o, NULL, (size_t)len + 1); /* room, then fill */
+		if (o->err)
+			return;
+		ringbuf_trace_get_filter(next, (char *)o->p + text, (size_t)len + 1);
+		if (strcmp((const char *)o->p + text, "none") == 0) { /* none (or cleared since) */
+			o->len = name;
+			continue;
+		}
+		/* a filter set since the length was taken is cut to it */
+		o->len = text + strlen((const char *)o->p + text) + 1;
+		any = 1;
+	}
+	if (!any)
+		o->len = start;
+	else
+		ringbuf_trace__set_num(o, at, 4, o->len - at - 4);
+}
+
+static size_t ringbuf_trace__align(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* Version 6 after the 16-byte file header, up to the flyrecord section:
+ * what `trace-cmd record -N` sends to `trace-cmd listen` (which appends the
+ * flyrecord section itself; ringbuf_tracedat_header()). */
+static void ringbuf_trace__v6_meta(struct ringbuf_trace__out *o, const char *clk)
+{
+	unsigned i;
+	for (i = 16; i <= 21; i++)
+		ringbuf_trace__block(o, i);
+	ringbuf_trace__num(o, 4, o->l->ncpu);
+	ringbuf_trace__put(o, "options  ", 10);
+	ringbuf_trace__clock_options(o, clk);
+	ringbuf_trace__filter_option(o);
+	ringbuf_trace__num(o, 2, 0); /* end of options */
+}
+
+/* The k-th CPU in the file: l->first_cpu, then the others in order. */
+static unsigned ringbuf_trace__cpu_in_order(const struct ringbuf_trace__layout *l, unsigned k)
+{
+	if (l->first_cpu >= l->ncpu || l->first_cpu == 0)
+		return k;
+	return k == 0 ? l->first_cpu : k <= l->first_cpu ? k - 1 : k;
+}
+
+/* Where the CPU data starts (o holds everything before it): 1 and *data; 0
+ * when l->meta_end asked for the size only (stored); RINGBUF_EINVAL for a
+ * data_at before the metadata's end or not page-aligned. */
+static int ringbuf_trace__data_at(struct ringbuf_trace__out *o, uint64_t *data)
+{
+	const struct ringbuf_trace__layout *l = o->l;
+	if (o->err)
+		return o->err;
+	*data = ringbuf_trace__align(o->len, l->page_size);
+	if (l->meta_end) {
+		*l->meta_end = *data;
+		return 0;
+	}
+	if (l->data_at) {
+		if (l->data_at < *data || l->data_at % l->page_size)
+			return RINGBUF_EINVAL;
+		*data = l->data_at;
+	}
+	return 1;
+}
+
+/* Everything after the 16-byte file header, version 6. */
+static int ringbuf_trace__v6(struct ringbuf_trace__out *o, int fd, const char *clk)
+{
+	const struct ringbuf_trace__layout *l = o->l;
+	const size_t ps = l->page_size;
+	size_t table;
+	uint64_t data;
+	unsigned i, k;
+	int r;
+	ringbuf_trace__v6_meta(o, clk);
+	ringbuf_trace__put(o, "flyrecord", 10);
+	table = o->len;
+	ringbuf_trace__put(o, NULL, 16 * (size_t)l->ncpu);
+	/* the clock again, read because TRACECLOCK is present */
+	ringbuf_trace__num(o, 8, strlen(clk));
+	ringbuf_trace__put(o, clk, strlen(clk));
+	if ((r = ringbuf_trace__data_at(o, &data)) <= 0)
+		return r;
+	for (k = 0; k < l->ncpu; k++) {
+		uint64_t sz;
+		i = ringbuf_trace__cpu_in_order(l, k);
+		sz = l->cpu_pages(l->ctx, i) * ps;
+		ringbuf_trace__set_num(o, table + 16 * i, 8, data);
+		ringbuf_trace__set_num(o, table + 16 * i + 8, 8, sz);
+		data += sz;
+	}
+	if ((r = ringbuf_trace__flush(o, fd, ringbuf_trace__align(o->len, ps) - o->len)) < 0)
+		return r;
+	for (k = 0; k < l->ncpu; k++)
+		if ((r = l->write_cpu(l->ctx, ringbuf_trace__cpu_in_order(l, k), fd)) < 0)
+			return r;
+	return 0;
+}
+
+/* v7 section header; returns where its size goes. */
+static size_t ringbuf_trace__section(struct ringbuf_trace__out *o, uint16_t id, uint32_t str)
+{
+	size_t at;
+	ringbuf_trace__num(o, 2, id);
+	ringbuf_trace__num(o, 2, 0);
+	ringbuf_trace__num(o, 4, str);
+	at = o->len;
+	ringbuf_trace__num(o, 8, 0);
+	return at;
+}
+static void ringbuf_trace__section_end(struct ringbuf_trace__out *o, size_t at)
+{
+	ringbuf_trace__set_num(o, at, 8, o->len - at - 8);
+}
+
+/* Everything after the 16-byte file header, version 7 (o->len counts from
+ * the file's start: the header is already in o). */
+static int ringbuf_trace__v7(struct ringbuf_trace__out *o, int fd, const char *clk)
+{
+	/* section descriptions: offsets into the strings section */
+	static const char strings[] = "headers\0ftrace events\0events format\0kallsyms\0printk\0"
+				      "command lines\0options\0buffer flyrecord \0strings";
+	enum { S_HEADERS = 0, S_FTRACE = 8, S_EVENTS = 22, S_KALLSYMS = 36, S_PRINTK = 45,
+	       S_CMDLINES = 52, S_OPTIONS = 66, S_BUFFER = 74, S_STRINGS = 92 };
+	static const uint32_t str[6] = {S_HEADERS, S_FTRACE, S_EVENTS, S_KALLSYMS, S_PRINTK, S_CMDLINES};
+	const struct ringbuf_trace__layout *l = o->l;
+	const size_t ps = l->page_size;
+	const unsigned ncpu = l->ncpu;
+	size_t opt_at, sec[6], at, buf_sec;
+	uint64_t total = 0, off, data;
+	unsigned i, k, first;
+	int r;
+	ringbuf_trace__put(o, "none", 5);
+	ringbuf_trace__put(o, "", 1);
+	opt_at = o->len;
+	ringbuf_trace__num(o, 8, 0);
+	at = ringbuf_trace__section(o, 15, S_STRINGS);
+	ringbuf_trace__put(o, strings, sizeof strings);
+	ringbuf_trace__section_end(o, at);
+	for (i = 0; i < 6; i++) { /* sections 16..21 */
+		sec[i] = o->len;
+		at = ringbuf_trace__section(o, (uint16_t)(16 + i), str[i]);
+		ringbuf_trace__block(o, 16 + i);
+		ringbuf_trace__section_end(o, at);
+	}
+	/* the BUFFER section: header, padding, page-aligned CPU data */
+	buf_sec = o->len;
+	at = ringbuf_trace__section(o, 3, S_BUFFER);
+	if ((r = ringbuf_trace__data_at(o, &data)) <= 0)
+		return r;
+	for (i = 0; i < ncpu; i++)
+		total += l->cpu_pages(l->ctx, i) * ps;
+	ringbuf_trace__set_num(o, at, 8, data - o->len + total);
+	ringbuf_trace__set_num(o, opt_at, 8, data + total);
+	if ((r = ringbuf_trace__flush(o, fd, ringbuf_trace__align(o->len, ps) - o->len)) < 0)
+		return r;
+	for (k = 0; k < ncpu; k++)
+		if ((r = l->write_cpu(l->ctx, ringbuf_trace__cpu_in_order(l, k), fd)) < 0)
+			return r;
+	/* the OPTIONS section, after the data (o starts again at 0: the
+	 * section's size is relative to its own position in o) */
+	at = ringbuf_trace__section(o, 0, S_OPTIONS);
+	for (i = 0; i < 6; i++) {
+		ringbuf_trace__num(o, 2, 16 + i);
+		ringbuf_trace__num(o, 4, 8);
+		ringbuf_trace__num(o, 8, sec[i]);
+	}
+	ringbuf_trace__clock_options(o, clk);
+	ringbuf_trace__filter_option(o);
+	ringbuf_trace__num(o, 2, 3); /* BUFFER */
+	ringbuf_trace__num(o, 4, 8 + 1 + strlen(l->clock) + 1 + 4 + 4 + (size_t)ncpu * 20);
+	ringbuf_trace__num(o, 8, buf_sec);
+	ringbuf_trace__str(o, "");
+	ringbuf_trace__str(o, l->clock);
+	ringbuf_trace__num(o, 4, ps);
+	ringbuf_trace__num(o, 4, ncpu);
+	/* the CPUs in id order, each at its place in the file (first_cpu's
+	 * pages first, then the others in id order) */
+	first = l->first_cpu < ncpu ? l->first_cpu : 0;
+	off = data + l->cpu_pages(l->ctx, first) * ps;
+	for (i = 0; i < ncpu; i++) {
+		uint64_t sz = l->cpu_pages(l->ctx, i) * ps;
+		ringbuf_trace__num(o, 4, i);
+		ringbuf_trace__num(o, 8, i == first ? data : off);
+		ringbuf_trace__num(o, 8, sz);
+		if (i != first)
+			off += sz;
+	}
+	ringbuf_trace__num(o, 2, 0); /* DONE */
+	ringbuf_trace__num(o, 4, 8);
+	ringbuf_trace__num(o, 8, 0);
+	ringbuf_trace__section_end(o, at);
+	return ringbuf_trace__flush(o, fd, 0);
+}
+
+/* The 16-byte file header into o; clk (80 bytes) gets "[clock]". */
+static void ringbuf_trace__file_header(struct ringbuf_trace__out *o, char *clk)
+{
+	const struct ringbuf_trace__layout *l = o->l;
+	unsigned char hdr[2];
+	snprintf(clk, 80, "[%s]", l->clock);
+	ringbuf_trace__put(o, "\x17\x08\x44tracing", 10);
+	ringbuf_trace__str(o, l->version == 7 ? "7" : "6");
+	hdr[0] = (unsigned char)(l->be != 0);
+	hdr[1] = (unsigned char)l->long_size;
+	ringbuf_trace__put(o, hdr, 2);
+	ringbuf_trace__num(o, 4, l->page_size);
+}
+
+/* The whole file to fd, sequentially. Returns 0, o's error (ENOMEM...),
+ * l->ioerr for a failed write, or write_cpu's error. */
+static int ringbuf_trace__layout_write(const struct ringbuf_trace__layout *l, int fd)
+{
+	struct ringbuf_trace__out o = {NULL, 0, 0, 0, NULL};
+	char clk[80];
+	int r;
+	o.l = l;
+	ringbuf_trace__file_header(&o, clk);
+	r = l->version == 7 ? ringbuf_trace__v7(&o, fd, clk) : ringbuf_trace__v6(&o, fd, clk);
+	ringbuf_trace__release_out(&o);
+	return r;
+}
+
+/* A version 6 file (l->version is ignored) up to the flyrecord section, in
+ * memory: *buf (malloc'ed, the caller frees it), *len. l's page callbacks
+ * are not called. Returns 0 or RINGBUF_ENOMEM. */
+static inline int ringbuf_trace__layout_v6_header(const struct ringbuf_trace__layout *l, void **buf, size_t *len)
+{
+	struct ringbuf_trace__layout l6 = *l;
+	struct ringbuf_trace__out o = {NULL, 0, 0, 0, NULL};
+	char clk[80];
+	l6.version = 6;
+	l6.heap = l6.peak = l6.allocs = NULL; /* the buffer leaves with the caller */
+	o.l = &l6;
+	ringbuf_trace__file_header(&o, clk);
+	ringbuf_trace__v6_meta(&o, clk);
+	if (o.err) {
+		ringbuf_trace__release_out(&o);
+		return o.err;
+	}
+	*buf = o.p;
+	*len = o.len;
+	return 0;
+}
+
+/* -- pages held in memory (up to two captures per CPU), for the layout writer: the
+ * one-call export's pages, kept by the streaming writer (>>tdat_impl: the
+ * one-call export) -- */
+
+static uint64_t ringbuf_trace__caps_pages(void *ctx, unsigned cpu)
+{
+	const struct ringbuf_trace_capture *const *caps = (const struct ringbuf_trace_capture *const *)ctx;
+	uint64_t n = 0;
+	int k;
+	for (k = 0; k < 2; k++)
+		if (caps[k])
+			n += caps[k]->cpu[cpu].n;
+	return n;
+}
+
+static int ringbuf_trace__caps_write(void *ctx, unsigned cpu, int fd)
+{
+	const struct ringbuf_trace_capture *const *caps = (const struct ringbuf_trace_capture *const *)ctx;
+	int k;
+	for (k = 0; k < 2; k++) {
+		const struct ringbuf_trace_capture *c = caps[k];
+		if (c && c->cpu[cpu].n &&
+		    ringbuf_trace__write_all(fd, c->cpu[cpu].pages, c->cpu[cpu].n * c->page_size) < 0)
+			return RINGBUF_EINVAL;
+	}
+	return 0;
+}
+
+/* -- reading the filters back (ringbuf_trace_tracedat_filters) --
+ * A bounded walk over the metadata: every length is checked against the
+ * file's size before it is skipped or read, so a truncated or hostile file
+ * gives RINGBUF_ECORRUPT, never a read past what was checked. */
+
+struct ringbuf_trace__frd {
+	int fd, be;
+	uint64_t off, size;
+};
+
+static int ringbuf_trace__frd_bytes(struct ringbuf_trace__frd *r, void *buf, size_t n)
+{
+	unsigned char *p = (unsigned char *)buf;
+	if (n > r->size || r->off > r->size - n)
+		return RINGBUF_ECORRUPT;
+	if (lseek(r->fd, (off_t)r->off, SEEK_SET) == (off_t)-1)
+		return RINGBUF_ESYS;
+	r->off += n;
+	while (n) {
+		ssize_t k = read(r->fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? RINGBUF_ESYS : RINGBUF_ECORRUPT;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int ringbuf_trace__frd_num(struct ringbuf_trace__frd *r, unsigned n, uint64_t *v)
+{
+	unsigned char b[8];
+	unsigned i;
+	int e = ringbuf_trace__frd_bytes(r, b, n);
+	*v = 0;
+	for (i = 0; i < n && !e; i++)
+		*v |= (uint64_t)b[r->be ? i : n - 1 - i] << (8 * (n - 1 - i));
+	return e;
+}
+
+static int ringbuf_trace__frd_skip(struct ringbuf_trace__frd *r, uint64_t n)
+{
+	if (n > r->size || r->off > r->size - n)
+		return RINGBUF_ECORRUPT;
+	r->off += n;
+	return 0;
+}
+
+/* skip a NUL-terminated string of at most max bytes (NUL included) */
+static int ringbuf_trace__frd_skipstr(struct ringbuf_trace__frd *r, size_t max)
+{
+	char c = 1;
+	size_t i;
+	for (i = 0; i < max && c; i++)
+		if (ringbuf_trace__frd_bytes(r, &c, 1) < 0)
+			return RINGBUF_ECORRUPT;
+	return c ? RINGBUF_ECORRUPT : 0;
+}
+
+/* skip count blocks of a u<lw> length each and its bytes */
+static int ringbuf_trace__frd_blocks(struct ringbuf_trace__frd *r, uint64_t count, unsigned lw)
+{
+	uint64_t len;
+	int e = 0;
+	while (count-- && !e)
+		if (!(e = ringbuf_trace__frd_num(r, lw, &len)))
+			e = ringbuf_trace__frd_skip(r, len);
+	return e;
+}
+
+/* One options list ({u16 id, u32 size, data} up to id 0): the filters
+ * option's pairs to fn. *next gets v7's DONE offset (0: none). */
+static int ringbuf_trace__frd_options(struct ringbuf_trace__frd *r, int v7, uint64_t *next,
+				     int (*fn)(void *, const char *, const char *), void *ctx, int *calls,
+				     int *stop)
+{
+	uint64_t id, size;
+	int e;
+	*next = 0;
+	for (;;) {
+		if ((e = ringbuf_trace__frd_num(r, 2, &id)) < 0)
+			return e;
+		if (id == 0 && !v7)
+			return 0;
+		if ((e = ringbuf_trace__frd_num(r, 4, &size)) < 0)
+			return e;
+		if (id == 0)
+			return size == 8 ? ringbuf_trace__frd_num(r, 8, next) : RINGBUF_ECORRUPT;
+		if (id != RINGBUF_TRACE_TRACEDAT_OPT_FILTERS || *stop) {
+			if ((e = ringbuf_trace__frd_skip(r, size)) < 0)
+				return e;
+			continue;
+		}
+		{
+			char *d;
+			size_t i = 0;
+			if (size > r->size - r->off || size > ((size_t)1 << 30))
+				return RINGBUF_ECORRUPT;
+			d = (char *)malloc((size_t)size + 1);
+			if (!d)
+				return RINGBUF_ENOMEM;
+			if ((e = ringbuf_trace__frd_bytes(r, d, (size_t)size)) < 0) {
+				free(d);
+				return e;
+			}
+			while (i < size && !e) {
+				/* both strings end inside the option */
+				const char *z1 = (const char *)memchr(d + i, 0, (size_t)size - i);
+				const char *z2 = z1 ? (const char *)memchr(z1 + 1, 0, (size_t)(d + size - z1 - 1)) : NULL;
+				size_t ln, lf;
+				if (!z2) {
+					e = RINGBUF_ECORRUPT;
+					break;
+				}
+				ln = (size_t)(z1 - (d + i));
+				lf = (size_t)(z2 - z1 - 1);
+				if (!*stop) {
+					++*calls;
+					*stop = fn(ctx, d + i, d + i + ln + 1) != 0;
+				}
+				i += ln + 1 + lf + 1;
+			}
+			free(d);
+			if (e < 0)
+				return e;
+		}
+	}
+}
+
+RINGBUF_API int ringbuf_trace_tracedat_filters(const char *path,
+					       int (*fn)(void *ctx, const char *event, const char *filter),
+					       void *ctx)
+{
+	struct ringbuf_trace__frd r = {-1, 0, 0, 0};
+	unsigned char head[18];
+	struct stat st;
+	uint64_t n, k, next = 0;
+	int e, calls = 0, stop = 0, v7, hops;
+	if (!path || !fn)
+		return RINGBUF_EINVAL;
+	r.fd = open(path, O_RDONLY | RINGBUF__O_CLOEXEC);
+	if (r.fd < 0)
+		return RINGBUF_ESYS;
+	if (fstat(r.fd, &st) != 0) {
+		e = RINGBUF_ESYS;
+		goto out;
+	}
+	r.size = (uint64_t)st.st_size;
+	/* magic, "6\0" or "7\0", endian, long size, u32 page size */
+	if ((e = ringbuf_trace__frd_bytes(&r, head, 18)) < 0)
+		goto out;
+	e = RINGBUF_ECORRUPT;
+	if (memcmp(head, "\x17\x08\x44tracing", 10) != 0 || (head[10] != '6' && head[10] != '7') ||
+	    head[11] != 0 || head[12] > 1)
+		goto out;
+	v7 = head[10] == '7';
+	r.be = head[12];
+	if (v7) {
+		/* compression name and version, then the first options offset */
+		if ((e = ringbuf_trace__frd_skipstr(&r, 64)) < 0 || (e = ringbuf_trace__frd_skipstr(&r, 64)) < 0 ||
+		    (e = ringbuf_trace__frd_num(&r, 8, &next)) < 0)
+			goto out;
+		for (hops = 0; next && hops < 64 && !stop; hops++) {
+			uint64_t id, flags;
+			r.off = next;
+			if ((e = ringbuf_trace__frd_num(&r, 2, &id)) < 0 || (e = ringbuf_trace__frd_num(&r, 2, &flags)) < 0 ||
+			    (e = ringbuf_trace__frd_skip(&r, 4 + 8)) < 0)
+				goto out;
+			if (id != 0 || (flags & 1)) { /* not OPTIONS, or compressed */
+				e = RINGBUF_ECORRUPT;
+				goto out;
+			}
+			if ((e = ringbuf_trace__frd_options(&r, 1, &next, fn, ctx, &calls, &stop)) < 0)
+				goto out;
+		}
+		e = 0;
+		goto out;
+	}
+	/* v6: header_page, header_event, ftrace formats, systems, kallsyms,
+	 * printk, cmdlines, ncpu, then "options  \0" (absent: no options) */
+	{
+		char tag[13];
+		if ((e = ringbuf_trace__frd_bytes(&r, tag, 12)) < 0)
+			goto out;
+		if (memcmp(tag, "header_page", 12) != 0 || (e = ringbuf_trace__frd_blocks(&r, 1, 8)) < 0 ||
+		    (e = ringbuf_trace__frd_bytes(&r, tag, 13)) < 0 || memcmp(tag, "header_event", 13) != 0 ||
+		    (e = ringbuf_trace__frd_blocks(&r, 1, 8)) < 0) {
+			e = e < 0 ? e : RINGBUF_ECORRUPT;
+			goto out;
+		}
+	}
+	if ((e = ringbuf_trace__frd_num(&r, 4, &n)) < 0 || (e = ringbuf_trace__frd_blocks(&r, n, 8)) < 0 ||
+	    (e = ringbuf_trace__frd_num(&r, 4, &n)) < 0)
+		goto out;
+	for (k = 0; k < n; k++) {
+		uint64_t nev;
+		if ((e = ringbuf_trace__frd_skipstr(&r, 4096)) < 0 || (e = ringbuf_trace__frd_num(&r, 4, &nev)) < 0 ||
+		    (e = ringbuf_trace__frd_blocks(&r, nev, 8)) < 0)
+			goto out;
+	}
+	if ((e = ringbuf_trace__frd_blocks(&r, 2, 4)) < 0 || (e = ringbuf_trace__frd_blocks(&r, 1, 8)) < 0 ||
+	    (e = ringbuf_trace__frd_skip(&r, 4)) < 0)
+		goto out;
+	{
+		char tag[10];
+		if ((e = ringbuf_trace__frd_bytes(&r, tag, 10)) < 0)
+			goto out;
+		if (memcmp(tag, "options  ", 10) == 0)
+			e = ringbuf_trace__frd_options(&r, 0, &next, fn, ctx, &calls, &stop);
+	}
+out:
+	close(r.fd);
+	return e < 0 ? e : calls;
+}
+
+
+/* ---- >>tdat_impl: the streaming writer ------------------------------------ */
+
 #define RINGBUF_TDAT__MAX_CPUS 4096u
 #ifndef RINGBUF_TDAT__BATCH /* bytes of pages per write() (a test makes it small) */
 #define RINGBUF_TDAT__BATCH ((size_t)128 << 10)
@@ -317,6 +1244,13 @@ struct ringbuf_tracedat {
 			       * the metadata; else 0) */
 	unsigned direct;      /* finish(): the CPU whose file becomes the result
 			       * (ncpu: none) */
+	/* the one-call export (ringbuf_trace_write_tracedat): A4 appends the
+	 * pages to mem instead of a file, and the file goes to the caller's
+	 * descriptor, with what info cannot say */
+	struct ringbuf_trace_capture *mem;
+	int own_threads;      /* struct ringbuf_trace__layout's */
+	const char *kallsyms;
+	const char *const *ftrace_formats;
 };
 
 /* ---- heap accounting ---------------------------------------------------- */
@@ -468,6 +1402,7 @@ static void ringbuf_tdat__release(struct ringbuf_tracedat *w)
 	ringbuf_tdat__free(w, w->page);
 	ringbuf_tdat__free(w, w->path);
 	ringbuf_tdat__free(w, w->part);
+	ringbuf_trace_capture_destroy(w->mem);
 	free(w);
 }
 
@@ -732,6 +1667,32 @@ static int ringbuf_tdat__write_fd(int fd, const void *buf, size_t n, int sock)
 	return 0;
 }
 
+/* A4 of the one-call export: n pages of the batch appended to cpu's pages
+ * in memory (w->mem). 0 or RINGBUF_ENOMEM. */
+static int ringbuf_tdat__mem_append(struct ringbuf_tracedat *w, unsigned cpu, size_t n)
+{
+	struct ringbuf_trace__cpages *cp = &w->mem->cpu[cpu];
+	const size_t ps = w->info.page_size;
+	if (cp->n + n > cp->cap) {
+		size_t nc = cp->cap ? cp->cap : 16;
+		unsigned char *q;
+		while (nc < cp->n + n)
+			nc *= 2;
+		q = (unsigned char *)realloc(cp->pages, nc * ps);
+		if (!q)
+			return RINGBUF_ENOMEM;
+		w->st.heap_bytes += (nc - cp->cap) * ps;
+		w->st.allocs++;
+		if (w->st.heap_bytes > w->st.heap_peak)
+			w->st.heap_peak = w->st.heap_bytes;
+		cp->pages = q;
+		cp->cap = nc;
+	}
+	memcpy(cp->pages + cp->n * ps, w->page, n * ps);
+	cp->n += n;
+	return 0;
+}
+
 /* A4: write the batch (batch_n pages of batch_cpu) with one write() and
  * count its pages; a failed write poisons the writer (its pages are lost,
  * not counted). 0 or RINGBUF_ESYS. */
@@ -742,7 +1703,14 @@ static int ringbuf_tdat__flush(struct ringbuf_tracedat *w)
 	if (!n)
 		return 0;
 	w->batch_n = 0;
-	if (ringbuf_tdat__write_fd(w->fd[cpu], w->page, n * w->info.page_size, w->streamed) < 0) {
+	if (w->mem) {
+		int r = ringbuf_tdat__mem_append(w, cpu, n);
+		if (r < 0) {
+			memset(&w->pend, 0, sizeof w->pend);
+			w->broken = 1;
+			return r;
+		}
+	} else if (ringbuf_tdat__write_fd(w->fd[cpu], w->page, n * w->info.page_size, w->streamed) < 0) {
 		memset(&w->pend, 0, sizeof w->pend);
 		w->broken = 1;
 		return RINGBUF_ESYS;
@@ -802,7 +1770,7 @@ RINGBUF_API int ringbuf_tracedat_add_page(struct ringbuf_tracedat *w, unsigned c
 					  size_t size)
 {
 	unsigned char *pg;
-	int r;
+	int r, k;
 	if (!w || !page || cpu >= w->info.ncpu || size != w->info.page_size) {
 		if (w)
 			w->st.pages_rejected++;
@@ -812,8 +1780,8 @@ RINGBUF_API int ringbuf_tracedat_add_page(struct ringbuf_tracedat *w, unsigned c
 		return RINGBUF_ESYS;
 	memcpy(pg, page, size); /* A1: the only read of the caller's page */
 	r = ringbuf_tdat__take(w, pg);
-	if (r > 0 && ringbuf_tdat__flush(w) < 0) /* written before it returns */
-		return RINGBUF_ESYS;
+	if (r > 0 && (k = ringbuf_tdat__flush(w)) < 0) /* written before it returns */
+		return k;
 	return r;
 }
 
@@ -905,7 +1873,7 @@ RINGBUF_API int ringbuf_tracedat_stats(const struct ringbuf_tracedat *w, struct 
 
 /* ---- finish: the metadata, then the pages ------------------------------- */
 
-/* The file's layout is ringbuf_trace.h's (>>tracedat: the file there), fed
+/* The file's layout is the layout writer's (>>tracedat: the file), fed
  * from the per-CPU temporary files. */
 
 static uint64_t ringbuf_tdat__cpu_pages(void *ctx, unsigned cpu)
@@ -968,7 +1936,7 @@ static int ringbuf_tdat__copy_cpu(void *ctx, unsigned cpu, int out)
 	return ringbuf_tdat__copy_range(w, w->fd[cpu], (int64_t)w->reserve, len, out);
 }
 
-/* w described for ringbuf_trace.h's layout writer */
+/* w described for the layout writer (>>tracedat: the file) */
 static void ringbuf_tdat__layout(struct ringbuf_tracedat *w, struct ringbuf_trace__layout *l)
 {
 	memset(l, 0, sizeof *l);
@@ -995,6 +1963,9 @@ static void ringbuf_tdat__layout(struct ringbuf_tracedat *w, struct ringbuf_trac
 	l->heap = &w->st.heap_bytes;
 	l->peak = &w->st.heap_peak;
 	l->allocs = &w->st.allocs;
+	l->own_threads = w->own_threads;
+	l->kallsyms = w->kallsyms;
+	l->ftrace_formats = w->ftrace_formats;
 }
 
 /* finish() without the copy of the largest CPU's pages: its unnamed file
@@ -1141,4 +2112,140 @@ RINGBUF_API int ringbuf_tracedat_header(const struct ringbuf_tracedat_info *info
 	return r;
 }
 
+/* ---- the one-call export: pages through the writer, the file to fd ------
+ *
+ * ringbuf_trace_write_tracedat() is this writer with its pages kept in
+ * memory (w->mem) instead of per-CPU files: the captured pages, then the
+ * pages drained from rb, go through add_page (A1-A4: copied, checked, the
+ * bytes after commit zeroed, counted; a page without records or a malformed
+ * one is left out, as for a file), and the layout writer writes the whole
+ * file to the caller's descriptor, sequentially (a pipe is fine). */
+
+RINGBUF_API int ringbuf_trace_write_tracedat(struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
+					     int fd, const struct ringbuf_trace_tracedat_opts *opts)
+{
+	static const struct ringbuf_trace_tracedat_opts defaults = RINGBUF_TRACE_TRACEDAT_INIT;
+	const struct ringbuf_trace_capture *caps[2] = {NULL, NULL};
+	struct ringbuf_trace_capture *drained = NULL;
+	struct ringbuf_tracedat_info info;
+	struct ringbuf_tracedat *w = NULL;
+	struct ringbuf_trace__layout l;
+	struct ringbuf__tscconv conv;
+	const struct ringbuf__tscconv *tsc = NULL;
+	union { uint16_t u; unsigned char b[2]; } endian;
+	unsigned cpu;
+	int r, version, k;
+
+	if (!opts)
+		opts = &defaults;
+	version = opts->version ? opts->version : 6;
+	if (fd < 0 || (version != 6 && version != 7) || (!rb && !opts->capture))
+		return RINGBUF_EINVAL;
+	memset(&info, 0, sizeof info);
+	if (opts->capture) {
+		info.ncpu = opts->capture->ncpu;
+		info.page_size = opts->capture->page_size;
+		if (rb && (ringbuf_ncpu(rb) != info.ncpu || ringbuf_page_size(rb) != info.page_size))
+			return RINGBUF_EINVAL;
+	} else {
+		info.ncpu = ringbuf_ncpu(rb);
+		info.page_size = ringbuf_page_size(rb);
+	}
+	caps[0] = opts->capture;
+	if (rb && !(opts->flags & RINGBUF_TRACE_TRACEDAT_NO_DRAIN)) {
+		if ((r = ringbuf_trace_capture_create(rb, &drained)) < 0)
+			return r;
+		r = ringbuf_trace_capture_read(drained, rb, RINGBUF_ALL_CPUS, 0);
+		if (r < 0) {
+			ringbuf_trace_capture_destroy(drained);
+			return r;
+		}
+		caps[1] = drained;
+	}
+	if (rb ? ringbuf__tscconv_of(rb, &conv) : caps[0]->tsc) {
+		if (!rb)
+			conv = caps[0]->conv;
+		tsc = &conv; /* TSC2NSEC and OFFSET options: trace-cmd shows ns */
+		info.tsc = 1;
+		ringbuf__tscconv_tracecmd(tsc, &info.tsc_mult, &info.tsc_shift, &info.tsc_offset);
+	}
+	info.clock = opts->clock;
+	if (!info.clock)
+		info.clock = tsc ? "x86-tsc"
+			   : !rb || rb->clock_kind == RINGBUF__CLK_MONO ? "mono"
+								       : "local";
+	endian.u = 1;
+	info.version = version;
+	info.big_endian = endian.b[0] != 1;
+	info.long_size = (unsigned)sizeof(long);
+	info.reg = reg;
+	r = ringbuf_tdat__info_ok(&info) ? ringbuf_tdat__new("", &info, &w) : RINGBUF_EINVAL;
+	if (r == 0) {
+		w->mem = (struct ringbuf_trace_capture *)calloc(1, sizeof *w->mem);
+		if (w->mem)
+			w->mem->cpu = (struct ringbuf_trace__cpages *)calloc(info.ncpu, sizeof *w->mem->cpu);
+		if (!w->mem || !w->mem->cpu)
+			r = RINGBUF_ENOMEM;
+		else {
+			w->mem->ncpu = info.ncpu;
+			w->mem->page_size = info.page_size;
+		}
+	}
+	for (cpu = 0; r == 0 && cpu < info.ncpu; cpu++)
+		for (k = 0; r == 0 && k < 2; k++) {
+			size_t i;
+			if (!caps[k])
+				continue;
+			for (i = 0; r == 0 && i < caps[k]->cpu[cpu].n; i++) {
+				int a = ringbuf_tracedat_add_page(w, cpu, caps[k]->cpu[cpu].pages + i * info.page_size,
+								  info.page_size);
+				if (a < 0 && a != RINGBUF_ECORRUPT)
+					r = a; /* ENOMEM (a refused page is left out) */
+			}
+			if (caps[k] == drained) { /* its pages are the writer's now */
+				free(drained->cpu[cpu].pages);
+				memset(&drained->cpu[cpu], 0, sizeof drained->cpu[cpu]);
+			}
+		}
+	if (r == 0) {
+		w->own_threads = 1; /* rb is this process's: so are its writers' names */
+		w->kallsyms = opts->kallsyms;
+		w->ftrace_formats = opts->ftrace_formats;
+		caps[0] = w->mem;
+		caps[1] = NULL;
+		ringbuf_tdat__layout(w, &l);
+		l.ioerr = RINGBUF_EINVAL;
+		l.cpu_pages = ringbuf_trace__caps_pages;
+		l.write_cpu = ringbuf_trace__caps_write;
+		l.ctx = (void *)caps;
+		r = ringbuf_trace__layout_write(&l, fd);
+	}
+	if (w)
+		ringbuf_tdat__release(w);
+	ringbuf_trace_capture_destroy(drained);
+	return r;
+}
+
+RINGBUF_API int ringbuf_trace_save_tracedat(struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
+					    const char *path, const struct ringbuf_trace_tracedat_opts *opts)
+{
+	int fd, r;
+	if (!path)
+		return RINGBUF_EINVAL;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | RINGBUF__O_CLOEXEC, 0644);
+	if (fd < 0)
+		return RINGBUF_EINVAL;
+	r = ringbuf_trace_write_tracedat(rb, reg, fd, opts);
+	if (close(fd) != 0 && !r)
+		r = RINGBUF_EINVAL;
+	return r;
+}
+
 #endif /* RINGBUF_IMPLEMENTATION */
+
+/* C++: end ringbuf.h's shim where this header started it */
+#if defined(__cplusplus) && defined(RINGBUF__CXX_SHIM_BY_TRACEDAT)
+#undef RINGBUF__CXX_SHIM_BY_TRACEDAT
+#undef RINGBUF__CXX_SHIM_KEEP
+#include "ringbuf.h"
+#endif

@@ -101,7 +101,7 @@ mver=$(sed -n "s/^project('ringbuf', version: '\([0-9.]*\)'.*/\1/p" meson.build)
 # ---- make install PREFIX=... ----------------------------------------------------
 prefix=$out/prefix
 q "$MAKE" --no-print-directory install BUILD="$BUILD" PREFIX="$prefix"
-expect_files "$prefix" include/ringbuf.h include/ringbuf_trace.h lib/pkgconfig/ringbuf.pc \
+expect_files "$prefix" include/ringbuf.h include/ringbuf_trace.h include/ringbuf_trace_event.h include/ringbuf_trace_snapshot.h lib/pkgconfig/ringbuf.pc \
 	lib/cmake/ringbuf/ringbufConfig.cmake lib/cmake/ringbuf/ringbufConfigVersion.cmake
 ran+=(install)
 if [ $have_pc = 1 ]; then
@@ -125,7 +125,7 @@ fi
 stage=$out/stage
 dirs=(PREFIX=/usr PKGCONFIGDIR=/usr/share/pkgconfig CMAKEDIR=/usr/share/cmake/ringbuf)
 q "$MAKE" --no-print-directory install BUILD="$BUILD" DESTDIR="$stage" "${dirs[@]}"
-expect_files "$stage/usr" include/ringbuf.h include/ringbuf_trace.h share/pkgconfig/ringbuf.pc \
+expect_files "$stage/usr" include/ringbuf.h include/ringbuf_trace.h include/ringbuf_trace_event.h include/ringbuf_trace_snapshot.h share/pkgconfig/ringbuf.pc \
 	share/cmake/ringbuf/ringbufConfig.cmake share/cmake/ringbuf/ringbufConfigVersion.cmake
 grep -qx 'prefix=/usr' "$stage/usr/share/pkgconfig/ringbuf.pc" || fail "ringbuf.pc: prefix is not /usr"
 if [ $have_pc = 1 ]; then
@@ -145,7 +145,7 @@ if [ $have_cmake = 1 ]; then
 	q cmake -S "$root" -B "$out/cmake-self" -DCMAKE_INSTALL_PREFIX="$cprefix"
 	q cmake --install "$out/cmake-self"
 	libdir=$(cd "$cprefix" && find . -name ringbufConfig.cmake | sed 's|^\./||; s|/cmake/ringbuf/ringbufConfig.cmake$||')
-	expect_files "$cprefix" include/ringbuf.h include/ringbuf_trace.h "$libdir/pkgconfig/ringbuf.pc" \
+	expect_files "$cprefix" include/ringbuf.h include/ringbuf_trace.h include/ringbuf_trace_event.h include/ringbuf_trace_snapshot.h "$libdir/pkgconfig/ringbuf.pc" \
 		"$libdir/cmake/ringbuf/ringbufConfigVersion.cmake" "$libdir/cmake/ringbuf/ringbufTargets.cmake"
 	cm_c cmake-find-c -DCMAKE_PREFIX_PATH="$cprefix"
 	grep -q "found in $cprefix/$libdir/cmake/ringbuf" "$out/cmake-find-c.configure.log" || fail "find_package found another ringbuf"
@@ -168,7 +168,7 @@ else
 		d=$out/meson-$k
 		mkdir -p "$d/subprojects/ringbuf"
 		cp "$pk/meson_$k/meson.build" "$pk/consumer.c" "$pk/consumer.cpp" "$d/"
-		cp meson.build ringbuf.h ringbuf_trace.h "$d/subprojects/ringbuf/"
+		cp meson.build ringbuf.h ringbuf_trace*.h "$d/subprojects/ringbuf/"
 		if [ $k = c ]; then
 			q meson setup "$d/build" "$d"
 		else

@@ -28,7 +28,7 @@ flags=(-std=c11 -Wall -Wextra -pedantic -Werror -O0 -pthread)
 
 rm -rf "$out"
 mkdir -p "$out/vendor/ringbuf"
-cp "$root/ringbuf.h" "$root/ringbuf_trace.h" "$root/ringbuf_tracedat.h" "$root/ringbuf_net.h" "$out/vendor/ringbuf/"
+cp "$root/ringbuf.h" "$root"/ringbuf_trace*.h "$root/ringbuf_net.h" "$out/vendor/ringbuf/"
 have_cxx=0
 command -v "${CXX%% *}" >/dev/null 2>&1 && have_cxx=1
 
@@ -68,7 +68,7 @@ else
 	echo "namespace: no C++ compiler ($CXX): C++ part skipped"
 fi
 listed=$(sed -n 's/^#define \(ringbuf[a-z0-9_]*\)  *RINGBUF__NS(\1)$/\1/p' \
-		"$root/ringbuf.h" "$root/ringbuf_trace.h" "$root/ringbuf_tracedat.h" "$root/ringbuf_net.h" \
+		"$root/ringbuf.h" "$root"/ringbuf_trace*.h "$root/ringbuf_net.h" \
 		"$root/ringbuf_ftrace.h"
 	 sed -n 's/.*RINGBUF__NS_LABEL(\(ringbuf[a-z0-9_]*\));.*/\1/p' "$root/ringbuf.h")
 [ "$(echo "$listed" | wc -l)" -gt 50 ] || fail "could not read the rename lists from the headers"
