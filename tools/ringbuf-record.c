@@ -118,6 +118,8 @@ struct ringbuf_record_counts {
 	uint64_t buffers;         /* -d: buffers followed to the end (one per process image) */
 	uint64_t bad_buffers;     /* -d: NAME.rb files that could not be opened or written */
 	int command_status;       /* -d with a COMMAND: its wait status */
+	uint64_t kernel_events, kernel_pages, kernel_lost; /* -e: KERNEL.dat (written or not) */
+	uint64_t kernel_lost_unknown, kernel_bad_pages;
 };
 static struct ringbuf_record_counts ringbuf_record_last;
 
@@ -863,13 +865,18 @@ static void rbrec_kclean_stale(struct rbrec_kernel *k)
 		long pid;
 		unsigned long long start;
 		char rel[600];
+		int tries;
 		if (sscanf(e->d_name, "ringbuf-record-%ld-%llu", &pid, &start) != 2 &&
 		    sscanf(e->d_name, "ringbuf-bench-%ld-%llu", &pid, &start) != 2)
 			continue;
 		if (pid > 0 && !rbrec_gone(pid, start))
 			continue; /* its process runs (same pid, same start time) */
 		snprintf(rel, sizeof rel, "instances/%s", e->d_name);
-		if (rmdir(rbrec_kpath(k, NULL, rel)) == 0 && !k->quiet)
+		/* a child the killed recorder forked may hold its files until
+		 * its exec (close-on-exec): EBUSY for that moment */
+		for (tries = 0; rmdir(rbrec_kpath(k, NULL, rel)) != 0 && errno == EBUSY && tries < 20; tries++)
+			poll(NULL, 0, 50);
+		if (access(rbrec_kpath(k, NULL, rel), F_OK) != 0 && !k->quiet)
 			fprintf(stderr, "ringbuf-record: removed the tracefs instance %s of a recorder that was "
 					"killed\n", e->d_name);
 	}
@@ -982,6 +989,23 @@ static int rbrec_kernel_start(struct rbrec_kernel *k)
 	return 0;
 }
 
+/* The kernel adds its "events lost" flags to the commit word as ints
+ * (RB_MISSED_EVENTS is 1 << 31): on a 64-bit long the add sign-extends,
+ * and bits 32..63 come set with bit 31 (0xffffffffc0000fc0). Readers
+ * (libtraceevent) look at bits 30, 31 and the length only; the page check
+ * refuses bits above 31. Clear them when they are that sign extension. */
+static void rbrec_kpage_fix(unsigned char *page, unsigned long_size)
+{
+	uint64_t c;
+	if (long_size != 8)
+		return;
+	memcpy(&c, page + 8, 8);
+	if ((c >> 31) == 0x1ffffffffull) {
+		c &= 0xffffffffull;
+		memcpy(page + 8, &c, 8);
+	}
+}
+
 /* K3. Pages taken (all CPUs), or -1 (an error said; k->failed). */
 static long rbrec_kernel_take(struct rbrec_kernel *k, int all)
 {
@@ -991,7 +1015,16 @@ static long rbrec_kernel_take(struct rbrec_kernel *k, int all)
 		return 0;
 	for (cpu = 0; cpu < k->ncpu; cpu++) {
 		unsigned n;
+		struct pollfd p;
 		if (k->rfd[cpu] < 0)
+			continue;
+		/* while recording, a CPU whose buffer is filled to the
+		 * instance's buffer_percent (poll says so), else a read would
+		 * take the page the kernel is writing: mostly empty pages */
+		p.fd = k->rfd[cpu];
+		p.events = POLLIN;
+		p.revents = 0;
+		if (!all && poll(&p, 1, 0) <= 0)
 			continue;
 		for (n = 0; all || n < 256; n++) {
 			uint64_t events = 0, lost = 0;
@@ -1008,6 +1041,7 @@ static long rbrec_kernel_take(struct rbrec_kernel *k, int all)
 			}
 			if (r == 0)
 				break;
+			rbrec_kpage_fix(k->page, k->long_size);
 			if ((size_t)r != k->page_size ||
 			    ringbuf_tracedat_check_page(k->page, k->page_size, 0, k->long_size, &events, &lost) < 0) {
 				k->bad_pages++;
@@ -1046,8 +1080,13 @@ static void rbrec_kernel_stop(struct rbrec_kernel *k)
 				close(k->rfd[cpu]);
 				k->rfd[cpu] = -1;
 			}
-		/* the kernel disables the instance's events itself */
-		if (rmdir(k->inst) != 0)
+		/* the kernel disables the instance's events itself; it refuses
+		 * (EBUSY) while anyone has a file of the instance open (a
+		 * `cat trace_pipe` of its own): a few tries, then say so */
+		int r;
+		for (cpu = 0; (r = rmdir(k->inst)) != 0 && errno == EBUSY && cpu < 20; cpu++)
+			poll(NULL, 0, 50);
+		if (r != 0)
 			fprintf(stderr, "ringbuf-record: -e: cannot remove the tracefs instance %s: %s (remove it "
 					"with rmdir)\n", k->inst, strerror(errno));
 		k->inst[0] = 0;
@@ -1288,6 +1327,11 @@ static int rbrec_kernel_end(struct rbrec_kernel *k)
 	rc = k->failed ? k->failed : rbrec_kernel_finish(k);
 	if (rc && !k->failed)
 		k->failed = rc;
+	ringbuf_record_last.kernel_events = k->events;
+	ringbuf_record_last.kernel_pages = k->npages;
+	ringbuf_record_last.kernel_lost = k->lost;
+	ringbuf_record_last.kernel_lost_unknown = k->lost_unknown;
+	ringbuf_record_last.kernel_bad_pages = k->bad_pages;
 	rbrec_kernel_report(k);
 	return rc;
 }
@@ -1510,6 +1554,12 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 #if defined(__linux__) && defined(PR_SET_CHILD_SUBREAPER)
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); /* orphans of the tree come here */
 #endif
+		int ex[2] = {-1, -1};
+		/* -e: until the exec, the child holds the trace_pipe_raw
+		 * descriptors (close-on-exec), and the instance cannot be
+		 * removed while it does: wait for the exec (ex[1] closes) */
+		if (rbrec_k.nspec && pipe2(ex, O_CLOEXEC) != 0)
+			ex[0] = ex[1] = -1;
 		child = fork();
 		if (child < 0) {
 			fprintf(stderr, "ringbuf-record: fork: %s\n", strerror(errno));
@@ -1522,6 +1572,13 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 			execvp(cmd[0], cmd);
 			fprintf(stderr, "ringbuf-record: %s: %s\n", cmd[0], strerror(errno));
 			_exit(127);
+		}
+		if (ex[1] >= 0) {
+			char c;
+			close(ex[1]);
+			while (read(ex[0], &c, 1) < 0 && errno == EINTR)
+				;
+			close(ex[0]);
 		}
 		children = 1;
 	}
