@@ -564,7 +564,8 @@ struct rbrec_kernel {
 	unsigned nev;
 	unsigned ncpu;
 	size_t page_size;
-	unsigned long_size;
+	unsigned long_size;     /* the kernel's (header_page): 8 for a 32-bit tool on a 64-bit kernel */
+	int big_endian;         /* the kernel's byte order (rbrec_kernel_big_endian) */
 	int *rfd;               /* per CPU: trace_pipe_raw (-1: none) */
 	int *tfd;               /* per CPU: the temporary file of its pages */
 	uint64_t *pages;        /* per CPU: pages in it */
@@ -801,6 +802,30 @@ static int rbrec_kmatch(struct rbrec_kernel *k, const char *spec, unsigned *foun
 	return 0;
 }
 
+/* The kernel's byte order: the tool's, unless the first ELF note of the
+ * running kernel (/sys/kernel/notes: u32 namesz, a few bytes) reads as
+ * byte-swapped (a foreign-endian tool under qemu-user). */
+static int rbrec_kernel_big_endian(void)
+{
+	unsigned char b[4];
+	uint32_t n;
+	int fd = open("/sys/kernel/notes", O_RDONLY | O_CLOEXEC), got;
+	if (fd < 0)
+		return RBREC_BIG_ENDIAN;
+	got = read(fd, b, 4) == 4;
+	close(fd);
+	if (!got)
+		return RBREC_BIG_ENDIAN;
+	memcpy(&n, b, 4);
+	if (n > 0 && n < 256)
+		return RBREC_BIG_ENDIAN;
+	n = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+	if (n > 0 && n < 256)
+		return 1; /* reads right as big-endian */
+	n = (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
+	return n > 0 && n < 256 ? 0 : RBREC_BIG_ENDIAN;
+}
+
 /* K1. user_clock: the user buffers' clock name (-C's with -d: its_name).
  * 0, or RBREC_KERNEL (said). */
 static int rbrec_kernel_prepare(struct rbrec_kernel *k, const char *user_clock, const char *its_name)
@@ -845,6 +870,7 @@ static int rbrec_kernel_prepare(struct rbrec_kernel *k, const char *user_clock, 
 		return rbrec_kfail(RBREC_KERNEL, "%s/events/header_page: not a page layout this tool reads",
 				   k->tracefs);
 	k->page_size = (size_t)(off + size);
+	k->big_endian = rbrec_kernel_big_endian();
 	for (i = 0; i < k->nspec; i++) {
 		if (rbrec_kmatch(k, k->spec[i], &found) < 0)
 			return rbrec_kfail(RBREC_KERNEL, "%s/events: %s", k->tracefs, strerror(errno));
@@ -1041,9 +1067,11 @@ static long rbrec_kernel_take(struct rbrec_kernel *k, int all)
 			}
 			if (r == 0)
 				break;
-			rbrec_kpage_fix(k->page, k->long_size);
+			if (k->big_endian == RBREC_BIG_ENDIAN)
+				rbrec_kpage_fix(k->page, k->long_size);
 			if ((size_t)r != k->page_size ||
-			    ringbuf_tracedat_check_page(k->page, k->page_size, 0, k->long_size, &events, &lost) < 0) {
+			    ringbuf_tracedat_check_page(k->page, k->page_size, k->big_endian, k->long_size, &events,
+							&lost) < 0) {
 				k->bad_pages++;
 				continue;
 			}
@@ -1099,6 +1127,7 @@ struct rbrec_kbuf {
 	char *p;
 	size_t len, cap;
 	int err;
+	int be; /* numbers in big-endian order (the kernel's, as its pages) */
 };
 
 static void rbrec_kb(struct rbrec_kbuf *b, const void *d, size_t n)
@@ -1124,11 +1153,19 @@ static void rbrec_kb(struct rbrec_kbuf *b, const void *d, size_t n)
 	b->len += n;
 }
 
+/* v as an n-byte number of the file's order into d */
+static void rbrec_knum(const struct rbrec_kbuf *b, unsigned char *d, uint64_t v, unsigned n)
+{
+	unsigned i;
+	for (i = 0; i < n; i++)
+		d[b->be ? n - 1 - i : i] = (unsigned char)(v >> (8 * i));
+}
+
 static void rbrec_kn(struct rbrec_kbuf *b, uint64_t v, unsigned n)
 {
-	uint16_t v16 = (uint16_t)v;
-	uint32_t v32 = (uint32_t)v;
-	rbrec_kb(b, n == 2 ? (void *)&v16 : n == 4 ? (void *)&v32 : (void *)&v, n); /* host order */
+	unsigned char d[8];
+	rbrec_knum(b, d, v, n);
+	rbrec_kb(b, d, n);
 }
 
 /* A file's text as {size of width, bytes}; a file that cannot be read is
@@ -1154,7 +1191,7 @@ static int rbrec_kcmp(const void *a, const void *b)
 /* K5. 0, or RBREC_FILE (said); no KERNEL.dat on failure. */
 static int rbrec_kernel_finish(struct rbrec_kernel *k)
 {
-	struct rbrec_kbuf b = {NULL, 0, 0, 0};
+	struct rbrec_kbuf b = {NULL, 0, 0, 0, 0};
 	char *tmp = NULL, rel[700], opt[64];
 	unsigned i, j, nsys = 0, missing = 0, cpu;
 	DIR *d;
@@ -1163,11 +1200,12 @@ static int rbrec_kernel_finish(struct rbrec_kernel *k)
 	uint64_t off;
 	int fd = -1, rc = RBREC_FILE;
 
+	b.be = k->big_endian;
 	{
-		/* magic, version "6", byte order (the tool runs on the traced
-		 * kernel: this host's), the kernel's long (header_page's commit) */
+		/* magic, version "6", the kernel's byte order and long (its
+		 * pages'; the numbers of the file are written in that order) */
 		char head[14] = "\x17\x08\x44tracing6";
-		head[12] = RBREC_BIG_ENDIAN;
+		head[12] = (char)k->big_endian;
 		head[13] = (char)k->long_size;
 		rbrec_kb(&b, head, sizeof head);
 	}
@@ -1193,7 +1231,7 @@ static int rbrec_kernel_finish(struct rbrec_kernel *k)
 	if (d)
 		closedir(d);
 	if (!b.err)
-		memcpy(b.p + at, &i, 4);
+		rbrec_knum(&b, (unsigned char *)b.p + at, i, 4);
 	/* the enabled events, by system (k->ev sorted: one system's together) */
 	qsort(k->ev, k->nev, sizeof k->ev[0], rbrec_kcmp);
 	for (i = 0; i < k->nev; i = j) {
@@ -1248,8 +1286,8 @@ static int rbrec_kernel_finish(struct rbrec_kernel *k)
 	off = (b.len + k->page_size - 1) / k->page_size * k->page_size;
 	for (cpu = 0; cpu < k->ncpu && !b.err; cpu++) {
 		uint64_t size = k->pages[cpu] * k->page_size;
-		memcpy(b.p + at + 16 * cpu, &off, 8);
-		memcpy(b.p + at + 16 * cpu + 8, &size, 8);
+		rbrec_knum(&b, (unsigned char *)b.p + at + 16 * cpu, off, 8);
+		rbrec_knum(&b, (unsigned char *)b.p + at + 16 * cpu + 8, size, 8);
 		off += size;
 	}
 	rbrec_kb(&b, NULL, (k->page_size - b.len % k->page_size) % k->page_size);
