@@ -531,17 +531,19 @@ static int rbrec_take_rest(struct ringbuf_tracedat *w, struct ringbuf *rb, int g
  *    read() of trace_pipe_raw per page (the kernel's buffer_data_page, the
  *    format the recorder already writes), checked by
  *    ringbuf_tracedat_check_page (events, losses counted) and appended to
- *    the CPU's file; at most 256 pages per CPU per turn.
+ *    the CPU's file; at most 256 pages per CPU per turn, and only from a
+ *    CPU poll() says is filled to the instance's buffer_percent (else each
+ *    read takes the page the kernel is filling: pages of a few events).
  * K4 stop (the traced process gone, SIGINT/SIGTERM, or an error): tracing_on
  *    0, everything left read, the files closed, the instance removed (also
  *    on every error path after K2: rbrec_run's caller calls it last).
  * K5 finish: header_page, header_event, the ftrace formats, the enabled
  *    events' formats, /proc/kallsyms, printk_formats, saved_cmdlines,
- *    options (TRACECLOCK; TSC2NSEC and OFFSET with the user buffer's own
- *    calibration for x86-tsc, so both files convert cycles alike; CPUSTAT:
- *    per_cpu/cpuN/stats), then each CPU's pages; written to a temporary
- *    name and renamed: no partial KERNEL.dat. Mode 0600 (kallsyms holds the
- *    kernel's addresses).
+ *    options (TRACECLOCK; for x86-tsc TSC2NSEC and OFFSET with the user
+ *    buffer's own calibration, so both files convert cycles alike; with -d
+ *    the recorder's own), then each CPU's pages, in the kernel's byte order
+ *    and long; written to a temporary name and renamed: no partial
+ *    KERNEL.dat. Mode 0600 (kallsyms holds the kernel's addresses).
  * Exit status 4 for K1/K2 failures and for a failed read of tracefs. */
 
 #define RBREC_KMAX_SPECS 64
@@ -866,7 +868,7 @@ static int rbrec_kernel_prepare(struct rbrec_kernel *k, const char *user_clock, 
 	size = rbrec_kfield(hp, " data;", &off);
 	free(hp);
 	if (!k->long_size || size <= 0 || off <= 0 || (size_t)(off + size) < 64 ||
-	    ((size_t)(off + size) & (size_t)(off + size - 1)) != 0)
+	    (size_t)(off + size) > 1u << 20 || ((size_t)(off + size) & (size_t)(off + size - 1)) != 0)
 		return rbrec_kfail(RBREC_KERNEL, "%s/events/header_page: not a page layout this tool reads",
 				   k->tracefs);
 	k->page_size = (size_t)(off + size);
@@ -971,12 +973,16 @@ static int rbrec_kernel_start(struct rbrec_kernel *k)
 	k->pages = calloc(k->ncpu, sizeof *k->pages);
 	k->page = malloc(k->page_size);
 	dir = rbrec_dirname(k->out);
+	for (i = 0; i < k->ncpu; i++) { /* -1 before anything can fail: free() closes tfd[] */
+		if (k->rfd)
+			k->rfd[i] = -1;
+		if (k->tfd)
+			k->tfd[i] = -1;
+	}
 	if (!k->rfd || !k->tfd || !k->pages || !k->page || !dir) {
 		free(dir);
 		return rbrec_kfail(RBREC_FILE, "out of memory");
 	}
-	for (i = 0; i < k->ncpu; i++)
-		k->rfd[i] = k->tfd[i] = -1;
 	for (i = 0; i < k->ncpu; i++)
 		if ((k->tfd[i] = rbrec_ktmp(dir)) < 0) {
 			rbrec_kfail(RBREC_FILE, "%s: cannot write there: %s", dir, strerror(errno));
@@ -1075,6 +1081,10 @@ static long rbrec_kernel_take(struct rbrec_kernel *k, int all)
 				k->bad_pages++;
 				continue;
 			}
+			if (lost == RINGBUF_TRACE_LOST_UNKNOWN)
+				k->lost_unknown++;
+			else
+				k->lost += lost;
 			if (events == 0)
 				continue;
 			if (write(k->tfd[cpu], k->page, k->page_size) != (ssize_t)k->page_size) {
@@ -1085,10 +1095,6 @@ static long rbrec_kernel_take(struct rbrec_kernel *k, int all)
 			k->pages[cpu]++;
 			k->npages++;
 			k->events += events;
-			if (lost == RINGBUF_TRACE_LOST_UNKNOWN)
-				k->lost_unknown++;
-			else
-				k->lost += lost;
 			total++;
 		}
 	}
