@@ -1353,8 +1353,9 @@ static void rbrec_kernel_report(const struct rbrec_kernel *k)
 	unsigned i;
 	if (k->quiet)
 		return;
-	fprintf(stderr, "ringbuf-record: kernel ->%s %s: %llu events in %llu pages (clock %s;", k->failed ? " (not written)" : "", k->out,
-		(unsigned long long)k->events, (unsigned long long)k->npages, k->clock);
+	fprintf(stderr, "ringbuf-record: kernel ->%s %s: %llu events in %llu pages (clock %s;",
+		k->failed ? " (not written)" : "", k->out, (unsigned long long)k->events,
+		(unsigned long long)k->npages, k->clock);
 	for (i = 0; i < k->nev && i < 8; i++)
 		fprintf(stderr, " %s", k->ev[i]);
 	if (k->nev > 8)
