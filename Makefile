@@ -244,6 +244,9 @@ $(BUILD)/tests/test_read_tool: tools/ringbuf-read.c
 $(BUILD)/tests/test_record: tools/ringbuf-record.c
 $(BUILD)/tests/test_record_net: tools/ringbuf-record.c
 $(BUILD)/tests/test_record_hostile: tools/ringbuf-record.c
+# -e's test also runs the tool itself (signals, SIGKILL)
+$(BUILD)/tests/test_record_kernel: tools/ringbuf-record.c $(BUILD)/tools/ringbuf-record
+$(BUILD)/tests/test_record_kernel: ALL_CFLAGS += -DRINGBUF_RECORD_BIN='"$(abspath $(BUILD))/tools/ringbuf-record"'
 $(BUILD)/tests/test_fuzz_findings: tools/ringbuf-record.c
 # the preload example's end-to-end test: runs the .so it names
 $(BUILD)/tests/test_malloc_trace: tools/ringbuf-record.c examples/malloc_check.c $(BUILD)/examples/malloc_trace.so

@@ -918,6 +918,87 @@ static double run_two_writers(struct variant *v, size_t n)
 	return 1 / (1 / a + 1 / b);
 }
 
+/* ---- the kernel's own way: a write() to trace_marker ---------------------------
+ * A 16-byte write to the trace_marker of a tracefs instance made for the run
+ * (instances/ringbuf-bench-PID-START: the global buffer is not written;
+ * removed at exit, and by the next `ringbuf-record -e` if this is killed), the
+ * peer of an event from user space into the kernel's ring buffer. A write
+ * costs a system call (~0.5 us), so a round makes n/16 of them; the time is
+ * per write. Skipped, with the reason, where it cannot be opened (no tracefs,
+ * not root). */
+static int marker_fd = -1;
+static char marker_inst[700];
+
+static void marker_cleanup(void)
+{
+	if (marker_fd >= 0)
+		close(marker_fd);
+	marker_fd = -1;
+	if (marker_inst[0])
+		rmdir(marker_inst);
+	marker_inst[0] = 0;
+}
+
+static void setup_marker(struct variant *v)
+{
+	static char why[1000];
+	char tfs[400] = "", line[1024], dev[256], dir[400], type[64], stat[1024], path[800], *p;
+	unsigned long long start = 0;
+	FILE *f = fopen("/proc/mounts", "r");
+	int field;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "%255s %399s %63s", dev, dir, type) == 3 && !strcmp(type, "tracefs")) {
+			snprintf(tfs, sizeof tfs, "%s", dir);
+			break;
+		}
+	if (f)
+		fclose(f);
+	if (!tfs[0]) {
+		v->skip = "tracefs not mounted (mount -t tracefs nodev /sys/kernel/tracing)";
+		return;
+	}
+	f = fopen("/proc/self/stat", "r"); /* field 22: the start time, as ringbuf-record names instances */
+	if (f && fgets(stat, sizeof stat, f) && (p = strrchr(stat, ')')) != NULL)
+		for (field = 2, p++; *p && field < 22; p++)
+			if (*p == ' ' && ++field == 22)
+				start = strtoull(p + 1, NULL, 10);
+	if (f)
+		fclose(f);
+	snprintf(marker_inst, sizeof marker_inst, "%s/instances/ringbuf-bench-%ld-%llu", tfs, (long)getpid(), start);
+	if (mkdir(marker_inst, 0750) != 0) {
+		snprintf(why, sizeof why, "%s/instances: %s (trace_marker needs root)", tfs, strerror(errno));
+		marker_inst[0] = 0;
+		v->skip = why;
+		return;
+	}
+	atexit(marker_cleanup);
+	snprintf(path, sizeof path, "%s/trace_marker", marker_inst);
+	marker_fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (marker_fd < 0) {
+		snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
+		v->skip = why;
+		marker_cleanup();
+	}
+}
+
+static double run_marker(struct variant *v, size_t n)
+{
+	unsigned char src[16] __attribute__((aligned(8)));
+	size_t k = n / 16 ? n / 16 : 1, i;
+	struct stamp t0;
+	memset(src, 0x5a, sizeof src);
+	t0 = timed_begin();
+	for (i = 0; i < k; i++) {
+		memcpy(src, &i, 8);
+		BENCH_OPAQUE(src);
+		if (BENCH_UNLIKELY(write(marker_fd, src, 16) != 16))
+			v->nulls++;
+	}
+	uint64_t ns = timed_end(t0);
+	v->events += k;
+	return per(ns, k);
+}
+
 /* ---- C++ ------------------------------------------------------------------- */
 
 /* bench/bench_cxx.cpp: rb_loop_16 compiled as C++ (linked in by `make bench`
@@ -990,6 +1071,9 @@ static struct variant variants[] = {
 	{ .id = "rb_thread_drop_16", .what = "rb per-thread, beyond count: dropped, 16 B",
 	  .unit = NS_EVENT, .vs = "rb_thread_16", .setup = setup_mapped_beyond, .run = run_mapped,
 	  .extra_cfg = MAP_THREAD_DROP },
+	/* the kernel's way for user events: write() to trace_marker, against rb */
+	{ .id = "trace_marker_16", .what = "kernel trace_marker write(), 16 B", .unit = NS_EVENT,
+	  .vs = "rb_clock_16", .setup = setup_marker, .run = run_marker },
 	{ .id = "rb_signal_nested_16", .what = "rb nested in a signal handler, 16 B",
 	  .unit = NS_EVENT, .vs = "rb_clock_16", .setup = setup_signal, .run = run_signal,
 	  .extra_cfg = 1 },

@@ -1,7 +1,9 @@
 /* ringbuf-record - record a running process's file-backed ringbuf.h buffer to trace.dat.
  *
- *   ringbuf-record [-o OUT.dat | -N HOST:PORT [-T SECONDS]] [-p PID] [-V 6|7] [-q] FILE.rb
- *   ringbuf-record -d DIR [-o OUTDIR] [-k] [-V 6|7] [-q] [--preload LIB.so] [-- COMMAND ARGS...]
+ *   ringbuf-record [-o OUT.dat | -N HOST:PORT [-T SECONDS]] [-p PID] [-V 6|7] [-q]
+ *                  [-e SYSTEM:EVENT... [-K KERNEL.dat] [-b KB]] FILE.rb
+ *   ringbuf-record -d DIR [-o OUTDIR] [-k] [-V 6|7] [-q] [--preload LIB.so]
+ *                  [-e SYSTEM:EVENT... [-K KERNEL.dat] [-C CLOCK] [-b KB]] [-- COMMAND ARGS...]
  *
  * Like `trace-cmd record` for this library. FILE.rb is a buffer made with
  * ringbuf_create_file() whose user area holds the event formats and thread
@@ -53,10 +55,18 @@
  * it lets go of the lock it inherited (malloc_trace.c, FORK), so when a
  * parent's buffer looks finished, the child's is already in DIR.
  *
+ * THE KERNEL'S EVENTS (-e SYSTEM:EVENT, repeatable): recorded at the same
+ * time into KERNEL.dat beside the output, in the user buffers' clock, from a
+ * tracefs instance of the recorder's own, so that `trace-cmd report -i
+ * kernel.dat -i trace.dat` shows one timeline (>>kernel below;
+ * docs/kernel-timeline.md). Not with -N.
+ *
  * Exit status: 0 success, 1 usage error, 2 file error (buffer missing,
  * foreign or corrupted; output not writable), 3 network error (-N: name not
  * resolved, connection refused, protocol mismatch, the server closed early
- * or timed out, a malformed answer). Statistics go to stderr
+ * or timed out, a malformed answer), 4 kernel tracing error (-e: tracefs
+ * missing, no permission, an unknown event, a clock the kernel does not
+ * have, tracefs failing while recording). Statistics go to stderr
  * (-q: none).
  *
  * Built by `make tools` into build/tools/ringbuf-record. Defining
@@ -70,6 +80,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +94,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #if defined(__linux__)
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #endif
 
@@ -89,6 +102,12 @@
 #define RBREC_USAGE 1
 #define RBREC_FILE 2
 #define RBREC_NET 3
+#define RBREC_KERNEL 4
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define RBREC_BIG_ENDIAN 1
+#else
+#define RBREC_BIG_ENDIAN 0
+#endif
 
 /* Counters of the last ringbuf_record_main() run. */
 struct ringbuf_record_counts {
@@ -99,6 +118,8 @@ struct ringbuf_record_counts {
 	uint64_t buffers;         /* -d: buffers followed to the end (one per process image) */
 	uint64_t bad_buffers;     /* -d: NAME.rb files that could not be opened or written */
 	int command_status;       /* -d with a COMMAND: its wait status */
+	uint64_t kernel_events, kernel_pages, kernel_lost; /* -e: KERNEL.dat (written or not) */
+	uint64_t kernel_lost_unknown, kernel_bad_pages;
 };
 static struct ringbuf_record_counts ringbuf_record_last;
 
@@ -106,8 +127,10 @@ static volatile sig_atomic_t rbrec_stop; /* SIGINT/SIGTERM (main only) */
 
 static void rbrec_usage(FILE *f)
 {
-	fprintf(f, "usage: ringbuf-record [-o OUT.dat | -N HOST:PORT [-T SECONDS]] [-p PID] [-V 6|7] [-q] FILE.rb\n"
-		   "       ringbuf-record -d DIR [-o OUTDIR] [-k] [-V 6|7] [-q] [--preload LIB] [-- COMMAND...]\n"
+	fprintf(f, "usage: ringbuf-record [-o OUT.dat | -N HOST:PORT [-T SECONDS]] [-p PID] [-V 6|7] [-q]\n"
+		   "                      [-e SYSTEM:EVENT... [-K KERNEL.dat] [-b KB]] FILE.rb\n"
+		   "       ringbuf-record -d DIR [-o OUTDIR] [-k] [-V 6|7] [-q] [--preload LIB]\n"
+		   "                      [-e SYSTEM:EVENT... [-K KERNEL.dat] [-C CLOCK] [-b KB]] [-- COMMAND...]\n"
 		   "  -d DIR        follow every process's buffer DIR/NAME.rb, write OUTDIR/NAME.dat each\n"
 		   "  -k            -d: keep the NAME.rb files (default: removed once recorded)\n"
 		   "  --preload LIB -d with COMMAND: run it with LD_PRELOAD=LIB\n"
@@ -119,7 +142,18 @@ static void rbrec_usage(FILE *f)
 		   "  -p PID        the traced process (default: the pid stored in FILE.rb's user area)\n"
 		   "  -V 6|7        trace.dat file version (default 6)\n"
 		   "  -q            no statistics on stderr\n"
-		   "exit status: 0 ok, 1 usage error, 2 file error, 3 network error\n");
+		   "  -e EVENT      also record the kernel's events (repeatable; SYSTEM:EVENT, SYSTEM, EVENT,\n"
+		   "                globs as sched:*, or all) from a tracefs instance of its own, in the\n"
+		   "                user buffers' clock, into KERNEL.dat; then one timeline:\n"
+		   "                  trace-cmd report -i kernel.dat -i OUT.dat  (-d: an -i per .dat)\n"
+		   "                needs root (tracefs); not with -N\n"
+		   "  -K FILE       -e: the kernel's trace.dat (default kernel.dat beside OUT.dat, or\n"
+		   "                OUTDIR/kernel.dat with -d)\n"
+		   "  -C CLOCK      -e with -d: the buffers' clock, mono (default), mono_raw, boot, tai\n"
+		   "                or x86-tsc (with FILE.rb the buffer's own clock is used)\n"
+		   "  -b KB         -e: the kernel's buffer per CPU, in KiB (default: the kernel's)\n"
+		   "exit status: 0 ok, 1 usage error, 2 file error, 3 network error, 4 kernel tracing\n"
+		   "error (-e: no tracefs, no permission, unknown event, no such kernel clock)\n");
 }
 
 /* -N's argument: "HOST:PORT", "[IPV6]:PORT", or "PORT" (localhost, as
@@ -466,6 +500,905 @@ static int rbrec_take_rest(struct ringbuf_tracedat *w, struct ringbuf *rb, int g
 	return rbrec_drain(w, rb, 0, bad, !gone);
 }
 
+/* ==== >>kernel: the kernel's own events beside the user buffers (-e) ======
+ *
+ * `-e SYSTEM:EVENT` (repeatable; trace-cmd's forms: SYSTEM, SYSTEM:EVENT,
+ * EVENT alone for that event in any system, globs, `all`) records the
+ * kernel's events while the user buffers are recorded, into KERNEL.dat
+ * (default kernel.dat beside the output: OUTDIR/kernel.dat with -d, the
+ * directory of OUT.dat otherwise; -K names another), a trace.dat of its own
+ * with the kernel's event formats, so that
+ *     trace-cmd report -i kernel.dat -i trace.dat
+ * (and KernelShark with both files) shows one timeline. Plain POSIX calls on
+ * tracefs, no library (libtracefs would add a build dependency for a dozen
+ * file operations): the tool builds wherever the headers do.
+ *
+ * K1 prepare (nothing changed anywhere): tracefs found (RINGBUF_RECORD_TRACEFS,
+ *    else the tracefs line of /proc/mounts, else mounted at
+ *    /sys/kernel/tracing when allowed, as trace-cmd does), its instances/
+ *    writable, the user clock matched to a kernel trace_clock (mono,
+ *    mono_raw, boot, tai, x86-tsc: the same counter in user space and in the
+ *    kernel) that this kernel offers, every -e matched to at least one event.
+ * K2 start: KERNEL.dat's per-CPU temporary files (unnamed, in its
+ *    directory), then an instance of our own, instances/ringbuf-record-PID-
+ *    START-N (as `trace-cmd record -B`: the global tracing state is never
+ *    touched), its trace_clock, buffer_size_kb (-b), the events enabled, the
+ *    per-CPU trace_pipe_raw files opened non-blocking. Instances named so
+ *    whose process is gone (PID not running, or running with another start
+ *    time: SIGKILLed recorders, and bench.c's ringbuf-bench-...) are removed
+ *    first.
+ * K3 take (each turn of the recording loop): the pages each CPU has, one
+ *    read() of trace_pipe_raw per page (the kernel's buffer_data_page, the
+ *    format the recorder already writes), checked by
+ *    ringbuf_tracedat_check_page (events, losses counted) and appended to
+ *    the CPU's file; at most 256 pages per CPU per turn, and only from a
+ *    CPU poll() says is filled to the instance's buffer_percent (else each
+ *    read takes the page the kernel is filling: pages of a few events).
+ * K4 stop (the traced process gone, SIGINT/SIGTERM, or an error): tracing_on
+ *    0, everything left read, the files closed, the instance removed (also
+ *    on every error path after K2: rbrec_run's caller calls it last).
+ * K5 finish: header_page, header_event, the ftrace formats, the enabled
+ *    events' formats, /proc/kallsyms, printk_formats, saved_cmdlines,
+ *    options (TRACECLOCK; for x86-tsc TSC2NSEC and OFFSET with the user
+ *    buffer's own calibration, so both files convert cycles alike; with -d
+ *    the recorder's own), then each CPU's pages, in the kernel's byte order
+ *    and long; written to a temporary name and renamed: no partial
+ *    KERNEL.dat. Mode 0600 (kallsyms holds the kernel's addresses).
+ * Exit status 4 for K1/K2 failures and for a failed read of tracefs. */
+
+#define RBREC_KMAX_SPECS 64
+#define RBREC_KMAX_EVENTS 4096
+
+struct rbrec_kernel {
+	const char *spec[RBREC_KMAX_SPECS]; /* -e, as given */
+	unsigned nspec;
+	const char *out;        /* KERNEL.dat (-K, else beside the output) */
+	char *out_owned;
+	const char *clock;      /* the kernel's name for the user clock */
+	long buffer_kb;         /* -b (0: the kernel's default) */
+	int quiet;
+	int tsc;                /* x86-tsc: TSC2NSEC, OFFSET from the user buffer */
+	uint32_t tsc_mult, tsc_shift;
+	int64_t tsc_offset;
+	char tracefs[512];
+	char inst[1024];        /* tracefs/instances/NAME once made (K2), else "" */
+	char *ev[RBREC_KMAX_EVENTS]; /* "system/event" enabled */
+	unsigned nev;
+	unsigned ncpu;
+	size_t page_size;
+	unsigned long_size;     /* the kernel's (header_page): 8 for a 32-bit tool on a 64-bit kernel */
+	int big_endian;         /* the kernel's byte order (rbrec_kernel_big_endian) */
+	int *rfd;               /* per CPU: trace_pipe_raw (-1: none) */
+	int *tfd;               /* per CPU: the temporary file of its pages */
+	uint64_t *pages;        /* per CPU: pages in it */
+	unsigned char *page;
+	uint64_t events, lost, lost_unknown, bad_pages, npages;
+	int stopped, failed;
+};
+
+static struct rbrec_kernel rbrec_k; /* the run's (one at a time) */
+
+static int rbrec_kfail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int rbrec_kfail(int rc, const char *fmt, ...)
+{
+	va_list ap;
+	fputs("ringbuf-record: -e: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return rc;
+}
+
+/* The whole of a (small, tracefs or /proc) file, NUL-terminated; NULL with
+ * errno on failure. *len (may be NULL) gets its length. */
+static char *rbrec_slurp(const char *path, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *p = malloc(cap);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !p) {
+		int e = errno;
+		free(p);
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return NULL;
+	}
+	for (;;) {
+		ssize_t r;
+		if (n + 1 >= cap) {
+			char *q = realloc(p, cap * 2);
+			if (!q) {
+				free(p);
+				close(fd);
+				errno = ENOMEM;
+				return NULL;
+			}
+			p = q;
+			cap *= 2;
+		}
+		r = read(fd, p + n, cap - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			free(p);
+			close(fd);
+			errno = e;
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	p[n] = 0;
+	if (len)
+		*len = n;
+	return p;
+}
+
+/* Write s to the file (a tracefs control file). 0 or -1 (errno). */
+static int rbrec_put(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC), e;
+	ssize_t r;
+	if (fd < 0)
+		return -1;
+	r = write(fd, s, strlen(s));
+	e = errno;
+	close(fd);
+	errno = e;
+	return r == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+static char *rbrec_kpath(const struct rbrec_kernel *k, const char *base, const char *rel)
+{
+	static char buf[4][2048];
+	static unsigned i;
+	char *b = buf[i++ & 3];
+	snprintf(b, sizeof buf[0], "%s/%s", base ? base : k->tracefs, rel);
+	return b;
+}
+
+/* The kernel's trace_clock for a user buffer's clock name, or NULL: the
+ * same counter read in user space and in the kernel. */
+static const char *rbrec_kclock(const char *user)
+{
+	static const char *const same[] = {"mono", "mono_raw", "boot", "tai", "x86-tsc"};
+	unsigned i;
+	for (i = 0; i < sizeof same / sizeof same[0]; i++)
+		if (strcmp(user, same[i]) == 0)
+			return same[i];
+	return NULL;
+}
+
+/* Where tracefs is: 0, or an error printed and RBREC_KERNEL. */
+static int rbrec_kfind(struct rbrec_kernel *k)
+{
+	const char *env = getenv("RINGBUF_RECORD_TRACEFS");
+	struct stat st;
+	if (env && *env) {
+		if (strlen(env) >= 400)
+			return rbrec_kfail(RBREC_KERNEL, "RINGBUF_RECORD_TRACEFS: a path of at most 399 bytes");
+		snprintf(k->tracefs, sizeof k->tracefs, "%s", env);
+	} else {
+		FILE *m = fopen("/proc/mounts", "r");
+		char line[1024], dev[256], dir[400], type[64];
+		k->tracefs[0] = 0;
+		while (m && fgets(line, sizeof line, m))
+			if (sscanf(line, "%255s %399s %63s", dev, dir, type) == 3 && strcmp(type, "tracefs") == 0) {
+				snprintf(k->tracefs, sizeof k->tracefs, "%s", dir);
+				break;
+			}
+		if (m)
+			fclose(m);
+#if defined(__linux__)
+		/* not mounted: mount it where the kernel documents it, as
+		 * trace-cmd (libtracefs) does; it stays mounted */
+		if (!k->tracefs[0] && mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0)
+			snprintf(k->tracefs, sizeof k->tracefs, "/sys/kernel/tracing");
+#endif
+		if (!k->tracefs[0])
+			return rbrec_kfail(RBREC_KERNEL, "tracefs is not mounted (mount it as root: mount -t tracefs "
+							 "nodev /sys/kernel/tracing)");
+	}
+	if (stat(rbrec_kpath(k, NULL, "instances"), &st) != 0 || !S_ISDIR(st.st_mode)) {
+		if (errno == EACCES)
+			return rbrec_kfail(RBREC_KERNEL, "%s: permission denied (the kernel's events need root, "
+							 "or CAP_SYS_ADMIN)", k->tracefs);
+		return rbrec_kfail(RBREC_KERNEL, "%s is not a tracefs mount (no instances/; set "
+						 "RINGBUF_RECORD_TRACEFS or mount -t tracefs nodev /sys/kernel/tracing)",
+				   k->tracefs);
+	}
+	if (access(rbrec_kpath(k, NULL, "instances"), W_OK | X_OK) != 0 ||
+	    access(rbrec_kpath(k, NULL, "trace_clock"), R_OK) != 0)
+		return rbrec_kfail(RBREC_KERNEL, "%s: %s (the kernel's events need root, or CAP_SYS_ADMIN)",
+				   k->tracefs, errno == EACCES ? "permission denied" : strerror(errno));
+	return 0;
+}
+
+/* The field "size:N" (with the offset) of field name in header_page. */
+static long rbrec_kfield(const char *text, const char *name, long *offset)
+{
+	const char *p = strstr(text, name), *q;
+	if (!p)
+		return -1;
+	q = strstr(p, "offset:");
+	if (!q)
+		return -1;
+	*offset = atol(q + 7);
+	q = strstr(p, "size:");
+	return q ? atol(q + 5) : -1;
+}
+
+static int rbrec_kadd(struct rbrec_kernel *k, const char *sys, const char *ev)
+{
+	unsigned i;
+	char buf[512];
+	snprintf(buf, sizeof buf, "%s/%s", sys, ev);
+	for (i = 0; i < k->nev; i++)
+		if (strcmp(k->ev[i], buf) == 0)
+			return 0;
+	if (k->nev == RBREC_KMAX_EVENTS || !(k->ev[k->nev] = strdup(buf)))
+		return -1;
+	k->nev++;
+	return 0;
+}
+
+/* Every event one -e names: 0 and how many in *found, or -1 (errno). */
+static int rbrec_kmatch(struct rbrec_kernel *k, const char *spec, unsigned *found)
+{
+	char sys_pat[256], ev_pat[256];
+	const char *colon = strchr(spec, ':');
+	DIR *d = opendir(rbrec_kpath(k, NULL, "events"));
+	struct dirent *s;
+	*found = 0;
+	if (!d)
+		return -1;
+	if (strcmp(spec, "all") == 0)
+		spec = "*:*", colon = spec + 1;
+	if (colon) {
+		snprintf(sys_pat, sizeof sys_pat, "%.*s", (int)(colon - spec), spec);
+		snprintf(ev_pat, sizeof ev_pat, "%s", colon[1] ? colon + 1 : "*");
+	} else {
+		snprintf(sys_pat, sizeof sys_pat, "%s", spec);
+		snprintf(ev_pat, sizeof ev_pat, "%s", spec);
+	}
+	while ((s = readdir(d)) != NULL) {
+		char sub[600];
+		DIR *e;
+		struct dirent *x;
+		int whole;
+		if (s->d_name[0] == '.' || strcmp(s->d_name, "ftrace") == 0)
+			continue; /* ftrace's own events cannot be enabled */
+		whole = fnmatch(sys_pat, s->d_name, 0) == 0;
+		if (colon && !whole)
+			continue;
+		snprintf(sub, sizeof sub, "events/%s", s->d_name);
+		e = opendir(rbrec_kpath(k, NULL, sub));
+		if (!e)
+			continue; /* a file (enable, header_page...) */
+		while ((x = readdir(e)) != NULL) {
+			char en[900];
+			if (x->d_name[0] == '.')
+				continue;
+			if (colon ? !whole || fnmatch(ev_pat, x->d_name, 0) != 0
+				  : !whole && fnmatch(ev_pat, x->d_name, 0) != 0)
+				continue;
+			snprintf(en, sizeof en, "events/%s/%s/enable", s->d_name, x->d_name);
+			if (access(rbrec_kpath(k, NULL, en), F_OK) != 0)
+				continue;
+			if (rbrec_kadd(k, s->d_name, x->d_name) < 0) {
+				closedir(e);
+				closedir(d);
+				errno = ENOMEM;
+				return -1;
+			}
+			++*found;
+		}
+		closedir(e);
+	}
+	closedir(d);
+	return 0;
+}
+
+/* The kernel's byte order: the tool's, unless the first ELF note of the
+ * running kernel (/sys/kernel/notes: u32 namesz, a few bytes) reads as
+ * byte-swapped (a foreign-endian tool under qemu-user). */
+static int rbrec_kernel_big_endian(void)
+{
+	unsigned char b[4];
+	uint32_t n;
+	int fd = open("/sys/kernel/notes", O_RDONLY | O_CLOEXEC), got;
+	if (fd < 0)
+		return RBREC_BIG_ENDIAN;
+	got = read(fd, b, 4) == 4;
+	close(fd);
+	if (!got)
+		return RBREC_BIG_ENDIAN;
+	memcpy(&n, b, 4);
+	if (n > 0 && n < 256)
+		return RBREC_BIG_ENDIAN;
+	n = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+	if (n > 0 && n < 256)
+		return 1; /* reads right as big-endian */
+	n = (uint32_t)b[3] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[1] << 8 | b[0];
+	return n > 0 && n < 256 ? 0 : RBREC_BIG_ENDIAN;
+}
+
+/* K1. user_clock: the user buffers' clock name (-C's with -d: its_name).
+ * 0, or RBREC_KERNEL (said). */
+static int rbrec_kernel_prepare(struct rbrec_kernel *k, const char *user_clock, const char *its_name)
+{
+	char *clocks, *hp, *p;
+	long off = 0, size;
+	unsigned i, found;
+	int r;
+	k->clock = rbrec_kclock(user_clock);
+	if (!k->clock)
+		return rbrec_kfail(RBREC_KERNEL, "%s \"%s\" has no kernel trace_clock (the kernel stamps with mono, "
+						 "mono_raw, boot, tai or x86-tsc: make the buffers with the default "
+						 "clock or RINGBUF_CLOCK_TSC)", its_name, user_clock);
+	if ((r = rbrec_kfind(k)) != 0)
+		return r;
+	clocks = rbrec_slurp(rbrec_kpath(k, NULL, "trace_clock"), NULL);
+	if (!clocks)
+		return rbrec_kfail(RBREC_KERNEL, "%s/trace_clock: %s", k->tracefs, strerror(errno));
+	for (p = strtok(clocks, " []\n"); p; p = strtok(NULL, " []\n"))
+		if (strcmp(p, k->clock) == 0)
+			break;
+	if (!p) {
+		char *all = rbrec_slurp(rbrec_kpath(k, NULL, "trace_clock"), NULL);
+		if (all)
+			all[strcspn(all, "\n")] = 0;
+		rbrec_kfail(RBREC_KERNEL, "this kernel has no trace_clock \"%s\" for the user buffers' clock "
+					  "(it has: %s)", k->clock, all ? all : "?");
+		free(all);
+		free(clocks);
+		return RBREC_KERNEL;
+	}
+	free(clocks);
+	hp = rbrec_slurp(rbrec_kpath(k, NULL, "events/header_page"), NULL);
+	if (!hp)
+		return rbrec_kfail(RBREC_KERNEL, "%s/events/header_page: %s", k->tracefs, strerror(errno));
+	size = rbrec_kfield(hp, "commit;", &off);
+	k->long_size = size == 4 || size == 8 ? (unsigned)size : 0;
+	size = rbrec_kfield(hp, " data;", &off);
+	free(hp);
+	if (!k->long_size || size <= 0 || off <= 0 || (size_t)(off + size) < 64 ||
+	    (size_t)(off + size) > 1u << 20 || ((size_t)(off + size) & (size_t)(off + size - 1)) != 0)
+		return rbrec_kfail(RBREC_KERNEL, "%s/events/header_page: not a page layout this tool reads",
+				   k->tracefs);
+	k->page_size = (size_t)(off + size);
+	k->big_endian = rbrec_kernel_big_endian();
+	for (i = 0; i < k->nspec; i++) {
+		if (rbrec_kmatch(k, k->spec[i], &found) < 0)
+			return rbrec_kfail(RBREC_KERNEL, "%s/events: %s", k->tracefs, strerror(errno));
+		if (!found)
+			return rbrec_kfail(RBREC_KERNEL, "%s: no such kernel event (SYSTEM:EVENT, SYSTEM or EVENT, "
+							 "globs allowed; the list: %s/available_events)",
+					   k->spec[i], k->tracefs);
+	}
+	return 0;
+}
+
+/* instances/ringbuf-{record,bench}-PID-START[-N] whose process is gone */
+static void rbrec_kclean_stale(struct rbrec_kernel *k)
+{
+	DIR *d = opendir(rbrec_kpath(k, NULL, "instances"));
+	struct dirent *e;
+	while (d && (e = readdir(d)) != NULL) {
+		long pid;
+		unsigned long long start;
+		char rel[600];
+		int tries;
+		if (sscanf(e->d_name, "ringbuf-record-%ld-%llu", &pid, &start) != 2 &&
+		    sscanf(e->d_name, "ringbuf-bench-%ld-%llu", &pid, &start) != 2)
+			continue;
+		if (pid > 0 && !rbrec_gone(pid, start))
+			continue; /* its process runs (same pid, same start time) */
+		snprintf(rel, sizeof rel, "instances/%s", e->d_name);
+		/* a child the killed recorder forked may hold its files until
+		 * its exec (close-on-exec): EBUSY for that moment */
+		for (tries = 0; rmdir(rbrec_kpath(k, NULL, rel)) != 0 && errno == EBUSY && tries < 20; tries++)
+			poll(NULL, 0, 50);
+		if (access(rbrec_kpath(k, NULL, rel), F_OK) != 0 && !k->quiet)
+			fprintf(stderr, "ringbuf-record: removed the tracefs instance %s of a recorder that was "
+					"killed\n", e->d_name);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* An unnamed file in dir (O_TMPFILE), else one unlinked at once. */
+static int rbrec_ktmp(const char *dir)
+{
+	char *name;
+	int fd = -1;
+#ifdef O_TMPFILE
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		return fd;
+#endif
+	name = malloc(strlen(dir) + 32);
+	if (!name)
+		return -1;
+	sprintf(name, "%s/.kernel.dat.XXXXXX", dir);
+	fd = mkstemp(name);
+	if (fd >= 0)
+		unlink(name);
+	free(name);
+	return fd;
+}
+
+static char *rbrec_dirname(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *d;
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	d = malloc((size_t)(slash - path) + 1);
+	if (d) {
+		memcpy(d, path, (size_t)(slash - path));
+		d[slash - path] = 0;
+	}
+	return d;
+}
+
+/* K2. 0, or an error said and RBREC_FILE (KERNEL.dat's directory) or
+ * RBREC_KERNEL (tracefs); what was made is undone by rbrec_kernel_stop. */
+static int rbrec_kernel_start(struct rbrec_kernel *k)
+{
+	static unsigned seq;
+	char state, name[128], rel[700];
+	char *dir;
+	DIR *d;
+	struct dirent *e;
+	unsigned i, cpu;
+	k->ncpu = 0;
+	d = opendir(rbrec_kpath(k, NULL, "per_cpu"));
+	while (d && (e = readdir(d)) != NULL)
+		if (sscanf(e->d_name, "cpu%u", &cpu) == 1 && cpu + 1 > k->ncpu && cpu < 4096)
+			k->ncpu = cpu + 1;
+	if (d)
+		closedir(d);
+	if (!k->ncpu)
+		return rbrec_kfail(RBREC_KERNEL, "%s/per_cpu: no CPUs", k->tracefs);
+	k->rfd = malloc(k->ncpu * sizeof *k->rfd);
+	k->tfd = malloc(k->ncpu * sizeof *k->tfd);
+	k->pages = calloc(k->ncpu, sizeof *k->pages);
+	k->page = malloc(k->page_size);
+	dir = rbrec_dirname(k->out);
+	for (i = 0; i < k->ncpu; i++) { /* -1 before anything can fail: free() closes tfd[] */
+		if (k->rfd)
+			k->rfd[i] = -1;
+		if (k->tfd)
+			k->tfd[i] = -1;
+	}
+	if (!k->rfd || !k->tfd || !k->pages || !k->page || !dir) {
+		free(dir);
+		return rbrec_kfail(RBREC_FILE, "out of memory");
+	}
+	for (i = 0; i < k->ncpu; i++)
+		if ((k->tfd[i] = rbrec_ktmp(dir)) < 0) {
+			rbrec_kfail(RBREC_FILE, "%s: cannot write there: %s", dir, strerror(errno));
+			free(dir);
+			return RBREC_FILE;
+		}
+	free(dir);
+	rbrec_kclean_stale(k);
+	snprintf(name, sizeof name, "ringbuf-record-%ld-%llu-%u", (long)getpid(),
+		 rbrec_proc((long)getpid(), &state), seq++);
+	snprintf(rel, sizeof rel, "instances/%s", name);
+	if (mkdir(rbrec_kpath(k, NULL, rel), 0750) != 0)
+		return rbrec_kfail(RBREC_KERNEL, "%s/%s: %s", k->tracefs, rel, strerror(errno));
+	snprintf(k->inst, sizeof k->inst, "%s/instances/%s", k->tracefs, name);
+	if (rbrec_put(rbrec_kpath(k, k->inst, "trace_clock"), k->clock) != 0)
+		return rbrec_kfail(RBREC_KERNEL, "%s/trace_clock: %s: %s", k->inst, k->clock, strerror(errno));
+	if (k->buffer_kb > 0) {
+		char kb[32];
+		snprintf(kb, sizeof kb, "%ld", k->buffer_kb);
+		if (rbrec_put(rbrec_kpath(k, k->inst, "buffer_size_kb"), kb) != 0)
+			return rbrec_kfail(RBREC_KERNEL, "%s/buffer_size_kb: %s: %s", k->inst, kb, strerror(errno));
+	}
+	for (i = 0; i < k->nev; i++) {
+		snprintf(rel, sizeof rel, "events/%s/enable", k->ev[i]);
+		if (rbrec_put(rbrec_kpath(k, k->inst, rel), "1") != 0)
+			return rbrec_kfail(RBREC_KERNEL, "%s/%s: %s", k->inst, rel, strerror(errno));
+	}
+	for (i = 0; i < k->ncpu; i++) {
+		snprintf(rel, sizeof rel, "per_cpu/cpu%u/trace_pipe_raw", i);
+		k->rfd[i] = open(rbrec_kpath(k, k->inst, rel), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (k->rfd[i] < 0 && errno != ENOENT && errno != ENODEV)
+			return rbrec_kfail(RBREC_KERNEL, "%s/%s: %s", k->inst, rel, strerror(errno));
+	}
+	if (rbrec_put(rbrec_kpath(k, k->inst, "tracing_on"), "1") != 0)
+		return rbrec_kfail(RBREC_KERNEL, "%s/tracing_on: %s", k->inst, strerror(errno));
+	return 0;
+}
+
+/* The kernel adds its "events lost" flags to the commit word as ints
+ * (RB_MISSED_EVENTS is 1 << 31): on a 64-bit long the add sign-extends,
+ * and bits 32..63 come set with bit 31 (0xffffffffc0000fc0). Readers
+ * (libtraceevent) look at bits 30, 31 and the length only; the page check
+ * refuses bits above 31. Clear them when they are that sign extension. */
+static void rbrec_kpage_fix(unsigned char *page, unsigned long_size)
+{
+	uint64_t c;
+	if (long_size != 8)
+		return;
+	memcpy(&c, page + 8, 8);
+	if ((c >> 31) == 0x1ffffffffull) {
+		c &= 0xffffffffull;
+		memcpy(page + 8, &c, 8);
+	}
+}
+
+/* K3. Pages taken (all CPUs), or -1 (an error said; k->failed). */
+static long rbrec_kernel_take(struct rbrec_kernel *k, int all)
+{
+	long total = 0;
+	unsigned cpu;
+	if (!k->inst[0] || k->failed)
+		return 0;
+	for (cpu = 0; cpu < k->ncpu; cpu++) {
+		unsigned n;
+		struct pollfd p;
+		if (k->rfd[cpu] < 0)
+			continue;
+		/* while recording, a CPU whose buffer is filled to the
+		 * instance's buffer_percent (poll says so), else a read would
+		 * take the page the kernel is writing: mostly empty pages */
+		p.fd = k->rfd[cpu];
+		p.events = POLLIN;
+		p.revents = 0;
+		if (!all && poll(&p, 1, 0) <= 0)
+			continue;
+		for (n = 0; all || n < 256; n++) {
+			uint64_t events = 0, lost = 0;
+			ssize_t r = read(k->rfd[cpu], k->page, k->page_size);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0 && errno == EAGAIN)
+				break;
+			if (r < 0) {
+				k->failed = RBREC_KERNEL;
+				rbrec_kfail(RBREC_KERNEL, "%s/per_cpu/cpu%u/trace_pipe_raw: %s", k->inst, cpu,
+					    strerror(errno));
+				return -1;
+			}
+			if (r == 0)
+				break;
+			if (k->big_endian == RBREC_BIG_ENDIAN)
+				rbrec_kpage_fix(k->page, k->long_size);
+			if ((size_t)r != k->page_size ||
+			    ringbuf_tracedat_check_page(k->page, k->page_size, k->big_endian, k->long_size, &events,
+							&lost) < 0) {
+				k->bad_pages++;
+				continue;
+			}
+			if (lost == RINGBUF_TRACE_LOST_UNKNOWN)
+				k->lost_unknown++;
+			else
+				k->lost += lost;
+			if (events == 0)
+				continue;
+			if (write(k->tfd[cpu], k->page, k->page_size) != (ssize_t)k->page_size) {
+				k->failed = RBREC_FILE;
+				rbrec_kfail(RBREC_FILE, "%s: cannot write: %s", k->out, strerror(errno ? errno : ENOSPC));
+				return -1;
+			}
+			k->pages[cpu]++;
+			k->npages++;
+			k->events += events;
+			total++;
+		}
+	}
+	return total;
+}
+
+/* K4: idempotent; the instance is gone when it returns (or said why not). */
+static void rbrec_kernel_stop(struct rbrec_kernel *k)
+{
+	unsigned cpu;
+	if (k->inst[0]) {
+		rbrec_put(rbrec_kpath(k, k->inst, "tracing_on"), "0");
+		if (!k->failed && !k->stopped)
+			rbrec_kernel_take(k, 1);
+		for (cpu = 0; k->rfd && cpu < k->ncpu; cpu++)
+			if (k->rfd[cpu] >= 0) {
+				close(k->rfd[cpu]);
+				k->rfd[cpu] = -1;
+			}
+		/* the kernel disables the instance's events itself; it refuses
+		 * (EBUSY) while anyone has a file of the instance open (a
+		 * `cat trace_pipe` of its own): a few tries, then say so */
+		int r;
+		for (cpu = 0; (r = rmdir(k->inst)) != 0 && errno == EBUSY && cpu < 20; cpu++)
+			poll(NULL, 0, 50);
+		if (r != 0)
+			fprintf(stderr, "ringbuf-record: -e: cannot remove the tracefs instance %s: %s (remove it "
+					"with rmdir)\n", k->inst, strerror(errno));
+		k->inst[0] = 0;
+	}
+	k->stopped = 1;
+}
+
+/* Append a block's bytes to the metadata being built. */
+struct rbrec_kbuf {
+	char *p;
+	size_t len, cap;
+	int err;
+	int be; /* numbers in big-endian order (the kernel's, as its pages) */
+};
+
+static void rbrec_kb(struct rbrec_kbuf *b, const void *d, size_t n)
+{
+	if (b->err)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 65536;
+		char *q;
+		while (cap < b->len + n)
+			cap *= 2;
+		if (!(q = realloc(b->p, cap))) {
+			b->err = 1;
+			return;
+		}
+		b->p = q;
+		b->cap = cap;
+	}
+	if (d)
+		memcpy(b->p + b->len, d, n);
+	else
+		memset(b->p + b->len, 0, n);
+	b->len += n;
+}
+
+/* v as an n-byte number of the file's order into d */
+static void rbrec_knum(const struct rbrec_kbuf *b, unsigned char *d, uint64_t v, unsigned n)
+{
+	unsigned i;
+	for (i = 0; i < n; i++)
+		d[b->be ? n - 1 - i : i] = (unsigned char)(v >> (8 * i));
+}
+
+static void rbrec_kn(struct rbrec_kbuf *b, uint64_t v, unsigned n)
+{
+	unsigned char d[8];
+	rbrec_knum(b, d, v, n);
+	rbrec_kb(b, d, n);
+}
+
+/* A file's text as {size of width, bytes}; a file that cannot be read is
+ * written empty (counted in *missing). */
+static void rbrec_kfile(struct rbrec_kbuf *b, const char *path, unsigned width, unsigned *missing)
+{
+	size_t n = 0;
+	char *t = rbrec_slurp(path, &n);
+	if (!t) {
+		++*missing;
+		n = 0;
+	}
+	rbrec_kn(b, n, width);
+	rbrec_kb(b, t, n);
+	free(t);
+}
+
+static int rbrec_kcmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* K5. 0, or RBREC_FILE (said); no KERNEL.dat on failure. */
+static int rbrec_kernel_finish(struct rbrec_kernel *k)
+{
+	struct rbrec_kbuf b = {NULL, 0, 0, 0, 0};
+	char *tmp = NULL, rel[700], opt[64];
+	unsigned i, j, nsys = 0, missing = 0, cpu;
+	DIR *d;
+	struct dirent *e;
+	size_t at;
+	uint64_t off;
+	int fd = -1, rc = RBREC_FILE;
+
+	b.be = k->big_endian;
+	{
+		/* magic, version "6", the kernel's byte order and long (its
+		 * pages'; the numbers of the file are written in that order) */
+		char head[14] = "\x17\x08\x44tracing6";
+		head[12] = (char)k->big_endian;
+		head[13] = (char)k->long_size;
+		rbrec_kb(&b, head, sizeof head);
+	}
+	rbrec_kn(&b, k->page_size, 4);
+	rbrec_kb(&b, "header_page", 12);
+	rbrec_kfile(&b, rbrec_kpath(k, NULL, "events/header_page"), 8, &missing);
+	rbrec_kb(&b, "header_event", 13);
+	rbrec_kfile(&b, rbrec_kpath(k, NULL, "events/header_event"), 8, &missing);
+	/* the ftrace formats: every events/ftrace/NAME/format */
+	at = b.len;
+	rbrec_kn(&b, 0, 4);
+	i = 0;
+	d = opendir(rbrec_kpath(k, NULL, "events/ftrace"));
+	while (d && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(rel, sizeof rel, "events/ftrace/%s/format", e->d_name);
+		if (access(rbrec_kpath(k, NULL, rel), R_OK) != 0)
+			continue;
+		rbrec_kfile(&b, rbrec_kpath(k, NULL, rel), 8, &missing);
+		i++;
+	}
+	if (d)
+		closedir(d);
+	if (!b.err)
+		rbrec_knum(&b, (unsigned char *)b.p + at, i, 4);
+	/* the enabled events, by system (k->ev sorted: one system's together) */
+	qsort(k->ev, k->nev, sizeof k->ev[0], rbrec_kcmp);
+	for (i = 0; i < k->nev; i = j) {
+		size_t sl = strcspn(k->ev[i], "/");
+		for (j = i + 1; j < k->nev && strncmp(k->ev[j], k->ev[i], sl + 1) == 0; j++)
+			;
+		nsys++;
+	}
+	rbrec_kn(&b, nsys, 4);
+	for (i = 0; i < k->nev; i = j) {
+		size_t sl = strcspn(k->ev[i], "/");
+		for (j = i + 1; j < k->nev && strncmp(k->ev[j], k->ev[i], sl + 1) == 0; j++)
+			;
+		rbrec_kb(&b, k->ev[i], sl);
+		rbrec_kb(&b, NULL, 1);
+		rbrec_kn(&b, j - i, 4);
+		for (; i < j; i++) {
+			snprintf(rel, sizeof rel, "events/%s/format", k->ev[i]);
+			rbrec_kfile(&b, rbrec_kpath(k, NULL, rel), 8, &missing);
+		}
+	}
+	rbrec_kfile(&b, "/proc/kallsyms", 4, &missing);
+	rbrec_kfile(&b, rbrec_kpath(k, NULL, "printk_formats"), 4, &missing);
+	rbrec_kfile(&b, rbrec_kpath(k, NULL, "saved_cmdlines"), 8, &missing);
+	rbrec_kn(&b, k->ncpu, 4);
+	rbrec_kb(&b, "options  ", 10);
+	snprintf(opt, sizeof opt, "[%s]", k->clock);
+	rbrec_kn(&b, 4, 2); /* TRACECLOCK */
+	rbrec_kn(&b, strlen(opt) + 1, 4);
+	rbrec_kb(&b, opt, strlen(opt) + 1);
+	if (k->tsc) {
+		char num[32];
+		rbrec_kn(&b, 14, 2); /* TSC2NSEC: u32 mult, u32 shift, u64 offset (unused) */
+		rbrec_kn(&b, 16, 4);
+		rbrec_kn(&b, k->tsc_mult, 4);
+		rbrec_kn(&b, k->tsc_shift, 4);
+		rbrec_kn(&b, 0, 8);
+		snprintf(num, sizeof num, "%lld", (long long)k->tsc_offset);
+		rbrec_kn(&b, 7, 2); /* OFFSET */
+		rbrec_kn(&b, strlen(num) + 1, 4);
+		rbrec_kb(&b, num, strlen(num) + 1);
+	}
+	rbrec_kn(&b, 8, 2); /* CPUCOUNT */
+	rbrec_kn(&b, 4, 4);
+	rbrec_kn(&b, k->ncpu, 4);
+	rbrec_kn(&b, 0, 2);
+	rbrec_kb(&b, "flyrecord", 10);
+	at = b.len;
+	rbrec_kb(&b, NULL, 16 * (size_t)k->ncpu);
+	rbrec_kn(&b, strlen(opt), 8);
+	rbrec_kb(&b, opt, strlen(opt));
+	off = (b.len + k->page_size - 1) / k->page_size * k->page_size;
+	for (cpu = 0; cpu < k->ncpu && !b.err; cpu++) {
+		uint64_t size = k->pages[cpu] * k->page_size;
+		rbrec_knum(&b, (unsigned char *)b.p + at + 16 * cpu, off, 8);
+		rbrec_knum(&b, (unsigned char *)b.p + at + 16 * cpu + 8, size, 8);
+		off += size;
+	}
+	rbrec_kb(&b, NULL, (k->page_size - b.len % k->page_size) % k->page_size);
+	if (b.err) {
+		rbrec_kfail(RBREC_FILE, "%s: out of memory", k->out);
+		goto out;
+	}
+	tmp = malloc(strlen(k->out) + 16);
+	if (!tmp)
+		goto out;
+	sprintf(tmp, "%s.XXXXXX", k->out);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		rbrec_kfail(RBREC_FILE, "%s: cannot write: %s", k->out, strerror(errno));
+		free(tmp);
+		tmp = NULL;
+		goto out;
+	}
+	if (ringbuf_tdat__write_fd(fd, b.p, b.len, 0) != 0)
+		goto werr;
+	for (cpu = 0; cpu < k->ncpu; cpu++) {
+		uint64_t left = k->pages[cpu];
+		if (lseek(k->tfd[cpu], 0, SEEK_SET) != 0)
+			goto werr;
+		while (left) {
+			ssize_t r = read(k->tfd[cpu], k->page, k->page_size);
+			if (r != (ssize_t)k->page_size || ringbuf_tdat__write_fd(fd, k->page, k->page_size, 0) != 0)
+				goto werr;
+			left--;
+		}
+	}
+	if (fsync(fd) != 0 || close(fd) != 0) {
+		fd = -1;
+		goto werr;
+	}
+	fd = -1;
+	if (rename(tmp, k->out) != 0)
+		goto werr;
+	rc = RBREC_OK;
+	if (missing && !k->quiet)
+		fprintf(stderr, "ringbuf-record: -e: %u tracefs files could not be read (written empty)\n",
+			missing);
+	goto out;
+werr:
+	rbrec_kfail(RBREC_FILE, "%s: cannot write: %s", k->out, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+out:
+	free(tmp);
+	free(b.p);
+	return rc;
+}
+
+static void rbrec_kernel_report(const struct rbrec_kernel *k)
+{
+	unsigned i;
+	if (k->quiet)
+		return;
+	fprintf(stderr, "ringbuf-record: kernel ->%s %s: %llu events in %llu pages (clock %s;",
+		k->failed ? " (not written)" : "", k->out, (unsigned long long)k->events,
+		(unsigned long long)k->npages, k->clock);
+	for (i = 0; i < k->nev && i < 8; i++)
+		fprintf(stderr, " %s", k->ev[i]);
+	if (k->nev > 8)
+		fprintf(stderr, " and %u more", k->nev - 8);
+	fprintf(stderr, "), %llu lost%s, %llu malformed pages left out\n", (unsigned long long)k->lost,
+		k->lost_unknown ? " (and gaps of unknown size)" : "", (unsigned long long)k->bad_pages);
+}
+
+/* K4 and K5 at the end of a recording: 0 or the error (said). */
+static int rbrec_kernel_end(struct rbrec_kernel *k)
+{
+	int rc;
+	rbrec_kernel_stop(k);
+	rc = k->failed ? k->failed : rbrec_kernel_finish(k);
+	if (rc && !k->failed)
+		k->failed = rc;
+	ringbuf_record_last.kernel_events = k->events;
+	ringbuf_record_last.kernel_pages = k->npages;
+	ringbuf_record_last.kernel_lost = k->lost;
+	ringbuf_record_last.kernel_lost_unknown = k->lost_unknown;
+	ringbuf_record_last.kernel_bad_pages = k->bad_pages;
+	rbrec_kernel_report(k);
+	return rc;
+}
+
+/* Free everything (after stop). */
+static void rbrec_kernel_free(struct rbrec_kernel *k)
+{
+	unsigned i;
+	for (i = 0; k->tfd && i < k->ncpu; i++)
+		if (k->tfd[i] >= 0)
+			close(k->tfd[i]);
+	for (i = 0; i < k->nev; i++)
+		free(k->ev[i]);
+	free(k->rfd);
+	free(k->tfd);
+	free(k->pages);
+	free(k->page);
+	free(k->out_owned);
+	memset(k, 0, sizeof *k);
+}
+
+
 /* ==== >>follow: a process tree, one buffer per process image in a directory ==== */
 
 struct rbrec_buf {
@@ -519,9 +1452,18 @@ static void rbrec_follow_open(struct rbrec_follow *f, struct rbrec_buf *b)
 	b->lock_fd = -1;
 	if (!path || !out)
 		goto fail;
+	if (rbrec_k.nspec && strcmp(out, rbrec_k.out) == 0) {
+		r = RINGBUF_EINVAL;
+		what = "the same output as the kernel's events (-K)";
+		goto fail;
+	}
 	r = rbrec_attach(path, f->version, &b->rb, &b->reg, &info, &what);
 	if (r < 0)
 		goto fail;
+	if (rbrec_k.nspec && strcmp(rbrec_kclock(ringbuf_clock_name(b->rb)) ? ringbuf_clock_name(b->rb) : "",
+				    rbrec_k.clock) != 0)
+		fprintf(stderr, "ringbuf-record: %s: clock \"%s\", the kernel's events are stamped with \"%s\" "
+				"(-C): not on one timeline\n", path, ringbuf_clock_name(b->rb), rbrec_k.clock);
 	b->lock_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (b->lock_fd < 0) {
 		r = RINGBUF_ESYS;
@@ -651,10 +1593,18 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 		fprintf(stderr, "ringbuf-record: %s: %s\n", outdir, strerror(errno));
 		return RBREC_FILE;
 	}
+	if (rbrec_k.nspec && (rc = rbrec_kernel_start(&rbrec_k)) != 0)
+		return rc; /* the caller removes what was made */
 	if (cmd && cmd[0]) {
 #if defined(__linux__) && defined(PR_SET_CHILD_SUBREAPER)
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); /* orphans of the tree come here */
 #endif
+		int ex[2] = {-1, -1};
+		/* -e: until the exec, the child holds the trace_pipe_raw
+		 * descriptors (close-on-exec), and the instance cannot be
+		 * removed while it does: wait for the exec (ex[1] closes) */
+		if (rbrec_k.nspec && pipe2(ex, O_CLOEXEC) != 0)
+			ex[0] = ex[1] = -1;
 		child = fork();
 		if (child < 0) {
 			fprintf(stderr, "ringbuf-record: fork: %s\n", strerror(errno));
@@ -667,6 +1617,13 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 			execvp(cmd[0], cmd);
 			fprintf(stderr, "ringbuf-record: %s: %s\n", cmd[0], strerror(errno));
 			_exit(127);
+		}
+		if (ex[1] >= 0) {
+			char c;
+			close(ex[1]);
+			while (read(ex[0], &c, 1) < 0 && errno == EINTR)
+				;
+			close(ex[0]);
 		}
 		children = 1;
 	}
@@ -690,6 +1647,8 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 				taken += r;
 			}
 		}
+		if (rbrec_kernel_take(&rbrec_k, 0) > 0)
+			taken++;
 		while (children) {
 			int status;
 			pid_t p = waitpid(-1, &status, WNOHANG);
@@ -719,6 +1678,11 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 	}
 	if (ringbuf_record_last.bad_buffers)
 		rc = RBREC_FILE;
+	if (rbrec_k.nspec) {
+		int kr = rbrec_kernel_end(&rbrec_k);
+		if (rc == RBREC_OK)
+			rc = kr;
+	}
 	if (!quiet) {
 		struct rusage ru;
 		memset(&ru, 0, sizeof ru);
@@ -738,9 +1702,35 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 	return rc;
 }
 
-static int rbrec_run(int argc, char **argv)
+/* -d with -e: the kernel's clock (-C, default mono) checked, and for
+ * x86-tsc a calibration of this process's TSC for KERNEL.dat's TSC2NSEC */
+static int rbrec_kernel_prepare_dir(struct rbrec_kernel *k, const char *clock)
 {
-	const char *path = NULL, *out = NULL, *dir = NULL, *preload = NULL, *net = NULL;
+	int r = rbrec_kernel_prepare(k, clock ? clock : "mono", "-C");
+	if (r == 0 && strcmp(k->clock, "x86-tsc") == 0) {
+		struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+		struct ringbuf_tracedat_info info;
+		struct ringbuf *rb;
+		cfg.ncpu = 1;
+		cfg.size_per_cpu = 4096;
+		cfg.clock = RINGBUF_CLOCK_TSC;
+		if (ringbuf_create(&cfg, &rb) == 0) {
+			if (ringbuf_tracedat_info_of(rb, NULL, &info) == 0 && info.tsc) {
+				k->tsc = 1;
+				k->tsc_mult = info.tsc_mult;
+				k->tsc_shift = info.tsc_shift;
+				k->tsc_offset = info.tsc_offset;
+			}
+			ringbuf_destroy(rb);
+		}
+	}
+	return r;
+}
+
+static int rbrec_run1(int argc, char **argv)
+{
+	const char *path = NULL, *out = NULL, *dir = NULL, *preload = NULL, *net = NULL, *kclock = NULL;
+	struct rbrec_kernel *k = &rbrec_k;
 	char **cmd = NULL;
 	const char *what;
 	int keep = 0;
@@ -789,6 +1779,24 @@ static int rbrec_run(int argc, char **argv)
 			}
 		} else if (strcmp(a, "-q") == 0) {
 			quiet = 1;
+		} else if (strcmp(a, "-e") == 0 && i + 1 < argc) {
+			if (k->nspec == RBREC_KMAX_SPECS || !argv[i + 1][0]) {
+				fprintf(stderr, "ringbuf-record: -e: at most %d, each a SYSTEM:EVENT, SYSTEM or EVENT\n",
+					RBREC_KMAX_SPECS);
+				return RBREC_USAGE;
+			}
+			k->spec[k->nspec++] = argv[++i];
+		} else if (strcmp(a, "-K") == 0 && i + 1 < argc) {
+			k->out = argv[++i];
+		} else if (strcmp(a, "-C") == 0 && i + 1 < argc) {
+			kclock = argv[++i];
+		} else if (strcmp(a, "-b") == 0 && i + 1 < argc) {
+			errno = 0;
+			k->buffer_kb = strtol(argv[++i], &end, 10);
+			if (errno || *end || k->buffer_kb <= 0 || k->buffer_kb > (1L << 30)) {
+				fprintf(stderr, "ringbuf-record: -b %s: kilobytes per CPU, 1..%ld\n", argv[i], 1L << 30);
+				return RBREC_USAGE;
+			}
 		} else if (strcmp(a, "-d") == 0 && i + 1 < argc) {
 			dir = argv[++i];
 		} else if (strcmp(a, "-k") == 0) {
@@ -808,10 +1816,35 @@ static int rbrec_run(int argc, char **argv)
 			path = a;
 		}
 	}
+	k->quiet = quiet;
+	if (!k->nspec && (k->out || kclock || k->buffer_kb)) {
+		fprintf(stderr, "ringbuf-record: -K, -C and -b go with -e (the kernel's events)\n");
+		return RBREC_USAGE;
+	}
+	if (k->nspec && net) {
+		fprintf(stderr, "ringbuf-record: -e and -N: the kernel's events cannot go to trace-cmd listen with the "
+				"user buffer's (one buffer per connection); record to files, or run trace-cmd on "
+				"the kernel side\n");
+		return RBREC_USAGE;
+	}
+	if (kclock && !dir) {
+		fprintf(stderr, "ringbuf-record: -C goes with -d (with FILE.rb the buffer's clock is the kernel's)\n");
+		return RBREC_USAGE;
+	}
 	if (dir) {
+		int r1;
 		if (path || pid || net || (cmd && !cmd[0]) || (preload && !cmd)) {
 			rbrec_usage(stderr);
 			return RBREC_USAGE;
+		}
+		if (k->nspec) {
+			if (!k->out) {
+				k->out = k->out_owned = rbrec_join(out ? out : ".", "kernel.rb", ".dat");
+				if (!k->out)
+					return RBREC_FILE;
+			}
+			if ((r1 = rbrec_kernel_prepare_dir(k, kclock)) != 0)
+				return r1;
 		}
 		return rbrec_follow_run(dir, out ? out : ".", version, quiet, keep, preload, cmd);
 	}
@@ -847,6 +1880,32 @@ static int rbrec_run(int argc, char **argv)
 		fprintf(stderr, "ringbuf-record: %s: no valid event formats in the user area (%s)\n", path,
 			ringbuf_strerror(r));
 		return RBREC_FILE;
+	}
+	if (k->nspec) {
+		char *d = NULL;
+		if (!k->out) {
+			d = rbrec_dirname(out);
+			k->out = k->out_owned = d ? rbrec_join(d, "kernel.rb", ".dat") : NULL;
+			free(d);
+		}
+		if (!k->out) {
+			r = RBREC_FILE;
+		} else if (strcmp(k->out, out) == 0) {
+			fprintf(stderr, "ringbuf-record: %s: the output and the kernel's events' file (-K) are the same\n",
+				out);
+			r = RBREC_USAGE;
+		} else if ((r = rbrec_kernel_prepare(k, ringbuf_clock_name(rb), "the buffer's clock")) == 0) {
+			k->tsc = info.tsc; /* the buffer's own calibration: both files convert alike */
+			k->tsc_mult = info.tsc_mult;
+			k->tsc_shift = info.tsc_shift;
+			k->tsc_offset = info.tsc_offset;
+			r = rbrec_kernel_start(k);
+		}
+		if (r != 0) {
+			ringbuf_trace_registry_free(&reg);
+			ringbuf_destroy(rb);
+			return r;
+		}
 	}
 	if (!pid)
 		pid = (long)ringbuf_trace_writer_pid(rb);
@@ -893,7 +1952,11 @@ static int rbrec_run(int argc, char **argv)
 			break;
 		}
 		ringbuf_record_last.live_pages += (uint64_t)r;
+		rbrec_kernel_take(k, 0);
 	}
+	/* the kernel's events end with the process (or the stop) */
+	if (k->nspec)
+		rbrec_kernel_stop(k);
 	/* the end: repair a buffer whose writers are gone, then take the rest */
 	if (gone)
 		ringbuf_record_last.recovered = 1;
@@ -938,11 +2001,26 @@ static int rbrec_run(int argc, char **argv)
 			gone ? "recovered after it was gone" : "at the stop", (unsigned long long)st.lost,
 			st.lost_unknown ? " (and gaps of unknown size)" : "",
 			(unsigned long long)ringbuf_record_last.bad_pages);
+	if (k->nspec) {
+		r = rbrec_kernel_end(k);
+		if (rc == RBREC_OK)
+			rc = r;
+	}
 	ringbuf_set_warn_hook(NULL, NULL);
 	rbrec_diag.rb = NULL;
 	rbrec_diag.path = NULL;
 	ringbuf_trace_registry_free(&reg);
 	ringbuf_destroy(rb);
+	return rc;
+}
+
+static int rbrec_run(int argc, char **argv)
+{
+	int rc;
+	memset(&rbrec_k, 0, sizeof rbrec_k);
+	rc = rbrec_run1(argc, argv);
+	rbrec_kernel_stop(&rbrec_k); /* the instance never outlives a run */
+	rbrec_kernel_free(&rbrec_k);
 	return rc;
 }
 
