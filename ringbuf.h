@@ -2164,14 +2164,23 @@ extern int madvise(void *addr, size_t length, int advice); /* likewise */
 #define RINGBUF__MADV_RANDOM 1 /* the same value on every Linux architecture */
 #define RINGBUF__MADV_NORMAL 0
 #endif
-/* an anonymous mapping for ringbuf_create (MAP_ANONYMOUS is hidden by strict
- * -std=c11; glibc still defines its internal name) */
+/* an anonymous mapping for ringbuf_create. Strict -std=c11 hides
+ * MAP_ANONYMOUS, and glibc 2.36's <sys/mman.h> then defines no other name for
+ * it either (not __MAP_ANONYMOUS, not MAP_ANON): the kernel's value, which is
+ * per architecture (without it ringbuf_create fell back to the allocator and
+ * wrote every page: tests/core/test_strict_c11.c) */
 #if defined(MAP_ANONYMOUS)
 #define RINGBUF__MAP_ANON MAP_ANONYMOUS
 #elif defined(__MAP_ANONYMOUS)
 #define RINGBUF__MAP_ANON __MAP_ANONYMOUS
 #elif defined(MAP_ANON)
 #define RINGBUF__MAP_ANON MAP_ANON
+#elif defined(__mips__) || defined(__xtensa__)
+#define RINGBUF__MAP_ANON 0x800
+#elif defined(__alpha__) || defined(__hppa__)
+#define RINGBUF__MAP_ANON 0x10
+#else
+#define RINGBUF__MAP_ANON 0x20 /* asm-generic: x86, arm, arm64, riscv, powerpc, s390, sparc, loongarch */
 #endif
 /* O_CLOEXEC is POSIX 2008: strict -std=c11 hides it in glibc, which still
  * defines its internal name; never open without it */
