@@ -17,7 +17,9 @@
 # -disable-estimation and -disable-instruction-caching are always added (see
 # GenMC's README). GenMC is looked for in $GENMC, then ../shared/tools/genmc/
 # next to the repository; without it the script says so and exits 0 (or 1
-# with VERIFY_REQUIRED=1). Usage: verify/run.sh [harness.c ...]
+# with VERIFY_REQUIRED=1). Runs go VERIFY_JOBS at a time (default: the
+# number of cores), the real header's harnesses first. Usage:
+# verify/run.sh [harness.c ...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,10 +48,92 @@ fi
 
 files=("$@")
 [ ${#files[@]} -eq 0 ] && files=(verify/*.c)
-fail=0 runs=0
+# The harnesses that run the real header under IMM take minutes each: started
+# first, so that the short runs fill the other cores meanwhile.
+VERIFY_FIRST="verify/swap_writer.c verify/takeover.c"
+ordered=()
+for f in $VERIFY_FIRST; do
+	for g in "${files[@]}"; do [ "$g" = "$f" ] && ordered+=("$f"); done
+done
+for g in "${files[@]}"; do
+	[[ " $VERIFY_FIRST " == *" $g "* ]] || ordered+=("$g")
+done
+# GenMC explores on one core: VERIFY_JOBS runs at a time (default: the cores)
+jobs=${VERIFY_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case $jobs in '' | *[!0-9]* | 0) echo "verify: VERIFY_JOBS must be a positive number, not '$jobs'"; exit 2 ;; esac
 log=${VERIFY_LOG:-build/verify}
 mkdir -p "$log"
-for f in "${files[@]}"; do
+rm -f "$log"/*.result
+
+# run_one n harness kind opts cflags min_execs: one GenMC run; its line (and
+# the first lines of a failure) into $log/<n>.result, "1" into <n>.failed
+run_one() {
+	local n=$1 f=$2 kind=$3 opts=$4 cflags=$5 min_execs=$6 out inc patchf mdir start rc secs execs blocked what
+	local res=$log/$n.result
+	out="$log/$(basename "$f" .c).$n.log"
+	inc=-I.
+	if [[ " $opts " == *" -patch="* ]]; then
+		patchf=${opts#*-patch=}
+		patchf=${patchf%% *}
+		opts=${opts/-patch=$patchf/}
+		mdir="$log/mutant.$n"
+		rm -rf "$mdir" && mkdir -p "$mdir" && cp ringbuf.h "$mdir/" &&
+			(cd "$mdir" && patch -p1 -s) <"$patchf" || {
+			echo "verify: FAILED  $f: $patchf does not apply to ringbuf.h" >"$res.tmp"
+			echo 1 >"$log/$n.failed"
+			mv "$res.tmp" "$res"
+			return
+		}
+		inc="-I$mdir -I."
+	fi
+	start=$(date +%s.%N)
+	# shellcheck disable=SC2086
+	"$genmc" -disable-estimation -disable-instruction-caching $opts -- $inc -Iverify $cflags "$f" >"$out" 2>&1
+	rc=$?
+	secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+	execs=$(sed -n 's/^Number of complete executions explored: //p' "$out" | tail -n 1)
+	blocked=$(sed -n 's/^Number of blocked executions seen: //p' "$out" | tail -n 1)
+	what="$f [$opts${cflags:+ -- $cflags}]: ${execs:-?} executions (${blocked:-0} blocked), ${secs} s"
+	{
+		if [ "$kind" = "/* GENMC-PASS" ]; then
+			if [ $rc -eq 0 ] && [ -n "$execs" ] && [ "$execs" -ge "$min_execs" ]; then
+				echo "verify: ok      $what"
+			else
+				echo "verify: FAILED  $what (exit $rc; log $out)"
+				grep -m 5 -E 'Error|violation|race|Assertion' "$out" | sed 's/^/    /'
+				echo 1 >"$log/$n.failed"
+			fi
+		else
+			if [ $rc -eq 42 ]; then
+				echo "verify: bites   $what: $(grep -m 1 -E 'Error|violation|race' "$out")"
+			else
+				echo "verify: FAILED  $what: expected a violation, got exit $rc (log $out)"
+				echo 1 >"$log/$n.failed"
+			fi
+		fi
+	} >"$res.tmp"
+	mv "$res.tmp" "$res"
+}
+
+# Each run's line is printed as it ends; all of them again, in the harnesses'
+# order, at the end.
+rm -f "$log"/*.failed
+runs=0
+declare -A running=() # pid -> run number
+reap() { # waits until fewer than $1 runs are going, printing those that ended
+	local p
+	while [ ${#running[@]} -ge "$1" ] && [ ${#running[@]} -gt 0 ]; do
+		for p in "${!running[@]}"; do
+			if [ -f "$log/${running[$p]}.result" ]; then
+				wait "$p" 2>/dev/null
+				cat "$log/${running[$p]}.result"
+				unset "running[$p]"
+			fi
+		done
+		[ ${#running[@]} -ge "$1" ] && sleep 0.2
+	done
+}
+for f in "${ordered[@]}"; do
 	[ -f "$f" ] || continue
 	# /* GENMC-MIN-EXECUTIONS: n */ in a harness: a PASS run that explored
 	# fewer complete executions exercised less than the harness is for (a
@@ -65,46 +149,17 @@ for f in "${files[@]}"; do
 		cflags=
 		[[ $spec == *" -- "* ]] && cflags=${spec#* -- }
 		runs=$((runs + 1))
-		out="$log/$(basename "$f" .c).$runs.log"
-		inc=-I.
-		if [[ " $opts " == *" -patch="* ]]; then
-			patchf=${opts#*-patch=}
-			patchf=${patchf%% *}
-			opts=${opts/-patch=$patchf/}
-			mdir="$log/mutant.$runs"
-			rm -rf "$mdir" && mkdir -p "$mdir" && cp ringbuf.h "$mdir/" &&
-				(cd "$mdir" && patch -p1 -s) <"$patchf" || {
-				echo "verify: FAILED  $f: $patchf does not apply to ringbuf.h"
-				fail=1
-				continue
-			}
-			inc="-I$mdir -I."
-		fi
-		start=$(date +%s.%N)
-		# shellcheck disable=SC2086
-		"$genmc" -disable-estimation -disable-instruction-caching $opts -- $inc -Iverify $cflags "$f" >"$out" 2>&1
-		rc=$?
-		secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
-		execs=$(sed -n 's/^Number of complete executions explored: //p' "$out" | tail -n 1)
-		blocked=$(sed -n 's/^Number of blocked executions seen: //p' "$out" | tail -n 1)
-		what="$f [$opts${cflags:+ -- $cflags}]: ${execs:-?} executions (${blocked:-0} blocked), ${secs} s"
-		if [ "$kind" = "/* GENMC-PASS" ]; then
-			if [ $rc -eq 0 ] && [ -n "$execs" ] && [ "$execs" -ge "$min_execs" ]; then
-				echo "verify: ok      $what"
-			else
-				echo "verify: FAILED  $what (exit $rc; log $out)"
-				grep -m 5 -E 'Error|violation|race|Assertion' "$out" | sed 's/^/    /'
-				fail=1
-			fi
-		else
-			if [ $rc -eq 42 ]; then
-				echo "verify: bites   $what: $(grep -m 1 -E 'Error|violation|race' "$out")"
-			else
-				echo "verify: FAILED  $what: expected a violation, got exit $rc (log $out)"
-				fail=1
-			fi
-		fi
+		reap "$jobs"
+		run_one "$runs" "$f" "$kind" "$opts" "$cflags" "$min_execs" &
+		running[$!]=$runs
 	done < <(grep -E '^/\* GENMC-(PASS|FAIL): ' "$f")
 done
-echo "verify: $runs runs, $([ $fail = 0 ] && echo all as expected || echo FAILURES)"
+reap 1
+fail=0
+echo "==== verify: every run, in order"
+for ((n = 1; n <= runs; n++)); do
+	cat "$log/$n.result" 2>/dev/null || { echo "verify: FAILED  run $n left no result"; fail=1; }
+	[ -f "$log/$n.failed" ] && fail=1
+done
+echo "verify: $runs runs ($jobs at a time), $([ $fail = 0 ] && echo all as expected || echo FAILURES)"
 exit $fail
