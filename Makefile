@@ -40,6 +40,8 @@ TEST_TIMEOUT ?= 300
 TEST_JOBS ?= 2
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
+# targets fuzzed at a time, each on a core of its own for FUZZ_SECONDS
+FUZZ_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 # Always on, whatever CFLAGS says. SAN_FLAGS is set by the sanitizer targets.
 WARN      := -std=c11 -Wall -Wextra -pedantic
@@ -378,10 +380,7 @@ ifeq ($(FUZZ_SRCS),)
 	@echo "no fuzz targets yet"
 else
 	@$(MAKE) --no-print-directory $(FUZZ_BINS)
-	@set -e; for b in $(FUZZ_BINS); do n=$${b##*/}; c=$(BUILD)/fuzz/corpus-$$n; mkdir -p $$c; \
-		echo "==== $$n ($(FUZZ_SECONDS) s; seeds fuzz/corpus/$$n, new inputs in $$c)"; \
-		$$b -max_total_time=$(FUZZ_SECONDS) -timeout=20 -print_final_stats=1 \
-			-artifact_prefix=$(BUILD)/fuzz/$$n- $$c $$(ls -d fuzz/corpus/$$n 2>/dev/null); done
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) scripts/run-fuzz.sh $(BUILD)/fuzz $(FUZZ_BINS)
 endif
 
 # RINGBUF_TESTING is defined by the targets that need the test-point hook.

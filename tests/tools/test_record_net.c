@@ -54,6 +54,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "tests/recordutil.h"
+#include "tests/testutil.h"
 
 #define NEVENTS 20000u
 
@@ -247,7 +248,7 @@ static char *report(const char *path, unsigned long *lines)
 	pclose(p);
 	{
 		const char *s = out;
-		while ((s = strstr(s, " cpu=")) != NULL) {
+		while ((s = find_next(s, " cpu=")) != NULL) {
 			unsigned c, q;
 			if (cpu_seq(s, &c, &q))
 				++*lines;
@@ -425,7 +426,7 @@ static void live_recording_via_listen(void **state)
 		      lines, (unsigned long long)ringbuf_record_last.live_pages);
 	assert_int_equal(lines, st.committed);
 	/* per CPU the sequence rises (gaps only where events were dropped) */
-	for (s = rep; (s = strstr(s, " cpu=")) != NULL; s++) {
+	for (s = rep; (s = find_next(s, " cpu=")) != NULL; s++) {
 		unsigned q;
 		if (!cpu_seq(s, &c, &q))
 			continue;
