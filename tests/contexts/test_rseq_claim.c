@@ -141,7 +141,7 @@ static uint64_t committed_all(struct ringbuf *rb)
 
 static uint64_t unmapped(struct ringbuf *rb)
 {
-	struct ringbuf_stats st;
+	struct ringbuf_stats st = {0};
 	assert_int_equal(ringbuf_stats(rb, &st), 0);
 	return st.unmapped;
 }
@@ -221,7 +221,7 @@ static void only_private_blocks_claim_by_sequence(void **state)
 	 * file's bytes (a file whose header says "rseq" must not make the
 	 * opener claim a block that other processes write by plain store) */
 	{
-		struct ringbuf *w, *o;
+		struct ringbuf *w = NULL, *o = NULL;
 		char fpath[96];
 		uint32_t one = 1;
 		FILE *f;

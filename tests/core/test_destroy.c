@@ -11,6 +11,7 @@
  * (RINGBUF__TP_EXIT_FOUND, RINGBUF__TP_EXIT_PINNED): deterministic, no timing.
  */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
 

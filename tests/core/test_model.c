@@ -31,6 +31,7 @@
  *   make stress runs more.
  */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
 
@@ -298,7 +299,7 @@ static int read_some(unsigned cpu, int kind)
 {
 	static unsigned char page[PAGE];
 	struct ringbuf_record rec, peeked;
-	const void *lent;
+	const void *lent = NULL;
 	int r, n = 0;
 	in_reader++;
 	switch (kind) {
@@ -346,7 +347,7 @@ static int read_some(unsigned cpu, int kind)
 		}
 		break;
 	case 5: { /* a non-consuming pass: per level in order, consumes nothing */
-		struct ringbuf_iter *it;
+		struct ringbuf_iter *it = NULL;
 		uint32_t last[NLEVEL] = {0};
 		assert_int_equal(ringbuf_iter_start(rb, cpu, &it), 0);
 		while ((r = ringbuf_iter_next(it, &rec)) == 1) {
@@ -386,7 +387,7 @@ static int read_some(unsigned cpu, int kind)
 static void drain_and_check(void)
 {
 	for (unsigned cpu = 0; cpu < NB; cpu++) {
-		struct ringbuf_stats st;
+		struct ringbuf_stats st = {0};
 		struct ringbuf_record rec;
 		int r;
 		while ((r = ringbuf_consume(rb, cpu, &rec)) == 1)

@@ -858,7 +858,7 @@ static void fork_during_a_reset(void **state)
 static void reset_of_a_shared_file_block_with_a_writer_in_another_process(void **state)
 {
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-	struct ringbuf *rb;
+	struct ringbuf *rb = NULL;
 	struct ringbuf_record rec;
 	struct ringbuf_stats st;
 	char path[] = "/tmp/ringbuf_test_reset_XXXXXX";

@@ -7,6 +7,7 @@
  * every data page resident (8208 of 8208 in the issue 25 build, which
  * linked an implementation object compiled this way). Counts pages, not time.
  */
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
 

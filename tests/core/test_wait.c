@@ -58,7 +58,7 @@
 
 #define HANG_S 20
 #ifndef RINGBUF__WAIT_SLICE_MS
-#define RINGBUF__WAIT_SLICE_MS 10 /* TEMP: before the fix */
+#define RINGBUF__WAIT_SLICE_MS 10 /* the implementation part defines it (10 ms) */
 #endif /* only a real hang waits this long */
 
 /* ---- syscall interposition ------------------------------------------------ */

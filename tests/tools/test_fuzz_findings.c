@@ -81,7 +81,7 @@ static uint64_t test_clock(void *ctx)
 static struct ringbuf *make(size_t page_size, unsigned flags)
 {
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-	struct ringbuf *rb;
+	struct ringbuf *rb = NULL;
 	cfg.page_size = page_size;
 	cfg.size_per_cpu = 3 * page_size;
 	cfg.flags = flags;

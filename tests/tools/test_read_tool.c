@@ -811,7 +811,7 @@ static void test_loaded_registry_matches_and_parser_survives_mutation(void **sta
 {
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 	struct ringbuf_trace_registry lr;
-	struct ringbuf *rb;
+	struct ringbuf *rb = NULL;
 	struct ringbuf_record recs[64];
 	unsigned char *area, *copy, *payload[64];
 	size_t usz, used;

@@ -883,7 +883,7 @@ static void geometry_case(unsigned k)
 	struct ringbuf_tracedat *w;
 	struct ringbuf_stats st;
 	struct ringbuf_record rec;
-	struct ringbuf_iter *it;
+	struct ringbuf_iter *it = NULL;
 	unsigned char page[4096];
 	const void *ref;
 	unsigned char *base;
