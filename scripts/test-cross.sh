@@ -242,8 +242,23 @@ demo_s390x() {
 
 # Compile checks with every compiler: -Werror at -Os (gcc's maybe-uninitialized
 # analysis) and with -Wcast-align; host gcc also at -O1.
+# The compiles run JOBS at a time (each is one compiler process); a failure's
+# messages are kept in compile.log.
+compile_one() { # cc opt file: compiles, prints a FAIL block on failure
+	local err
+	err=$(mktemp)
+	if ! "$1" -std=c11 -Wall -Wextra -pedantic -Werror -Wcast-align "$2" -pthread -I. \
+		-c -o /dev/null "$3" 2>"$err"; then
+		echo "FAIL     $1 $2 $3:"
+		grep -v 'note: the alignment of' "$err" | head -n 10
+		rm -f "$err"
+		return 1
+	fi
+	rm -f "$err"
+}
+export -f compile_one
 compile_matrix() {
-	local f cc o rc=0
+	local f cc o
 	local -a ccs=(gcc clang musl-gcc)
 	for a in "${arches[@]}"; do ccs+=("${TRIPLET[$a]}-gcc"); done
 	exec >"$OUT/compile.log" 2>&1
@@ -251,18 +266,12 @@ compile_matrix() {
 		command -v "$cc" >/dev/null || { echo "SKIP     compile checks with $cc (not installed)"; continue; }
 		for o in -Os -O1; do
 			[ "$o" = -O1 ] && [ "$cc" != gcc ] && continue
-			for f in tests/compile/*.c; do
-				if ! "$cc" -std=c11 -Wall -Wextra -pedantic -Werror -Wcast-align "$o" -pthread -I. \
-					-c -o /dev/null "$f" 2>"$OUT/cc.err"; then
-					echo "FAIL     $cc $o $f:"
-					grep -v 'note: the alignment of' "$OUT/cc.err" | head -n 10
-					rc=1
-				fi
-			done
+			for f in tests/compile/*.c; do printf '%s %s %s\n' "$cc" "$o" "$f"; done
 		done
-		echo "compile checks with $cc: done"
-	done
-	return $rc
+	done | xargs -P "$JOBS" -n 3 bash -c 'compile_one "$@"' _
+	local rc=$?
+	echo "compile checks with ${ccs[*]}: done"
+	[ $rc -eq 0 ]
 }
 
 # A shared object with the implementation, dlopen'ed (RINGBUF_TLS_MODEL): with
@@ -308,15 +317,20 @@ wait_jobs() {
 start_job compile_matrix
 start_job dlopen_check
 wait_jobs
+# Two architectures at a time, the next one starting as soon as either ends
+# (not in pairs: a pair waited for its slower half with a core idle).
 queue=("${arches[@]}")
-while [ ${#queue[@]} -gt 0 ]; do
-	start_job run_arch "${queue[0]}"
-	queue=("${queue[@]:1}")
-	if [ ${#queue[@]} -gt 0 ]; then
-		start_job run_arch "${queue[0]}"
+declare -A arch_of=() # pid -> architecture
+while [ ${#queue[@]} -gt 0 ] || [ ${#arch_of[@]} -gt 0 ]; do
+	while [ ${#queue[@]} -gt 0 ] && [ ${#arch_of[@]} -lt 2 ]; do
+		run_arch "${queue[0]}" &
+		arch_of[$!]=${queue[0]}
 		queue=("${queue[@]:1}")
-	fi
-	wait_jobs
+	done
+	wait -n -p done_pid "${!arch_of[@]}"
+	rc=$?
+	result["run_arch ${arch_of[$done_pid]}"]=$rc
+	unset "arch_of[$done_pid]"
 done
 for a in "${arches[@]}"; do
 	if [ "$a" = s390x ] && [ -x "$OUT/s390x/examples/demo" ]; then
