@@ -24,6 +24,9 @@
 ##                   install directories ($(PREFIX)/include, $(PREFIX)/lib,
 ##                   $(LIBDIR)/pkgconfig, $(LIBDIR)/cmake/ringbuf)
 ##   BENCH_QUICK=1   make bench: a short smoke run (also BENCH_ROUNDS, BENCH_EVENTS, BENCH_ONLY)
+##   FUZZ_SECONDS, FUZZ_JOBS
+##                   make fuzz: seconds per target (60), targets at a time (the cores)
+##   VERIFY_JOBS     make verify: GenMC runs at a time (the cores)
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
