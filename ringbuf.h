@@ -1548,8 +1548,7 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
 		return ringbuf__rdtsc();
 	if (RINGBUF__LIKELY(rb->clock_kind == RINGBUF__CLK_MONO))
 		return ringbuf__clock_mono();
-	if (rb->owned == 2) /* shared: the block's fields are another process's */
-		return ringbuf__clock_shared(rb);
+	/* a file or memfd block's (owned 2): ringbuf__clock_shared_fn, rb */
 	return rb->clock(rb->clock_ctx);
 }
 
@@ -8124,12 +8123,14 @@ static int ringbuf__clock_set_shared(const struct ringbuf *rb, ringbuf_clock_fn 
 	return 0;
 }
 
+static uint64_t ringbuf__clock_shared_fn(void *ctx);
 /* A new shared block: its user clock (cfg) becomes this process's, and the
- * block keeps no address of ours. */
+ * block keeps no address of ours (rb->clock is in our private copy of the
+ * header: the lookup below, ringbuf__clock_shared). */
 static int ringbuf__clock_adopt_shared(struct ringbuf *rb, const struct ringbuf_config *cfg)
 {
-	rb->clock = NULL;
-	rb->clock_ctx = NULL;
+	rb->clock = ringbuf__clock_shared_fn;
+	rb->clock_ctx = rb;
 	if (rb->clock_kind != RINGBUF__CLK_USER)
 		return 0;
 	return ringbuf__clock_set_shared(rb, cfg->clock, cfg->clock_ctx);
@@ -8150,6 +8151,14 @@ RINGBUF_API uint64_t ringbuf__clock_shared(const struct ringbuf *rb)
 		return ringbuf__clock_mono();
 	return atomic_load_explicit(&ringbuf__clocks[i].fn, memory_order_relaxed)(
 		atomic_load_explicit(&ringbuf__clocks[i].ctx, memory_order_relaxed));
+}
+
+/* A shared block's rb->clock, with rb->clock_ctx = rb (this process's copy
+ * of the header: PRIVATE HEADER): the writers' ringbuf__clock calls it as it
+ * calls a private buffer's user clock, no test of `owned` on the way. */
+static uint64_t ringbuf__clock_shared_fn(void *ctx)
+{
+	return ringbuf__clock_shared((const struct ringbuf *)ctx);
 }
 
 RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, void *ctx)
@@ -8881,8 +8890,8 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	if (flags & (RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)) {
 		/* the clock of a shared block is this process's: CLOCKS OF SHARED
 		 * BLOCKS, the creator's writers read theirs */
-		rb->clock = NULL;
-		rb->clock_ctx = NULL;
+		rb->clock = ringbuf__clock_shared_fn;
+		rb->clock_ctx = rb;
 		/* a writer's tid means nothing in another PID namespace: the
 		 * owner words can no longer tell a dead owner (>>contexts) */
 		if (rb->shared && (ringbuf__sh(rb)->pidns == 0 || ringbuf__sh(rb)->pidns != ringbuf__pidns()))
