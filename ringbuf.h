@@ -1470,11 +1470,12 @@ static inline uint32_t ringbuf__next_idx(const struct ringbuf *rb, unsigned cpu,
 	return ringbuf__link_idx(ringbuf__load_link(ringbuf__bp(rb, cpu, idx)));
 }
 
-/* Event length for a payload of len bytes (kernel rb_calculate_event_length). */
-RINGBUF__INLINE uint32_t ringbuf__event_length(const struct ringbuf *rb, size_t len)
+/* Event length for a payload of len bytes (kernel rb_calculate_event_length);
+ * align8: RINGBUF_F_ALIGN8 (the inline path passes the constant). */
+RINGBUF__INLINE uint32_t ringbuf__event_length_a(bool align8, size_t len)
 {
 	size_t l = len ? len : 1;
-	if (rb->flags & RINGBUF_F_ALIGN8) {
+	if (align8) {
 		l = (l + 8 + 7) & ~(size_t)7; /* header + array[0] + payload, 8-aligned */
 		return (uint32_t)l;
 	}
@@ -1486,12 +1487,18 @@ RINGBUF__INLINE uint32_t ringbuf__event_length(const struct ringbuf *rb, size_t 
 	return (uint32_t)l;
 }
 
-/* Write a data event header for an event of total length evlen. Returns the payload. */
-RINGBUF__INLINE unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsigned char *p,
-						uint32_t evlen, uint32_t delta)
+RINGBUF__INLINE uint32_t ringbuf__event_length(const struct ringbuf *rb, size_t len)
+{
+	return ringbuf__event_length_a((rb->flags & RINGBUF_F_ALIGN8) != 0, len);
+}
+
+/* Write a data event header for an event of total length evlen. Returns the
+ * payload. align8: RINGBUF_F_ALIGN8. */
+RINGBUF__INLINE unsigned char *ringbuf__put_event_a(bool align8, unsigned char *p, uint32_t evlen,
+						  uint32_t delta)
 {
 	uint32_t body = evlen - 4;
-	if (!(rb->flags & RINGBUF_F_ALIGN8) && body <= RINGBUF__MAX_SMALL_DATA) {
+	if (!align8 && body <= RINGBUF__MAX_SMALL_DATA) {
 		uint32_t w = RINGBUF__HDR_WORD(body / 4, delta);
 		memcpy(p, &w, 4);
 		return p + 4;
@@ -1500,6 +1507,20 @@ RINGBUF__INLINE unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsi
 	memcpy(p, &w, 4);
 	memcpy(p + 4, &body, 4); /* array[0] = length after the header, itself included */
 	return p + 8;
+}
+
+RINGBUF__INLINE unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsigned char *p,
+						uint32_t evlen, uint32_t delta)
+{
+	return ringbuf__put_event_a((rb->flags & RINGBUF_F_ALIGN8) != 0, p, evlen, delta);
+}
+
+/* 0 for the inline path's common case: packed events (no RINGBUF_F_ALIGN8,
+ * the only flag a handle keeps) stamped by deltas (RINGBUF_TS_DELTA is 0) */
+_Static_assert(RINGBUF_TS_DELTA == 0, "ringbuf__wmode: one test");
+RINGBUF__INLINE uint32_t ringbuf__wmode(const struct ringbuf *rb)
+{
+	return rb->flags | rb->ts_mode;
 }
 
 static inline void ringbuf__put_stamp(unsigned char *p, uint32_t type, uint64_t v)
@@ -1808,12 +1829,15 @@ RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct
 					uint32_t evlen, uint32_t depth, uint64_t first_ts);
 RINGBUF_API void ringbuf__commit_slow(struct ringbuf *rb, unsigned cpu, void *data);
 RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c);
+RINGBUF_API void *ringbuf__reserve_depth1(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					  size_t len);
 
 /* The common case of A-D for the outermost writer: same page, delta fits,
  * stamps consistent. Anything else, or a nested writer that moved things
- * between our loads and the CAS, goes to the full loop, which starts over. */
+ * between our loads and the CAS, goes to the full loop, which starts over.
+ * The caller checked rb->ts_mode == RINGBUF_TS_DELTA; align8: the flag. */
 RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
-					  uint32_t evlen)
+					  uint32_t evlen, bool align8)
 {
 	uint32_t t = RINGBUF__LOAD(&c->tail_page), w;
 	struct ringbuf__bpage *tb = ringbuf__cbp(rb, c, t);
@@ -1824,8 +1848,7 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 	before = RINGBUF__LOAD(&c->before_stamp);
 	after = RINGBUF__LOAD(&c->write_stamp);
 	RINGBUF__BARRIER();
-	if (RINGBUF__UNLIKELY(w == 0 || before != after || w + evlen > rb->bsize ||
-			      rb->ts_mode != RINGBUF_TS_DELTA))
+	if (RINGBUF__UNLIKELY(w == 0 || before != after || w + evlen > rb->bsize))
 		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
 	ts = ringbuf__clock(rb);
 	RINGBUF__BARRIER();
@@ -1852,7 +1875,7 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 	RINGBUF__STORE(&c->write_stamp, ts); /* D */
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_D_WRITE_STAMP);
-	return ringbuf__put_event(rb, ringbuf__cdp(rb, c, t)->data + w, evlen, (uint32_t)delta);
+	return ringbuf__put_event_a(align8, ringbuf__cdp(rb, c, t)->data + w, evlen, (uint32_t)delta);
 }
 
 
@@ -1918,7 +1941,12 @@ RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, s
 	RINGBUF__BARRIER();
 	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c)))
 		return ringbuf__reserve_refused(rb, cpu, c);
-	ev = ringbuf__reserve_fast(rb, cpu, c, ringbuf__event_length(rb, len));
+	/* packed events, deltas (one test of one word): the event length and
+	 * header folded for a constant len; else out of line */
+	if (RINGBUF__LIKELY(ringbuf__wmode(rb) == 0))
+		ev = ringbuf__reserve_fast(rb, cpu, c, ringbuf__event_length_a(false, len), false);
+	else
+		ev = ringbuf__reserve_depth1(rb, cpu, c, len);
 	if (RINGBUF__UNLIKELY(!ev))
 		ringbuf__end_commit(rb, cpu, c);
 	return ev;
@@ -4008,12 +4036,24 @@ static void *ringbuf__reserve_at(struct ringbuf *rb, unsigned cpu, size_t len)
 		ringbuf__end_commit(rb, cpu, c);
 		return NULL;
 	}
-	ev = depth == 1 ? ringbuf__reserve_fast(rb, cpu, c, ringbuf__event_length(rb, len))
+	ev = depth == 1 ? ringbuf__reserve_depth1(rb, cpu, c, len)
 			: ringbuf__reserve_next(rb, cpu, c, ringbuf__event_length(rb, len), depth,
 						RINGBUF__NO_TS);
 	if (RINGBUF__UNLIKELY(!ev))
 		ringbuf__end_commit(rb, cpu, c);
 	return ev;
+}
+
+/* The outermost writer's A-D once entered, for any flags and stamp mode
+ * (the inline path's word test, ringbuf__wmode, sends the others here). */
+RINGBUF_API void *ringbuf__reserve_depth1(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					  size_t len)
+{
+	const bool align8 = (rb->flags & RINGBUF_F_ALIGN8) != 0;
+	uint32_t evlen = ringbuf__event_length_a(align8, len);
+	if (rb->ts_mode != RINGBUF_TS_DELTA)
+		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	return ringbuf__reserve_fast(rb, cpu, c, evlen, align8);
 }
 
 /* What commit and discard share: an index (the mapped modes chose theirs in
