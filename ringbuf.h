@@ -1188,13 +1188,19 @@ static inline struct ringbuf__shdr *ringbuf__sh(const struct ringbuf *rb)
  * (verify/, built without __linux__) cannot interpret llvm.is.constant. */
 #if defined(__linux__)
 #define RINGBUF__IS_CONST(x) __builtin_constant_p(x)
+/* x computed here, into a register: the compiler cannot sink its
+ * computation past what follows (the clock's call; no memory involved).
+ * Not for the model checker either (an asm it does not interpret). */
+#define RINGBUF__MATERIALIZE(x) __asm__("" : "+r"(x))
 #else
 #define RINGBUF__IS_CONST(x) 0
+#define RINGBUF__MATERIALIZE(x) ((void)0)
 #endif
 #else
 #define RINGBUF__LIKELY(x) (x)
 #define RINGBUF__UNLIKELY(x) (x)
 #define RINGBUF__IS_CONST(x) 0
+#define RINGBUF__MATERIALIZE(x) ((void)0)
 #endif
 #define RINGBUF__LOAD(p) atomic_load_explicit((p), memory_order_relaxed)
 #define RINGBUF__STORE(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
@@ -1612,14 +1618,15 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * that took its buffer over: [TAKEOVER-HB]), so relaxed atomics and signal
  * fences order them as the program does; P3 is one RMW, so a handler runs wholly before
  * it (P3 reads what the handler stored) or wholly after it (the handler reads
- * what P3 stored). Returns false: retry from A. */
-RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
-					 uint32_t depth, uint32_t t, struct ringbuf__bpage *tb,
-					 uint64_t wfull, uint32_t total, uint32_t event)
+ * what P3 stored). Returns false: retry from A. The inline fast path
+ * (ringbuf__reserve_fast) takes P1 (ringbuf__slot_describe) before its clock
+ * read and P2-P3 (ringbuf__slot_claim) after it: the clock's call is then
+ * inside P1..C, where all of the above holds for any nesting point (it keeps
+ * fewer values live across the call: INSTRUCTION COUNT in >>design). */
+RINGBUF__INLINE void ringbuf__slot_describe(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
+					    uint64_t wfull, uint32_t event)
 {
 	struct ringbuf__slot *s = &c->slots[depth - 1];
-	(void)rb;
-	(void)cpu;
 	RINGBUF__STORE(&s->len, 0); /* P1 */
 	RINGBUF__BARRIER();
 	RINGBUF__STORE(&s->page, t);
@@ -1627,6 +1634,16 @@ RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, str
 	RINGBUF__STORE(&s->event, event);
 	RINGBUF__STORE(&s->counted, (uint32_t)RINGBUF__LOAD(&c->entries_d[depth - 1]));
 	RINGBUF__BARRIER();
+}
+
+/* P2, P3 after ringbuf__slot_describe's P1 */
+RINGBUF__INLINE bool ringbuf__slot_claim(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					 uint32_t depth, struct ringbuf__bpage *tb, uint64_t wfull,
+					 uint32_t total)
+{
+	struct ringbuf__slot *s = &c->slots[depth - 1];
+	(void)rb;
+	(void)cpu;
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull)) /* P2 */
 		return false;
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_SLOT_CHECKED);
@@ -1634,6 +1651,14 @@ RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, str
 		return false;
 	RINGBUF__BARRIER();
 	return true;
+}
+
+RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					 uint32_t depth, uint32_t t, struct ringbuf__bpage *tb,
+					 uint64_t wfull, uint32_t total, uint32_t event)
+{
+	ringbuf__slot_describe(c, depth, t, wfull, event);
+	return ringbuf__slot_claim(rb, cpu, c, depth, tb, wfull, total);
 }
 
 /* The entry check's load of c->disabled is relaxed: ringbuf_reset_cpu's second
@@ -1843,6 +1868,7 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 	struct ringbuf__bpage *tb = ringbuf__cbp(rb, c, t);
 	uint64_t wfull = RINGBUF__LOAD(&tb->write);
 	uint64_t before, after, ts, delta;
+	unsigned char *dst;
 	w = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
 	RINGBUF__BARRIER();
 	before = RINGBUF__LOAD(&c->before_stamp);
@@ -1850,16 +1876,21 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 	RINGBUF__BARRIER();
 	if (RINGBUF__UNLIKELY(w == 0 || before != after || w + evlen > rb->bsize))
 		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	/* P1 before the clock read, and the event's address: fewer values
+	 * live across the clock's call (SLOT: P1 to C, the clock included) */
+	ringbuf__slot_describe(c, 1, t, wfull, w);
+	dst = ringbuf__cdp(rb, c, t)->data + w;
+	RINGBUF__MATERIALIZE(dst);
 	ts = ringbuf__clock(rb);
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_A_TIME);
-	delta = ts - after;
-	if (RINGBUF__UNLIKELY(ts < after || delta > RINGBUF__TS_MASK))
+	delta = ts - after; /* wraps above RINGBUF__TS_MASK when ts < after */
+	if (RINGBUF__UNLIKELY(delta > RINGBUF__TS_MASK))
 		/* rare (an idle gap of 134 ms, a clock going back): the full
 		 * loop reads the clock again after its own loads; reusing ts
 		 * would be wrong if a writer nested here */
 		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
-	if (RINGBUF__UNLIKELY(!ringbuf__slot_publish(rb, cpu, c, 1, t, tb, wfull, evlen, w)))
+	if (RINGBUF__UNLIKELY(!ringbuf__slot_claim(rb, cpu, c, 1, tb, wfull, evlen)))
 		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
 	RINGBUF__STORE(&c->before_stamp, ts); /* B */
 	RINGBUF__BARRIER();
@@ -1875,7 +1906,7 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 	RINGBUF__STORE(&c->write_stamp, ts); /* D */
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_D_WRITE_STAMP);
-	return ringbuf__put_event_a(align8, ringbuf__cdp(rb, c, t)->data + w, evlen, (uint32_t)delta);
+	return ringbuf__put_event_a(align8, dst, evlen, (uint32_t)delta);
 }
 
 
