@@ -1389,6 +1389,16 @@ static inline void ringbuf__local_dec(_Atomic(uint64_t) *p)
  * land in its own depth slot, so a plain load + store cannot lose one (see
  * >>design); relaxed atomics keep the accesses single and untorn. */
 #define RINGBUF__OWNER_INC(p) RINGBUF__STORE((p), RINGBUF__LOAD(p) + 1)
+/* the same in one instruction where there is one without LOCK (a kill or a
+ * handler comes before or after it, as before the load or after the store) */
+RINGBUF__INLINE void ringbuf__owner_inc(_Atomic(uint64_t) *p)
+{
+#ifdef RINGBUF__LOCAL_X86
+	ringbuf__local_inc(p);
+#else
+	RINGBUF__OWNER_INC(p);
+#endif
+}
 
 /* commits: a nested entry adds this, an outermost exit 1, so the low 32 bits
  * count the outermost exits alone (a carry only goes up) [Q-X] */
@@ -2077,18 +2087,20 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	uint64_t n = RINGBUF__LOAD(&c->commits);
 	uint32_t tp = RINGBUF__LOAD(&c->tail_page);
 	struct ringbuf__bpage *tb;
-	uint64_t w;
+	uint64_t wfull, w;
 	(void)cpu;
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->commit_page) != tp))
 		return false;
 	tb = ringbuf__cbp(rb, c, tp);
-	w = RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK;
+	wfull = RINGBUF__LOAD(&tb->write);
+	w = wfull & RINGBUF__WRITE_MASK;
 	/* [W-commit] release: the event bytes before the commit */
 	atomic_store_explicit(&ringbuf__cdp(rb, c, tp)->commit, (long)w, memory_order_release);
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_END);
-	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->tail_page) != tp ||
-			      (RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK) != w))
+	/* the whole word: stricter than its index (a change above the mask
+	 * alone takes the walk too) */
+	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->tail_page) != tp || RINGBUF__LOAD(&tb->write) != wfull))
 		return false;
 	/* A writer nested from here to the store below reserves and leaves its
 	 * event for us: committing 0 is then stored with it uncommitted, until
@@ -2168,7 +2180,7 @@ RINGBUF__INLINE void ringbuf__commit_index(struct ringbuf *rb, unsigned cpu, voi
 	 * above the slot's `counted`: recovery keeps the event (committed);
 	 * before the count, it pads it (not committed). Either way it is
 	 * counted exactly when it is kept (ringbuf_recover). */
-	RINGBUF__OWNER_INC(&c->entries_d[0]);
+	ringbuf__owner_inc(&c->entries_d[0]);
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COUNTED);
 	RINGBUF__STORE(&c->slots[0].len, 0);
