@@ -2600,6 +2600,49 @@ extern int clock_gettime(int, struct timespec *);
  * else calls the out-of-line code, which starts over from A (nothing of the
  * fast path's attempt survives a failed CAS).
  *
+ * INSTRUCTION COUNT (bench/bench_instr.c, callgrind, a counter clock: one
+ * 16-byte event, reserve + copy + commit, explicit index): 149.8 at the
+ * commit that wrote this (168.8 before issue 24's work; the floor, a bare
+ * thread-local append of the same 24 bytes, 15.0). Where they go, from
+ * callgrind_annotate --auto=yes (--dump-instr=yes), rounded:
+ *   caller   7  the loop, the 16-byte copy, the NULL test
+ *   clock   19  kind tests (TSC, MONO) and spills 8, the call through
+ *               rb->clock 7 (a file block's too: ringbuf__clock_shared_fn,
+ *               no test of `owned`), the counter itself 4
+ *   entry   21  len/rb 4, index 2, CPU address 2, committing == 0 3, slot len
+ *               0 1, inflight_ts [M1] 2, committing = 1 1, disable flags 3,
+ *               flags | ts_mode (ringbuf__wmode) 3
+ *   A-D     54  loads of tail, write, stamps 4, page addresses 6, the fast
+ *               condition (w != 0, stamps equal, fits) 8, P1 6, the event's
+ *               address 4 (before the clock: fewer values across the call),
+ *               delta 4, P2 3, P3 5, B 1, CAS C 5, page count 1, slot len 1,
+ *               D 1, header word 5
+ *   commit  11  index 4, CPU address 2, committing == 1 3, entries_d (one
+ *               incq) 1, slot len 0 1
+ *   fast    33  commits, tail, commit page == tail 5, page addresses 6,
+ *               write and its index 3, the page commit 3, re-check of tail
+ *               and write 6 (a writer nested after the store), committing =
+ *               0 [M3] 1, commits unchanged and no waiter 7 (with the
+ *               waiters' address), commits + 1 [Q-X] 2
+ *   other    4  the slow path's share (a new page every 204 events),
+ *               register moves
+ * RINGBUF_CPU_THREAD adds 30 (179.8): the thread's entry looked up twice
+ * (reserve and commit: last index, TLS base, gen against rb->gen, claimed,
+ * the index check) and the CPU struct's address for a variable index (a
+ * multiply by its 896 bytes). Issue 24's goals (110 and 125) are not met:
+ * what is left is each step's own loads, stores and checks (every one is
+ * argued above for nesting, crash recovery or exact accounting), address
+ * arithmetic that the signal fences make the compiler redo in the commit
+ * (the CPU struct, the page addresses from the page index), and spills
+ * around the clock's call. Not done, each a change of protocol or layout:
+ * skipping the entry's slot len 0 (P1 stores it again, but only every way
+ * out of a reservation, takeover and recovery included, shown to leave len
+ * 0 would let the entry skip it), one word
+ * for the disable flags (ringbuf_reset_cpu's protocol), a per-thread cache
+ * of the claimed buffer (the claim's CAS protocol with handlers), page
+ * addresses carried from reserve to commit (the API gives the commit only
+ * the payload pointer).
+ *
  * COMMIT (ringbuf__set_commit_to_write, outermost writer only): walk commit_page
  * to tail_page, storing each page's write index into its data page's commit
  * (release), then publish commit = write on the tail page; repeat while a
