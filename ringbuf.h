@@ -1924,6 +1924,11 @@ RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, s
 RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len);
 RINGBUF__INLINE void ringbuf__commit_index(struct ringbuf *rb, unsigned cpu, void *data);
 
+/* The index written as the constant 0: valid in every handle (ringbuf__layout
+ * refuses ncpu 0, at creation and at each open's validation), so the inline
+ * paths skip its test against ncpu (a variable index keeps it). */
+#define RINGBUF__INDEX_0(cpu) (RINGBUF__IS_CONST(cpu) && (cpu) == 0)
+
 /* ringbuf_reserve for the outermost writer of an explicit CPU index: enter
  * (committing = 1), then A-D on the tail page. Nested writers, mapped writer
  * contexts, bad arguments and RINGBUF_DEBUG builds take ringbuf__reserve_slow,
@@ -1950,7 +1955,7 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 	}
 	if (RINGBUF__IS_CONST(cpu) && cpu == RINGBUF_CPU_CURRENT)
 		return ringbuf__current_reserve(rb, len);
-	if (RINGBUF__UNLIKELY(x >= rb->ncpu)) {
+	if (RINGBUF__UNLIKELY(!RINGBUF__INDEX_0(cpu) && x >= rb->ncpu)) {
 		if (x == RINGBUF_CPU_CURRENT)
 			return ringbuf__current_reserve(rb, len);
 		if (x != RINGBUF_CPU_THREAD || (x = ringbuf__thread_buffer(rb)) >= rb->ncpu)
@@ -2158,7 +2163,7 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 	}
 #endif
 	if (RINGBUF__UNLIKELY(!rb || !data ||
-			      (x >= rb->ncpu &&
+			      (!RINGBUF__INDEX_0(cpu) && x >= rb->ncpu &&
 			       (x != RINGBUF_CPU_THREAD || (x = ringbuf__thread_buffer(rb)) >= rb->ncpu)))) {
 		ringbuf__commit_slow(rb, cpu, data);
 		return;
@@ -2601,15 +2606,17 @@ extern int clock_gettime(int, struct timespec *);
  * fast path's attempt survives a failed CAS).
  *
  * INSTRUCTION COUNT (bench/bench_instr.c, callgrind, a counter clock: one
- * 16-byte event, reserve + copy + commit, explicit index): 149.8 at the
- * commit that wrote this (168.8 before issue 24's work; the floor, a bare
- * thread-local append of the same 24 bytes, 15.0). Where they go, from
+ * 16-byte event, reserve + copy + commit, the constant index 0): 145.8 at
+ * the commit that wrote this (168.8 before issue 24's work; the floor, a
+ * bare thread-local append of the same 24 bytes, 15.0). An index in a
+ * variable, or another constant, adds its two tests against ncpu (about 4:
+ * RINGBUF__INDEX_0). Where they go, from
  * callgrind_annotate --auto=yes (--dump-instr=yes), rounded:
  *   caller   7  the loop, the 16-byte copy, the NULL test
  *   clock   19  kind tests (TSC, MONO) and spills 8, the call through
  *               rb->clock 7 (a file block's too: ringbuf__clock_shared_fn,
  *               no test of `owned`), the counter itself 4
- *   entry   21  len/rb 4, index 2, CPU address 2, committing == 0 3, slot len
+ *   entry   19  len/rb 4, CPU address 2, committing == 0 3, slot len
  *               0 1, inflight_ts [M1] 2, committing = 1 1, disable flags 3,
  *               flags | ts_mode (ringbuf__wmode) 3
  *   A-D     54  loads of tail, write, stamps 4, page addresses 6, the fast
@@ -2617,8 +2624,8 @@ extern int clock_gettime(int, struct timespec *);
  *               address 4 (before the clock: fewer values across the call),
  *               delta 4, P2 3, P3 5, B 1, CAS C 5, page count 1, slot len 1,
  *               D 1, header word 5
- *   commit  11  index 4, CPU address 2, committing == 1 3, entries_d (one
- *               incq) 1, slot len 0 1
+ *   commit   9  data NULL 2, CPU address 2, committing == 1 3, entries_d
+ *               (one incq) 1, slot len 0 1
  *   fast    33  commits, tail, commit page == tail 5, page addresses 6,
  *               write and its index 3, the page commit 3, re-check of tail
  *               and write 6 (a writer nested after the store), committing =
@@ -2626,7 +2633,7 @@ extern int clock_gettime(int, struct timespec *);
  *               waiters' address), commits + 1 [Q-X] 2
  *   other    4  the slow path's share (a new page every 204 events),
  *               register moves
- * RINGBUF_CPU_THREAD adds 30 (179.8): the thread's entry looked up twice
+ * RINGBUF_CPU_THREAD adds 34 (179.8): the thread's entry looked up twice
  * (reserve and commit: last index, TLS base, gen against rb->gen, claimed,
  * the index check) and the CPU struct's address for a variable index (a
  * multiply by its 896 bytes). Issue 24's goals (110 and 125) are not met:
