@@ -261,6 +261,7 @@
 #define ringbuf__clock_shared        RINGBUF__NS(ringbuf__clock_shared)
 #define ringbuf__commit_slow         RINGBUF__NS(ringbuf__commit_slow)
 #define ringbuf__end_commit          RINGBUF__NS(ringbuf__end_commit)
+#define ringbuf__reserve_depth1      RINGBUF__NS(ringbuf__reserve_depth1)
 #define ringbuf__reserve_next        RINGBUF__NS(ringbuf__reserve_next)
 #define ringbuf__reserve_refused     RINGBUF__NS(ringbuf__reserve_refused)
 #define ringbuf__reserve_slow        RINGBUF__NS(ringbuf__reserve_slow)
