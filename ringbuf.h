@@ -261,6 +261,7 @@
 #define ringbuf__clock_shared        RINGBUF__NS(ringbuf__clock_shared)
 #define ringbuf__commit_slow         RINGBUF__NS(ringbuf__commit_slow)
 #define ringbuf__end_commit          RINGBUF__NS(ringbuf__end_commit)
+#define ringbuf__reserve_depth1      RINGBUF__NS(ringbuf__reserve_depth1)
 #define ringbuf__reserve_next        RINGBUF__NS(ringbuf__reserve_next)
 #define ringbuf__reserve_refused     RINGBUF__NS(ringbuf__reserve_refused)
 #define ringbuf__reserve_slow        RINGBUF__NS(ringbuf__reserve_slow)
@@ -1188,13 +1189,19 @@ static inline struct ringbuf__shdr *ringbuf__sh(const struct ringbuf *rb)
  * (verify/, built without __linux__) cannot interpret llvm.is.constant. */
 #if defined(__linux__)
 #define RINGBUF__IS_CONST(x) __builtin_constant_p(x)
+/* x computed here, into a register: the compiler cannot sink its
+ * computation past what follows (the clock's call; no memory involved).
+ * Not for the model checker either (an asm it does not interpret). */
+#define RINGBUF__MATERIALIZE(x) __asm__("" : "+r"(x))
 #else
 #define RINGBUF__IS_CONST(x) 0
+#define RINGBUF__MATERIALIZE(x) ((void)0)
 #endif
 #else
 #define RINGBUF__LIKELY(x) (x)
 #define RINGBUF__UNLIKELY(x) (x)
 #define RINGBUF__IS_CONST(x) 0
+#define RINGBUF__MATERIALIZE(x) ((void)0)
 #endif
 #define RINGBUF__LOAD(p) atomic_load_explicit((p), memory_order_relaxed)
 #define RINGBUF__STORE(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
@@ -1383,6 +1390,16 @@ static inline void ringbuf__local_dec(_Atomic(uint64_t) *p)
  * land in its own depth slot, so a plain load + store cannot lose one (see
  * >>design); relaxed atomics keep the accesses single and untorn. */
 #define RINGBUF__OWNER_INC(p) RINGBUF__STORE((p), RINGBUF__LOAD(p) + 1)
+/* the same in one instruction where there is one without LOCK (a kill or a
+ * handler comes before or after it, as before the load or after the store) */
+RINGBUF__INLINE void ringbuf__owner_inc(_Atomic(uint64_t) *p)
+{
+#ifdef RINGBUF__LOCAL_X86
+	ringbuf__local_inc(p);
+#else
+	RINGBUF__OWNER_INC(p);
+#endif
+}
 
 /* commits: a nested entry adds this, an outermost exit 1, so the low 32 bits
  * count the outermost exits alone (a carry only goes up) [Q-X] */
@@ -1470,11 +1487,12 @@ static inline uint32_t ringbuf__next_idx(const struct ringbuf *rb, unsigned cpu,
 	return ringbuf__link_idx(ringbuf__load_link(ringbuf__bp(rb, cpu, idx)));
 }
 
-/* Event length for a payload of len bytes (kernel rb_calculate_event_length). */
-RINGBUF__INLINE uint32_t ringbuf__event_length(const struct ringbuf *rb, size_t len)
+/* Event length for a payload of len bytes (kernel rb_calculate_event_length);
+ * align8: RINGBUF_F_ALIGN8 (the inline path passes the constant). */
+RINGBUF__INLINE uint32_t ringbuf__event_length_a(bool align8, size_t len)
 {
 	size_t l = len ? len : 1;
-	if (rb->flags & RINGBUF_F_ALIGN8) {
+	if (align8) {
 		l = (l + 8 + 7) & ~(size_t)7; /* header + array[0] + payload, 8-aligned */
 		return (uint32_t)l;
 	}
@@ -1486,12 +1504,18 @@ RINGBUF__INLINE uint32_t ringbuf__event_length(const struct ringbuf *rb, size_t 
 	return (uint32_t)l;
 }
 
-/* Write a data event header for an event of total length evlen. Returns the payload. */
-RINGBUF__INLINE unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsigned char *p,
-						uint32_t evlen, uint32_t delta)
+RINGBUF__INLINE uint32_t ringbuf__event_length(const struct ringbuf *rb, size_t len)
+{
+	return ringbuf__event_length_a((rb->flags & RINGBUF_F_ALIGN8) != 0, len);
+}
+
+/* Write a data event header for an event of total length evlen. Returns the
+ * payload. align8: RINGBUF_F_ALIGN8. */
+RINGBUF__INLINE unsigned char *ringbuf__put_event_a(bool align8, unsigned char *p, uint32_t evlen,
+						  uint32_t delta)
 {
 	uint32_t body = evlen - 4;
-	if (!(rb->flags & RINGBUF_F_ALIGN8) && body <= RINGBUF__MAX_SMALL_DATA) {
+	if (!align8 && body <= RINGBUF__MAX_SMALL_DATA) {
 		uint32_t w = RINGBUF__HDR_WORD(body / 4, delta);
 		memcpy(p, &w, 4);
 		return p + 4;
@@ -1500,6 +1524,20 @@ RINGBUF__INLINE unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsi
 	memcpy(p, &w, 4);
 	memcpy(p + 4, &body, 4); /* array[0] = length after the header, itself included */
 	return p + 8;
+}
+
+RINGBUF__INLINE unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsigned char *p,
+						uint32_t evlen, uint32_t delta)
+{
+	return ringbuf__put_event_a((rb->flags & RINGBUF_F_ALIGN8) != 0, p, evlen, delta);
+}
+
+/* 0 for the inline path's common case: packed events (no RINGBUF_F_ALIGN8,
+ * the only flag a handle keeps) stamped by deltas (RINGBUF_TS_DELTA is 0) */
+_Static_assert(RINGBUF_TS_DELTA == 0, "ringbuf__wmode: one test");
+RINGBUF__INLINE uint32_t ringbuf__wmode(const struct ringbuf *rb)
+{
+	return rb->flags | rb->ts_mode;
 }
 
 static inline void ringbuf__put_stamp(unsigned char *p, uint32_t type, uint64_t v)
@@ -1548,8 +1586,7 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
 		return ringbuf__rdtsc();
 	if (RINGBUF__LIKELY(rb->clock_kind == RINGBUF__CLK_MONO))
 		return ringbuf__clock_mono();
-	if (rb->owned == 2) /* shared: the block's fields are another process's */
-		return ringbuf__clock_shared(rb);
+	/* a file or memfd block's (owned 2): ringbuf__clock_shared_fn, rb */
 	return rb->clock(rb->clock_ctx);
 }
 
@@ -1592,14 +1629,15 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * that took its buffer over: [TAKEOVER-HB]), so relaxed atomics and signal
  * fences order them as the program does; P3 is one RMW, so a handler runs wholly before
  * it (P3 reads what the handler stored) or wholly after it (the handler reads
- * what P3 stored). Returns false: retry from A. */
-RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
-					 uint32_t depth, uint32_t t, struct ringbuf__bpage *tb,
-					 uint64_t wfull, uint32_t total, uint32_t event)
+ * what P3 stored). Returns false: retry from A. The inline fast path
+ * (ringbuf__reserve_fast) takes P1 (ringbuf__slot_describe) before its clock
+ * read and P2-P3 (ringbuf__slot_claim) after it: the clock's call is then
+ * inside P1..C, where all of the above holds for any nesting point (it keeps
+ * fewer values live across the call: INSTRUCTION COUNT in >>design). */
+RINGBUF__INLINE void ringbuf__slot_describe(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
+					    uint64_t wfull, uint32_t event)
 {
 	struct ringbuf__slot *s = &c->slots[depth - 1];
-	(void)rb;
-	(void)cpu;
 	RINGBUF__STORE(&s->len, 0); /* P1 */
 	RINGBUF__BARRIER();
 	RINGBUF__STORE(&s->page, t);
@@ -1607,6 +1645,16 @@ RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, str
 	RINGBUF__STORE(&s->event, event);
 	RINGBUF__STORE(&s->counted, (uint32_t)RINGBUF__LOAD(&c->entries_d[depth - 1]));
 	RINGBUF__BARRIER();
+}
+
+/* P2, P3 after ringbuf__slot_describe's P1 */
+RINGBUF__INLINE bool ringbuf__slot_claim(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					 uint32_t depth, struct ringbuf__bpage *tb, uint64_t wfull,
+					 uint32_t total)
+{
+	struct ringbuf__slot *s = &c->slots[depth - 1];
+	(void)rb;
+	(void)cpu;
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull)) /* P2 */
 		return false;
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_SLOT_CHECKED);
@@ -1614,6 +1662,14 @@ RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, str
 		return false;
 	RINGBUF__BARRIER();
 	return true;
+}
+
+RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					 uint32_t depth, uint32_t t, struct ringbuf__bpage *tb,
+					 uint64_t wfull, uint32_t total, uint32_t event)
+{
+	ringbuf__slot_describe(c, depth, t, wfull, event);
+	return ringbuf__slot_claim(rb, cpu, c, depth, tb, wfull, total);
 }
 
 /* The entry check's load of c->disabled is relaxed: ringbuf_reset_cpu's second
@@ -1809,35 +1865,43 @@ RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct
 					uint32_t evlen, uint32_t depth, uint64_t first_ts);
 RINGBUF_API void ringbuf__commit_slow(struct ringbuf *rb, unsigned cpu, void *data);
 RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c);
+RINGBUF_API void *ringbuf__reserve_depth1(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					  size_t len);
 
 /* The common case of A-D for the outermost writer: same page, delta fits,
  * stamps consistent. Anything else, or a nested writer that moved things
- * between our loads and the CAS, goes to the full loop, which starts over. */
+ * between our loads and the CAS, goes to the full loop, which starts over.
+ * The caller checked rb->ts_mode == RINGBUF_TS_DELTA; align8: the flag. */
 RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
-					  uint32_t evlen)
+					  uint32_t evlen, bool align8)
 {
 	uint32_t t = RINGBUF__LOAD(&c->tail_page), w;
 	struct ringbuf__bpage *tb = ringbuf__cbp(rb, c, t);
 	uint64_t wfull = RINGBUF__LOAD(&tb->write);
 	uint64_t before, after, ts, delta;
+	unsigned char *dst;
 	w = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
 	RINGBUF__BARRIER();
 	before = RINGBUF__LOAD(&c->before_stamp);
 	after = RINGBUF__LOAD(&c->write_stamp);
 	RINGBUF__BARRIER();
-	if (RINGBUF__UNLIKELY(w == 0 || before != after || w + evlen > rb->bsize ||
-			      rb->ts_mode != RINGBUF_TS_DELTA))
+	if (RINGBUF__UNLIKELY(w == 0 || before != after || w + evlen > rb->bsize))
 		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	/* P1 before the clock read, and the event's address: fewer values
+	 * live across the clock's call (SLOT: P1 to C, the clock included) */
+	ringbuf__slot_describe(c, 1, t, wfull, w);
+	dst = ringbuf__cdp(rb, c, t)->data + w;
+	RINGBUF__MATERIALIZE(dst);
 	ts = ringbuf__clock(rb);
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_A_TIME);
-	delta = ts - after;
-	if (RINGBUF__UNLIKELY(ts < after || delta > RINGBUF__TS_MASK))
+	delta = ts - after; /* wraps above RINGBUF__TS_MASK when ts < after */
+	if (RINGBUF__UNLIKELY(delta > RINGBUF__TS_MASK))
 		/* rare (an idle gap of 134 ms, a clock going back): the full
 		 * loop reads the clock again after its own loads; reusing ts
 		 * would be wrong if a writer nested here */
 		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
-	if (RINGBUF__UNLIKELY(!ringbuf__slot_publish(rb, cpu, c, 1, t, tb, wfull, evlen, w)))
+	if (RINGBUF__UNLIKELY(!ringbuf__slot_claim(rb, cpu, c, 1, tb, wfull, evlen)))
 		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
 	RINGBUF__STORE(&c->before_stamp, ts); /* B */
 	RINGBUF__BARRIER();
@@ -1853,13 +1917,18 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 	RINGBUF__STORE(&c->write_stamp, ts); /* D */
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_D_WRITE_STAMP);
-	return ringbuf__put_event(rb, ringbuf__cdp(rb, c, t)->data + w, evlen, (uint32_t)delta);
+	return ringbuf__put_event_a(align8, dst, evlen, (uint32_t)delta);
 }
 
 
 RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, size_t len);
 RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len);
 RINGBUF__INLINE void ringbuf__commit_index(struct ringbuf *rb, unsigned cpu, void *data);
+
+/* The index written as the constant 0: valid in every handle (ringbuf__layout
+ * refuses ncpu 0, at creation and at each open's validation), so the inline
+ * paths skip its test against ncpu (a variable index keeps it). */
+#define RINGBUF__INDEX_0(cpu) (RINGBUF__IS_CONST(cpu) && (cpu) == 0)
 
 /* ringbuf_reserve for the outermost writer of an explicit CPU index: enter
  * (committing = 1), then A-D on the tail page. Nested writers, mapped writer
@@ -1887,7 +1956,7 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 	}
 	if (RINGBUF__IS_CONST(cpu) && cpu == RINGBUF_CPU_CURRENT)
 		return ringbuf__current_reserve(rb, len);
-	if (RINGBUF__UNLIKELY(x >= rb->ncpu)) {
+	if (RINGBUF__UNLIKELY(!RINGBUF__INDEX_0(cpu) && x >= rb->ncpu)) {
 		if (x == RINGBUF_CPU_CURRENT)
 			return ringbuf__current_reserve(rb, len);
 		if (x != RINGBUF_CPU_THREAD || (x = ringbuf__thread_buffer(rb)) >= rb->ncpu)
@@ -1919,7 +1988,12 @@ RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, s
 	RINGBUF__BARRIER();
 	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c)))
 		return ringbuf__reserve_refused(rb, cpu, c);
-	ev = ringbuf__reserve_fast(rb, cpu, c, ringbuf__event_length(rb, len));
+	/* packed events, deltas (one test of one word): the event length and
+	 * header folded for a constant len; else out of line */
+	if (RINGBUF__LIKELY(ringbuf__wmode(rb) == 0))
+		ev = ringbuf__reserve_fast(rb, cpu, c, ringbuf__event_length_a(false, len), false);
+	else
+		ev = ringbuf__reserve_depth1(rb, cpu, c, len);
 	if (RINGBUF__UNLIKELY(!ev))
 		ringbuf__end_commit(rb, cpu, c);
 	return ev;
@@ -2019,18 +2093,20 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	uint64_t n = RINGBUF__LOAD(&c->commits);
 	uint32_t tp = RINGBUF__LOAD(&c->tail_page);
 	struct ringbuf__bpage *tb;
-	uint64_t w;
+	uint64_t wfull, w;
 	(void)cpu;
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->commit_page) != tp))
 		return false;
 	tb = ringbuf__cbp(rb, c, tp);
-	w = RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK;
+	wfull = RINGBUF__LOAD(&tb->write);
+	w = wfull & RINGBUF__WRITE_MASK;
 	/* [W-commit] release: the event bytes before the commit */
 	atomic_store_explicit(&ringbuf__cdp(rb, c, tp)->commit, (long)w, memory_order_release);
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_END);
-	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->tail_page) != tp ||
-			      (RINGBUF__LOAD(&tb->write) & RINGBUF__WRITE_MASK) != w))
+	/* the whole word: stricter than its index (a change above the mask
+	 * alone takes the walk too) */
+	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->tail_page) != tp || RINGBUF__LOAD(&tb->write) != wfull))
 		return false;
 	/* A writer nested from here to the store below reserves and leaves its
 	 * event for us: committing 0 is then stored with it uncommitted, until
@@ -2088,7 +2164,7 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 	}
 #endif
 	if (RINGBUF__UNLIKELY(!rb || !data ||
-			      (x >= rb->ncpu &&
+			      (!RINGBUF__INDEX_0(cpu) && x >= rb->ncpu &&
 			       (x != RINGBUF_CPU_THREAD || (x = ringbuf__thread_buffer(rb)) >= rb->ncpu)))) {
 		ringbuf__commit_slow(rb, cpu, data);
 		return;
@@ -2110,7 +2186,7 @@ RINGBUF__INLINE void ringbuf__commit_index(struct ringbuf *rb, unsigned cpu, voi
 	 * above the slot's `counted`: recovery keeps the event (committed);
 	 * before the count, it pads it (not committed). Either way it is
 	 * counted exactly when it is kept (ringbuf_recover). */
-	RINGBUF__OWNER_INC(&c->entries_d[0]);
+	ringbuf__owner_inc(&c->entries_d[0]);
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COUNTED);
 	RINGBUF__STORE(&c->slots[0].len, 0);
@@ -2529,6 +2605,51 @@ extern int clock_gettime(int, struct timespec *);
  * committing = 0, that no writer started and no reader needs waking. Anything
  * else calls the out-of-line code, which starts over from A (nothing of the
  * fast path's attempt survives a failed CAS).
+ *
+ * INSTRUCTION COUNT (bench/bench_instr.c, callgrind, a counter clock: one
+ * 16-byte event, reserve + copy + commit, the constant index 0): 145.8 at
+ * the commit that wrote this (168.8 before issue 24's work; the floor, a
+ * bare thread-local append of the same 24 bytes, 15.0). An index in a
+ * variable, or another constant, adds its two tests against ncpu (about 4:
+ * RINGBUF__INDEX_0). Where they go, from
+ * callgrind_annotate --auto=yes (--dump-instr=yes), rounded:
+ *   caller   7  the loop, the 16-byte copy, the NULL test
+ *   clock   19  kind tests (TSC, MONO) and spills 8, the call through
+ *               rb->clock 7 (a file block's too: ringbuf__clock_shared_fn,
+ *               no test of `owned`), the counter itself 4
+ *   entry   19  len/rb 4, CPU address 2, committing == 0 3, slot len
+ *               0 1, inflight_ts [M1] 2, committing = 1 1, disable flags 3,
+ *               flags | ts_mode (ringbuf__wmode) 3
+ *   A-D     54  loads of tail, write, stamps 4, page addresses 6, the fast
+ *               condition (w != 0, stamps equal, fits) 8, P1 6, the event's
+ *               address 4 (before the clock: fewer values across the call),
+ *               delta 4, P2 3, P3 5, B 1, CAS C 5, page count 1, slot len 1,
+ *               D 1, header word 5
+ *   commit   9  data NULL 2, CPU address 2, committing == 1 3, entries_d
+ *               (one incq) 1, slot len 0 1
+ *   fast    33  commits, tail, commit page == tail 5, page addresses 6,
+ *               write and its index 3, the page commit 3, re-check of tail
+ *               and write 6 (a writer nested after the store), committing =
+ *               0 [M3] 1, commits unchanged and no waiter 7 (with the
+ *               waiters' address), commits + 1 [Q-X] 2
+ *   other    4  the slow path's share (a new page every 204 events),
+ *               register moves
+ * RINGBUF_CPU_THREAD adds 34 (179.8): the thread's entry looked up twice
+ * (reserve and commit: last index, TLS base, gen against rb->gen, claimed,
+ * the index check) and the CPU struct's address for a variable index (a
+ * multiply by its 896 bytes). Issue 24's goals (110 and 125) are not met:
+ * what is left is each step's own loads, stores and checks (every one is
+ * argued above for nesting, crash recovery or exact accounting), address
+ * arithmetic that the signal fences make the compiler redo in the commit
+ * (the CPU struct, the page addresses from the page index), and spills
+ * around the clock's call. Not done, each a change of protocol or layout:
+ * skipping the entry's slot len 0 (P1 stores it again, but only every way
+ * out of a reservation, takeover and recovery included, shown to leave len
+ * 0 would let the entry skip it), one word
+ * for the disable flags (ringbuf_reset_cpu's protocol), a per-thread cache
+ * of the claimed buffer (the claim's CAS protocol with handlers), page
+ * addresses carried from reserve to commit (the API gives the commit only
+ * the payload pointer).
  *
  * COMMIT (ringbuf__set_commit_to_write, outermost writer only): walk commit_page
  * to tail_page, storing each page's write index into its data page's commit
@@ -4009,12 +4130,24 @@ static void *ringbuf__reserve_at(struct ringbuf *rb, unsigned cpu, size_t len)
 		ringbuf__end_commit(rb, cpu, c);
 		return NULL;
 	}
-	ev = depth == 1 ? ringbuf__reserve_fast(rb, cpu, c, ringbuf__event_length(rb, len))
+	ev = depth == 1 ? ringbuf__reserve_depth1(rb, cpu, c, len)
 			: ringbuf__reserve_next(rb, cpu, c, ringbuf__event_length(rb, len), depth,
 						RINGBUF__NO_TS);
 	if (RINGBUF__UNLIKELY(!ev))
 		ringbuf__end_commit(rb, cpu, c);
 	return ev;
+}
+
+/* The outermost writer's A-D once entered, for any flags and stamp mode
+ * (the inline path's word test, ringbuf__wmode, sends the others here). */
+RINGBUF_API void *ringbuf__reserve_depth1(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					  size_t len)
+{
+	const bool align8 = (rb->flags & RINGBUF_F_ALIGN8) != 0;
+	uint32_t evlen = ringbuf__event_length_a(align8, len);
+	if (rb->ts_mode != RINGBUF_TS_DELTA)
+		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	return ringbuf__reserve_fast(rb, cpu, c, evlen, align8);
 }
 
 /* What commit and discard share: an index (the mapped modes chose theirs in
@@ -8124,12 +8257,14 @@ static int ringbuf__clock_set_shared(const struct ringbuf *rb, ringbuf_clock_fn 
 	return 0;
 }
 
+static uint64_t ringbuf__clock_shared_fn(void *ctx);
 /* A new shared block: its user clock (cfg) becomes this process's, and the
- * block keeps no address of ours. */
+ * block keeps no address of ours (rb->clock is in our private copy of the
+ * header: the lookup below, ringbuf__clock_shared). */
 static int ringbuf__clock_adopt_shared(struct ringbuf *rb, const struct ringbuf_config *cfg)
 {
-	rb->clock = NULL;
-	rb->clock_ctx = NULL;
+	rb->clock = ringbuf__clock_shared_fn;
+	rb->clock_ctx = rb;
 	if (rb->clock_kind != RINGBUF__CLK_USER)
 		return 0;
 	return ringbuf__clock_set_shared(rb, cfg->clock, cfg->clock_ctx);
@@ -8150,6 +8285,14 @@ RINGBUF_API uint64_t ringbuf__clock_shared(const struct ringbuf *rb)
 		return ringbuf__clock_mono();
 	return atomic_load_explicit(&ringbuf__clocks[i].fn, memory_order_relaxed)(
 		atomic_load_explicit(&ringbuf__clocks[i].ctx, memory_order_relaxed));
+}
+
+/* A shared block's rb->clock, with rb->clock_ctx = rb (this process's copy
+ * of the header: PRIVATE HEADER): the writers' ringbuf__clock calls it as it
+ * calls a private buffer's user clock, no test of `owned` on the way. */
+static uint64_t ringbuf__clock_shared_fn(void *ctx)
+{
+	return ringbuf__clock_shared((const struct ringbuf *)ctx);
 }
 
 RINGBUF_API int ringbuf_set_clock(struct ringbuf *rb, ringbuf_clock_fn clock, void *ctx)
@@ -8881,8 +9024,8 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	if (flags & (RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)) {
 		/* the clock of a shared block is this process's: CLOCKS OF SHARED
 		 * BLOCKS, the creator's writers read theirs */
-		rb->clock = NULL;
-		rb->clock_ctx = NULL;
+		rb->clock = ringbuf__clock_shared_fn;
+		rb->clock_ctx = rb;
 		/* a writer's tid means nothing in another PID namespace: the
 		 * owner words can no longer tell a dead owner (>>contexts) */
 		if (rb->shared && (ringbuf__sh(rb)->pidns == 0 || ringbuf__sh(rb)->pidns != ringbuf__pidns()))
