@@ -6842,6 +6842,18 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  *     tests/contexts/test_thread_churn.c under make tsan-ubsan). The page bytes stay
  *     plain: a new owner writes after the dead one's write index, and only a
  *     repair of a thread that died mid-event rewrites the dead one's bytes.
+ *     But a third thread reads them: a reader that acquires the new owner's
+ *     page commit (release) reads the dead owner's unread events on that
+ *     page, and it happens-after them only if the taker does. So the judge
+ *     loads committing with acquire after its CAS: a dead owner that was
+ *     not inside an event stored committing = 0 last, with release ([M3]),
+ *     after its page bytes and commits, and the chain is dead owner ->
+ *     taker -> reader in C11 too (a TSan report in about 1 run of 20 of
+ *     test_thread_churn's producer/consumer case before: the reader's
+ *     ringbuf__parse against the dead thread's put_event;
+ *     tests/contexts/test_takeover_hb.c reports it every time). An owner
+ *     that died inside an event left committing = 1 (relaxed): its repair
+ *     still orders by the kernel alone.
  *
  * RSEQ: G2 without the locked instruction. In a block of ringbuf_create
  * (private memory: nobody outside this process writes it) on x86-64 with
@@ -7421,7 +7433,9 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned base, unsigned cnt, u
 		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
 							    memory_order_relaxed)) {
 			RINGBUF__TESTPOINT(rb, base + x, RINGBUF__TP_TAKEOVER);
-			if (RINGBUF__LOAD(&c->committing))
+			/* acquire: pairs with the dead owner's last committing = 0
+			 * ([M3], release), after its page bytes ([TAKEOVER-HB]) */
+			if (atomic_load_explicit(&c->committing, memory_order_acquire))
 				ringbuf__recover_cpu(rb, base + x, true);
 			*took = true;
 			return base + x + 1;
@@ -7510,7 +7524,8 @@ static void ringbuf__free_dead(struct ringbuf *rb, unsigned base, unsigned n, ui
 		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(me) && ringbuf__owner_dead(rb, cur, me) &&
 		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, me, memory_order_acq_rel,
 							    memory_order_relaxed)) {
-			if (RINGBUF__LOAD(&c->committing))
+			/* acquire: as in ringbuf__take's judge ([TAKEOVER-HB]) */
+			if (atomic_load_explicit(&c->committing, memory_order_acquire))
 				ringbuf__recover_cpu(rb, x, true);
 			atomic_store_explicit(&c->owner, 0, memory_order_release);
 		}
