@@ -9,8 +9,9 @@
 #     /* CFLAGS: -finstrument-functions */
 
 ## Variables (override on the command line, e.g. `make test CC=clang BUILD=build/clang`):
-##   CC, CFLAGS      compiler and optimisation/debug flags (cc, -O2 -g)
-##   CXX, CXXFLAGS   C++ compiler and flags for tests/*/test_*.cpp (make's default, -O2 -g;
+##   CC, CFLAGS      compiler and optimisation/debug flags (cc, -O2 $(DEBUG_FLAGS))
+##   DEBUG_FLAGS     the debug part of CFLAGS' and CXXFLAGS' defaults (-g; .ci/run: -g1, line tables)
+##   CXX, CXXFLAGS   C++ compiler and flags for tests/*/test_*.cpp (make's default, -O2 $(DEBUG_FLAGS);
 ##                   the C++ tests and checks are skipped, and say so, without it)
 ##   CXXSTD          C++ standard of the C++ tests (c++11: the oldest supported)
 ##   CXX_CHECK       C++ compilers of the C++ compile checks (CXX, g++ and clang++: those present)
@@ -30,8 +31,9 @@
 ##   VERIFY_JOBS     make verify: GenMC runs at a time (the cores)
 
 CC      ?= cc
-CFLAGS  ?= -O2 -g
-CXXFLAGS ?= -O2 -g
+DEBUG_FLAGS ?= -g
+CFLAGS  ?= -O2 $(DEBUG_FLAGS)
+CXXFLAGS ?= -O2 $(DEBUG_FLAGS)
 CXXSTD  ?= c++11
 BUILD   ?= build
 SAN_CC  ?= $(CC)
