@@ -10,7 +10,8 @@
 
 ## Variables (override on the command line, e.g. `make test CC=clang BUILD=build/clang`):
 ##   CC, CFLAGS      compiler and optimisation/debug flags (cc, -O2 $(DEBUG_FLAGS))
-##   DEBUG_FLAGS     the debug part of CFLAGS' and CXXFLAGS' defaults (-g; .ci/run: -g1, line tables)
+##   DEBUG_FLAGS     the debug part of CFLAGS' and CXXFLAGS' defaults and of make fuzz's
+##                   flags (-g; .ci/run: -g1, line tables)
 ##   CXX, CXXFLAGS   C++ compiler and flags for tests/*/test_*.cpp (make's default, -O2 $(DEBUG_FLAGS);
 ##                   the C++ tests and checks are skipped, and say so, without it)
 ##   CXXSTD          C++ standard of the C++ tests (c++11: the oldest supported)
@@ -402,7 +403,7 @@ endif
 # RINGBUF_TESTING is defined by the targets that need the test-point hook.
 # fuzz_intake.c compiles ringbuf-record in (and every header through it)
 $(BUILD)/fuzz/%: fuzz/%.c $(wildcard ringbuf*.h) tools/ringbuf-record.c $(TEST_HDRS) | $(BUILD)/fuzz
-	$(FUZZ_CC) $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	$(FUZZ_CC) $(WARN) $(DEBUG_FLAGS) -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-pthread -I. -o $@ $< $(call extra_ldflags,$<)
 
 # ---- soak -------------------------------------------------------------------
