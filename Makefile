@@ -84,9 +84,6 @@ TEST_SERIAL  =
 # started first when they run two at a time (the longest, gcc -O2: 30-90 s
 # each), so that the others fill the other core instead of one waiting for them
 TEST_FIRST   = test_ftrace test_interleave test_contexts_outline test_record_hostile test_read_tool test_file
-# run a second time by make test with the CAS claim (RSEQ in ringbuf.h's >>contexts)
-NO_RSEQ_TESTS = test_contexts test_current_steps test_owners test_signal_writers test_thread_fallback \
-	test_fork test_quiesce test_reset
 # C++ tests: tests/*/test_*.cpp, each linked with the C file its
 # `// C_SOURCES: tests/x.c` line names (compiled with CC)
 TEST_CXX_SRCS := $(wildcard tests/test_*.cpp tests/*/test_*.cpp)
@@ -142,9 +139,6 @@ test: ## check dependencies (installs cmocka when root), build and run all tests
 	@$(if $(HAVE_CXX),:,echo "test: no C++ compiler ($(CXX)): tests/*/test_*.cpp skipped")
 	@$(RUN_TESTS) $(filter $(addprefix %/,$(TEST_FIRST)),$(TEST_BINS)) \
 		$(filter-out $(addprefix %/,$(TEST_FIRST)),$(TEST_BINS)) $(TEST_CXX_BINS)
-	@$(if $(findstring thread,$(SAN_FLAGS)),echo "test: no second run with the CAS claim under TSan (it has no rseq claim)",\
-	echo "test: the mapped-mode tests again with RINGBUF_CPU_CURRENT's CAS instead of the rseq claim (RINGBUF_TEST_NO_RSEQ=1)" && \
-	RINGBUF_TEST_NO_RSEQ=1 $(RUN_TESTS) $(addprefix $(BUILD)/tests/,$(NO_RSEQ_TESTS)))
 
 RUN_TESTS = TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_WRAPPER="$(TEST_WRAPPER)" TEST_JOBS=$(TEST_JOBS) \
 	TEST_SERIAL="$(TEST_SERIAL)" scripts/run-tests.sh

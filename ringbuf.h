@@ -93,8 +93,7 @@
  *   common path (the default clock is clock_gettime, which is async-signal-safe
  *   and a vDSO call on Linux); the rarer paths' async-signal-safe calls (the
  *   mapped modes' gettid once per thread, kill(tid, 0) on throttled scans,
- *   membarrier at most once per 1024 gated takes of a buffer, FUTEX_WAKE for a
- *   waiting reader) are listed in docs/contexts.md (async-signal-safety).
+ *   FUTEX_WAKE for a waiting reader) are listed in docs/contexts.md (async-signal-safety).
  *
  * ERRORS
  *   Setup and reader calls return 0 (or a count) on success and a negative
@@ -269,7 +268,6 @@
 #define ringbuf__set_reset_hook      RINGBUF__NS(ringbuf__set_reset_hook)
 #define ringbuf__set_membarrier_fail RINGBUF__NS(ringbuf__set_membarrier_fail)
 #define ringbuf__test_rseq_counts RINGBUF__NS(ringbuf__test_rseq_counts)
-#define ringbuf__test_pinned_count RINGBUF__NS(ringbuf__test_pinned_count)
 #define ringbuf__tctx                RINGBUF__NS(ringbuf__tctx)
 #define ringbuf__tctx_last           RINGBUF__NS(ringbuf__tctx_last)
 #define ringbuf__testpoint           RINGBUF__NS(ringbuf__testpoint)
@@ -417,10 +415,21 @@ enum ringbuf_flags {
 	 * fresh anonymous or file mapping), so the data pages are left as they
 	 * are, neither written nor touched (see ringbuf_init_in) */
 	RINGBUF_F_ZEROED = 1u << 1,
-	/* ringbuf_create() only: RINGBUF_CPU_CURRENT takes its CPU's buffer
-	 * with a locked compare-and-swap even where a restartable sequence could
-	 * (x86-64, glibc >= 2.35, Linux >= 5.10: see RSEQ in >>contexts) */
+	/* with RINGBUF_F_CPU_CURRENT: each CPU's buffer is taken with a locked
+	 * compare-and-swap even where a restartable sequence could (x86-64,
+	 * glibc >= 2.35); the same rules otherwise. Without it: no effect
+	 * (every other block claims by compare-and-swap) */
 	RINGBUF_F_NO_RSEQ = 1u << 2,
+	/* ringbuf_create() only: a per-CPU block, for RINGBUF_CPU_CURRENT
+	 * writers. Buffers 0 .. ncpu-shared-1 belong to CPUs 0 .. ncpu-shared-1:
+	 * only a writer running on that CPU takes one (by restartable sequence
+	 * where the process has one, see PER-CPU BLOCKS in >>contexts). The
+	 * last `shared` (ringbuf_config.shared) are taken for one event at a
+	 * time by the other writers: one whose CPU's buffer is held (its owner
+	 * was preempted mid-event) or has no buffer, and every
+	 * RINGBUF_CPU_THREAD writer (no claims in such a block); none free: the
+	 * event is dropped (counted in `unmapped`) */
+	RINGBUF_F_CPU_CURRENT = 1u << 3,
 };
 
 /** Clock: returns nanoseconds (or any monotonic unit); must be async-signal-safe. */
@@ -443,10 +452,13 @@ struct ringbuf_config {
 				* names...), see ringbuf_user_area() */
 	unsigned file_mode;    /* ringbuf_create_file(): permission bits of the new file,
 				* applied exactly (umask ignored); 0: 0600, owner only */
+	unsigned shared;       /* the last `shared` buffers are taken per event, never
+				* claimed: ringbuf_thread_shared(rb, shared) from the start;
+				* with RINGBUF_F_CPU_CURRENT the only way to set it */
 };
 #define RINGBUF_CONFIG_INIT                                                   \
 	{ 1, (size_t)1 << 20, 4096, RINGBUF_MODE_OVERWRITE, RINGBUF_TS_DELTA, 0, \
-	  NULL, NULL, NULL, 0, 0 }
+	  NULL, NULL, NULL, 0, 0, 0 }
 
 /** One event handed to a reader. data points into the reader page and stays
  * valid until the next reader call on the same CPU. */
@@ -616,7 +628,9 @@ RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts);
  *                       on (rseq cpu id, else sched_getcpu), owned for the
  *                       event by an owner word; a thread that finds it owned
  *                       by another (preempted or migrated mid-event) takes a
- *                       free one or drops the event (counted). Never spins.
+ *                       free one (in a RINGBUF_F_CPU_CURRENT block: one of its
+ *                       shared buffers) or drops the event (counted). Never
+ *                       spins. Fastest in a RINGBUF_F_CPU_CURRENT block.
  * commit/discard take the same value the reserve was given. A thread can use
  * the mapped modes with up to 4 buffers at a time. */
 #define RINGBUF_CPU_THREAD (~0u - 1)
@@ -644,7 +658,8 @@ RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb);
  * default): every buffer can be claimed, and threads beyond the count drop
  * until one is released. n == ncpu: no claims, every event shared. Claims
  * already held in that range stay until released. Stored in the block (a
- * shared file's writers all see it). Returns 0 or RINGBUF_EINVAL (n > ncpu). */
+ * shared file's writers all see it). Returns 0 or RINGBUF_EINVAL (n > ncpu;
+ * in a RINGBUF_F_CPU_CURRENT block any n but its cfg.shared: fixed there). */
 RINGBUF_API int ringbuf_thread_shared(struct ringbuf *rb, unsigned n);
 
 /* -- writer (owning thread of the CPU buffer or its signal handlers;
@@ -1047,10 +1062,6 @@ struct ringbuf__cpu {
 	_Atomic(uint32_t) committing; /* nesting depth of writers in flight */
 	_Atomic(uint32_t) disabled;   /* per-CPU disable counter (control writes, owner reads) */
 	uint32_t dbg_owner;           /* RINGBUF_DEBUG: thread of the outermost writer */
-	/* rseq claim blocks only (RSEQ in >>contexts): takers of `owner` that
-	 * do not run the restartable sequence on this CPU, in flight | uses
-	 * << 16 | FENCED; the sequence takes the word only while it reads 0 */
-	_Atomic(uint32_t) rseq_gate;
 	/* mapped modes: 0 free, else token << 32 | flags | tid (>>contexts);
 	 * CAS acquire by the taker, store release by the owner */
 	_Atomic(uint64_t) owner;
@@ -1158,8 +1169,11 @@ struct ringbuf {
 	uint64_t gen;           /* this creation, for per-thread state: unique across processes,
 				 * kept by an RDWR open (the creator's; each process has its own copy) */
 	uint32_t shared;        /* process-local: mapped MAP_SHARED (other processes write) */
-	uint32_t rseq;          /* process-local: RINGBUF_CPU_CURRENT claims by restartable
-				 * sequence (RSEQ in >>contexts; ringbuf_create's blocks) */
+	uint32_t rseq;          /* process-local: buffers 0 .. cpu_bufs-1 are taken by
+				 * restartable sequence (PER-CPU BLOCKS in >>contexts) */
+	uint32_t percpu;        /* process-local: RINGBUF_F_CPU_CURRENT (ringbuf_create) */
+	uint32_t cpu_bufs;      /* process-local: RINGBUF_CPU_CURRENT on CPU x < cpu_bufs
+				 * takes buffer x first (ncpu; ncpu - shared when percpu) */
 };
 /* the private header's bytes: all of them in the first 4 KiB (the smallest
  * page), so that one store copies them all (PRIVATE HEADER) */
@@ -1244,6 +1258,8 @@ enum ringbuf__tp {
 					  * oldest head picked (cpu = the pick) */
 	/* RINGBUF_CPU_THREAD fallback (>>contexts), cpu = the shared buffer */
 	RINGBUF__TP_SHARED_TAKEN, /* owner word taken (F4b), before G3 */
+	RINGBUF__TP_PERCPU_SCAN,    /* [PC-SCAN] PC1 done: SCANNING, the shared buffer held */
+	RINGBUF__TP_PERCPU_SCANNED, /* PC3's give-back done, SCANNING still set */
 	RINGBUF__TP_SHARED_HELD,        /* G3 done and the event reserved */
 	RINGBUF__TP_TAKEOVER,           /* a dead owner's word taken over, buffer not yet repaired */
 	/* RINGBUF_CPU_CURRENT's inline claim (INLINE in >>contexts), cpu = the buffer */
@@ -1252,9 +1268,6 @@ enum ringbuf__tp {
 	RINGBUF__TP_CURRENT_COMMITTED,   /* inline commit done, G4 not yet */
 	RINGBUF__TP_CURRENT_UNHELD,      /* inline G4 done, G5 not yet */
 	RINGBUF__TP_CURRENT_UNDONE,      /* inline reserve failed: G4 done, G5 not yet */
-	/* an rseq block's gate (RSEQ in >>contexts), cpu = the word */
-	RINGBUF__TP_GATE_ENTERED, /* GT1 done (in flight), GT2 not */
-	RINGBUF__TP_GATE_TAKEN, /* GT3 done, GT4 not */
 	/* a thread's new per-buffer entry (ringbuf__tctx_get, T1-T3), cpu 0 */
 	RINGBUF__TP_TCTX_CHOSEN,   /* T1: a free entry chosen, not yet taken */
 	RINGBUF__TP_TCTX_CLEARED,        /* T2: taken and cleared, our gen not yet in it */
@@ -1779,28 +1792,24 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
 	return -1;
 }
 
-/* RSEQ (>>contexts): the owner word of CPU buffer `cpu` taken by a
- * restartable sequence, x86-64 only (the portable path, and the fallback on
- * every other machine, is the CAS). Outside the C11 model, argued in
- * >>contexts RSEQ and modelled in verify/rseq_gate.c:
+/* PER-CPU BLOCKS (>>contexts): the owner word of CPU buffer `cpu` taken by
+ * a restartable sequence, x86-64 only (elsewhere the CAS). Outside the C11
+ * model, argued in >>contexts PER-CPU BLOCKS and modelled in
+ * verify/percpu_claim.c:
  *   S1 rs->rseq_cs = this sequence's descriptor (the kernel looks at it
  *      when it preempts, migrates or signals the thread);
  *   S2 [start] rseq's cpu_id == cpu (else: not taken);
- *   S3 c->rseq_gate == 0 (else not taken: a taker that is not on this CPU
- *      is in its window, or one fenced the word and it stays closed);
- *   S4 c->owner == 0 (else not taken);
- *   S5 [commit] c->owner = me, a plain store (on x86-64: a release store;
- *      S3 and S4 are acquire loads);
- *   S6 rs->rseq_cs = 0, on every way out: the descriptor lives in the code
+ *   S3 c->owner == 0 (else not taken);
+ *   S4 [commit] c->owner = me, a plain store (on x86-64: a release store;
+ *      S3 is an acquire load);
+ *   S5 rs->rseq_cs = 0, on every way out: the descriptor lives in the code
  *      that ran the sequence, and the kernel reads it at the thread's next
  *      preemption or signal, also after a dlclose() unmapped that code
  *      (it then kills the thread: SIGSEGV).
- * Preemption, migration or a signal between S2 and S5 restarts at the
- * abort handler, which reports "not taken": nothing was stored. A sequence
- * reads S3 == 0 only while no other taker is between its gate entry and its
- * gate exit (ringbuf__owner_take0), and that taker's fence (membarrier
- * RSEQ on `cpu`) restarts any sequence that read 0 before the entry: from S2
- * to S5 nobody else changes the word from 0. The abort handler sits in its
+ * Preemption, migration or a signal between S2 and S4 restarts at the
+ * abort handler, which reports "not taken": nothing was stored. So the
+ * sequences of CPU `cpu` never interleave, and nothing else changes this
+ * word from 0 (ringbuf__owner_take0): from S3 to S4 the word stays 0. The abort handler sits in its
  * own section behind glibc's signature (RSEQ_SIG 0x53053053: the 4 bytes
  * before the abort address); the descriptor is 32-byte aligned in
  * __rseq_cs. Both sections join the section group of the function they are
@@ -1837,21 +1846,18 @@ RINGBUF__INLINE bool ringbuf__rseq_take(struct ringbuf__cpu *c, uint32_t cpu, ui
 		     "movq %%rax, 8(%[rs])\n\t" /* S1 */
 		     "1: cmpl %[cpu], 4(%[rs])\n\t" /* S2 */
 		     "jnz %l[no]\n\t"
-		     "cmpl $0, %[gate]\n\t" /* S3 */
+		     "cmpq $0, %[own]\n\t" /* S3 */
 		     "jnz %l[no]\n\t"
-		     "cmpq $0, %[own]\n\t" /* S4 */
-		     "jnz %l[no]\n\t"
-		     "movq %[me], %[own]\n\t" /* S5 */
+		     "movq %[me], %[own]\n\t" /* S4 */
 		     "2:\n\t"
 		     :
-		     : [rs] "r"(rs), [cpu] "r"(cpu), [gate] "m"(*(volatile uint32_t *)&c->rseq_gate),
-		       [own] "m"(*(volatile uint64_t *)&c->owner), [me] "r"(me)
+		     : [rs] "r"(rs), [cpu] "r"(cpu), [own] "m"(*(volatile uint64_t *)&c->owner), [me] "r"(me)
 		     : "memory", "cc", "rax"
 		     : no);
-	*(volatile uint64_t *)(void *)(rs + 8) = 0; /* S6 */
+	*(volatile uint64_t *)(void *)(rs + 8) = 0; /* S5 */
 	return true;
 no:
-	*(volatile uint64_t *)(void *)(rs + 8) = 0; /* S6 */
+	*(volatile uint64_t *)(void *)(rs + 8) = 0; /* S5 */
 	return false;
 }
 #endif
@@ -2016,11 +2022,11 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 			      !(tid = atomic_load_explicit(&e->tid, memory_order_relaxed))))
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 	b = ringbuf__rseq_cpu(); /* G1 */
-	if (RINGBUF__UNLIKELY(b < 0 || (uint32_t)b >= rb->ncpu))
+	if (RINGBUF__UNLIKELY(b < 0 || (uint32_t)b >= rb->cpu_bufs))
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 	me = (uint64_t)tok << 32 | tid;
 #ifdef RINGBUF__RSEQ_CLAIM
-	/* G2 by restartable sequence (RSEQ in >>contexts): S1-S6 */
+	/* G2 by restartable sequence (PER-CPU BLOCKS in >>contexts): S1-S5 */
 	if (RINGBUF__LIKELY(rb->rseq)) {
 		(void)zero;
 		if (RINGBUF__UNLIKELY(!ringbuf__rseq_take(ringbuf__cpu(rb, (unsigned)b), (uint32_t)b, me)))
@@ -2028,8 +2034,9 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 	} else
 #else
 	/* a translation unit built without the sequence (another compiler,
-	 * RINGBUF_PORTABLE, TSan) on a block whose implementation has it: the
-	 * plain CAS would skip the gate, so out of line (the gated take) */
+	 * RINGBUF_PORTABLE, TSan) on a block whose implementation has it: a CAS
+	 * on a word that sequences take would give it two owners (PER-CPU
+	 * BLOCKS), so out of line (the implementation's sequence) */
 	if (RINGBUF__UNLIKELY(rb->rseq))
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 #endif
@@ -2319,8 +2326,8 @@ extern int clock_gettime(int, struct timespec *);
  *                         made consistent (the kernel has no such step)
  *   >>control, >>stats    on/off, reset, quiesce, mode; counters
  *   >>contexts            RINGBUF_CPU_THREAD and RINGBUF_CPU_CURRENT: a thread
- *                         finds or takes a buffer (owner words, the rseq
- *                         claim), then calls >>writer with its index; the
+ *                         finds or takes a buffer (owner words, by CAS or a
+ *                         per-CPU block's sequence), then calls >>writer with its index; the
  *                         out-of-line ringbuf_reserve / commit / discard
  *                         choose the buffer here, so >>writer never sees a
  *                         mapped mode; fork handling
@@ -6697,15 +6704,15 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  *   G1  pick the CPU's buffer x (rseq cpu id, else sched_getcpu)
  *   G2  CAS owner[x] 0 -> id (acq_rel: acquire pairs with G5 of the previous
  *       owner; release: see THE OWNER WORD below); owner == id already means
- *       we interrupted our own G2..G3: nest. In an rseq block the
- *       restartable sequence S1-S5 on CPU x, and any other 0 -> id take
- *       through the word's gate (RSEQ below)
+ *       we interrupted our own G2..G3: nest. In a per-CPU block with the
+ *       sequence: the restartable sequence S1-S5 on CPU x (PER-CPU BLOCKS)
  *   G3  TLS: owned = x, depth = 1, "acquired at depth 1"
  *   ... reserve / commit on x (a handler on this thread nests on x: depth 2..)
  *   G4  TLS: depth 0, owned none (first: a handler after G4 takes a new one)
  *   G5  store owner[x] = 0 (release: our events before the next owner's)
  * A thread that finds owner[x] held by another thread tries the other
- * buffers, then drops the event (counted in `unmapped`); an owner that no
+ * buffers (in a per-CPU block: the shared ones), then drops the event
+ * (counted in `unmapped`); an owner that no
  * longer exists (it died mid-event) is taken over after recovering the buffer
  * (judged only when a full scan is due: F1, F3 below; a drop does not pay a
  * system call).
@@ -6715,8 +6722,8 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * is rb's with cur == 0 (no event, not PENDING, not SCANNING), its token and
  * tid are known (our id = token << 32 | tid; the tid is cached in the entry by
  * the out-of-line path and cleared in a fork child), rseq gives the CPU id
- * and it is < ncpu: G1 is that id, G2 the same CAS (or sequence) on that word only,
- * G3 the same single store of cur (buffer, depth 1, acquired), then the
+ * and it is < cpu_bufs (ncpu; in a per-CPU block the CPUs' buffers): G1 is
+ * that id, G2 the same CAS (or sequence) on that word only, G3 the same single store of cur (buffer, depth 1, acquired), then the
  * reserve on the buffer; a failed reserve undoes G4, G5 at once. The commit
  * does G4, G5 in the caller when cur is exactly (buffer, depth 1, acquired);
  * any other state (nested, shared, PENDING) goes to ringbuf__held_end. Any
@@ -6760,7 +6767,9 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  *       a handler's mapped event meanwhile is dropped (counted), since it
  *       would find a word we just took over ours and write into the buffer
  *       being repaired. RINGBUF_CPU_CURRENT judges only on the same due
- *       scans, with the same bit (after a pass without judging failed).
+ *       scans, with the same bit (after a pass without judging failed; in
+ *       a per-CPU block also when its CPU's buffer was held and it took a
+ *       shared one: [PC-SCAN]).
  *   F3  a due scan that found nothing: save the generation read at F1 (read
  *       before the scan: a release during it moves the generation again)
  *       and double the backoff (16 .. RINGBUF_THREAD_RESCAN events). So
@@ -6855,89 +6864,68 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  *     that died inside an event left committing = 1 (relaxed): its repair
  *     still orders by the kernel alone.
  *
- * RSEQ: G2 without the locked instruction. In a block of ringbuf_create
- * (private memory: nobody outside this process writes it) on x86-64 with
- * glibc's rseq registration (glibc >= 2.35) and the RSEQ membarrier (Linux
- * >= 5.10), decided at creation (rb->rseq; RINGBUF_F_NO_RSEQ keeps the
- * CAS), the thread running on CPU x takes owner[x] by a restartable
- * sequence (ringbuf__rseq_take):
- *   S1 rseq_cs := the sequence's descriptor   S2 [start] cpu_id == x
- *   S3 gate[x] == 0   S4 owner[x] == 0   S5 [commit] owner[x] := id
- * The kernel restarts it at the abort handler (which reports "not taken":
- * nothing stored) when the thread is preempted, migrated or signalled
- * between S2 and S5, so sequences of CPU x never interleave. That excludes
- * only threads on CPU x: owner[x] is also taken by threads elsewhere (the
- * busy fallback to another buffer, a CPU >= ncpu, RINGBUF_CPU_THREAD
- * claims, shared takes F2/F4b). Every such 0 -> id change goes through
- * ringbuf__owner_take0, and in an rseq block through the word's gate:
- *   GT1 enter: gate += 1 in flight (+1 use while uses < RINGBUF__GATE_USES),
- *       CAS loop, acq_rel;
- *   GT2 gate not FENCED: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
- *       FLAG_CPU, x) [GATE-F], then FENCED (fetch_or, release);
- *   GT3 CAS owner 0 -> id (acq_rel);
- *   GT4 leave: gate -= 1 (release); the last one out once the uses reached
- *       RINGBUF__GATE_USES (1024) opens it: CAS to 0 (release), unless
- *       PINNED.
- *   GT0 (before GT1) PINNED read (acquire): the CAS alone, no GT1-GT4. The
- *       buffers of ringbuf_thread_shared, taken per event by the threads
- *       beyond the claims, are pinned by it [GATE-PIN]: GT1, GT2, FENCED |
- *       PINNED (release), GT4; the gate is never 0 again (a buffer shared
- *       once stays pinned; a fork child keeps the bit), so no sequence takes
- *       it, and the pinner's release carries its fence to GT0's acquire.
- *       Without it each shared event paid GT1 and GT4 (make bench
- *       rb_thread_shared_16 1.60x -> 2.11x rb_thread_16; 1.65x pinned).
- * Why one owner: a sequence completes only if it read S3 == 0. After a
- * taker's GT1 the gate is not 0 until GT4 of the last taker in flight (the
- * FENCED bit keeps it shut between takers). A sequence that read 0 before
- * that GT1 and had not completed when the fence reached CPU x is restarted
- * (the fence); one that completed did so before the fence's barrier on x, so
- * its S5 is visible to the GT3 that follows the fence (the CAS fails). A
- * taker that finds FENCED set skips the fence: the fencing taker's fetch_or
- * (release) and our GT1 (acquire) carry that visibility to us, and the gate
- * has not been 0 since that fence. A sequence that reads 0 after GT4's
- * opening reads it from the opening CAS (release), which continues the
- * release sequence of every GT4 before it: the takers' owner stores
- * happen-before its S4 (it sees the word held, or released by G5). Changes
- * from a nonzero value (G5, RELEASING, takeovers of dead owners) need no
- * gate: a sequence commits only after reading 0. S4 and S3 are acquire
- * loads and S5 a release store on x86-64, so the sequence is G2's acq_rel
- * CAS as far as the other steps above are concerned (THE OWNER WORD).
- * Outside C11 (membarrier, the restart) this is argued, not checked by the
- * compiler's model; verify/rseq_gate.c models the kernel's part as a lock
- * held by the sequence and taken by the fence (the two cases above), under
- * RC11 (the model of the C11 code; the sequence exists on x86-64 only,
- * whose TSO is stronger), the pinned gate too (-DPIN), and shows the gate
- * without the fence, reopened with takers in flight, with FENCED relaxed,
- * or pinned without a fence each give two owners.
- * Cost: the gate's fence is one system call per RINGBUF__GATE_USES takes at
- * most (~250 ns here); while the gate is shut, CPU x's own writers take the
- * word through it too (locked instructions, no fence). A thread whose own
- * word is held by a preempted owner takes another buffer through its gate.
- * tests/contexts/test_rseq_claim.c: which blocks claim by sequence, sequences
- * against gated CASes on one word from two CPUs (with the gate compiled out,
- * -DMUTANT_NO_GATE, the writers crash within ~2,000 events), signal storms
- * and migrations inside the sequence, another thread and a nested writer at
- * each gate window (test points GATE_ENTERED, GATE_TAKEN), shared buffers
- * pinned and taken by CAS among per-thread and per-CPU writers, and every
- * sequence restarted: the x86 trap flag raises SIGTRAP after each
- * instruction (so each outer take comes through the gate) and the handler
- * nests an event after a different instruction of each outer write (with
- * a wrong signature before the abort handler the kernel kills the test). S6 and the
- * section groups: tests/dlopen (unload, then signals: SIGSEGV without S6)
- * and compile-checks' two-unit C++ link (tests/compile/comdat_*.cpp: the
- * link failed without "?"). make test runs
- * the mapped-mode tests again with the CAS (RINGBUF_TEST_NO_RSEQ=1, read
- * by ringbuf__rseq_enable in RINGBUF_TESTING builds). Not claimed by
- * sequence: files, memfds and ringbuf_init_in memory (writers of another
- * process are beyond the membarrier; caller memory may be shared), other
- * architectures (the CAS: no fast path written for them), ThreadSanitizer
- * builds (it cannot see the sequence's store), qemu-user (no rseq).
- * What it bought (make bench, x86-64 2-vCPU VM, glibc 2.36, Linux 6.18, 3
- * runs): rb_current_16 +2.74 / +2.34 / +2.48 ns over the explicit index,
- * from +6.85 to +6.93 with the CAS (the LOCK CMPXCHG waits for the store
- * buffer to drain the previous event's stores); claim + release alone 0.65
- * ns against 5.2 (claim_rseq, claim_cas).
- * qemu-user has no rseq (ENOSYS; glibc leaves __rseq_size 0): sched_getcpu.
+ * PER-CPU BLOCKS: one way to take each word. A word goes from 0 to owned in
+ * one of two ways, fixed per word when the block is made: the CAS (G2,
+ * F2, F4b) or a restartable sequence. RINGBUF_F_CPU_CURRENT, for
+ * ringbuf_create only (private memory: no other process writes it), makes
+ * a per-CPU block: buffers 0 .. P-1 (P = rb->cpu_bufs = ncpu - shared)
+ * belong to CPUs 0 .. P-1, the last `shared` (ringbuf_config.shared) are
+ * shared buffers, and neither changes (ringbuf_thread_shared refuses to).
+ *   - RINGBUF_CPU_CURRENT on CPU x < P takes buffer x, and nothing but a
+ *     writer of CPU x takes buffer x from 0 (by the sequence: running on x,
+ *     which S2 checks; by the CAS: one that read x as its CPU, and may have
+ *     migrated since, which the CAS makes harmless). Where the process has
+ *     the sequence (x86-64 with glibc's rseq registration, glibc >= 2.35:
+ *     rb->rseq; RINGBUF_F_NO_RSEQ keeps the CAS), that writer takes it by
+ *     ringbuf__rseq_take, and only so:
+ *       S1 rseq_cs := the sequence's descriptor   S2 [start] cpu_id == x
+ *       S3 owner[x] == 0   S4 [commit] owner[x] := id   S5 rseq_cs := 0
+ *   - a writer whose CPU's buffer is held (its owner was preempted or
+ *     migrated mid-event, or died), one whose CPU is >= P, and every
+ *     RINGBUF_CPU_THREAD writer (no claims in a per-CPU block: F2 takes
+ *     nothing) take a shared buffer for one event by CAS, from one picked
+ *     by the tid (ringbuf__percpu_take, F4b), or drop the event (counted
+ *     in `unmapped`: with cfg.shared 0, every RINGBUF_CPU_THREAD event, and
+ *     every event of a CPU whose buffer is held).
+ * Why one owner: the kernel restarts a sequence at its abort handler (which
+ * reports "not taken": nothing stored) when its thread is preempted,
+ * migrated or signalled between S2 and S4, so the sequences of CPU x never
+ * interleave; and no other taker changes owner[x] from 0:
+ * ringbuf__owner_take0 runs the sequence for such a word or takes nothing,
+ * and its callers ask only for the caller's CPU's buffer or a shared one.
+ * Every other change of the word starts from a value that is not 0 (the
+ * holder's G5, a dead owner's takeover, which is a CAS from the dead word),
+ * so the 0 that S3 reads is still there at S4. S3 is an acquire load and S4
+ * a release store on x86-64 (TSO), so for everything above the sequence is
+ * G2's acq_rel CAS: S3 reads the previous holder's G5 (release), whose
+ * events happen-before ours. Outside C11 (the restart) this is argued, not
+ * checked by the compiler's model; verify/percpu_claim.c models the
+ * kernel's part as a lock held by each sequence of CPU 0, with a takeover
+ * of a dead owner and that taker's G5 from another CPU, under RC11 and IMM,
+ * and shows that one CAS taker on a CPU's word (what the gate of stop 28
+ * and before allowed, and paid for with a membarrier) gives two owners.
+ * Before stop 29 sequences and CASes shared the words of every block of
+ * ringbuf_create: a gate per word (in-flight count, a membarrier fence,
+ * FENCED/PINNED bits, re-opened after 1024 takes) kept sequences out while
+ * a CAS taker was in its window; six ways to take a word in all. Fixing
+ * the way per word at creation removed the gate, its fence and its pin.
+ * Ordinary blocks (no RINGBUF_F_CPU_CURRENT, files, memfds, caller memory)
+ * take every word by CAS, as do per-CPU blocks on other architectures,
+ * under ThreadSanitizer (it cannot see the sequence's store) and on
+ * qemu-user (no rseq: ENOSYS; glibc leaves __rseq_size 0, sched_getcpu).
+ * tests/contexts/test_percpu_claim.c: which blocks claim by sequence; a
+ * CPU's writers by sequence against shared takes and takeovers from other
+ * CPUs; signal storms and migrations inside the sequence; another thread
+ * and a nested writer at each step of G1-G5 of a per-CPU block (the test
+ * points CURRENT_*); every sequence restarted: the x86 trap flag raises
+ * SIGTRAP after each instruction and the handler nests an event after a
+ * different instruction of each outer write (with a wrong signature before
+ * the abort handler the kernel kills the test). S5 and the section groups:
+ * tests/dlopen (unload, then signals: SIGSEGV without S5) and
+ * compile-checks' two-unit C++ link (tests/compile/comdat_*.cpp: the link
+ * failed without "?").
+ * What it buys (make bench): rb_current_16 (a per-CPU block) against
+ * rb_current_cas_16 (RINGBUF_F_NO_RSEQ), claim_rseq against claim_cas.
  */
 
 /* The owner word: token << 32 | PERSIST | RELEASING | tid. */
@@ -7217,174 +7205,49 @@ static uint64_t ringbuf__pidns(void)
 	return 0;
 }
 
-/* ---- the rseq gate (RSEQ in >>contexts) ---------------------------------
- * rseq_gate: bits 0..15 takers in their window, 16..29 takes since the word
- * was fenced (counted up to RINGBUF__GATE_USES), bit 30 PINNED, bit 31
- * FENCED. */
-#define RINGBUF__GATE_FENCED 0x80000000u
-#define RINGBUF__GATE_PINNED 0x40000000u
-#define RINGBUF__GATE_USE (1u << 16)
-#define RINGBUF__GATE_USES_OF(v) (((v) >> 16) & 0x3fffu)
-#ifndef RINGBUF__GATE_USES
-#define RINGBUF__GATE_USES 1024u
-#endif
-_Static_assert(RINGBUF__GATE_USES >= 1 && RINGBUF__GATE_USES < 0x3fffu, "rseq gate: uses field");
-
 #ifdef RINGBUF_TESTING
-static _Atomic(uint64_t) ringbuf__test_rseq_fences; /* membarrier calls made by gates */
-static _Atomic(uint64_t) ringbuf__test_rseq_takes;  /* out-of-line takes by sequence */
-static _Atomic(uint64_t) ringbuf__test_gated_takes; /* words taken by CAS through a gate */
-static _Atomic(uint64_t) ringbuf__test_pinned_takes; /* by CAS past a pinned gate */
-RINGBUF_API void ringbuf__test_rseq_counts(const struct ringbuf *rb, uint64_t out[4])
+static _Atomic(uint64_t) ringbuf__test_rseq_takes; /* out-of-line takes by sequence */
+/* out[0]: words taken by sequence out of line, out[1]: rb claims by sequence */
+RINGBUF_API void ringbuf__test_rseq_counts(const struct ringbuf *rb, uint64_t out[2])
 {
-	out[0] = atomic_load(&ringbuf__test_rseq_fences);
-	out[1] = atomic_load(&ringbuf__test_rseq_takes);
-	out[2] = atomic_load(&ringbuf__test_gated_takes);
-	out[3] = rb ? rb->rseq : 0;
+	out[0] = atomic_load(&ringbuf__test_rseq_takes);
+	out[1] = rb ? rb->rseq : 0;
 }
-RINGBUF_API uint64_t ringbuf__test_pinned_count(void)
-{
-	return atomic_load(&ringbuf__test_pinned_takes);
-}
-#define RINGBUF__TEST_COUNT(v) atomic_fetch_add_explicit(&(v), 1, memory_order_relaxed)
-#else
-#define RINGBUF__TEST_COUNT(v) ((void)0)
 #endif
 
 #ifdef RINGBUF__RSEQ_CLAIM
-/* [GATE-F] Restart every sequence running on CPU `cpu` of this process and
- * order it with us (MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ with
- * MEMBARRIER_CMD_FLAG_CPU, Linux >= 5.10): a sequence that ran S2 before the
- * call either completed S5 before the call's barrier on that CPU (its
- * store is seen by everything we do after the call) or restarts and reads
- * what we stored before it. Registration is the process's (done when the
- * block was created; inherited by a fork child on Linux 6.x, redone here on
- * EPERM otherwise). */
-static bool ringbuf__rseq_fence(unsigned cpu)
-{
-	RINGBUF__TEST_COUNT(ringbuf__test_rseq_fences);
-	if (syscall(SYS_membarrier, 128 /* PRIVATE_EXPEDITED_RSEQ */, 1 /* FLAG_CPU */, (int)cpu) == 0)
-		return true;
-	return errno == EPERM && syscall(SYS_membarrier, 256 /* REGISTER_PRIVATE_EXPEDITED_RSEQ */, 0, 0) == 0 &&
-	       syscall(SYS_membarrier, 128, 1, (int)cpu) == 0;
-}
-
 /* May this process claim by sequence? glibc registered rseq for its threads
  * (__rseq_size: 0 when absent, e.g. qemu-user or the glibc.pthread.rseq=0
- * tunable) and the kernel has the RSEQ membarrier, registered now. */
+ * tunable). */
 static bool ringbuf__rseq_usable(void)
 {
-	long q;
-	int e = errno;
-	bool ok;
-	if (!(&__rseq_size && __rseq_size >= 8 && ringbuf__rseq_cpu() >= 0))
-		return false;
-	q = syscall(SYS_membarrier, 0 /* QUERY */, 0, 0);
-	ok = q > 0 && (q & 128) && (q & 256) && syscall(SYS_membarrier, 256, 0, 0) == 0;
-	errno = e;
-	return ok;
+	return &__rseq_size && __rseq_size >= 8 && ringbuf__rseq_cpu() >= 0;
 }
 #endif
 
-/* Change owner word `w` from 0 to `own` (acq_rel), the only way any taker
- * does (G2 out of line, claims, shared takes: ringbuf__take). Not an rseq
- * block: the CAS. An rseq block (RSEQ in >>contexts), by a thread that is
- * not in the middle of a sequence:
- *   on CPU w: the sequence S1-S5 (no locked instruction), else
- *   GT1 enter the gate: CAS it to +1 in flight (+1 use below the limit),
- *       acq_rel: its acquire reads the FENCED bit with the fence of the
- *       taker that set it (GT2), its release orders nothing we need;
- *   GT2 not FENCED: the fence [GATE-F] on CPU w, then FENCED (fetch_or,
- *       release: our fence before the bit, for GT1 of the next taker).
- *       FENCED: a taker fenced the word while the gate was not 0, and it has
- *       not been 0 since (GT4 opens it only with nobody in flight), so no
- *       sequence that read S3 == 0 can still complete: no fence;
- *   GT3 the CAS 0 -> own (acq_rel);
- *   GT4 leave: fetch_sub (release: our CAS before a sequence that reads the
- *       gate 0 next); the last one out after RINGBUF__GATE_USES takes opens
- *       the gate (CAS to 0, release) so that the CPU's own writers go back
- *       to the sequence: a fence per RINGBUF__GATE_USES takes at most.
- * A failed fence (membarrier refused: seccomp) leaves the word alone: not
- * taken (the caller tries the other buffers, then counts the event in
- * `unmapped`). */
+/* Change owner word `w` from 0 to `own`, the only way any taker does (G2 out
+ * of line, claims, shared takes: ringbuf__take). One way per word, fixed
+ * when the block was made (PER-CPU BLOCKS): a CPU's buffer of a per-CPU
+ * block with the sequence (w < cpu_bufs) only by the restartable sequence
+ * S1-S5 of a thread running on CPU w (any other thread: not taken); every
+ * other word by the CAS (acq_rel: its acquire reads the previous owner's G5,
+ * release; THE OWNER WORD). */
 static bool ringbuf__owner_take0(struct ringbuf *rb, unsigned w, uint64_t own)
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, w);
 	uint64_t zero = 0;
 #ifdef RINGBUF__RSEQ_CLAIM
-	if (rb->rseq) {
-		_Atomic(uint32_t) *g = &c->rseq_gate;
-		uint32_t v, nv;
-		bool ok;
-		/* GT0 PINNED (acquire: pairs with ringbuf__gate_pin's release; the
-		 * gate is shut for good and was fenced): the CAS alone */
-		if (atomic_load_explicit(g, memory_order_acquire) & RINGBUF__GATE_PINNED) {
-			ok = atomic_compare_exchange_strong_explicit(&c->owner, &zero, own, memory_order_acq_rel,
-								     memory_order_relaxed);
-			if (ok)
-				RINGBUF__TEST_COUNT(ringbuf__test_pinned_takes);
-			return ok;
-		}
-		if ((uint32_t)ringbuf__rseq_cpu() == w && ringbuf__rseq_take(c, w, own)) {
-			RINGBUF__TEST_COUNT(ringbuf__test_rseq_takes);
-			return true;
-		}
-		if (atomic_load_explicit(&c->owner, memory_order_relaxed) != 0)
+	if (rb->rseq && w < rb->cpu_bufs) {
+		if ((uint32_t)ringbuf__rseq_cpu() != w || !ringbuf__rseq_take(c, w, own))
 			return false;
-		v = atomic_load_explicit(g, memory_order_relaxed);
-		do /* GT1 */
-			nv = v + 1 + (RINGBUF__GATE_USES_OF(v) < RINGBUF__GATE_USES ? RINGBUF__GATE_USE : 0);
-		while (!atomic_compare_exchange_weak_explicit(g, &v, nv, memory_order_acq_rel, memory_order_relaxed));
-		RINGBUF__TESTPOINT(rb, w, RINGBUF__TP_GATE_ENTERED);
-		ok = true;
-		if (!(nv & RINGBUF__GATE_FENCED)) { /* GT2 */
-			ok = ringbuf__rseq_fence(w);
-			if (ok)
-				atomic_fetch_or_explicit(g, RINGBUF__GATE_FENCED, memory_order_release);
-		}
-		if (ok) { /* GT3 */
-			ok = atomic_compare_exchange_strong_explicit(&c->owner, &zero, own, memory_order_acq_rel,
-								     memory_order_relaxed);
-			if (ok)
-				RINGBUF__TEST_COUNT(ringbuf__test_gated_takes);
-		}
-		RINGBUF__TESTPOINT(rb, w, RINGBUF__TP_GATE_TAKEN);
-		v = atomic_fetch_sub_explicit(g, 1, memory_order_release) - 1; /* GT4 */
-		if ((v & 0xffffu) == 0 && RINGBUF__GATE_USES_OF(v) >= RINGBUF__GATE_USES &&
-		    !(v & RINGBUF__GATE_PINNED))
-			atomic_compare_exchange_strong_explicit(g, &v, 0, memory_order_release,
-								memory_order_relaxed);
-		return ok;
+#ifdef RINGBUF_TESTING
+		atomic_fetch_add_explicit(&ringbuf__test_rseq_takes, 1, memory_order_relaxed);
+#endif
+		return true;
 	}
 #endif
 	return atomic_compare_exchange_strong_explicit(&c->owner, &zero, own, memory_order_acq_rel,
 						       memory_order_relaxed);
-}
-
-/* [GATE-PIN] Shut word w's gate for good (ringbuf_thread_shared's buffers,
- * taken per event by threads beyond the claim count): enter it as GT1,
- * fence as GT2, set FENCED | PINNED (release) while still in flight, leave
- * as GT4 (which never re-opens a PINNED gate). From then on the gate is
- * never 0 (no sequence takes w) and a taker that reads PINNED (acquire)
- * takes the word by CAS without entering. A failed fence pins nothing. */
-static void ringbuf__gate_pin(struct ringbuf *rb, unsigned w)
-{
-#ifdef RINGBUF__RSEQ_CLAIM
-	_Atomic(uint32_t) *g = &ringbuf__cpu(rb, w)->rseq_gate;
-	uint32_t v, nv;
-	if (!rb->rseq || (atomic_load_explicit(g, memory_order_relaxed) & RINGBUF__GATE_PINNED))
-		return;
-	v = atomic_load_explicit(g, memory_order_relaxed);
-	do
-		nv = v + 1;
-	while (!atomic_compare_exchange_weak_explicit(g, &v, nv, memory_order_acq_rel, memory_order_relaxed));
-	if ((nv & RINGBUF__GATE_FENCED) || ringbuf__rseq_fence(w))
-		atomic_fetch_or_explicit(g, RINGBUF__GATE_FENCED | RINGBUF__GATE_PINNED, memory_order_release);
-	atomic_fetch_sub_explicit(g, 1, memory_order_release);
-#else
-	(void)rb;
-	(void)w;
-#endif
 }
 
 /* Take a buffer for `own` (our owner id, | PERSIST for a thread claim) among
@@ -7511,9 +7374,11 @@ static void ringbuf__rescan_missed(struct ringbuf__tctx *e, uint32_t gen)
 	atomic_store_explicit(&e->miss_wait, wait, memory_order_relaxed);
 }
 
-/* F2 for the shared buffers: a dead owner's word there (a thread that died
- * inside a shared event, or a claim made before they were kept out) is
- * taken over, the buffer repaired, and given back (release). */
+/* F2 for the shared buffers (and [PC-SCAN], a per-CPU block's CPU buffers
+ * too): a dead owner's word there (a thread that died inside an event, or a
+ * claim made before they were kept out) is taken over (a CAS from the dead
+ * word: never from 0, so never against a sequence), the buffer repaired,
+ * and given back (release). */
 static void ringbuf__free_dead(struct ringbuf *rb, unsigned base, unsigned n, uint64_t me)
 {
 	unsigned x;
@@ -7536,7 +7401,8 @@ static void ringbuf__free_dead(struct ringbuf *rb, unsigned base, unsigned n, ui
 static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t me, size_t len)
 {
 	uint64_t cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
-	unsigned n = rb->ncpu, sh = atomic_load_explicit(&ringbuf__sh(rb)->thread_shared, memory_order_relaxed), lim;
+	unsigned n = rb->ncpu, sh = atomic_load_explicit(&ringbuf__sh(rb)->thread_shared, memory_order_relaxed), lim,
+		 base;
 	uint32_t x, gen;
 	bool took = false;
 	void *p;
@@ -7548,7 +7414,8 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 	if (RINGBUF__CUR_DEPTH(cur))
 		return ringbuf__nested_reserve(rb, e, cur, len); /* a handler in our shared event */
 	sh = sh < n ? sh : n;
-	lim = n - sh;
+	base = n - sh;                  /* the shared buffers: base .. n-1 */
+	lim = rb->percpu ? 0 : base; /* claims: 0 .. lim-1, none in a per-CPU block */
 	if (!(cur & RINGBUF__CUR_PENDING)) {
 		/* F1-F3: claim a free buffer (loads and one CAS); judge the
 		 * owners (kill) only when a full scan is due */
@@ -7560,8 +7427,10 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 			atomic_store_explicit(&e->cur, cur | RINGBUF__CUR_SCANNING, memory_order_relaxed);
 			RINGBUF__BARRIER();
 			x = lim ? ringbuf__take(rb, 0, lim, from, me | RINGBUF__OWN_PERSIST, &took, true) : 0;
-			if (sh)
-				ringbuf__free_dead(rb, lim, n, me);
+			/* a per-CPU block: its CPUs' words too (a CPU that no
+			 * RINGBUF_CPU_CURRENT writer runs on any more) */
+			if (sh || rb->percpu)
+				ringbuf__free_dead(rb, rb->percpu ? 0 : base, n, me);
 			RINGBUF__BARRIER();
 			atomic_store_explicit(&e->cur, cur, memory_order_relaxed);
 		}
@@ -7591,7 +7460,7 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 		RINGBUF__BARRIER();
 	}
 	/* F4b = G2 on the shared buffers, from one picked by our tid */
-	x = ringbuf__take(rb, lim, sh, ringbuf__gettid() % sh, me, &took, false);
+	x = ringbuf__take(rb, base, sh, ringbuf__gettid() % sh, me, &took, false);
 	if (!x) {
 		atomic_store_explicit(&e->cur, cur, memory_order_relaxed); /* F4a undone */
 		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
@@ -7602,6 +7471,28 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 	if (p)
 		RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_HELD);
 	return p;
+}
+
+/* G1, G2 out of line: the buffer of the CPU we run on, else (held, or no
+ * such buffer) in an ordinary block any free one, in a per-CPU block one of
+ * the shared buffers (PER-CPU BLOCKS: never another CPU's, which sequences
+ * take), from one picked by our tid. As ringbuf__take. */
+static uint32_t ringbuf__percpu_take(struct ringbuf *rb, uint64_t me, bool *took, bool judge)
+{
+	unsigned n = rb->ncpu, own, sh;
+	uint32_t x;
+	own = ringbuf__current_cpu();
+	if (own < rb->cpu_bufs && (x = ringbuf__take(rb, own, 1, 0, me, took, judge)))
+		return x;
+	sh = n - rb->cpu_bufs;
+	return sh ? ringbuf__take(rb, rb->cpu_bufs, sh, ringbuf__gettid() % sh, me, took, judge) : 0;
+}
+
+RINGBUF__INLINE uint32_t ringbuf__current_take(struct ringbuf *rb, uint64_t me, bool *took, bool judge)
+{
+	if (RINGBUF__UNLIKELY(rb->percpu))
+		return ringbuf__percpu_take(rb, me, took, judge);
+	return ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, took, judge);
 }
 
 static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
@@ -7632,7 +7523,46 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 	}
 	if (RINGBUF__CUR_DEPTH(cur))
 		return ringbuf__nested_reserve(rb, e, cur, len); /* nested in our own event */
-	x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, false); /* G1, G2 */
+	x = ringbuf__current_take(rb, me, &took, false); /* G1, G2 */
+	if (RINGBUF__UNLIKELY(rb->percpu && x && x - 1 >= rb->cpu_bufs)) {
+		/* [PC-SCAN] a per-CPU block's shared buffer x: our CPU's was
+		 * held. On a due scan (F1, F3) its owner and the other CPUs'
+		 * are judged, or a CPU's writers would share forever after a
+		 * thread died in an event on its buffer (and a buffer of a CPU
+		 * nobody writes on would stay unrepaired):
+		 *   PC1 SCANNING set (a handler's mapped event meanwhile is
+		 *       dropped, counted: F2), x still held;
+		 *   PC2 our CPU's word taken if free (the sequence) or taken
+		 *       over from a dead owner (a CAS from its word) and
+		 *       repaired; the words of the other dead owners taken
+		 *       over, repaired and given back (ringbuf__free_dead);
+		 *   PC3 our CPU's word taken: x given back (G5, when we took
+		 *       it); SCANNING cleared.
+		 * A scan counts as a miss either way (F3: kill() at most once
+		 * per owner per scan, scans at most log2(events) + events /
+		 * RINGBUF_THREAD_RESCAN). Test points PERCPU_SCAN (PC1 done),
+		 * PERCPU_SCANNED (PC3's give-back done, SCANNING not cleared). */
+		uint32_t gen, o = ringbuf__current_cpu();
+		if (o < rb->cpu_bufs && ringbuf__rescan_due(rb, e, &gen)) {
+			uint32_t y;
+			bool took2 = false;
+			atomic_store_explicit(&e->cur, cur | RINGBUF__CUR_SCANNING, memory_order_relaxed); /* PC1 */
+			RINGBUF__BARRIER();
+			RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_PERCPU_SCAN);
+			y = ringbuf__take(rb, o, 1, 0, me, &took2, true); /* PC2 */
+			ringbuf__free_dead(rb, 0, rb->ncpu, me);
+			if (y) { /* PC3 */
+				if (took)
+					atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
+				x = y;
+				took = took2;
+			}
+			RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_PERCPU_SCANNED);
+			RINGBUF__BARRIER();
+			atomic_store_explicit(&e->cur, cur, memory_order_relaxed);
+			ringbuf__rescan_missed(e, gen);
+		}
+	}
 	if (RINGBUF__UNLIKELY(!x)) {
 		/* every word held: the owners are judged (kill) only on a due
 		 * full scan, as for RINGBUF_CPU_THREAD (F1, F3), never per drop */
@@ -7640,7 +7570,7 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 		if (ringbuf__rescan_due(rb, e, &gen)) {
 			atomic_store_explicit(&e->cur, cur | RINGBUF__CUR_SCANNING, memory_order_relaxed);
 			RINGBUF__BARRIER();
-			x = ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, &took, true);
+			x = ringbuf__current_take(rb, me, &took, true);
 			RINGBUF__BARRIER();
 			atomic_store_explicit(&e->cur, cur, memory_order_relaxed);
 			if (x)
@@ -7727,14 +7657,14 @@ RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb)
 
 RINGBUF_API int ringbuf_thread_shared(struct ringbuf *rb, unsigned n)
 {
-	unsigned w;
 	if (!rb || n > rb->ncpu)
 		return RINGBUF_EINVAL;
-	/* rseq block: the shared buffers are taken by CAS, per event, by
-	 * threads beyond the count: their gates shut for good first ([GATE-PIN];
-	 * a buffer shared once stays pinned) */
-	for (w = rb->ncpu - n; w < rb->ncpu; w++)
-		ringbuf__gate_pin(rb, w);
+	/* a per-CPU block's shared buffers are fixed at creation: a buffer
+	 * that a sequence may take is never taken by a CAS (PER-CPU BLOCKS) */
+	if (rb->percpu)
+		return n == atomic_load_explicit(&ringbuf__sh(rb)->thread_shared, memory_order_relaxed)
+			       ? 0
+			       : RINGBUF_EINVAL;
 	atomic_store_explicit(&ringbuf__sh(rb)->thread_shared, n, memory_order_relaxed);
 	/* F6: threads without a claim look again (buffers may be claimable now) */
 	atomic_fetch_add_explicit(&ringbuf__sh(rb)->release_gen, 1, memory_order_release);
@@ -7876,11 +7806,6 @@ static void ringbuf__atfork_child(void)
 				keep = (own & ~(uint64_t)(RINGBUF__OWN_RELEASING | RINGBUF__OWN_TID)) |
 				       ringbuf__gettid();
 			atomic_store(&c->owner, keep);
-			/* no sequence nor gated take in flight here (one thread):
-			 * open, or still pinned (no fence needed for that now) */
-			atomic_store(&c->rseq_gate, atomic_load(&c->rseq_gate) & RINGBUF__GATE_PINNED
-							    ? RINGBUF__GATE_FENCED | RINGBUF__GATE_PINNED
-							    : 0);
 			if (RINGBUF__LOAD(&c->committing))
 				ringbuf__recover_cpu(rb, cpu, false); /* its writer is not here */
 			if (atomic_load(&c->reader_lock))
@@ -8093,7 +8018,10 @@ static int ringbuf__geometry(const struct ringbuf_config *cfg, bool shared, stru
 		return RINGBUF_EINVAL;
 	if (cfg->ts_mode != RINGBUF_TS_DELTA && cfg->ts_mode != RINGBUF_TS_ABSOLUTE)
 		return RINGBUF_EINVAL;
-	if (cfg->flags & ~(unsigned)(RINGBUF_F_ALIGN8 | RINGBUF_F_ZEROED | RINGBUF_F_NO_RSEQ))
+	if (cfg->flags & ~(unsigned)(RINGBUF_F_ALIGN8 | RINGBUF_F_ZEROED | RINGBUF_F_NO_RSEQ |
+				     RINGBUF_F_CPU_CURRENT))
+		return RINGBUF_EINVAL;
+	if (cfg->shared > cfg->ncpu)
 		return RINGBUF_EINVAL;
 	if (cfg->clock_name && strlen(cfg->clock_name) >= 16)
 		return RINGBUF_EINVAL;
@@ -8137,6 +8065,8 @@ static int ringbuf__init_in(void *mem, size_t size, const struct ringbuf_config 
 		return RINGBUF_EINVAL;
 	if ((r = ringbuf__geometry(cfg, shared, &g)) < 0)
 		return r;
+	if (cfg->flags & RINGBUF_F_CPU_CURRENT)
+		return RINGBUF_EINVAL; /* ringbuf_create's blocks only: private memory */
 	if ((uintptr_t)mem % RINGBUF__CACHELINE)
 		return RINGBUF_EALIGN;
 	if (size < g.total)
@@ -8163,6 +8093,7 @@ static int ringbuf__init_in(void *mem, size_t size, const struct ringbuf_config 
 	if (!zeroed)
 		memset((char *)rb + g.user_off, 0, (size_t)(g.total - g.user_off));
 	rb->ncpu = cfg->ncpu;
+	rb->cpu_bufs = cfg->ncpu;
 	rb->nr_pages = g.nr_pages;
 	rb->page_size = g.page_size;
 	for (rb->page_shift = 0; (1u << rb->page_shift) < g.page_size; rb->page_shift++)
@@ -8180,6 +8111,7 @@ static int ringbuf__init_in(void *mem, size_t size, const struct ringbuf_config 
 	rb->clock_ctx = cfg->clock_ctx;
 	atomic_init(&ringbuf__sh(rb)->record_disabled, 0);
 	atomic_init(&ringbuf__sh(rb)->mode, cfg->mode);
+	atomic_init(&ringbuf__sh(rb)->thread_shared, cfg->shared);
 	ringbuf__sh(rb)->pidns = ringbuf__pidns();
 	for (cpu = 0; cpu < cfg->ncpu; cpu++)
 		ringbuf__init_cpu(rb, cpu, zeroed);
@@ -9020,7 +8952,9 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	rb->mem = map;
 	rb->map_len = total;
 	rb->shared = (flags & RINGBUF_OPEN_RDWR) != 0;
-	rb->rseq = 0; /* process-local, never the file's bytes: the CAS (RSEQ in >>contexts) */
+	/* process-local, never the file's bytes: the CAS (PER-CPU BLOCKS in >>contexts) */
+	rb->rseq = rb->percpu = 0;
+	rb->cpu_bufs = rb->ncpu; /* this copy's: the geometry checks below refuse a bad one */
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_OPEN_COPIED);
 	{
@@ -9097,25 +9031,20 @@ RINGBUF_API int ringbuf_recover(struct ringbuf *rb)
  * the rseq claim decided), given back (ringbuf_destroy, for every kind of
  * handle), and the error strings. */
 
-/* RSEQ (>>contexts): a block of ringbuf_create is this process's alone (a
- * private mapping or RINGBUF_MALLOC: a fork child writes its own copy), so
- * that the membarrier of a gate reaches every writer that may run a
- * sequence on it; files, memfds and caller memory keep the CAS. Decided
- * before the block is handed out: no writer runs yet. */
-static void ringbuf__rseq_enable(struct ringbuf *rb, const struct ringbuf_config *cfg)
+/* PER-CPU BLOCKS (>>contexts): RINGBUF_F_CPU_CURRENT, a block of
+ * ringbuf_create, this process's alone (a private mapping or RINGBUF_MALLOC:
+ * a fork child writes its own copy): only this process's threads run
+ * sequences on it. Decided before the block is handed out: no writer runs
+ * yet, and it never changes (nor does the count of shared buffers, which
+ * ringbuf_thread_shared refuses to change on such a block). */
+static void ringbuf__percpu_enable(struct ringbuf *rb, const struct ringbuf_config *cfg)
 {
+	if (!(cfg->flags & RINGBUF_F_CPU_CURRENT))
+		return;
+	rb->percpu = 1;
+	rb->cpu_bufs = cfg->ncpu - cfg->shared;
 #ifdef RINGBUF__RSEQ_CLAIM
 	rb->rseq = !(cfg->flags & RINGBUF_F_NO_RSEQ) && ringbuf__rseq_usable();
-#ifdef RINGBUF_TESTING
-	{ /* make test runs the mapped-mode tests with the CAS too */
-		const char *env = getenv("RINGBUF_TEST_NO_RSEQ");
-		if (env && *env == '1')
-			rb->rseq = 0;
-	}
-#endif
-#else
-	(void)rb;
-	(void)cfg;
 #endif
 }
 
@@ -9139,6 +9068,7 @@ RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf 
 		 * aligned when a ring page is larger than a system page */
 		struct ringbuf_config zc = *cfg;
 		size_t len = (size_t)g.total + g.page_size;
+		zc.flags &= ~(unsigned)RINGBUF_F_CPU_CURRENT; /* ringbuf__percpu_enable's */
 		void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | RINGBUF__MAP_ANON, -1, 0);
 		if (map == MAP_FAILED)
 			return RINGBUF_ENOMEM;
@@ -9151,7 +9081,7 @@ RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf 
 		(*out)->owned = 3;
 		(*out)->mem = map;
 		(*out)->map_len = len;
-		ringbuf__rseq_enable(*out, cfg);
+		ringbuf__percpu_enable(*out, cfg);
 		return 0;
 	}
 #endif
@@ -9160,13 +9090,18 @@ RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf 
 	if (!mem)
 		return RINGBUF_ENOMEM;
 	aligned = (char *)(((uintptr_t)mem + g.page_size - 1) & ~(uintptr_t)(g.page_size - 1));
-	if ((r = ringbuf_init_in(aligned, (size_t)g.total, cfg, out)) < 0) {
+	{
+		struct ringbuf_config pc = *cfg;
+		pc.flags &= ~(unsigned)RINGBUF_F_CPU_CURRENT; /* ringbuf__percpu_enable's */
+		r = ringbuf_init_in(aligned, (size_t)g.total, &pc, out);
+	}
+	if (r < 0) {
 		RINGBUF_FREE(mem, NULL);
 		return r;
 	}
 	(*out)->owned = 1;
 	(*out)->mem = mem;
-	ringbuf__rseq_enable(*out, cfg);
+	ringbuf__percpu_enable(*out, cfg);
 	return 0;
 }
 

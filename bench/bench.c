@@ -119,11 +119,13 @@ static void pin_to(int cpu)
 		pin_ok = false;
 }
 
-static struct ringbuf *make_rb(unsigned ncpu, size_t per_cpu, int mode, ringbuf_clock_fn clock)
+static struct ringbuf *make_rb_flags(unsigned ncpu, size_t per_cpu, int mode, ringbuf_clock_fn clock,
+				     unsigned flags)
 {
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 	struct ringbuf *rb;
 	int r;
+	cfg.flags = flags;
 	cfg.ncpu = ncpu;
 	cfg.size_per_cpu = per_cpu;
 	cfg.mode = mode;
@@ -131,6 +133,11 @@ static struct ringbuf *make_rb(unsigned ncpu, size_t per_cpu, int mode, ringbuf_
 	if ((r = ringbuf_create(&cfg, &rb)) < 0)
 		die("ringbuf_create: %s", ringbuf_strerror(r));
 	return rb;
+}
+
+static struct ringbuf *make_rb(unsigned ncpu, size_t per_cpu, int mode, ringbuf_clock_fn clock)
+{
+	return make_rb_flags(ncpu, per_cpu, mode, clock, 0);
 }
 
 static uint64_t lost_of(struct ringbuf *rb, unsigned cpu)
@@ -337,7 +344,8 @@ enum { MAP_THREAD = 1, MAP_CURRENT = 2 };
 #define BENCH_HAVE_MAPPED 1
 static unsigned mapped_cpu(const struct variant *v)
 {
-	return v->extra_cfg == MAP_CURRENT ? RINGBUF_CPU_CURRENT : RINGBUF_CPU_THREAD;
+	return v->extra_cfg == MAP_CURRENT || v->extra_cfg == 5 /* MAP_CURRENT_CAS */ ? RINGBUF_CPU_CURRENT
+										      : RINGBUF_CPU_THREAD;
 }
 static unsigned mapped_cpu_thread(void)
 {
@@ -356,10 +364,18 @@ static unsigned mapped_cpu_thread(void)
 }
 #endif
 
+/* RINGBUF_CPU_CURRENT writes to a per-CPU block (RINGBUF_F_CPU_CURRENT:
+ * the restartable sequence where the machine has it; MAP_CURRENT_CAS with
+ * RINGBUF_F_NO_RSEQ: the same rules by CAS, as on other machines);
+ * RINGBUF_CPU_THREAD to an ordinary one. */
+enum { MAP_CURRENT_CAS = 5 };
 static void setup_mapped(struct variant *v)
 {
 	long conf = sysconf(_SC_NPROCESSORS_CONF);
-	v->rb = make_rb(conf > 0 ? (unsigned)conf : 1, (size_t)1 << 20, RINGBUF_MODE_OVERWRITE, NULL);
+	unsigned flags = v->extra_cfg == MAP_CURRENT	   ? RINGBUF_F_CPU_CURRENT
+			 : v->extra_cfg == MAP_CURRENT_CAS ? RINGBUF_F_CPU_CURRENT | RINGBUF_F_NO_RSEQ
+							   : 0u;
+	v->rb = make_rb_flags(conf > 0 ? (unsigned)conf : 1, (size_t)1 << 20, RINGBUF_MODE_OVERWRITE, NULL, flags);
 }
 
 /* RINGBUF_CPU_THREAD for a thread beyond the buffer count (>>contexts,
@@ -422,8 +438,9 @@ DEFINE_RB_LOOP_AT(rb_loop_16_current, 16, RINGBUF_CPU_CURRENT)
 static double run_mapped(struct variant *v, size_t n)
 {
 	struct stamp t0 = timed_begin();
-	uint64_t nulls = v->extra_cfg == MAP_CURRENT ? rb_loop_16_current(v->rb, mapped_cpu(v), n)
-						     : rb_loop_16_thread(v->rb, mapped_cpu(v), n);
+	uint64_t nulls = v->extra_cfg == MAP_CURRENT || v->extra_cfg == MAP_CURRENT_CAS
+				 ? rb_loop_16_current(v->rb, mapped_cpu(v), n)
+				 : rb_loop_16_thread(v->rb, mapped_cpu(v), n);
 	uint64_t ns = timed_end(t0);
 	v->nulls += nulls;
 	v->events += n;
@@ -470,9 +487,8 @@ static double run_mapped_outline(struct variant *v, size_t n)
  *               the release store of 0;
  *   claim_rseq  the restartable sequence: checks the CPU number and that the
  *               word is free, and claims it with a plain store (the commit
- *               instruction); the release store frees it. ringbuf.h's
- *               sequence (ringbuf__rseq_take) also checks the word's gate
- *               (RSEQ in >>contexts), one more load of the same line.
+ *               instruction); the release store frees it, as ringbuf.h's
+ *               sequence (ringbuf__rseq_take, PER-CPU BLOCKS in >>contexts).
  * Both read the CPU number from the thread's rseq area, index a per-CPU
  * word array and hide the word from the optimiser, so they differ only in
  * the claim. x86-64 with glibc's rseq registration only. */
@@ -1055,6 +1071,8 @@ static struct variant variants[] = {
 	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_THREAD },
 	{ .id = "rb_current_16", .what = "rb guarded per-CPU mapping, 16 B", .unit = NS_EVENT,
 	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_CURRENT },
+	{ .id = "rb_current_cas_16", .what = "rb guarded per-CPU mapping, CAS claim, 16 B", .unit = NS_EVENT,
+	  .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped, .extra_cfg = MAP_CURRENT_CAS },
 	{ .id = "rb_current_outline_16", .what = "rb guarded per-CPU, out-of-line claim, 16 B",
 	  .unit = NS_EVENT, .vs = "rb_clock_16", .setup = setup_mapped, .run = run_mapped_outline,
 	  .extra_cfg = MAP_CURRENT },
@@ -1464,8 +1482,8 @@ static void check_targets(void)
 
 static char cpu_model[256] = "unknown", kernel[256] = "unknown", clocksource[64] = "unknown";
 /* What makes two machines of one kind differ for the mapped modes (issue 24):
- * the microcode, whether ringbuf_create's blocks claim by restartable sequence
- * (glibc's rseq registration and the RSEQ membarrier), which membarrier
+ * the microcode, whether per-CPU blocks claim by restartable sequence
+ * (glibc's rseq registration), which membarrier
  * commands the kernel has, and the TLS model the writer state was built with. */
 static char microcode[64] = "unknown";
 static int mach_rseq_claim = -1, mach_rseq_usable = -1;
@@ -1540,6 +1558,7 @@ static void describe_machine(void)
 		struct ringbuf *rb = NULL;
 		cfg.ncpu = 1;
 		cfg.size_per_cpu = 1 << 16;
+		cfg.flags = RINGBUF_F_CPU_CURRENT;
 		if (ringbuf_create(&cfg, &rb) == 0) {
 			mach_rseq_claim = rb->rseq != 0;
 			ringbuf_destroy(rb);
@@ -1847,7 +1866,7 @@ int main(void)
 	       quick ? " (BENCH_QUICK)" : "");
 	printf("machine:  %s, %d online CPUs, %s, clocksource %s%s\n", cpu_model, ncpus_online, kernel,
 	       clocksource, pin_ok ? "" : " (could not pin threads)");
-	printf("mapped:   microcode %s, rseq claim %s (glibc rseq + RSEQ membarrier: %s), membarrier "
+	printf("mapped:   microcode %s, rseq claim %s (glibc rseq: %s), membarrier "
 	       "commands 0x%lx, TLS model %s\n",
 	       microcode, mach_rseq_claim == 1 ? "yes" : mach_rseq_claim == 0 ? "no (CAS)" : "unknown",
 	       mach_rseq_usable == 1 ? "yes" : mach_rseq_usable == 0 ? "no" : "not built", membarrier_cmds < 0 ? 0 : membarrier_cmds,

@@ -25,6 +25,12 @@
  *       not wait for a hold without an event, and the outer event is counted
  *       when it returns at COMMITTED / UNHELD (not at UNDONE: nothing to
  *       wipe or wait for).
+ * Each case runs on the three kinds of block (PER-CPU BLOCKS in >>contexts):
+ * ordinary (G2 by CAS; the other thread takes any free buffer), per-CPU
+ * (RINGBUF_F_CPU_CURRENT: G2 by restartable sequence where the process has
+ * one; the other thread takes a shared buffer, cfg.shared = the buffers
+ * after the writer's) and per-CPU with RINGBUF_F_NO_RSEQ (the same rules by
+ * CAS): the same expectations hold for all three.
  * The inline path needs rseq (glibc >= 2.35): skipped without it. There is
  * no *_outline variant: RINGBUF__CURRENT_OUTLINE has no inline claim. */
 #define _GNU_SOURCE 1
@@ -82,6 +88,10 @@ struct run {
 	int reset_r, quiesce_r;
 	uint64_t committed_at_quiesce;
 };
+
+/* the block kind of the cases: 0 ordinary, 1 per-CPU, 2 per-CPU by CAS */
+static int g_kind;
+static const char *const kind_names[3] = { "ordinary", "per-CPU", "per-CPU, CAS" };
 
 static int write_one(struct ringbuf *rb, uint32_t who, uint32_t seq)
 {
@@ -235,7 +245,14 @@ static int run_case(struct run *r, int cpu, unsigned ncpu, int pi, enum action a
 	cfg.ncpu = ncpu;
 	cfg.size_per_cpu = 64 << 10;
 	cfg.mode = RINGBUF_MODE_OVERWRITE;
+	if (g_kind) {
+		/* buffers 0 .. cpu are CPUs', the ones after the writer's shared */
+		cfg.flags = RINGBUF_F_CPU_CURRENT | (g_kind == 2 ? RINGBUF_F_NO_RSEQ : 0u);
+		cfg.shared = ncpu - (unsigned)cpu - 1;
+	}
 	assert_int_equal(ringbuf_create(&cfg, &r->rb), 0);
+	if (pi == 0 && act == ACT_NEST)
+		print_message("  %s block\n", kind_names[g_kind]);
 	r->cpu = cpu;
 	r->point = points[pi];
 	r->act = act;
@@ -435,12 +452,36 @@ static void reset_and_quiesce_at_each_inline_step(void **state)
 	}
 }
 
+/* each case on each kind of block */
+#define KINDS(fn)                                      \
+	static void fn##_per_cpu(void **state)         \
+	{                                              \
+		g_kind = 1;                            \
+		fn(state);                             \
+		g_kind = 0;                            \
+	}                                              \
+	static void fn##_per_cpu_cas(void **state)     \
+	{                                              \
+		g_kind = 2;                            \
+		fn(state);                             \
+		g_kind = 0;                            \
+	}
+KINDS(nested_writer_at_each_inline_step_nests_in_the_held_buffer)
+KINDS(other_thread_at_each_inline_step_never_writes_the_held_buffer)
+KINDS(reset_and_quiesce_at_each_inline_step)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(nested_writer_at_each_inline_step_nests_in_the_held_buffer),
 		cmocka_unit_test(other_thread_at_each_inline_step_never_writes_the_held_buffer),
 		cmocka_unit_test(reset_and_quiesce_at_each_inline_step),
+		cmocka_unit_test(nested_writer_at_each_inline_step_nests_in_the_held_buffer_per_cpu),
+		cmocka_unit_test(other_thread_at_each_inline_step_never_writes_the_held_buffer_per_cpu),
+		cmocka_unit_test(reset_and_quiesce_at_each_inline_step_per_cpu),
+		cmocka_unit_test(nested_writer_at_each_inline_step_nests_in_the_held_buffer_per_cpu_cas),
+		cmocka_unit_test(other_thread_at_each_inline_step_never_writes_the_held_buffer_per_cpu_cas),
+		cmocka_unit_test(reset_and_quiesce_at_each_inline_step_per_cpu_cas),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -207,7 +207,8 @@ CFG_ROW(cfg_mode_neg, mode, -1)
 CFG_ROW(cfg_mode_7, mode, 7)
 CFG_ROW(cfg_ts_mode_2, ts_mode, 2)
 CFG_ROW(cfg_ts_mode_neg, ts_mode, -1)
-CFG_ROW(cfg_flags_8, flags, 8u) /* 1, 2 and 4 are ALIGN8, ZEROED, NO_RSEQ */
+CFG_ROW(cfg_flags_16, flags, 16u) /* 1, 2, 4 and 8 are ALIGN8, ZEROED, NO_RSEQ, CPU_CURRENT */
+CFG_ROW(cfg_shared_over, shared, E.cfg.ncpu + 1) /* more shared buffers than buffers */
 CFG_ROW(cfg_flags_high, flags, 0x80000000u)
 CFG_ROW(cfg_flags_all, flags, ~0u)
 CFG_ROW(cfg_size_per_cpu_max, size_per_cpu, SIZE_MAX)
@@ -401,7 +402,8 @@ static const struct row rows[] = {
 	ROW(cfg_mode_7, RINGBUF_EINVAL),
 	ROW(cfg_ts_mode_2, RINGBUF_EINVAL),
 	ROW(cfg_ts_mode_neg, RINGBUF_EINVAL),
-	ROW(cfg_flags_8, RINGBUF_EINVAL),
+	ROW(cfg_flags_16, RINGBUF_EINVAL),
+	ROW(cfg_shared_over, RINGBUF_EINVAL),
 	ROW(cfg_flags_high, RINGBUF_EINVAL),
 	ROW(cfg_flags_all, RINGBUF_EINVAL),
 	/* 64-bit: more pages than a descriptor can index; 32-bit: fits the index,

@@ -375,9 +375,10 @@ static void every_test_point_was_cut_into(void **state)
 }
 
 /* Test points are one enum numbered by the compiler: a hook armed for one
- * step never fires at another. Before, RINGBUF__TP_GATE_ENTERED/GATE_TAKEN
- * had the values of READER_S1/READER_S2_PREPARED (110/111): a hook armed for
- * a gate window fired inside every plain consume's page swap. */
+ * step never fires at another. Before, the rseq gate's two points (the gate
+ * is gone since) had the values of READER_S1/READER_S2_PREPARED (110/111): a
+ * hook armed for a gate window fired inside every plain consume's page
+ * swap. */
 static unsigned seen_points[256];
 static void count_points(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 {
@@ -416,8 +417,8 @@ static void a_page_swap_fires_only_the_swap_points(void **state)
 	assert_true(seen_points[RINGBUF__TP_READER_S3] >= 3);
 	assert_true(seen_points[RINGBUF__TP_READER_S4] >= 3);
 	/* ... and no hook armed for another step saw them */
-	assert_int_equal(seen_points[RINGBUF__TP_GATE_ENTERED], 0);
-	assert_int_equal(seen_points[RINGBUF__TP_GATE_TAKEN], 0);
+	assert_int_equal(seen_points[RINGBUF__TP_SHARED_TAKEN], 0);
+	assert_int_equal(seen_points[RINGBUF__TP_CURRENT_HELD], 0);
 	assert_int_equal(seen_points[RINGBUF__TP_CURRENT_TAKEN], 0);
 	assert_int_equal(seen_points[RINGBUF__TP_TCTX_CHOSEN], 0);
 	assert_int_equal(seen_points[RINGBUF__TP_MERGED_PEEKED], 0);

@@ -16,7 +16,9 @@
  *             the same CPU in one run;
  *   control   record_off / on, record_disable / enable (global and per CPU),
  *             set_mode (overwrite <-> producer/consumer), reset_cpu, quiesce;
- *   fork      a child that writes and drains its copy and checks it.
+ *   fork      a child that writes and drains its copy and checks it;
+ *   blocks    ordinary, or per-CPU (RINGBUF_F_CPU_CURRENT) by sequence or by
+ *             CAS, with 0 or 1 shared buffers, chosen per seed.
  * The model: every event carries (buffer, nesting level, sequence per buffer
  * and level, length, checksum). Each reader checks the payload, that the
  * event came from the buffer it names, that per (buffer, level) sequences only
@@ -100,7 +102,7 @@ static uint8_t seen[NB][NLEVEL][MAXSEQ / 8];
 static int depth; /* writers in progress on this thread (nesting) */
 static int in_reader;
 static uint64_t merged_last_ts;
-static uint64_t ops_done[32];
+static uint64_t ops_done[48];
 
 static uint32_t csum_of(const struct ev *e, const unsigned char *p, uint32_t len)
 {
@@ -428,6 +430,7 @@ static void run_seed(uint64_t seed, int steps)
 {
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 	int off = 0, disabled = 0, cpu_off[NB] = {0};
+	uint32_t kind;
 	rnd = seed * 0x9e3779b97f4a7c15ull + 1;
 	memset(M, 0, sizeof M);
 	memset(seen, 0, sizeof seen);
@@ -438,6 +441,15 @@ static void run_seed(uint64_t seed, int steps)
 	cfg.size_per_cpu = PAGE * (4 + below(6));
 	cfg.mode = below(2) ? RINGBUF_MODE_OVERWRITE : RINGBUF_MODE_PRODUCER_CONSUMER;
 	cfg.clock = counter_clock;
+	/* the block's kind: ordinary, or per-CPU (RINGBUF_F_CPU_CURRENT, by
+	 * sequence or by CAS) with 0 or 1 shared buffers: THREAD writers make
+	 * no claims there, and CURRENT ones whose buffer is held share */
+	kind = below(3);
+	if (kind) {
+		cfg.flags = RINGBUF_F_CPU_CURRENT | (kind == 2 ? RINGBUF_F_NO_RSEQ : 0u);
+		cfg.shared = below(2);
+	}
+	ops_done[40 + kind]++;
 	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
 	hook_rate = below(40);
 	ringbuf__set_testpoint_hook(hook, NULL);
@@ -543,7 +555,8 @@ static void random_mixes_of_every_call_keep_exact_accounting(void **state)
 	print_message("  %d seeds x %d steps: last epochs %llu committed = %llu read + %llu lost; writes %llu "
 		      "(+%llu nested at write steps, %llu cut into reader steps), consume %llu, peek %llu, read_page "
 		      "%llu / FULL %llu, read_page_ref %llu, iterator %llu, merged %llu, off/on %llu, "
-		      "disable %llu, cpu disable %llu, set_mode %llu, resets %llu, quiesce %llu, forks %llu\n",
+		      "disable %llu, cpu disable %llu, set_mode %llu, resets %llu, quiesce %llu, forks %llu; blocks: "
+		      "%llu ordinary, %llu per-CPU, %llu per-CPU by CAS\n",
 		      seeds, steps, (unsigned long long)committed, (unsigned long long)read,
 		      (unsigned long long)lost, (unsigned long long)ops_done[10], (unsigned long long)ops_done[21],
 		      (unsigned long long)ops_done[20], (unsigned long long)ops_done[0],
@@ -553,7 +566,8 @@ static void random_mixes_of_every_call_keep_exact_accounting(void **state)
 		      (unsigned long long)ops_done[11], (unsigned long long)ops_done[12],
 		      (unsigned long long)ops_done[13], (unsigned long long)ops_done[14],
 		      (unsigned long long)ops_done[30], (unsigned long long)ops_done[15],
-		      (unsigned long long)ops_done[16]);
+		      (unsigned long long)ops_done[16], (unsigned long long)ops_done[40],
+		      (unsigned long long)ops_done[41], (unsigned long long)ops_done[42]);
 }
 
 int main(void)

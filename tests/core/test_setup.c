@@ -294,7 +294,7 @@ static void zeroed_flag(void **state)
 	assert_int_equal(consume_seq(rb, 0), 0);
 	ringbuf_destroy(rb);
 	munmap(map, len);
-	cfg.flags = 1u << 3; /* after ALIGN8, ZEROED, NO_RSEQ */
+	cfg.flags = 1u << 4; /* after ALIGN8, ZEROED, NO_RSEQ, CPU_CURRENT */
 	assert_int_equal(ringbuf_size_needed(&cfg, &need), RINGBUF_EINVAL);
 }
 

@@ -26,10 +26,12 @@ int plugin_run(void)
 	while (n >= 0 && ringbuf_consume(rb, 0, &rec) == 1)
 		n++;
 	ringbuf_destroy(rb);
-	/* RINGBUF_CPU_CURRENT: where it can, a restartable sequence in this
-	 * object's code (RSEQ in ringbuf.h's >>contexts); the host unloads us
-	 * afterwards and must survive its next signals (S6) */
+	/* RINGBUF_CPU_CURRENT in a per-CPU block: where it can, a restartable
+	 * sequence in this object's code (PER-CPU BLOCKS in ringbuf.h's
+	 * >>contexts); the host unloads us afterwards and must survive its next
+	 * signals (S5) */
 	cfg.ncpu = 1024;
+	cfg.flags = RINGBUF_F_CPU_CURRENT;
 	cfg.size_per_cpu = 8192;
 	if (n >= 0 && ringbuf_create(&cfg, &rb) == 0) {
 		unsigned c, got = 0;
