@@ -1258,6 +1258,7 @@ enum ringbuf__tp {
 					  * oldest head picked (cpu = the pick) */
 	/* RINGBUF_CPU_THREAD fallback (>>contexts), cpu = the shared buffer */
 	RINGBUF__TP_SHARED_TAKEN, /* owner word taken (F4b), before G3 */
+	RINGBUF__TP_FALLBACK_UNCLAIMED, /* F2/F3 found no claim, F4a not yet */
 	RINGBUF__TP_PERCPU_SCAN,    /* [PC-SCAN] PC1 done: SCANNING, the shared buffer held */
 	RINGBUF__TP_PERCPU_SCANNED, /* PC3's give-back done, SCANNING still set */
 	RINGBUF__TP_SHARED_HELD,        /* G3 done and the event reserved */
@@ -6781,7 +6782,10 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  *       no claim is made on this thread; a handler that interrupts F4-F5
  *       goes straight to F4b (its G4 restores PENDING), because a claim made
  *       by a handler would send our commit (which looks at the claim first)
- *       to its buffer.
+ *       to its buffer. A handler that cut in before F4a may have claimed
+ *       (a claim given back after our pass): after F4a the claim is looked
+ *       at again, and a claim found takes the event (F4a undone; test point
+ *       FALLBACK_UNCLAIMED, tests/contexts/test_claim_before_shared.c).
  *   F4b = G2 on the shared buffers, from one picked by our tid: CAS 0 -> id
  *       (no PERSIST; acq_rel: its acquire reads the previous holder's G5
  *       release, so that holder's events happen-before ours). A word that
@@ -7448,6 +7452,7 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 		}
 		if (due)
 			ringbuf__rescan_missed(e, gen);
+		RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_FALLBACK_UNCLAIMED);
 	}
 	if (!sh) {
 		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
@@ -7456,8 +7461,19 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 	/* F4a: no claim from here to G4 (a handler's event would claim, and
 	 * our commit would go to its buffer) */
 	if (!(cur & RINGBUF__CUR_PENDING)) {
+		uint32_t c;
 		atomic_store_explicit(&e->cur, RINGBUF__CUR_PENDING, memory_order_relaxed);
 		RINGBUF__BARRIER();
+		/* a handler that cut in before F4a may have claimed a buffer
+		 * (our claim pass found none, then one was given back): our
+		 * commit will look at that claim first, so the event goes there
+		 * (a shared event committed through the claim was left in
+		 * flight: test_thread_churn, about 1 run in 20) */
+		if ((c = atomic_load_explicit(&e->claimed, memory_order_relaxed)) != 0) {
+			atomic_store_explicit(&e->cur, cur, memory_order_relaxed); /* F4a undone */
+			RINGBUF__BARRIER();
+			return ringbuf_reserve(rb, c - 1, len);
+		}
 	}
 	/* F4b = G2 on the shared buffers, from one picked by our tid */
 	x = ringbuf__take(rb, base, sh, ringbuf__gettid() % sh, me, &took, false);

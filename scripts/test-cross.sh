@@ -70,7 +70,7 @@ done
 QEMU_SKIP="test_readers test_contexts test_signal_writers test_fork test_signal_safety
 	   test_head_push_race test_kernel_selftest test_merged_order test_wait test_reader_lock
 	   test_reset test_owners test_malloc_trace test_thread_churn test_record_kernel
-	   test_takeover_hb test_percpu_claim"
+	   test_takeover_hb test_percpu_claim test_claim_before_shared"
 NATIVE_SKIP=""
 SLOW_SKIP="aarch64:test_file aarch64:test_read_tool armhf:test_file armhf:test_interleave"
 # OPEN_SKIP: tests that fail here for a reason not understood yet ("arch:test";
