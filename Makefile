@@ -276,11 +276,11 @@ SAN_CXX ?= $(if $(findstring clang,$(SAN_CC)),$(subst clang,clang++,$(SAN_CC)),$
 SAN_MAKE = $(MAKE) --no-print-directory test CC=$(SAN_CC) CXX=$(SAN_CXX) TEST_TIMEOUT=$(TEST_TIMEOUT)
 
 asan: ## build and run the tests with AddressSanitizer (+ leak checks) in build/asan/
-	@ASAN_OPTIONS=detect_leaks=1 $(SAN_MAKE) BUILD=$(BUILD)/asan \
+	@+ASAN_OPTIONS=detect_leaks=1 $(SAN_MAKE) BUILD=$(BUILD)/asan \
 		SAN_FLAGS="-fsanitize=address -fno-omit-frame-pointer"
 
 ubsan: ## build and run the tests with UndefinedBehaviorSanitizer in build/ubsan/
-	@UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(SAN_MAKE) BUILD=$(BUILD)/ubsan \
+	@+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(SAN_MAKE) BUILD=$(BUILD)/ubsan \
 		SAN_FLAGS="-fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 
 # TSan cannot map its shadow memory under high ASLR entropy (vm.mmap_rnd_bits
@@ -288,13 +288,13 @@ ubsan: ## build and run the tests with UndefinedBehaviorSanitizer in build/ubsan
 TSAN_WRAPPER = $(shell setarch $$(uname -m) -R true >/dev/null 2>&1 && echo setarch $$(uname -m) -R)
 
 tsan: ## build and run the tests with ThreadSanitizer in build/tsan/
-	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(SAN_MAKE) BUILD=$(BUILD)/tsan \
+	@+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(SAN_MAKE) BUILD=$(BUILD)/tsan \
 		SAN_FLAGS="-fsanitize=thread" TEST_WRAPPER="$(TSAN_WRAPPER)"
 
 # AddressSanitizer and UndefinedBehaviorSanitizer in one build and one run
 # (what CI uses: half the time of asan + ubsan).
 asan-ubsan: ## build and run the tests with ASan (+ leak checks) and UBSan together in build/asan-ubsan/
-	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	@+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		$(SAN_MAKE) BUILD=$(BUILD)/asan-ubsan \
 		SAN_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 
@@ -302,7 +302,7 @@ asan-ubsan: ## build and run the tests with ASan (+ leak checks) and UBSan toget
 # (what CI uses for its clang runs: clang's UBSan checks without a build and a
 # run of their own; TSan cannot be combined with ASan, UBSan can).
 tsan-ubsan: ## build and run the tests with TSan and UBSan together (clang) in build/tsan-ubsan/
-	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	@+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		$(SAN_MAKE) BUILD=$(BUILD)/tsan-ubsan \
 		SAN_FLAGS="-fsanitize=thread,undefined -fno-sanitize-recover=all" TEST_WRAPPER="$(TSAN_WRAPPER)"
 
