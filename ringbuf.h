@@ -2171,6 +2171,17 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 		return;
 	}
 #endif
+	/* The mode written as the constant: straight through, as in
+	 * ringbuf__reserve_inline (the test below would take it to a cold
+	 * branch and back: two taken jumps and 3 more instructions per event,
+	 * bench_instr rb_thread_16) */
+	if (RINGBUF__IS_CONST(cpu) && cpu == RINGBUF_CPU_THREAD) {
+		if (RINGBUF__LIKELY(rb && data && (x = ringbuf__thread_buffer(rb)) < rb->ncpu))
+			ringbuf__commit_index(rb, x, data);
+		else
+			ringbuf__commit_slow(rb, cpu, data);
+		return;
+	}
 	if (RINGBUF__UNLIKELY(!rb || !data ||
 			      (!RINGBUF__INDEX_0(cpu) && x >= rb->ncpu &&
 			       (x != RINGBUF_CPU_THREAD || (x = ringbuf__thread_buffer(rb)) >= rb->ncpu)))) {
@@ -2642,10 +2653,11 @@ extern int clock_gettime(int, struct timespec *);
  *               waiters' address), commits + 1 [Q-X] 2
  *   other    4  the slow path's share (a new page every 204 events),
  *               register moves
- * RINGBUF_CPU_THREAD adds 34 (179.8): the thread's entry looked up twice
- * (reserve and commit: last index, TLS base, gen against rb->gen, claimed,
- * the index check) and the CPU struct's address for a variable index (a
- * multiply by its 896 bytes). Issue 24's goals (110 and 125) are not met:
+ * RINGBUF_CPU_THREAD adds 31 (176.8; 179.8 while the commit took the mode
+ * through a cold branch): the thread's entry looked up twice (reserve and
+ * commit: last index, TLS base, gen against rb->gen, claimed, the index
+ * check) and the CPU struct's address for a variable index (a multiply by
+ * its 896 bytes). Issue 24's goals (110 and 125) are not met:
  * what is left is each step's own loads, stores and checks (every one is
  * argued above for nesting, crash recovery or exact accounting), address
  * arithmetic that the signal fences make the compiler redo in the commit

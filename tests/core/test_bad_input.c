@@ -341,6 +341,13 @@ static int discard_cpu_2(void) { ringbuf_discard(E.rb, NCPU, E.data); return RC_
 static int commit_null_rb(void) { ringbuf_commit(NULL, 0, E.data); return RC_VOID; }
 static int discard_null_rb(void) { ringbuf_discard(NULL, 0, E.data); return RC_VOID; }
 static int destroy_null(void) { ringbuf_destroy(NULL); return RC_VOID; }
+/* the mapped modes written as constants (the inline commit's own branches) */
+static int commit_thread_null_rb(void) { ringbuf_commit(NULL, RINGBUF_CPU_THREAD, E.data); return RC_VOID; }
+static int commit_thread_null_data(void) { ringbuf_commit(E.rb, RINGBUF_CPU_THREAD, NULL); return RC_VOID; }
+static int commit_thread_nothing_reserved(void) { ringbuf_commit(E.rb, RINGBUF_CPU_THREAD, E.data); return RC_VOID; }
+static int commit_current_null_rb(void) { ringbuf_commit(NULL, RINGBUF_CPU_CURRENT, E.data); return RC_VOID; }
+static int commit_current_null_data(void) { ringbuf_commit(E.rb, RINGBUF_CPU_CURRENT, NULL); return RC_VOID; }
+static int commit_current_nothing_reserved(void) { ringbuf_commit(E.rb, RINGBUF_CPU_CURRENT, E.data); return RC_VOID; }
 static int control_null_rb(void)
 {
 	ringbuf_record_on(NULL);
@@ -436,6 +443,12 @@ static const struct row rows[] = {
 	ROW(discard_cpu_2, RC_VOID),
 	ROW(commit_null_rb, RC_VOID),
 	ROW(discard_null_rb, RC_VOID),
+	ROW(commit_thread_null_rb, RC_VOID),
+	ROW(commit_thread_null_data, RC_VOID),
+	ROW(commit_thread_nothing_reserved, RC_VOID),
+	ROW(commit_current_null_rb, RC_VOID),
+	ROW(commit_current_null_data, RC_VOID),
+	ROW(commit_current_nothing_reserved, RC_VOID),
 	/* reader */
 	ROW(consume_cpu_2, RINGBUF_EINVAL),
 	ROW(consume_cpu_max, RINGBUF_EINVAL),
