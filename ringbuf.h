@@ -1830,6 +1830,14 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
 #endif
 
 #ifdef RINGBUF__RSEQ_CLAIM
+/* ringbuf__rseq_cpu where rseq is known to be registered (__rseq_size >= 8) */
+RINGBUF__INLINE int32_t ringbuf__rseq_cpu_registered(void)
+{
+	return *(volatile int32_t *)(void *)((char *)__builtin_thread_pointer() + __rseq_offset + 4);
+}
+#endif
+
+#ifdef RINGBUF__RSEQ_CLAIM
 RINGBUF__INLINE bool ringbuf__rseq_take(struct ringbuf__cpu *c, uint32_t cpu, uint64_t me)
 {
 	char *rs = (char *)__builtin_thread_pointer() + __rseq_offset;
@@ -2022,8 +2030,16 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 			      !(tok = atomic_load_explicit(&e->token, memory_order_relaxed)) ||
 			      !(tid = atomic_load_explicit(&e->tid, memory_order_relaxed))))
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
+#ifdef RINGBUF__RSEQ_CLAIM
+	/* G1; a block that claims by sequence was made where glibc registered
+	 * rseq (ringbuf__rseq_usable: __rseq_size, fixed at start-up, kept by
+	 * fork): the CPU number straight from the thread's rseq area */
+	b = RINGBUF__LIKELY(rb->rseq) ? ringbuf__rseq_cpu_registered() : ringbuf__rseq_cpu();
+#else
 	b = ringbuf__rseq_cpu(); /* G1 */
-	if (RINGBUF__UNLIKELY(b < 0 || (uint32_t)b >= rb->cpu_bufs))
+#endif
+	/* negative (not registered: -1, -2) is above any cpu_bufs, unsigned */
+	if (RINGBUF__UNLIKELY((uint32_t)b >= rb->cpu_bufs))
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 	me = (uint64_t)tok << 32 | tid;
 #ifdef RINGBUF__RSEQ_CLAIM
