@@ -71,10 +71,15 @@ TEST_DIRS    := $(sort $(dir $(TEST_SRCS) $(wildcard tests/*/test_*.cpp)))
 vpath test_%.c $(TEST_DIRS)
 vpath test_%.cpp $(TEST_DIRS)
 vpath cxx_%.c $(TEST_DIRS)
-# The *_outline variants: these tests again with RINGBUF__CURRENT_OUTLINE=1
-# (RINGBUF_CPU_CURRENT's claim through the out-of-line path), built from the
-# same source by the %_outline rule below.
+# The *_outline variants: these tests again against $(OUTLINE_DIR), a copy of
+# the headers with tests/variants/current_outline.patch applied
+# (RINGBUF_CPU_CURRENT's claim through the out-of-line path for every event),
+# built from the same source by the %_outline rule below.
 OUTLINE_TESTS = test_contexts test_owners test_signal_writers test_reset test_quiesce
+OUTLINE_DIR   = $(BUILD)/outline
+OUTLINE_H     = $(OUTLINE_DIR)/ringbuf.h
+# -iquote: searched for #include "..." before the -I directories (-I.)
+OUTLINE_INC   = -iquote $(OUTLINE_DIR)
 TEST_BINS    := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS))) \
 	$(patsubst %,$(BUILD)/tests/%_outline,$(OUTLINE_TESTS))
 # run alone by make test (none: every test counts events, none measures time,
@@ -185,7 +190,7 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 
 # The implementation compiled once per build directory (one per compiler,
 # flags and sanitizer): ringbuf_impl.o (ringbuf.h) and all_impl.o (every
-# header), each also with RINGBUF__CURRENT_OUTLINE=1 for the outline variants.
+# header), each also against $(OUTLINE_DIR) for the outline variants.
 # A test marked `/* IMPL: shared */` (tests/README.md) is compiled without the
 # implementation (its include guards predefined) and linked with the object
 # for its first ringbuf header: ringbuf_impl.o for ringbuf.h, all_impl.o for
@@ -212,12 +217,18 @@ IMPL_OBJS := $(foreach o,ringbuf_impl ringbuf_impl_gnu all_impl,$(BUILD)/impl/$(
 $(IMPL_OBJS): | $(BUILD)/impl
 $(BUILD)/impl/%.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@ $<
-$(BUILD)/impl/%_outline.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
-	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -DRINGBUF__CURRENT_OUTLINE=1 -c -o $@ $<
+$(BUILD)/impl/%_outline.o: tests/impl/%.c $(HEADERS) $(OUTLINE_H) | $(BUILD)/impl
+	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING $(OUTLINE_INC) -c -o $@ $<
 $(BUILD)/impl/%_gnu.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
 	$(CC) $(ALL_CFLAGS) -D_GNU_SOURCE=1 -DRINGBUF_TESTING -c -o $@ $<
-$(BUILD)/impl/%_gnu_outline.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
-	$(CC) $(ALL_CFLAGS) -D_GNU_SOURCE=1 -DRINGBUF_TESTING -DRINGBUF__CURRENT_OUTLINE=1 -c -o $@ $<
+$(BUILD)/impl/%_gnu_outline.o: tests/impl/%.c $(HEADERS) $(OUTLINE_H) | $(BUILD)/impl
+	$(CC) $(ALL_CFLAGS) -D_GNU_SOURCE=1 -DRINGBUF_TESTING $(OUTLINE_INC) -c -o $@ $<
+# The headers of the outline variants: every header copied (a companion's
+# #include "ringbuf.h" then finds the copy beside it), the patch applied.
+$(OUTLINE_H): $(HEADERS) tests/variants/current_outline.patch
+	@rm -rf $(OUTLINE_DIR) && mkdir -p $(OUTLINE_DIR) && cp $(HEADERS) $(OUTLINE_DIR)/
+	@patch -s --fuzz=0 -p1 -d $(OUTLINE_DIR) <tests/variants/current_outline.patch || { rm -rf $(OUTLINE_DIR); \
+		echo "tests/variants/current_outline.patch does not apply to ringbuf.h: update its context lines" >&2; exit 1; }
 # A shared test must not define an option the object would not see (and one
 # that includes a companion header defines _GNU_SOURCE, as all_impl.c does).
 check_shared = $(if $(2),@o=$$(awk -f tests/impl/options.awk $(1)); if [ -n "$$o" ]; then \
@@ -235,9 +246,9 @@ $(BUILD)/tests/test_%: test_%.c $(HEADERS) $(TEST_HDRS) $$(call impl_obj,test_$$
 	$(call check_shared,$<,$(call impl_obj,test_$*))
 	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) -DRINGBUF_TESTING -Itests $(if $(call impl_obj,test_$*),$(IMPL_SKIP),$(OWN_IMPL)) \
 		$(LDFLAGS) -o $@ $< $(call impl_obj,test_$*) -lcmocka $(call extra_ldflags,$<)
-$(BUILD)/tests/test_%_outline: test_%.c $(HEADERS) $(TEST_HDRS) $$(call impl_obj,test_$$*,_outline) | $(BUILD)/tests
+$(BUILD)/tests/test_%_outline: test_%.c $(HEADERS) $(TEST_HDRS) $(OUTLINE_H) $$(call impl_obj,test_$$*,_outline) | $(BUILD)/tests
 	$(call check_shared,$<,$(call impl_obj,test_$*,_outline))
-	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) -DRINGBUF_TESTING -Itests -DRINGBUF__CURRENT_OUTLINE=1 \
+	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) -DRINGBUF_TESTING -Itests $(OUTLINE_INC) \
 		$(if $(call impl_obj,test_$*,_outline),$(IMPL_SKIP),$(OWN_IMPL)) \
 		$(LDFLAGS) -o $@ $< $(call impl_obj,test_$*,_outline) -lcmocka $(call extra_ldflags,$<)
 # tests/trace/test_ftrace_fentry.c: gcc's x86-64 -mfentry NOP sites (ringbuf_ftrace.h

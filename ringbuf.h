@@ -2019,7 +2019,6 @@ RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, s
  * else goes out of line, which starts again at G1. */
 RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 {
-#ifndef RINGBUF__CURRENT_OUTLINE
 	struct ringbuf__tctx *e = &ringbuf__tctx[ringbuf__tctx_last % RINGBUF__TCTX];
 	uint32_t tok, tid;
 	int32_t b;
@@ -2077,9 +2076,6 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 		atomic_store_explicit(&ringbuf__cpu(rb, (unsigned)b)->owner, 0, memory_order_release);
 	}
 	return p;
-#else
-	return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
-#endif
 }
 
 /* Do the armed waiters of `waiters` wait for c's CPU (or any)? The armed
@@ -2165,7 +2161,6 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 	ringbuf__commit_slow(rb, cpu, data);
 #else
 	unsigned x = cpu;
-#ifndef RINGBUF__CURRENT_OUTLINE
 	if (RINGBUF__UNLIKELY(x == RINGBUF_CPU_CURRENT) && rb && data) {
 		/* the outermost event of an inline (or out-of-line) G1-G3: G4, G5
 		 * here, as ringbuf__held_end; nested or shared: out of line */
@@ -2186,7 +2181,6 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 		atomic_store_explicit(&ringbuf__cpu(rb, b)->owner, 0, memory_order_release); /* G5 */
 		return;
 	}
-#endif
 	/* The mode written as the constant: straight through, as in
 	 * ringbuf__reserve_inline (the test below would take it to a cold
 	 * branch and back: two taken jumps and 3 more instructions per event,
@@ -6762,8 +6756,9 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * between G2 and G3 finds cur == 0 and the word ours, its own inline CAS
  * fails, and out of line it nests (took = false); one that lands after G3
  * finds depth 1 and nests; between the commit and G4 it nests on the
- * committed buffer, still ours. RINGBUF__CURRENT_OUTLINE (internal, for the
- * tests' *_outline variants) keeps the whole of G1-G5 out of line. Test
+ * committed buffer, still ours. (The tests' *_outline variants build on a
+ * copy of this header whose inline CURRENT paths call the out-of-line ones:
+ * tests/variants/current_outline.patch.) Test
  * points (RINGBUF_TESTING only) mark the inline windows: CURRENT_TAKEN (G2
  * done, G3 not), CURRENT_HELD (G3 done, reserve not), CURRENT_COMMITTED
  * (commit done, G4 not), CURRENT_UNHELD (G4 done, G5 not), CURRENT_UNDONE

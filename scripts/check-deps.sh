@@ -17,6 +17,8 @@ dep() { pkgs+=("$1") kinds+=("$2") checks+=("$3"); }
 dep libcmocka-dev     required 'test -f /usr/include/cmocka.h || pkg-config --exists cmocka'
 dep libtraceevent-dev required 'pkg-config --exists libtraceevent || test -f /usr/include/traceevent/kbuffer.h'
 dep trace-cmd         required 'command -v trace-cmd'
+# the *_outline tests' headers (tests/variants/current_outline.patch)
+dep patch             required 'command -v patch'
 # make test-packaging: each consumer path is skipped (and says so) without its tool
 dep pkg-config        optional 'command -v pkg-config'
 dep cmake             optional 'command -v cmake'

@@ -32,7 +32,8 @@
  * after the writer's) and per-CPU with RINGBUF_F_NO_RSEQ (the same rules by
  * CAS): the same expectations hold for all three.
  * The inline path needs rseq (glibc >= 2.35): skipped without it. There is
- * no *_outline variant: RINGBUF__CURRENT_OUTLINE has no inline claim. */
+ * no *_outline variant: tests/variants/current_outline.patch removes the
+ * inline claim these steps are in. */
 #define _GNU_SOURCE 1
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
