@@ -86,9 +86,11 @@ TEST_BINS    := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(TEST_SRCS))) \
 # and each names its files by pid or mkstemp; a test that another running test
 # disturbs goes here, with the reason)
 TEST_SERIAL  =
-# started first when they run two at a time (the longest, gcc -O2: 30-90 s
-# each), so that the others fill the other core instead of one waiting for them
-TEST_FIRST   = test_ftrace test_interleave test_contexts_outline test_record_hostile test_read_tool test_file
+# started first when they run two at a time (the longest, with gcc -O2 or
+# under a sanitizer: 10-45 s each in CI), so that the others fill the other
+# core instead of one waiting for them at the end
+TEST_FIRST   = test_ftrace test_interleave test_contexts_outline test_record_hostile test_read_tool test_file \
+	test_kernel_regressions test_readers test_crash_accounting test_ftrace_live test_contexts
 # C++ tests: tests/*/test_*.cpp, each linked with the C file its
 # `// C_SOURCES: tests/x.c` line names (compiled with CC)
 TEST_CXX_SRCS := $(wildcard tests/test_*.cpp tests/*/test_*.cpp)
