@@ -140,7 +140,7 @@ test: ## check dependencies (installs cmocka when root), build and run all tests
 	@scripts/check-deps.sh
 	@tests/check-docs.sh
 	@$(if $(SAN_FLAGS),echo "test-packaging: not repeated in sanitizer runs")
-	@$(MAKE) --no-print-directory --output-sync=target compile-checks $(if $(SAN_FLAGS),,test-packaging) tests
+	@$(MAKE) --no-print-directory $(if $(filter output-sync,$(.FEATURES)),--output-sync=target) compile-checks $(if $(SAN_FLAGS),,test-packaging) tests
 	@$(if $(HAVE_CXX),:,echo "test: no C++ compiler ($(CXX)): tests/*/test_*.cpp skipped")
 	@$(RUN_TESTS) $(filter $(addprefix %/,$(TEST_FIRST)),$(TEST_BINS)) \
 		$(filter-out $(addprefix %/,$(TEST_FIRST)),$(TEST_BINS)) $(TEST_CXX_BINS)
