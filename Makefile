@@ -196,7 +196,11 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 # IMPL_SKIP: each header's guard, `#if defined(RINGBUF_IMPLEMENTATION) &&
 # !defined(RINGBUF_..._IMPLEMENTATION_INCLUDED)`, read from the headers (a new
 # header needs no edit here; tests/impl/all_impl.c must include it).
-IMPL_SKIP := $(patsubst %,-D%=1,$(shell sed -n 's/^\#if defined(RINGBUF_IMPLEMENTATION) && !defined(\(RINGBUF_[A-Z_]*IMPLEMENTATION_INCLUDED\)).*/\1/p' $(HEADERS)))
+# RINGBUF_TEST_SHARED: tests/internal.h then names the implementation's
+# private functions, variables and constants a white-box test uses through the
+# shared object's definitions of them (tests/impl/internal_impl.h).
+IMPL_SKIP := $(patsubst %,-D%=1,$(shell sed -n 's/^\#if defined(RINGBUF_IMPLEMENTATION) && !defined(\(RINGBUF_[A-Z_]*IMPLEMENTATION_INCLUDED\)).*/\1/p' $(HEADERS))) \
+	-DRINGBUF_TEST_SHARED=1
 SHARED_SRCS := $(if $(TEST_SRCS),$(shell grep -l '^/\* IMPL: shared' $(TEST_SRCS)))
 # _GNU_SOURCE before the first include changes the implementation too (with
 # strict C11, <sys/mman.h> has no MAP_ANONYMOUS: an anonymous buffer comes
@@ -210,15 +214,16 @@ defines_gnu = $(shell sed -n '1,/^[[:space:]]*\#[[:space:]]*include[[:space:]]*"
 	grep -l '^[[:space:]]*\#[[:space:]]*define[[:space:]]*_GNU_SOURCE')
 # Named as targets, so not intermediate files: kept, and a missing one is
 # built (an intermediate one would not make its tests out of date).
+IMPL_TEST_HDRS := tests/internal.h tests/impl/internal_impl.h
 IMPL_OBJS := $(foreach o,ringbuf_impl ringbuf_impl_gnu all_impl,$(BUILD)/impl/$(o).o $(BUILD)/impl/$(o)_outline.o)
 $(IMPL_OBJS): | $(BUILD)/impl
-$(BUILD)/impl/%.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
+$(BUILD)/impl/%.o: tests/impl/%.c $(HEADERS) $(IMPL_TEST_HDRS) | $(BUILD)/impl
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@ $<
-$(BUILD)/impl/%_outline.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
+$(BUILD)/impl/%_outline.o: tests/impl/%.c $(HEADERS) $(IMPL_TEST_HDRS) | $(BUILD)/impl
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -DRINGBUF__CURRENT_OUTLINE=1 -c -o $@ $<
-$(BUILD)/impl/%_gnu.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
+$(BUILD)/impl/%_gnu.o: tests/impl/%.c $(HEADERS) $(IMPL_TEST_HDRS) | $(BUILD)/impl
 	$(CC) $(ALL_CFLAGS) -D_GNU_SOURCE=1 -DRINGBUF_TESTING -c -o $@ $<
-$(BUILD)/impl/%_gnu_outline.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
+$(BUILD)/impl/%_gnu_outline.o: tests/impl/%.c $(HEADERS) $(IMPL_TEST_HDRS) | $(BUILD)/impl
 	$(CC) $(ALL_CFLAGS) -D_GNU_SOURCE=1 -DRINGBUF_TESTING -DRINGBUF__CURRENT_OUTLINE=1 -c -o $@ $<
 # A shared test must not define an option the object would not see (and one
 # that includes a companion header defines _GNU_SOURCE, as all_impl.c does).

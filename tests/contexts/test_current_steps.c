@@ -34,8 +34,10 @@
  * The inline path needs rseq (glibc >= 2.35): skipped without it. There is
  * no *_outline variant: RINGBUF__CURRENT_OUTLINE has no inline claim. */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
+#include "internal.h" /* the implementation's private names (IMPL: shared) */
 
 #include <pthread.h>
 #include <sched.h>

@@ -10,3 +10,11 @@
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf_ftrace.h"
 #include "ringbuf_net.h"
+/* the private names white-box tests use (tests/internal.h): ringbuf.h's, then
+ * the companion headers' */
+#include "internal_impl.h"
+_Atomic unsigned *ringbuf_test__net_refused(void) { return &ringbuf_net__refused; }
+int ringbuf_test__tdat_write_fd(int fd, const void *buf, size_t n, int sock)
+{
+	return ringbuf_tdat__write_fd(fd, buf, n, sock);
+}
