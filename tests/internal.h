@@ -55,6 +55,10 @@ RINGBUF_API void ringbuf__test_rseq_counts(const struct ringbuf *rb, uint64_t ou
 /* the companion headers' (tests/impl/all_impl.c only) */
 _Atomic unsigned *ringbuf_test__net_refused(void);
 int ringbuf_test__tdat_write_fd(int fd, const void *buf, size_t n, int sock);
+struct ringbuf_trace_registry;
+struct ringbuf_trace_event;
+int ringbuf_test__trace_parse(const void *area, size_t size, struct ringbuf_trace_registry *reg, bool check_sum);
+struct ringbuf_trace_event *ringbuf_test__trace_first(const struct ringbuf_trace_registry *reg);
 #endif
 
 #if defined(RINGBUF_TEST_SHARED)
@@ -93,5 +97,7 @@ int ringbuf_test__tdat_write_fd(int fd, const void *buf, size_t n, int sock);
 /* ---- the companion headers (tests/impl/all_impl.c only) ---- */
 #define ringbuf_net__refused (*ringbuf_test__net_refused())
 #define ringbuf_tdat__write_fd ringbuf_test__tdat_write_fd
+#define ringbuf_trace__parse ringbuf_test__trace_parse
+#define ringbuf_trace__first ringbuf_test__trace_first
 #endif /* RINGBUF_TEST_SHARED */
 #endif

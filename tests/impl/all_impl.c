@@ -18,3 +18,11 @@ int ringbuf_test__tdat_write_fd(int fd, const void *buf, size_t n, int sock)
 {
 	return ringbuf_tdat__write_fd(fd, buf, n, sock);
 }
+int ringbuf_test__trace_parse(const void *area, size_t size, struct ringbuf_trace_registry *reg, bool check_sum)
+{
+	return ringbuf_trace__parse(area, size, reg, check_sum);
+}
+struct ringbuf_trace_event *ringbuf_test__trace_first(const struct ringbuf_trace_registry *reg)
+{
+	return ringbuf_trace__first(reg);
+}
