@@ -196,12 +196,18 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 # A test marked `/* IMPL: shared */` (tests/README.md) is compiled without the
 # implementation (its include guards predefined) and linked with the object
 # for its first ringbuf header: ringbuf_impl.o for ringbuf.h, all_impl.o for
-# the others. Other tests (an option of their own, or white-box use of the
-# implementation's static internals) compile it themselves.
+# the others (and for a tool's source: the tools include the companions).
+# White-box tests reach the implementation's private names through
+# tests/internal.h. Other tests (an option or CFLAGS of their own, a private
+# struct dereferenced) compile it themselves.
 # IMPL_SKIP: each header's guard, `#if defined(RINGBUF_IMPLEMENTATION) &&
 # !defined(RINGBUF_..._IMPLEMENTATION_INCLUDED)`, read from the headers (a new
 # header needs no edit here; tests/impl/all_impl.c must include it).
-IMPL_SKIP := $(patsubst %,-D%=1,$(shell sed -n 's/^\#if defined(RINGBUF_IMPLEMENTATION) && !defined(\(RINGBUF_[A-Z_]*IMPLEMENTATION_INCLUDED\)).*/\1/p' $(HEADERS)))
+# RINGBUF_TEST_SHARED: tests/internal.h then names the implementation's
+# private functions, variables and constants a white-box test uses through the
+# shared object's definitions of them (tests/impl/internal_impl.h).
+IMPL_SKIP := $(patsubst %,-D%=1,$(shell sed -n 's/^\#if defined(RINGBUF_IMPLEMENTATION) && !defined(\(RINGBUF_[A-Z_]*IMPLEMENTATION_INCLUDED\)).*/\1/p' $(HEADERS))) \
+	-DRINGBUF_TEST_SHARED=1
 SHARED_SRCS := $(if $(TEST_SRCS),$(shell grep -l '^/\* IMPL: shared' $(TEST_SRCS)))
 # _GNU_SOURCE before the first include changes the implementation too (with
 # strict C11, <sys/mman.h> has no MAP_ANONYMOUS: an anonymous buffer comes
@@ -210,20 +216,21 @@ SHARED_SRCS := $(if $(TEST_SRCS),$(shell grep -l '^/\* IMPL: shared' $(TEST_SRCS
 # $(1): a test's name -> its implementation object (empty: its own), $(2): outline suffix
 impl_obj = $(foreach f,$(filter %/$(1).c,$(SHARED_SRCS)),$(BUILD)/impl/$(if $(call includes_companion,$(f)),all_impl,ringbuf_impl$(if \
 	$(call defines_gnu,$(f)),_gnu))$(2).o)
-includes_companion = $(shell grep -l '^[[:space:]]*\#[[:space:]]*include[[:space:]]*"ringbuf_' $(1))
-defines_gnu = $(shell sed -n '1,/^[[:space:]]*\#[[:space:]]*include[[:space:]]*"ringbuf/p' $(1) | \
+includes_companion = $(shell grep -l '^[[:space:]]*\#[[:space:]]*include[[:space:]]*"\(ringbuf_\|tools/\)' $(1))
+defines_gnu = $(shell sed -n '1,/^[[:space:]]*\#[[:space:]]*include[[:space:]]*"\(ringbuf\|tools\/\)/p' $(1) | \
 	grep -l '^[[:space:]]*\#[[:space:]]*define[[:space:]]*_GNU_SOURCE')
 # Named as targets, so not intermediate files: kept, and a missing one is
 # built (an intermediate one would not make its tests out of date).
+IMPL_TEST_HDRS := tests/internal.h tests/impl/internal_impl.h
 IMPL_OBJS := $(foreach o,ringbuf_impl ringbuf_impl_gnu all_impl,$(BUILD)/impl/$(o).o $(BUILD)/impl/$(o)_outline.o)
 $(IMPL_OBJS): | $(BUILD)/impl
-$(BUILD)/impl/%.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
+$(BUILD)/impl/%.o: tests/impl/%.c $(HEADERS) $(IMPL_TEST_HDRS) | $(BUILD)/impl
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING -c -o $@ $<
-$(BUILD)/impl/%_outline.o: tests/impl/%.c $(HEADERS) $(OUTLINE_H) | $(BUILD)/impl
+$(BUILD)/impl/%_outline.o: tests/impl/%.c $(HEADERS) $(IMPL_TEST_HDRS) $(OUTLINE_H) | $(BUILD)/impl
 	$(CC) $(ALL_CFLAGS) -DRINGBUF_TESTING $(OUTLINE_INC) -c -o $@ $<
-$(BUILD)/impl/%_gnu.o: tests/impl/%.c $(HEADERS) | $(BUILD)/impl
+$(BUILD)/impl/%_gnu.o: tests/impl/%.c $(HEADERS) $(IMPL_TEST_HDRS) | $(BUILD)/impl
 	$(CC) $(ALL_CFLAGS) -D_GNU_SOURCE=1 -DRINGBUF_TESTING -c -o $@ $<
-$(BUILD)/impl/%_gnu_outline.o: tests/impl/%.c $(HEADERS) $(OUTLINE_H) | $(BUILD)/impl
+$(BUILD)/impl/%_gnu_outline.o: tests/impl/%.c $(HEADERS) $(IMPL_TEST_HDRS) $(OUTLINE_H) | $(BUILD)/impl
 	$(CC) $(ALL_CFLAGS) -D_GNU_SOURCE=1 -DRINGBUF_TESTING $(OUTLINE_INC) -c -o $@ $<
 # The headers of the outline variants: every header copied (a companion's
 # #include "ringbuf.h" then finds the copy beside it), the patch applied.
@@ -232,11 +239,15 @@ $(OUTLINE_H): $(HEADERS) tests/variants/current_outline.patch
 	@patch -s --fuzz=0 -p1 -d $(OUTLINE_DIR) <tests/variants/current_outline.patch || { rm -rf $(OUTLINE_DIR); \
 		echo "tests/variants/current_outline.patch does not apply to ringbuf.h: update its context lines" >&2; exit 1; }
 # A shared test must not define an option the object would not see (and one
-# that includes a companion header defines _GNU_SOURCE, as all_impl.c does).
+# that includes a companion header defines _GNU_SOURCE, as all_impl.c does),
+# nor have a CFLAGS line (-finstrument-functions, -fno-omit-frame-pointer:
+# the flags its test needs in the implementation's code too).
 check_shared = $(if $(2),@o=$$(awk -f tests/impl/options.awk $(1)); if [ -n "$$o" ]; then \
 	echo "$$o: a test marked IMPL: shared defines an option; remove the mark (tests/README.md)" >&2; exit 1; fi \
 	$(if $(call includes_companion,$(1)),$(if $(call defines_gnu,$(1)),,; \
-	echo "$(1): marked IMPL: shared, includes a companion header: define _GNU_SOURCE first, as tests/impl/all_impl.c does" >&2; exit 1)))
+	echo "$(1): marked IMPL: shared, includes a companion header: define _GNU_SOURCE first, as tests/impl/all_impl.c does" >&2; exit 1)) \
+	$(if $(call extra_cflags,$(1)),; \
+	echo "$(1): marked IMPL: shared with a CFLAGS line: its flags would not compile the implementation (tests/README.md)" >&2; exit 1))
 
 # A test that compiles the implementation itself compiles it as a one-unit
 # user would, with RINGBUF_STATIC: the compiler drops the functions the test

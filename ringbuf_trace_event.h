@@ -593,6 +593,34 @@ static inline const char *ringbuf_trace__get_str(const void *rec, size_t len, ui
 		sizeof(struct S), printstr, ringbuf__print_##name, NULL, NULL, NULL};
 
 
+/* >>flight: the layout of a file-backed buffer's user area (the thread-name
+ * table, written in >>events below, read by ringbuf_trace_flight.h): the
+ * header's first fields and one comm slot. Internal; here rather than in the
+ * implementation, so that tools and tests can size the area. */
+#define RINGBUF_TRACE__UMAGIC 0x3174726674627272ull /* "rrbtftr1" */
+#define RINGBUF_TRACE__UVERSION 1u
+struct ringbuf_trace__uhdr {
+	_Atomic(uint64_t) magic;
+	uint32_t version;
+	uint32_t hdr_size;
+	uint32_t comm_off;
+	uint32_t comm_cap;
+	_Atomic(uint32_t) comm_next; /* slots claimed (may exceed comm_cap) */
+	uint32_t reg_off;
+	uint32_t reg_len;
+	_Atomic(uint32_t) reg_seq;   /* odd while the blob is being rewritten */
+	uint64_t reg_sum;
+	int32_t writer_pid;
+	uint32_t reserved;
+	uint64_t writer_start;       /* start time of writer_pid (clock ticks after boot) */
+};
+
+struct ringbuf_trace__ucomm {
+	_Atomic(int32_t) pid; /* 0 until the name is written */
+	uint32_t reserved;
+	char comm[16];
+};
+
 #ifdef __cplusplus
 }
 #endif
@@ -806,34 +834,11 @@ RINGBUF_API void ringbuf_trace_signal_exit(void)
 /* ---- >>events: the emitters' out-of-line part ---------------------------- */
 
 /* >>flight: the writer's side of a file-backed buffer's user area (the
- * thread-name table that ringbuf_trace_flight.h lays out and reads): the
- * header's first fields and one comm slot, and the append that every
- * thread's first event on a buffer makes. Nothing is written until
- * ringbuf_trace_store_registry() has published the header (magic). */
-#define RINGBUF_TRACE__UMAGIC 0x3174726674627272ull /* "rrbtftr1" */
-#define RINGBUF_TRACE__UVERSION 1u
-struct ringbuf_trace__uhdr {
-	_Atomic(uint64_t) magic;
-	uint32_t version;
-	uint32_t hdr_size;
-	uint32_t comm_off;
-	uint32_t comm_cap;
-	_Atomic(uint32_t) comm_next; /* slots claimed (may exceed comm_cap) */
-	uint32_t reg_off;
-	uint32_t reg_len;
-	_Atomic(uint32_t) reg_seq;   /* odd while the blob is being rewritten */
-	uint64_t reg_sum;
-	int32_t writer_pid;
-	uint32_t reserved;
-	uint64_t writer_start;       /* start time of writer_pid (clock ticks after boot) */
-};
-
-struct ringbuf_trace__ucomm {
-	_Atomic(int32_t) pid; /* 0 until the name is written */
-	uint32_t reserved;
-	char comm[16];
-};
-
+ * thread-name table that ringbuf_trace_flight.h lays out and reads; its
+ * layout, struct ringbuf_trace__uhdr and ringbuf_trace__ucomm, is in the
+ * header part above): the append that every thread's first event on a buffer
+ * makes. Nothing is written until ringbuf_trace_store_registry() has
+ * published the header (magic). */
 static size_t ringbuf_trace__comm_off(void)
 {
 	return sizeof(struct ringbuf_trace__uhdr);

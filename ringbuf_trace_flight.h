@@ -262,8 +262,8 @@ static __attribute__((unused)) void ringbuf_trace__str(struct ringbuf_trace__out
  * copied that table. */
 
 /* RINGBUF_TRACE__UMAGIC, UVERSION, struct ringbuf_trace__uhdr and
- * ringbuf_trace__ucomm, the append of a thread's name: ringbuf_trace_event.h
- * (the emitters' side, >>events: the emitters' out-of-line part) */
+ * ringbuf_trace__ucomm: ringbuf_trace_event.h's header part; the append of a
+ * thread's name: its >>events (the emitters' out-of-line part) */
 #define RINGBUF_TRACE__MAX_FIELDS 32u
 #define RINGBUF_TRACE__MAX_EVENTS 32767u
 

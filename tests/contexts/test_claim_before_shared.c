@@ -15,6 +15,7 @@
  * Checked: every event read back once, committing 0 and every word free
  * but the claim, nothing counted as refused. */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
 

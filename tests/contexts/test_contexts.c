@@ -34,8 +34,10 @@
  * re-create at the same address; more than 4 buffers over a thread's life).
  */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
+#include "internal.h" /* the implementation's private names (IMPL: shared) */
 
 #include <errno.h>
 #include <pthread.h>

@@ -35,8 +35,10 @@
  * no *_outline variant: tests/variants/current_outline.patch removes the
  * inline claim these steps are in. */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
+#include "internal.h" /* the implementation's private names (IMPL: shared) */
 
 #include <pthread.h>
 #include <sched.h>

@@ -25,8 +25,10 @@
  * events and each child's are all there afterwards, in order.
  */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
+#include "internal.h" /* the implementation's private names (IMPL: shared) */
 
 #include <errno.h>
 #include <pthread.h>

@@ -58,8 +58,10 @@
  * other machines), as are (2)-(4) with fewer than 2 CPUs. tests/contexts/
  * test_current_steps.c cuts in at each step G1-G5 of a per-CPU block. */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
+#include "internal.h" /* the implementation's private names (IMPL: shared) */
 
 #include <pthread.h>
 #include <sched.h>

@@ -22,8 +22,10 @@
  *     judged (RINGBUF_EBUSY after the bound).
  */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
+#include "internal.h" /* the implementation's private names (IMPL: shared) */
 
 #include <errno.h>
 #include <pthread.h>

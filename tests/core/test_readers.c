@@ -35,8 +35,10 @@
  * asserts after joining. A SIGALRM watchdog ends a hung test.
  */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
+#include "internal.h" /* the implementation's private names (IMPL: shared) */
 
 #include <errno.h>
 #include <pthread.h>

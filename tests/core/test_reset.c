@@ -32,8 +32,10 @@
  * fixed number of rounds) ends with consistent statistics and no corruption.
  */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
+#include "internal.h" /* the implementation's private names (IMPL: shared) */
 
 #include <errno.h>
 #include <pthread.h>

@@ -11,8 +11,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
+#include "internal.h" /* the implementation's private names (IMPL: shared) */
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -33,8 +33,10 @@
  * make membarrier fail / drop futex wakes on demand.
  */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
+#include "internal.h" /* the implementation's private names (IMPL: shared) */
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -9,8 +9,10 @@
  * the tail moved at V1 made every open fail with RINGBUF_ECORRUPT.
  */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
+#include "internal.h" /* the implementation's private names (IMPL: shared) */
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -4,3 +4,5 @@
  * `IMPL: shared` whose first ringbuf header is ringbuf.h (tests/README.md). */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
+/* the private names white-box tests use (tests/internal.h) */
+#include "internal_impl.h"

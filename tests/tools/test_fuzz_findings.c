@@ -59,7 +59,10 @@
  *    such a page of a corrupted buffer into the trace.dat. Expected:
  *    RINGBUF_ECORRUPT (the page left out and counted), as pagewalk.
  */
+#define _GNU_SOURCE 1 /* as the tool defines it, and as all_impl.o is compiled */
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_RECORD_TOOL_NO_MAIN
+#include "internal.h" /* the private names the tool and the test use (IMPL: shared) */
 #include "tools/ringbuf-record.c"
 
 #include <stdarg.h>

@@ -23,7 +23,9 @@
  * reaped and every buffer is finished.
  */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_RECORD_TOOL_NO_MAIN
+#include "internal.h" /* the private names the tool and the test use (IMPL: shared) */
 #include "tools/ringbuf-record.c"
 #define MALLOC_CHECK_NO_MAIN
 #include "examples/malloc_check.c"

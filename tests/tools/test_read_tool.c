@@ -14,7 +14,9 @@
  * RBREAD_KEEP=1 keeps the temporary directory (/tmp/rbread-*) for a look.
  */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_READ_TOOL_NO_MAIN
+#include "internal.h" /* the private names the tool and the test use (IMPL: shared) */
 #include "tools/ringbuf-read.c"
 #define RINGBUF_TRACE_DEFINE_EVENTS
 #include "ringbuf_trace.h"

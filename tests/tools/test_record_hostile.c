@@ -44,7 +44,9 @@
  * geometry validated on the copy).
  */
 #define _GNU_SOURCE 1
+/* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_RECORD_TOOL_NO_MAIN
+#include "internal.h" /* the private names the tool and the test use (IMPL: shared) */
 #include "tools/ringbuf-record.c"
 #define RINGBUF_TRACE_DEFINE_EVENTS
 #include "ringbuf_trace.h"
