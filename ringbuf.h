@@ -1269,8 +1269,9 @@ enum ringbuf__tp {
 	RINGBUF__TP_CURRENT_COMMITTED,   /* inline commit done, G4 not yet */
 	RINGBUF__TP_CURRENT_UNHELD,      /* inline G4 done, G5 not yet */
 	RINGBUF__TP_CURRENT_UNDONE,      /* inline reserve failed: G4 done, G5 not yet */
-	/* a thread's new per-buffer entry (ringbuf__tctx_get, T1-T3), cpu 0 */
-	RINGBUF__TP_TCTX_CHOSEN,   /* T1: a free entry chosen, not yet taken */
+	/* a thread's new per-buffer entry (ringbuf__tctx_get, T0-T3), cpu 0 */
+	RINGBUF__TP_TCTX_MISSED,   /* T0: the lookup found none, `making` not yet set */
+	RINGBUF__TP_TCTX_CHOSEN,         /* T1: a free entry chosen, not yet taken */
 	RINGBUF__TP_TCTX_CLEARED,        /* T2: taken and cleared, our gen not yet in it */
 	/* ringbuf_wait's steps (outside the count as well) */
 	RINGBUF__TP_WAIT_REGISTER, /* before the waiter registers */
@@ -7106,10 +7107,20 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 		}
 	if (!make)
 		return NULL;
-	/* MAKING AN ENTRY (T1 choose a free one, T2 take and clear it, T3 put
-	 * our gen in it). A signal handler of this thread that cuts in anywhere
+	/* MAKING AN ENTRY (T0 set `making`, then look again; T1 choose a free
+	 * one, T2 take and clear it, T3 put our gen in it). A signal handler of
+	 * this thread that cuts in before T0 makes its entry whole before we go
+	 * on (a handler runs to its end): T0's second look finds it, and we use
+	 * it (without that look we made a second entry for the same buffer: our
+	 * event reserved through ours, its commit through the handler's, which
+	 * the lookup finds first once the hint points elsewhere -- the event
+	 * lost, committing left at 1; test_owners.c,
+	 * handler_event_while_the_first_event_makes_the_entry at TCTX_MISSED).
+	 * A signal handler of this thread that cuts in anywhere
 	 * in T1-T3 and needs a new entry of its own gets none: its event is
-	 * dropped, counted in `unmapped` by the caller. Were it to make one, it
+	 * dropped, counted in `unmapped` by the caller (under a signal storm,
+	 * every signal delivered there: a burst of drops, at a thread's first
+	 * event on the buffer only). Were it to make one, it
 	 * could take the entry we chose (our T2 CAS then fails and we would
 	 * make a second one for the same buffer) or, finding ours half cleared,
 	 * take another: two entries of one buffer, the handler's holding a claim,
@@ -7117,10 +7128,18 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 	 * lookup finds first -- another buffer (seen under qemu-s390x: a
 	 * thread's first event lost, test_read_tool "missing stream 2 seq 0").
 	 * A handler that finds an entry (made before, or by T3 done) uses it. */
+	RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_TCTX_MISSED);
 	if (ringbuf__tctx_making)
 		return NULL;
-	ringbuf__tctx_making = 1;
+	ringbuf__tctx_making = 1; /* T0 */
 	RINGBUF__BARRIER();
+	for (i = 0; i < RINGBUF__TCTX; i++)
+		if (atomic_load_explicit(&ringbuf__tctx[i].gen, memory_order_relaxed) == gen) {
+			ringbuf__tctx_last = (unsigned)i;
+			RINGBUF__BARRIER();
+			ringbuf__tctx_making = 0;
+			return &ringbuf__tctx[i];
+		}
 	for (i = 0; i < RINGBUF__TCTX; i++) {
 		struct ringbuf__tctx *e = &ringbuf__tctx[i];
 		uint64_t old = atomic_load_explicit(&e->gen, memory_order_relaxed);

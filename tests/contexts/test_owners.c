@@ -609,19 +609,29 @@ static void more_than_64_live_buffers_are_all_registered(void **state)
 }
 
 /* A thread's first event on a buffer (RINGBUF_CPU_THREAD) makes its
- * per-buffer entry (T1-T3 in ringbuf.h); a signal handler's event cutting in
+ * per-buffer entry (T0-T3 in ringbuf.h); a signal handler's event cutting in
  * at T1 (entry chosen) or T2 (taken and cleared) must not make a second entry
  * for the same buffer. Before the fix it did: at T1 the handler took the
  * chosen entry and claimed a buffer, and the thread made another entry,
  * claimed a second buffer, reserved there and committed through the
  * handler's entry -- its first event lost (qemu-s390x test_read_tool
  * "missing stream 2 seq 0", about 1 run in 100). Now the handler's event is
- * dropped and counted (unmapped); every event of the thread is read back. */
+ * dropped and counted (unmapped); every event of the thread is read back.
+ * A handler cutting in before T0 (TCTX_MISSED: the thread's lookup found no
+ * entry, `making` not yet set) makes its entry whole and writes; the thread
+ * must then use that entry, not make a second one (it did, until T0 looked
+ * again: found by review; one entry per buffer is checked in the thread, and
+ * the thread's first event is committed after an event on another buffer,
+ * so that the commit's lookup does not find the thread's entry by its hint:
+ * through the handler's entry it went to the handler's buffer, and the event
+ * was lost with committing left at 1). */
 struct making {
 	struct ringbuf *rb;
+	struct ringbuf *other; /* written between the first event's reserve and commit */
 	int point;
 	pid_t tid;  /* the writer thread: the hook fires there only */
 	int fired;  /* the "handler" ran: 1 wrote, 2 dropped */
+	int entries; /* the thread's entries naming rb, counted in the thread at its end */
 };
 
 static void making_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
@@ -644,20 +654,30 @@ static void *making_main(void *arg)
 {
 	struct making *m = (struct making *)arg;
 	static const uint32_t v[3] = {0xaaaau, 0xbbbbu, 0xccccu};
+	uint32_t *p;
 	m->tid = (pid_t)my_tid();
-	for (int i = 0; i < 3; i++)
+	p = (uint32_t *)ringbuf_reserve(m->rb, RINGBUF_CPU_THREAD, 4);
+	if (!p || write_u32(m->other, RINGBUF_CPU_THREAD, 0x5555u) != 0)
+		return (void *)1;
+	*p = v[0];
+	ringbuf_commit(m->rb, RINGBUF_CPU_THREAD, p);
+	for (int i = 1; i < 3; i++)
 		if (write_u32(m->rb, RINGBUF_CPU_THREAD, v[i]) != 0)
 			return (void *)1;
+	for (int i = 0; i < RINGBUF__TCTX; i++)
+		m->entries += atomic_load(&ringbuf__tctx[i].gen) == m->rb->gen;
 	return NULL;
 }
 
 static void handler_event_while_the_first_event_makes_the_entry(void **state)
 {
-	static const int points[2] = {RINGBUF__TP_TCTX_CHOSEN, RINGBUF__TP_TCTX_CLEARED};
+	static const int points[3] = {RINGBUF__TP_TCTX_CHOSEN, RINGBUF__TP_TCTX_CLEARED, RINGBUF__TP_TCTX_MISSED};
+	static const char *const names[3] = {"T1 (chosen)", "T2 (cleared)", "T0 (missed, making not set)"};
 	(void)state;
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		struct ringbuf *rb = make_rb(4, 4096, 4 * 4096, NULL);
-		struct making m = {rb, points[k], 0, 0};
+		struct ringbuf *other = make_rb(4, 4096, 4 * 4096, NULL);
+		struct making m = {rb, other, points[k], 0, 0, 0};
 		struct ringbuf_record rec;
 		struct ringbuf_stats st;
 		uint32_t seen[4] = {0, 0, 0, 0}; /* 0x1111, 0xaaaa, 0xbbbb, 0xcccc */
@@ -678,11 +698,16 @@ static void handler_event_while_the_first_event_makes_the_entry(void **state)
 			}
 		assert_int_equal(ringbuf_stats(rb, &st), 0);
 		print_message("  handler at %s: it %s; read 0x1111 x%u, 0xaaaa x%u, 0xbbbb x%u, 0xcccc x%u; "
-			      "committed %llu, unmapped %llu\n",
-			      k ? "T2 (cleared)" : "T1 (chosen)",
-			      m.fired == 1 ? "wrote" : m.fired == 2 ? "was dropped" : "never ran", seen[0], seen[1],
-			      seen[2], seen[3], (unsigned long long)st.committed, (unsigned long long)st.unmapped);
+			      "committed %llu, unmapped %llu; the thread's entries for the buffer: %d\n",
+			      names[k], m.fired == 1 ? "wrote" : m.fired == 2 ? "was dropped" : "never ran", seen[0],
+			      seen[1], seen[2], seen[3], (unsigned long long)st.committed,
+			      (unsigned long long)st.unmapped, m.entries);
 		assert_int_not_equal(m.fired, 0);
+		assert_int_equal(m.entries, 1);
+		/* before T0 the handler makes the entry and writes; within T1-T3 it is dropped */
+		assert_int_equal(m.fired, points[k] == RINGBUF__TP_TCTX_MISSED ? 1 : 2);
+		for (cpu = 0; cpu < 4; cpu++)
+			assert_int_equal(atomic_load(&ringbuf__cpu(rb, cpu)->committing), 0);
 		if (seen[1] != 1)
 			fail_msg("the thread's first event (0xaaaa) read %u times", seen[1]);
 		assert_int_equal(seen[2], 1);
@@ -690,6 +715,7 @@ static void handler_event_while_the_first_event_makes_the_entry(void **state)
 		assert_int_equal(seen[0], m.fired == 1 ? 1u : 0u);
 		assert_int_equal(st.committed, n);
 		assert_int_equal(st.unmapped, m.fired == 2 ? 1u : 0u);
+		ringbuf_destroy(other);
 		ringbuf_destroy(rb);
 	}
 }
