@@ -240,7 +240,10 @@ run_test() {
 	if [ $st -eq 0 ]; then
 		out="PASS     $n (${secs}s, $(grep '^\[  SKIPPED \] ' "$t.log" | grep -v ' test(s)' | sort -u | wc -l) cases skipped)"
 	else
+		# the failed assertions, and the case that ran last with the
+		# log's last lines (a hang: where it stopped)
 		out="FAIL     $n (exit $st, ${secs}s; $t.log):"$'\n'"$(grep -E '^\[  (ERROR|FAILED) |^ERROR|LINE' "$t.log" | head -n 8 | sed 's/^/           /')"
+		out+=$'\n'"$( (grep -E '^\[ RUN ' "$t.log" | tail -n 1; tail -n 12 "$t.log") | cut -c1-300 | sed 's/^/         | /')"
 		: >"$2/$n"
 	fi
 	printf '%s\n' "$out"
