@@ -27,6 +27,9 @@
 #include "pagewalk.h"
 #include "sigutil.h" /* UNDER_TSAN */
 
+/* LDFLAGS: -Wl,--wrap=thrd_yield -Wl,--wrap=sched_yield */
+#include "one_thread.h" /* one thread: the library's yields counted, not made */
+
 #define MAXCTX (RINGBUF_MAX_NEST + 1)
 
 struct model {
@@ -372,6 +375,7 @@ static void every_test_point_was_cut_into(void **state)
 			      (unsigned long long)swap_cut[i]);
 		assert_true(swap_cut[i] > 0);
 	}
+	print_message("  %llu yields of the library counted, not made (one thread)\n", (unsigned long long)one_thread_yields);
 }
 
 /* Test points are one enum numbered by the compiler: a hook armed for one

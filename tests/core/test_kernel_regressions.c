@@ -71,6 +71,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+/* LDFLAGS: -Wl,--wrap=thrd_yield -Wl,--wrap=sched_yield */
+#include "one_thread.h" /* one thread: the library's yields counted, not made */
+
 #include "pagewalk.h"
 /* Payload address mod 8 (align8) or mod 4: ALIGN8 payloads are 8-aligned from
  * data[], which starts 12 bytes into the page with a 32-bit long. */

@@ -12,6 +12,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+/* LDFLAGS: -Wl,--wrap=thrd_yield -Wl,--wrap=sched_yield */
+#include "one_thread.h" /* one thread: the library's yields counted, not made */
+
 /* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
 #define RINGBUF_IMPLEMENTATION
 #include "ringbuf.h"
