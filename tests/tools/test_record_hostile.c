@@ -636,11 +636,20 @@ static void kill_at_random_steps_keeps_every_committed_event(void **state)
 		assert_int_equal(read(fds[0], &c, 1), 1);
 		close(fds[0]);
 		start_recorder(&run, &th, pidstr, sizeof pidstr, pid, out, name);
-		assert_int_equal(waitpid(pid, &status, 0), pid);
+		/* the recorder first: it returns when it finds the child gone,
+		 * or on an error; then the child may still be waiting for a
+		 * page to be taken (kill_child, event 256) and never ends: a
+		 * failure that says so, not a hang */
+		assert_int_equal(pthread_join(th, NULL), 0);
+		if (waitpid(pid, &status, WNOHANG) == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fail_msg("round %u: the recorder returned %d (live pages %llu) while the writer was still "
+				 "running", round, run.rc, (unsigned long long)ringbuf_record_last.live_pages);
+		}
 		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
 			fail_msg("round %u: child %s %d", round, WIFEXITED(status) ? "exit" : "signal",
 				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-		assert_int_equal(pthread_join(th, NULL), 0);
 		assert_int_equal(run.rc, RBREC_OK);
 		assert_int_equal(ringbuf_record_last.recovered, 1);
 		assert_int_equal(ringbuf_record_last.bad_pages, 0);
