@@ -564,9 +564,15 @@ static void kill_child(const char *path, int fd, uint64_t seed)
 	ringbuf__set_testpoint_hook(kill_point, NULL);
 	for (i = 0;; i++) {
 		kill_write(i & 1);
-		if (i == 256) { /* let the recorder take pages while this runs */
-			struct ringbuf_stats st;
-			while (ringbuf_stats(g_krb, &st) == 0 && st.pages_read == 0)
+		if (i == 256) {
+			/* let the recorder take pages while this runs. The count
+			 * is read without a lock: ringbuf_stats takes each CPU's
+			 * reader lock, and called in this loop it kept the
+			 * recorder's drain waiting for that lock (up to its
+			 * bound, then RINGBUF_EBUSY) */
+			while (atomic_load_explicit(&ringbuf__cpu(g_krb, 0)->pages_read, memory_order_relaxed) +
+				       atomic_load_explicit(&ringbuf__cpu(g_krb, 1)->pages_read, memory_order_relaxed) ==
+			       0)
 				sched_yield();
 		}
 	}
