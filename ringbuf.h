@@ -2696,7 +2696,9 @@ extern int clock_gettime(int, struct timespec *);
  * names a page with it; a value that fails is RINGBUF_ECORRUPT, never an
  * access outside the block; loops over pages are bounded by the page count
  * (find_head 3 laps, a read_page of padding-only pages one lap and a half,
- * the swap 64 tries). Records are parsed against that one commit, and a
+ * the swap 64 tries), and find_head never goes round one page: a reader
+ * page that links to itself is left for the tail page, a ring page that
+ * does is RINGBUF_ECORRUPT. Records are parsed against that one commit, and a
  * page handed out by reference is copied once and checked from the copy by
  * its user (ringbuf_tracedat's A1-A2). The geometry that bounds all of this
  * (nr_pages, bsize, the offsets, ncpu) is the handle's private copy, changed
@@ -4553,7 +4555,7 @@ static void ringbuf__reader_unlock(struct ringbuf__cpu *c)
 static int ringbuf__find_head(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c, uint32_t *head,
 			      uint64_t *plink)
 {
-	uint32_t n = rb->nr_pages + 1, x = c->head_hint, i;
+	uint32_t n = rb->nr_pages + 1, x = c->head_hint, i, nx;
 	uint32_t rp = RINGBUF__LOAD(&c->reader_page);
 	/* HOSTILE MEMORY: every index below is loaded once and range-checked
 	 * before it names a page (a shared block's other process may change
@@ -4589,11 +4591,27 @@ static int ringbuf__find_head(struct ringbuf *rb, unsigned cpu, struct ringbuf__
 				return 0;
 			}
 		}
-		x = ringbuf__next_idx(rb, cpu, x);
-		if (x > rb->nr_pages) {
+		nx = ringbuf__next_idx(rb, cpu, x);
+		if (nx > rb->nr_pages) {
 			ringbuf__warn(rb, cpu, "reader: link index out of range");
 			return RINGBUF_ECORRUPT;
 		}
+		if (RINGBUF__UNLIKELY(nx == x)) {
+			/* a page that links to itself (never so in a ring of two
+			 * pages or more). The reader page's link is only the way
+			 * in (the hint names it after every swap): enter at the
+			 * tail page instead. Before, every call went round the
+			 * reader page 3n times and returned RINGBUF_EAGAIN, which
+			 * ringbuf-record retried for about a minute per CPU
+			 * (test_record_hostile.c: a_reader_page_linking_to_itself) */
+			uint32_t t = RINGBUF__LOAD(&c->tail_page);
+			if (x != rp || t > rb->nr_pages || t == rp) {
+				ringbuf__warn(rb, cpu, "reader: a page links to itself");
+				return RINGBUF_ECORRUPT;
+			}
+			nx = t;
+		}
+		x = nx;
 		if (i % n == n - 1)
 			ringbuf__yield(); /* a writer is between H1 and H2; let it run */
 	}

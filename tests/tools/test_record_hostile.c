@@ -25,6 +25,7 @@
  *   kill_at_random_steps_keeps_every_committed_event  100 SIGKILLs of a
  *       writer with nested signal writers, recorded (see its section).
  *   changes_after_the_open_are_errors, recorder_gives_up_on_a_page_it_cannot_take,
+ *   a_reader_page_linking_to_itself,
  *   page_check_refuses_times_that_wrap_or_go_back  one change each, no
  *       concurrency: the bugs the mutators found, each of which failed before.
  *
@@ -744,6 +745,38 @@ static void changes_after_the_open_are_errors(void **state)
 	}
 }
 
+/* A reader page that links to itself, named by the head hint (a change
+ * after the open; ringbuf_recover leaves both alone): before, every read
+ * went round the reader page 3n times and returned RINGBUF_EAGAIN, and
+ * ringbuf-record's last drain retried that for about a minute per CPU (a
+ * read-only review found it). The walk now enters the ring at the tail
+ * page; a ring page that links to itself is RINGBUF_ECORRUPT (before: the
+ * same RINGBUF_EAGAIN). */
+static void a_reader_page_linking_to_itself(void **state)
+{
+	struct ringbuf *wr, *rb;
+	struct ringbuf__cpu *c;
+	unsigned char page[4096];
+	uint32_t rp, t;
+	(void)state;
+	wr = make_buffer(path_of("s.rb"), RINGBUF_MODE_PRODUCER_CONSUMER, 3000);
+	assert_int_equal(ringbuf_open_file(path_of("s.rb"), RINGBUF_OPEN_RDWR, &rb), 0);
+	c = ringbuf__cpu(rb, 0);
+	rp = atomic_load(&c->reader_page);
+	atomic_store(&ringbuf__bp(rb, 0, rp)->next, (uint64_t)rp << 2);
+	c->head_hint = rp;
+	assert_true(ringbuf_read_page(rb, 0, page, sizeof page, 0) > 0);
+	assert_true(ringbuf_read_page(rb, 0, page, sizeof page, 0) > 0);
+	/* a ring page that links to itself, on the walk's way */
+	t = atomic_load(&c->tail_page);
+	atomic_store(&ringbuf__bp(rb, 0, t)->next, (uint64_t)t << 2);
+	c->head_hint = t;
+	assert_int_equal(ringbuf_read_page(rb, 0, page, sizeof page, 0), RINGBUF_ECORRUPT);
+	ringbuf_destroy(rb);
+	ringbuf_destroy(wr);
+	unlink(path_of("s.rb"));
+}
+
 static void recorder_gives_up_on_a_page_it_cannot_take(void **state)
 {
 	struct ringbuf *wr, *rb;
@@ -1036,6 +1069,7 @@ int main(void)
 		cmocka_unit_test(kill_at_random_steps_keeps_every_committed_event),
 		cmocka_unit_test(changes_after_the_open_are_errors),
 		cmocka_unit_test(recorder_gives_up_on_a_page_it_cannot_take),
+		cmocka_unit_test(a_reader_page_linking_to_itself),
 		cmocka_unit_test(page_check_refuses_times_that_wrap_or_go_back),
 		cmocka_unit_test(header_changed_after_the_open),
 	};
