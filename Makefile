@@ -401,7 +401,7 @@ $(BUILD)/bench/%: bench/%.c ringbuf.h $(TRACE_HDRS) $(wildcard bench/*.h) $(BENC
 bench-ftrace: ## the function tracer's cost per traced call, vs untraced, uftrace, LTTng, a 2-record floor and the clock alone (bench/ftrace/; FTRACE_N, FTRACE_ROUNDS)
 	@CC="$(CC)" CFLAGS="$(CFLAGS)" bench/ftrace/run.sh $(BUILD)
 
-bench-real: ## malloc tracer on sqlite3, CPython, gcc: plain / malloc_trace.so + ringbuf-record / LTTng libc wrapper (not CI; BENCH_REAL_ROUNDS, BENCH_REAL_ONLY)
+bench-real: ## malloc tracer on sqlite3, CPython, gcc: plain / malloc_trace.so + ringbuf-record / the same in-process / LTTng libc wrapper (not CI; BENCH_REAL_ROUNDS, BENCH_REAL_ONLY)
 	@$(MAKE) --no-print-directory $(BUILD)/tools/ringbuf-record $(BUILD)/examples/malloc_trace.so $(BUILD)/examples/malloc_check
 	@python3 bench/real/bench_real.py $(BUILD)
 

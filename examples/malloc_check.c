@@ -494,13 +494,21 @@ static int mc_replay(const struct mc_trace *t, struct mc_set *s, uint64_t upto, 
  * first). depth bounds a malformed cycle. */
 static int mc_inherit(struct mc_trace *t, size_t n, size_t i, struct mc_set *s, unsigned depth)
 {
-	size_t j;
+	size_t j, best = n;
 	if (t[i].forked != 1 || depth > 64)
 		return 0;
+	/* The parent's pid may name several images (an image that execs keeps
+	 * its pid and gets a new buffer): the fork was made by the last one
+	 * that started before the child's first event, if their times tell;
+	 * else the first one that holds the fork event. */
+	for (j = 0; j < n; j++)
+		if (j != i && t[j].pid == t[i].ppid && t[j].n && t[i].n && t[j].ev[0].ts <= t[i].ev[0].ts &&
+		    (best == n || t[j].ev[0].ts > t[best].ev[0].ts))
+			best = j;
 	for (j = 0; j < n; j++) {
 		struct mc_set p;
 		int r;
-		if (j == i || t[j].pid != t[i].ppid)
+		if (j == i || t[j].pid != t[i].ppid || (best < n && j != best))
 			continue;
 		if (mc_set_init(&p, 1024) < 0)
 			return -1;

@@ -66,8 +66,23 @@
  * realloc(old, ptr, size) after it (ptr 0 and size != 0: failed, p still
  * live).
  *
+ * IN-PROCESS (MALLOC_TRACE_OUT=DIR, no recorder): the way to record from
+ * inside a program. Each process image keeps its events in a private buffer
+ * (ringbuf_create: anonymous memory, nothing in /dev/shm) and a consumer
+ * thread of its own writes them as they fill to DIR/<pid>-<ns>.dat
+ * (ringbuf_wait, then ringbuf_tracedat_drain of whole pages: the loop in
+ * ringbuf_tracedat.h's USAGE). At exit (an atexit handler) the tracing stops,
+ * the writers in flight are waited for (ringbuf_quiesce), the rest is taken
+ * and the trace.dat written. The consumer's own allocations are not traced
+ * (its busy flag stays set). A fork child starts its own buffer, writer and
+ * consumer (the parent's pages stay the parent's). Limits: a process that
+ * ends without exit() (_exit, a signal, exec) writes no trace.dat for that
+ * image; an allocation a thread makes while exit() runs the handler may be
+ * missing (MALLOC_TRACE_VERBOSE shows committed against written).
+ *
  * ENVIRONMENT
- *   RINGBUF_RECORD_DIR   directory of the buffers (required; created 0700 if absent)
+ *   RINGBUF_RECORD_DIR   directory of the buffers (set by ringbuf-record; created 0700 if absent)
+ *   MALLOC_TRACE_OUT     without RINGBUF_RECORD_DIR: record in-process, DIR/<pid>-<ns>.dat
  *   MALLOC_TRACE_BUFS    per-thread buffers per process (default 8, 3..64)
  *   MALLOC_TRACE_KB      KiB per buffer (default 8192)
  *   MALLOC_TRACE_VERBOSE 1: one line at exit on stderr (events, dropped, untraced)
@@ -76,7 +91,7 @@
 #define RINGBUF_STATIC /* nothing of the library is exported from the .so */
 #define RINGBUF_IMPLEMENTATION
 #define RINGBUF_TRACE_DEFINE_EVENTS
-#include "ringbuf_trace.h"
+#include "ringbuf_tracedat.h" /* ringbuf_trace.h, and the trace.dat writer (IN-PROCESS) */
 
 /* CFLAGS: -fPIC -fvisibility=hidden */
 /* LDFLAGS: -shared -ldl */
@@ -229,7 +244,94 @@ static unsigned long mt_env(const char *name, unsigned long def, unsigned long l
 	return *end || v < lo || v > hi ? def : v;
 }
 
-/* B1-B3 above. Returns 0 or -1 (nothing is traced then). */
+/* ---- in-process recording (IN-PROCESS above) ------------------------------------ */
+
+static int mt_inproc;                   /* MALLOC_TRACE_OUT: this image records itself */
+static pid_t mt_owner;                  /* the process that records (a vfork child is not) */
+static struct ringbuf_tracedat *mt_w;   /* its trace.dat writer */
+static pthread_t mt_consumer_th;
+static atomic_int mt_consumer_stop;
+static atomic_ulong mt_drain_errors;    /* drains that failed (other than RINGBUF_EAGAIN) */
+
+static void *mt_consumer(void *arg)
+{
+	(void)arg;
+	mt_busy = 1; /* the writer's own allocations are not traced */
+	while (!atomic_load_explicit(&mt_consumer_stop, memory_order_acquire)) {
+		int r;
+		ringbuf_wait(mt_rb, RINGBUF_ALL_CPUS, 50, 100);
+		r = ringbuf_tracedat_drain(mt_w, mt_rb, RINGBUF_ALL_CPUS, RINGBUF_READ_FULL);
+		if (r < 0 && r != RINGBUF_EAGAIN)
+			atomic_fetch_add(&mt_drain_errors, 1);
+	}
+	return NULL;
+}
+
+/* The private buffer, its writer for DIR/<name>.dat and the consumer.
+ * Returns 0 or -1 (nothing is traced then). */
+static int mt_create_inproc(const char *dir, const char *name, const struct ringbuf_config *cfg)
+{
+	struct ringbuf_tracedat_info info;
+	char path[4096];
+	struct ringbuf *rb;
+	if ((size_t)snprintf(path, sizeof path, "%s/%s.dat", dir, name) >= sizeof path)
+		return -1;
+	if (ringbuf_create(cfg, &rb) < 0)
+		return -1;
+	if (ringbuf_thread_shared(rb, 2) < 0 || ringbuf_tracedat_info_of(rb, &mt_reg, &info) < 0 ||
+	    ringbuf_tracedat_open(path, &info, &mt_w) < 0) {
+		ringbuf_destroy(rb);
+		return -1;
+	}
+	mt_rb = rb;
+	mt_owner = getpid();
+	atomic_store(&mt_consumer_stop, 0);
+	if (pthread_create(&mt_consumer_th, NULL, mt_consumer, NULL) != 0) {
+		ringbuf_tracedat_abort(mt_w);
+		mt_w = NULL;
+		mt_rb = NULL;
+		ringbuf_destroy(rb);
+		return -1;
+	}
+	return 0;
+}
+
+/* At exit: stop tracing, wait for the writers in flight, take the rest,
+ * write the trace.dat. */
+static void mt_finish_inproc(void)
+{
+	struct ringbuf_tracedat_stats ts;
+	struct ringbuf_stats st;
+	int i, r;
+	if (atomic_load(&mt_state) != 2 || !mt_inproc || getpid() != mt_owner)
+		return;
+	mt_busy = 1; /* what is allocated from here is not traced */
+	atomic_store_explicit(&mt_state, 3, memory_order_release);
+	atomic_store_explicit(&mt_consumer_stop, 1, memory_order_release);
+	ringbuf_wake_waiters(mt_rb);
+	pthread_join(mt_consumer_th, NULL);
+	ringbuf_quiesce(mt_rb, 1000);
+	for (i = 0; i < 100; i++) { /* RINGBUF_EAGAIN: a writer in the middle of moving a page */
+		r = ringbuf_tracedat_drain(mt_w, mt_rb, RINGBUF_ALL_CPUS, 0);
+		if (r == 0 || (r < 0 && r != RINGBUF_EAGAIN))
+			break;
+	}
+	if (r < 0 && r != RINGBUF_EAGAIN)
+		atomic_fetch_add(&mt_drain_errors, 1);
+	memset(&ts, 0, sizeof ts);
+	r = ringbuf_tracedat_finish(mt_w, &ts);
+	mt_w = NULL;
+	if (mt_env("MALLOC_TRACE_VERBOSE", 0, 0, 1) == 1 && ringbuf_stats(mt_rb, &st) == 0)
+		fprintf(stderr, "malloc_trace[%ld]: %llu events committed, %llu written%s, %llu dropped, %lu untraced, "
+				"%lu drain errors\n",
+			(long)getpid(), (unsigned long long)st.committed, (unsigned long long)ts.events,
+			r < 0 ? " (the trace.dat could not be written)" : "",
+			(unsigned long long)(st.dropped_events + st.unmapped), atomic_load(&mt_untraced),
+			atomic_load(&mt_drain_errors));
+}
+
+/* B1-B3 above (in-process: mt_create_inproc). Returns 0 or -1 (nothing is
+ * traced then). */
 static int mt_create(void)
 {
 	const char *dir = getenv("RINGBUF_RECORD_DIR");
@@ -238,6 +340,11 @@ static int mt_create(void)
 	struct timespec ts;
 	struct ringbuf *rb;
 	int fd, n;
+	mt_inproc = 0;
+	if (!dir || !*dir) {
+		dir = getenv("MALLOC_TRACE_OUT");
+		mt_inproc = dir && *dir;
+	}
 	if (!dir || !*dir)
 		return -1;
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
@@ -247,6 +354,10 @@ static int mt_create(void)
 	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER; /* a full buffer drops (counted), never overwrites */
 	cfg.user_size = ringbuf_trace_user_size(&mt_reg);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (mt_inproc) {
+		n = snprintf(final, sizeof final, "%ld-%lld%09ld", (long)getpid(), (long long)ts.tv_sec, ts.tv_nsec);
+		return n < 0 || (size_t)n >= sizeof final ? -1 : mt_create_inproc(dir, final, &cfg);
+	}
 	n = snprintf(final, sizeof final, "%s/%ld-%lld%09ld.rb", dir, (long)getpid(), (long long)ts.tv_sec,
 		     ts.tv_nsec);
 	if (n < 0 || (size_t)n >= sizeof final ||
@@ -298,6 +409,13 @@ static void mt_atfork_child(void)
 	mt_busy = 1;
 	atomic_store(&mt_fork_seq, 0);
 	mt_rb = NULL;
+	if (mt_inproc) {
+		/* the parent's writer: its temporary files have no name, so
+		 * closing the child's descriptors leaves the parent's as they
+		 * are; the parent's consumer thread is not in the child */
+		ringbuf_tracedat_abort(mt_w);
+		mt_w = NULL;
+	}
 	if (mt_create() == 0) {
 		if (old)
 			ringbuf_destroy(old); /* unmaps the parent's block, which stays as it is */
@@ -349,7 +467,7 @@ static int mt_ready(void)
 		return 0;
 	}
 	pthread_atfork(mt_atfork_prepare, NULL, mt_atfork_child);
-	atexit(mt_report);
+	atexit(mt_inproc ? mt_finish_inproc : mt_report);
 	mt_busy = 0;
 	/* release: a thread that sees 2 sees mt_rb (and the registry) */
 	atomic_store_explicit(&mt_state, 2, memory_order_release);
@@ -482,4 +600,41 @@ MT_EXPORT void *pvalloc(size_t size)
 	if (!real_pvalloc)
 		return mt_arena_alloc(size, 4096);
 	return mt_aligned(real_pvalloc(size), 4096, size);
+}
+
+/* In-process: an exec replaces the image and its buffer, so the image's
+ * trace.dat is written first (the pyenv shim, a bash script, forks 41 times
+ * and then execs python: without this its events, and so what its children
+ * inherited, were lost). If the exec fails, this image records on into a new
+ * trace.dat. A vfork child shares the parent's memory: it only execs (its
+ * allocations, if any, went to the parent's buffer). Only execve itself is
+ * interposed: glibc's execvp, execl and posix_spawn call the kernel's
+ * directly, and an image that execs through them writes no trace.dat. */
+MT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	static int (*real_execve)(const char *, char *const[], char *const[]);
+	int r, e;
+	if (!real_execve)
+		MT_SYM(real_execve, "execve");
+	if (!real_execve) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!mt_inproc || atomic_load(&mt_state) != 2 || getpid() != mt_owner)
+		return real_execve(path, argv, envp);
+	mt_finish_inproc();
+	r = real_execve(path, argv, envp);
+	e = errno;
+	/* still this image: a new buffer and trace.dat (mt_busy is set) */
+	ringbuf_destroy(mt_rb);
+	mt_rb = NULL;
+	if (mt_create() == 0) {
+		mt_busy = 0;
+		atomic_store_explicit(&mt_state, 2, memory_order_release);
+		mt_emit_proc(0);
+	} else {
+		mt_busy = 0;
+	}
+	errno = e;
+	return r;
 }

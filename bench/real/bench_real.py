@@ -8,6 +8,10 @@ gcc, cc1, as, collect2, ld). Each runs
   plain    untraced,
   ringbuf  under tools/ringbuf-record -d (examples/malloc_trace.so preloaded;
            one buffer per process image, drained live, one trace.dat each),
+  inproc   examples/malloc_trace.so preloaded in its in-process mode
+           (MALLOC_TRACE_OUT: no recorder; each process image drains its
+           private buffer from a consumer thread of its own into a trace.dat:
+           the way a program records itself),
   lttng    with LTTng-UST's liblttng-ust-libc-wrapper.so in an active
            session (lttng_ust_libc:* in a channel of 4 x 2 MiB sub-buffers per
            CPU: 8 MiB, as malloc_trace.so's per-thread buffers),
@@ -18,13 +22,14 @@ lttng-sessiond and lttng-consumerd used from `lttng start` to `lttng stop`
 (the flush) is added. Ratios are the median over rounds of each round's
 traced / plain. Peak RSS is the largest of the processes of the tree (for
 ringbuf this includes the recorder). Events and losses: ringbuf from the
-recorder's totals (lost = the pages' lost counts), checked with
+recorder's totals (lost = the pages' lost counts), inproc from
+examples/malloc_check's totals over the trace.dat files; both checked with
 examples/malloc_check (every free/realloc matches a live allocation, no live
 pointer allocated twice, fork children inherit their parent's set); lttng
 from babeltrace2's counter (events) and `lttng list` (discarded events).
 
 Environment: BENCH_REAL_ROUNDS, BENCH_REAL_ONLY (comma list of sqlite,
-python, gcc), BENCH_REAL_MODES (comma list of plain,ringbuf,lttng),
+python, gcc), BENCH_REAL_MODES (comma list of plain,ringbuf,inproc,lttng),
 BENCH_REAL_JSON (default BUILD/bench-real.json).
 """
 import json
@@ -41,7 +46,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
 ROUNDS = int(os.environ.get("BENCH_REAL_ROUNDS", "5"))
 ONLY = [w for w in os.environ.get("BENCH_REAL_ONLY", "sqlite,python,gcc").split(",") if w]
-MODES = [m for m in os.environ.get("BENCH_REAL_MODES", "plain,ringbuf,lttng").split(",") if m]
+MODES = [m for m in os.environ.get("BENCH_REAL_MODES", "plain,ringbuf,inproc,lttng").split(",") if m]
 JSON_OUT = os.environ.get("BENCH_REAL_JSON", os.path.join(BUILD, "bench-real.json"))
 RECORD = os.path.join(BUILD, "tools", "ringbuf-record")
 PRELOAD = os.path.join(BUILD, "examples", "malloc_trace.so")
@@ -215,6 +220,32 @@ class Lttng:
                 pass
 
 
+def check_files(files):
+    """examples/malloc_check over trace.dat files: (check dict, events, lost)."""
+    c = subprocess.run([CHECK, "-q"] + files, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = c.stdout.strip().splitlines()[-1] if c.stdout.strip() else "no output"
+    mm = re.search(r"(\d+) unmatched frees, (\d+) allocations of a live pointer", line)
+    mt = re.search(r"(\d+) events, .* (\d+) lost:", line)
+    check = {"ok": c.returncode == 0, "line": line,
+             "unmatched": int(mm.group(1)) if mm else None,
+             "double_alloc": int(mm.group(2)) if mm else None}
+    return check, (int(mt.group(1)) if mt else None), (int(mt.group(2)) if mt else None)
+
+
+def run_inproc(w, work, n):
+    out = os.path.join(work, "inproc-out-%d" % n)
+    env = dict(os.environ, LD_PRELOAD=PRELOAD, MALLOC_TRACE_OUT=out)
+    env.pop("RINGBUF_RECORD_DIR", None)
+    wall, cpu, rss, status, _ = run_tree(w["argv"], w["stdin"], env)
+    files = sorted(os.path.join(out, f) for f in os.listdir(out) if f.endswith(".dat")) \
+        if os.path.isdir(out) else []
+    check, events, lost = check_files(files) if files else (None, None, None)
+    size = du(out)
+    shutil.rmtree(out, ignore_errors=True)
+    return {"wall": wall, "cpu": cpu, "rss_kib": rss, "status": status, "events": events, "lost": lost,
+            "buffers": len(files), "trace_bytes": size, "check": check}
+
+
 def run_ringbuf(w, work, n):
     d = os.path.join("/dev/shm", "rb-bench-real-%d-%d" % (os.getpid(), n))
     out = os.path.join(work, "rb-out-%d" % n)
@@ -224,14 +255,7 @@ def run_ringbuf(w, work, n):
     buffers, events, lost = (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else (None, None, None)
     size = du(out)
     files = sorted(os.path.join(out, f) for f in os.listdir(out)) if os.path.isdir(out) else []
-    check = None
-    if files:
-        c = subprocess.run([CHECK, "-q"] + files, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        line = c.stdout.strip().splitlines()[-1] if c.stdout.strip() else "no output"
-        mm = re.search(r"(\d+) unmatched frees, (\d+) allocations of a live pointer", line)
-        check = {"ok": c.returncode == 0, "line": line,
-                 "unmatched": int(mm.group(1)) if mm else None,
-                 "double_alloc": int(mm.group(2)) if mm else None}
+    check = check_files(files)[0] if files else None
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(d, ignore_errors=True)
     return {"wall": wall, "cpu": cpu, "rss_kib": rss, "status": status, "events": events, "lost": lost,
@@ -265,6 +289,8 @@ def main():
                         x = {"wall": wall, "cpu": cpu, "rss_kib": rss, "status": status}
                     elif m == "ringbuf":
                         x = run_ringbuf(wl, work, r)
+                    elif m == "inproc":
+                        x = run_inproc(wl, work, r)
                     else:
                         x = lt.run(wl)
                     res[w][m].append(x)

@@ -19,6 +19,11 @@
  * process's trace, and events == committed for each buffer. Skipped (and
  * says so) when the .so was not built or under a sanitizer.
  *
+ * inprocess: the same program with malloc_trace.so's in-process mode
+ * (MALLOC_TRACE_OUT, no recorder), started through an exec of its own: one
+ * trace.dat per process image, written by the image itself (the one before
+ * the exec included), the same checks.
+ *
  * Nothing here waits for time: the recorder stops when the whole tree is
  * reaped and every buffer is finished.
  */
@@ -195,6 +200,41 @@ static int malloc_main(void)
 	return 0;
 }
 
+#define PRE_N 300u /* the image before the exec (--malloc-exec): sizes 7000 + i */
+
+/* --malloc-exec: known allocations, then this binary again with --malloc
+ * through execve (malloc_trace.so's in-process mode writes this image's
+ * trace.dat before the exec) */
+static int malloc_exec_main(char **envp)
+{
+	static void *p[PRE_N];
+	char *argv[] = {self_exe, (char *)"--malloc", NULL};
+	unsigned i;
+	pid_t c;
+	int st;
+	for (i = 0; i < PRE_N; i++)
+		if (!(p[i] = malloc(7000 + i)))
+			return 44;
+	for (i = 0; i < PRE_N; i += 2)
+		free(p[i]);
+	/* a child of this image: its fork is seq 1, as the first fork of the
+	 * image after the exec (same pid): malloc_check must take each child's
+	 * inheritance from the image that made its fork */
+	c = fork();
+	if (c < 0)
+		return 46;
+	if (c == 0) {
+		sink = malloc(9000);
+		for (i = 1; i < PRE_N; i += 2)
+			free(p[i]);
+		exit(0);
+	}
+	if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return 47;
+	execve(self_exe, argv, envp);
+	return 45;
+}
+
 /* ---- the checks ------------------------------------------------------------------- */
 
 static char tmpdir[64];
@@ -221,8 +261,8 @@ static int run_recorder(const char *mode, const char *preload, const char *dir, 
 	return ringbuf_record_main(argc, argv);
 }
 
-/* Load every .dat of out (n at most max), check the pairing, and that each
- * buffer in dir counted as committed what its file holds. */
+/* Load every .dat of out (n at most max), and check that each buffer in
+ * dir (NULL: none, in-process) counted as committed what its file holds. */
 static size_t load_all(const char *dir, const char *out, struct mc_trace *t, size_t max)
 {
 	DIR *d = opendir(out);
@@ -239,6 +279,10 @@ static size_t load_all(const char *dir, const char *out, struct mc_trace *t, siz
 		assert_true(n < max);
 		snprintf(path, sizeof path, "%s/%s", out, e->d_name);
 		assert_int_equal(mc_load(strdup(path), &t[n]), 0);
+		if (!dir) { /* in-process: no buffer file */
+			n++;
+			continue;
+		}
 		snprintf(rbpath, sizeof rbpath, "%s/%.*s.rb", dir, (int)(len - 4), e->d_name);
 		memset(&st, 0, sizeof st);
 		assert_int_equal(ringbuf_open_file(rbpath, 0, &rb), 0);
@@ -304,12 +348,88 @@ static void tree_every_event_once_in_one_file_per_image(void **state)
 	print_message("      tree: %zu process images, %llu events, each once\n", n, (unsigned long long)total);
 }
 
+static int has_size(const struct mc_trace *t, uint64_t size)
+{
+	size_t j;
+	for (j = 0; j < t->n; j++)
+		if (t->ev[j].kind == MC_MALLOC && t->ev[j].f[1] == size)
+			return 1;
+	return 0;
+}
+
+/* The traces of a --malloc run (and of --malloc-exec's first image): every
+ * free matches, nothing lost, each known allocation exactly once in its
+ * image's trace. Counts the images of each kind (pre_exec may be NULL when
+ * none is expected); frees the traces; returns the events. */
+static uint64_t check_malloc_traces(struct mc_trace *t, size_t n, struct mc_result *res, unsigned *parents,
+				    unsigned *children, unsigned *pre_exec)
+{
+	unsigned none = 0;
+	uint64_t events = 0;
+	size_t i, j;
+	if (!pre_exec)
+		pre_exec = &none;
+	assert_int_equal(mc_check(t, n, res), 0);
+	for (i = 0; i < n; i++) {
+		unsigned marks = 0;
+		uint64_t lo, hi;
+		assert_int_equal(res[i].unmatched, 0);
+		assert_int_equal(res[i].double_alloc, 0);
+		assert_int_equal(res[i].lost, 0);
+		if (t[i].forked == 1 && has_size(&t[i], 9000)) {
+			lo = 9000; /* the child of the image before the exec */
+			hi = lo + 1;
+			++*pre_exec;
+			/* it freed half of that image's blocks: inherited from it */
+			assert_true(res[i].inherited >= PRE_N / 2);
+		} else if (t[i].forked == 1) {
+			/* which child: its sizes 20000 + k * 1000 + i */
+			uint64_t k = 2;
+			for (j = 0; j < t[i].n; j++)
+				if (t[i].ev[j].kind == MC_MALLOC && t[i].ev[j].f[1] >= 20000 && t[i].ev[j].f[1] < 22000) {
+					k = (t[i].ev[j].f[1] - 20000) / 1000;
+					break;
+				}
+			assert_true(k < 2);
+			lo = 20000 + k * 1000;
+			hi = lo + CHILD_N;
+			++*children;
+			/* it freed half of the parent's blocks: inherited, matched */
+			assert_true(res[i].inherited >= PARENT_N);
+		} else if (t[i].count[MC_MALLOC] && has_size(&t[i], 7000)) {
+			lo = 7000; /* the image before the exec */
+			hi = lo + PRE_N;
+			++*pre_exec;
+		} else {
+			lo = 3000;
+			hi = lo + PARENT_N;
+			++*parents;
+		}
+		for (j = 0; j < t[i].n; j++)
+			if (t[i].ev[j].kind == MC_MALLOC && t[i].ev[j].f[1] >= lo && t[i].ev[j].f[1] < hi)
+				marks++;
+		assert_int_equal(marks, hi - lo); /* each known allocation once (sizes distinct) */
+		if (lo >= 20000) /* a --malloc child: 500 malloc, 250 realloc, calloc, posix_memalign, aligned_alloc */
+			assert_true(t[i].count[MC_CALLOC] >= 1 && t[i].count[MC_MEMALIGN] >= 2 &&
+				    t[i].count[MC_REALLOC] >= CHILD_N / 2 && t[i].count[MC_REALLOC_FREE] >= CHILD_N / 2);
+		events += t[i].n;
+		print_message("      pid %lld%s: %llu events, %llu allocations, %llu frees, %llu inherited\n",
+			      (long long)t[i].pid, t[i].forked == 1 ? " (fork child)" : "",
+			      (unsigned long long)res[i].events, (unsigned long long)res[i].allocs,
+			      (unsigned long long)res[i].frees, (unsigned long long)res[i].inherited);
+		free((char *)t[i].path);
+		mc_free_trace(&t[i]);
+	}
+	assert_int_equal(none, 0);
+	return events;
+}
+
 static void preload_every_free_matches_an_allocation(void **state)
 {
 	char dir[128], out[128], so[4096];
 	struct mc_trace t[8];
 	struct mc_result res[8];
-	size_t n, i, j;
+	size_t n;
 	unsigned parents = 0, children = 0;
 	uint64_t events = 0;
 	(void)state;
@@ -336,50 +456,65 @@ static void preload_every_free_matches_an_allocation(void **state)
 	}
 	n = load_all(dir, out, t, 8);
 	assert_int_equal(n, 3);
-	assert_int_equal(mc_check(t, n, res), 0);
-	for (i = 0; i < n; i++) {
-		unsigned marks = 0;
-		uint64_t lo, hi;
-		assert_int_equal(res[i].unmatched, 0);
-		assert_int_equal(res[i].double_alloc, 0);
-		assert_int_equal(res[i].lost, 0);
-		if (t[i].forked == 1) {
-			/* which child: its sizes 20000 + k * 1000 + i */
-			uint64_t k = 2;
-			for (j = 0; j < t[i].n; j++)
-				if (t[i].ev[j].kind == MC_MALLOC && t[i].ev[j].f[1] >= 20000 && t[i].ev[j].f[1] < 22000) {
-					k = (t[i].ev[j].f[1] - 20000) / 1000;
-					break;
-				}
-			assert_true(k < 2);
-			lo = 20000 + k * 1000;
-			hi = lo + CHILD_N;
-			children++;
-			/* it freed half of the parent's blocks: inherited, matched */
-			assert_true(res[i].inherited >= PARENT_N);
-		} else {
-			lo = 3000;
-			hi = lo + PARENT_N;
-			parents++;
-		}
-		for (j = 0; j < t[i].n; j++)
-			if (t[i].ev[j].kind == MC_MALLOC && t[i].ev[j].f[1] >= lo && t[i].ev[j].f[1] < hi)
-				marks++;
-		assert_int_equal(marks, hi - lo); /* each known allocation once (sizes distinct) */
-		if (t[i].forked == 1) /* 500 malloc, 250 realloc, calloc, posix_memalign, aligned_alloc */
-			assert_true(t[i].count[MC_CALLOC] >= 1 && t[i].count[MC_MEMALIGN] >= 2 &&
-				    t[i].count[MC_REALLOC] >= CHILD_N / 2 && t[i].count[MC_REALLOC_FREE] >= CHILD_N / 2);
-		events += t[i].n;
-		print_message("      pid %lld%s: %llu events, %llu allocations, %llu frees, %llu inherited\n",
-			      (long long)t[i].pid, t[i].forked == 1 ? " (fork child)" : "",
-			      (unsigned long long)res[i].events, (unsigned long long)res[i].allocs,
-			      (unsigned long long)res[i].frees, (unsigned long long)res[i].inherited);
-		free((char *)t[i].path);
-		mc_free_trace(&t[i]);
-	}
+	events = check_malloc_traces(t, n, res, &parents, &children, NULL);
 	assert_int_equal(parents, 1);
 	assert_int_equal(children, 2);
 	assert_int_equal(ringbuf_record_last.events, events);
+}
+
+/* In-process (MALLOC_TRACE_OUT, no recorder): this binary runs --malloc-exec
+ * with malloc_trace.so preloaded, and each process image writes its own
+ * trace.dat from a consumer thread of its own: the image before the exec,
+ * and its fork child, the --malloc parent after it (same pid, its first
+ * fork also seq 1), its two fork children. The same checks as with the
+ * recorder; the first image's trace exists only because the .so writes it
+ * before the exec. */
+static void inprocess_every_free_matches_an_allocation(void **state)
+{
+	char out[128], so[4096], env_out[192], env_pre[4200];
+	char *argv[] = {self_exe, (char *)"--malloc-exec", NULL};
+	char *envp[] = {env_out, env_pre, NULL};
+	struct mc_trace t[8];
+	struct mc_result res[8];
+	unsigned parents = 0, children = 0, pre = 0;
+	size_t n;
+	int st;
+	pid_t c;
+	(void)state;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	skip(); /* the sanitizer's runtime must come first: no LD_PRELOAD of another object */
+#endif
+#ifdef MALLOC_TRACE_SO
+	snprintf(so, sizeof so, "%s", MALLOC_TRACE_SO);
+#else
+	so[0] = 0;
+#endif
+	if (!so[0] || access(so, R_OK) != 0) {
+		print_message("      skipped: malloc_trace.so not built (%s)\n", so[0] ? so : "MALLOC_TRACE_SO unset");
+		skip();
+	}
+	snprintf(out, sizeof out, "%s/inproc.out", tmpdir);
+	snprintf(env_out, sizeof env_out, "MALLOC_TRACE_OUT=%s", out);
+	snprintf(env_pre, sizeof env_pre, "LD_PRELOAD=%s", so);
+	c = fork();
+	assert_true(c >= 0);
+	if (c == 0) {
+		execve(self_exe, argv, envp);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(c, &st, 0), c);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	if (access(out, F_OK) != 0) {
+		print_message("      skipped: LD_PRELOAD had no effect here\n");
+		skip();
+	}
+	n = load_all(NULL, out, t, 8);
+	assert_int_equal(n, 5);
+	check_malloc_traces(t, n, res, &parents, &children, &pre);
+	assert_int_equal(parents, 1);
+	assert_int_equal(children, 2);
+	assert_int_equal(pre, 2);
 }
 
 static void bad_follow_arguments_are_refused(void **state)
@@ -415,6 +550,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(tree_every_event_once_in_one_file_per_image),
 		cmocka_unit_test(preload_every_free_matches_an_allocation),
+		cmocka_unit_test(inprocess_every_free_matches_an_allocation),
 		cmocka_unit_test(bad_follow_arguments_are_refused),
 	};
 	ssize_t len = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
@@ -428,5 +564,7 @@ int main(int argc, char **argv)
 		return tree_exec_main(argv[2]);
 	if (argc >= 2 && strcmp(argv[1], "--malloc") == 0)
 		return malloc_main();
+	if (argc >= 2 && strcmp(argv[1], "--malloc-exec") == 0)
+		return malloc_exec_main(environ);
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
