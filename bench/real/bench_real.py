@@ -94,7 +94,12 @@ def need_packages():
     line = "apt-get install -y " + " ".join(missing)
     if os.geteuid() == 0 and shutil.which("apt-get"):
         print("bench-real: installing: " + line, flush=True)
-        sh("apt-get update -q && DEBIAN_FRONTEND=noninteractive " + line)
+        # install even when update reports a failed index (an unreachable
+        # mirror of another architecture made `update && install` skip it)
+        sh("apt-get update -q")
+        r = sh("DEBIAN_FRONTEND=noninteractive " + line)
+        if r.returncode != 0:
+            print("bench-real: %s failed:\n%s" % (line, r.stdout[-2000:]), flush=True)
     else:
         print("bench-real: missing packages; run as root:  " + line)
 
