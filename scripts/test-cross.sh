@@ -49,7 +49,11 @@ OUT=$BUILD/cross
 JOBS=${CROSS_JOBS:-2}
 TESTS_AT_ONCE=${CROSS_TEST_JOBS:-2} # tests run at a time per architecture
 # a hang guard: under qemu-user with four tests on two cores the slowest
-# (aarch64 test_contexts_outline, 111 s alone) takes longer than alone
+# (aarch64 test_ftrace_live, about 60-100 s) takes longer than alone. A hang
+# shows the test's last case and log lines. One qemu-user hazard met so far:
+# a child forked just after a thread was joined can deadlock inside qemu
+# (glib's slice lock, held by the exiting thread's host side);
+# test_record_hostile waits for /proc/self/task to shrink before forking
 TIMEOUT=${TEST_TIMEOUT:-600}
 CFLAGS_CROSS=${CROSS_CFLAGS:--O2}
 start_all=$(date +%s)
