@@ -424,6 +424,24 @@ static uint64_t check_malloc_traces(struct mc_trace *t, size_t n, struct mc_resu
 	return events;
 }
 
+/* malloc_trace.so's path into so, or the test is skipped (and says why). */
+static void preload_so(char *so, size_t size)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	skip(); /* the sanitizer's runtime must come first: no LD_PRELOAD of another object */
+#endif
+#ifdef MALLOC_TRACE_SO
+	snprintf(so, size, "%s", MALLOC_TRACE_SO);
+#else
+	(void)size;
+	so[0] = 0;
+#endif
+	if (!so[0] || access(so, R_OK) != 0) {
+		print_message("      skipped: malloc_trace.so not built (%s)\n", so[0] ? so : "MALLOC_TRACE_SO unset");
+		skip();
+	}
+}
+
 static void preload_every_free_matches_an_allocation(void **state)
 {
 	char dir[128], out[128], so[4096];
@@ -433,18 +451,7 @@ static void preload_every_free_matches_an_allocation(void **state)
 	unsigned parents = 0, children = 0;
 	uint64_t events = 0;
 	(void)state;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	skip(); /* the sanitizer's runtime must come first: no LD_PRELOAD of another object */
-#endif
-#ifdef MALLOC_TRACE_SO
-	snprintf(so, sizeof so, "%s", MALLOC_TRACE_SO);
-#else
-	so[0] = 0;
-#endif
-	if (!so[0] || access(so, R_OK) != 0) {
-		print_message("      skipped: malloc_trace.so not built (%s)\n", so[0] ? so : "MALLOC_TRACE_SO unset");
-		skip();
-	}
+	preload_so(so, sizeof so);
 	snprintf(dir, sizeof dir, "%s/preload.rb", tmpdir);
 	snprintf(out, sizeof out, "%s/preload.out", tmpdir);
 	assert_int_equal(run_recorder("--malloc", so, dir, out), 0);
@@ -481,18 +488,7 @@ static void inprocess_every_free_matches_an_allocation(void **state)
 	int st;
 	pid_t c;
 	(void)state;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-	skip(); /* the sanitizer's runtime must come first: no LD_PRELOAD of another object */
-#endif
-#ifdef MALLOC_TRACE_SO
-	snprintf(so, sizeof so, "%s", MALLOC_TRACE_SO);
-#else
-	so[0] = 0;
-#endif
-	if (!so[0] || access(so, R_OK) != 0) {
-		print_message("      skipped: malloc_trace.so not built (%s)\n", so[0] ? so : "MALLOC_TRACE_SO unset");
-		skip();
-	}
+	preload_so(so, sizeof so);
 	snprintf(out, sizeof out, "%s/inproc.out", tmpdir);
 	snprintf(env_out, sizeof env_out, "MALLOC_TRACE_OUT=%s", out);
 	snprintf(env_pre, sizeof env_pre, "LD_PRELOAD=%s", so);

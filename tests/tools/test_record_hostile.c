@@ -55,7 +55,6 @@
 #include "tests/pagewalk.h"
 #include "tests/tdatwalk.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -95,25 +94,10 @@ static char *path_of(const char *name)
 	return b;
 }
 
-/* Threads of this process as the kernel lists them (/proc/self/task). */
-static unsigned task_count(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	unsigned n = 0;
-	if (!d)
-		return 0;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
-static unsigned g_tasks0; /* at the start, before any thread of the test */
+static int g_tasks0; /* threads at the start, before any of the test's */
 
 /* Before each fork: wait until the threads the test joined are gone from
- * the kernel's list, not only joined. qemu-user (7.2) lets pthread_join
+ * the kernel's list (/proc/PID/task), not only joined. qemu-user (7.2) lets pthread_join
  * return while the exiting thread's host side still runs its destructors,
  * one of which holds glib's slice allocator lock: a child forked then
  * deadlocks in its first translation (g_slice_alloc from tcg_tb_insert, in
@@ -123,7 +107,7 @@ static unsigned g_tasks0; /* at the start, before any thread of the test */
 static void settle_threads(void)
 {
 	unsigned k;
-	for (k = 0; k < 100000 && task_count() > g_tasks0; k++)
+	for (k = 0; k < 100000 && rbrec_threads((long)getpid()) > g_tasks0; k++)
 		sched_yield();
 }
 
@@ -1108,7 +1092,7 @@ int main(void)
 		cmocka_unit_test(page_check_refuses_times_that_wrap_or_go_back),
 		cmocka_unit_test(header_changed_after_the_open),
 	};
-	g_tasks0 = task_count();
+	g_tasks0 = rbrec_threads((long)getpid()); /* the recorder's count of /proc/PID/task */
 	if (getenv("RINGBUF_TEST_GEOM_CASE")) /* one case of it, alone */
 		cmocka_set_test_filter("header_changed_after_the_open");
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);
