@@ -75,10 +75,12 @@
  * the writers in flight are waited for (ringbuf_quiesce), the rest is taken
  * and the trace.dat written. The consumer's own allocations are not traced
  * (its busy flag stays set). A fork child starts its own buffer, writer and
- * consumer (the parent's pages stay the parent's). Limits: a process that
- * ends without exit() (_exit, a signal, exec) writes no trace.dat for that
- * image; an allocation a thread makes while exit() runs the handler may be
- * missing (MALLOC_TRACE_VERBOSE shows committed against written).
+ * consumer (the parent's pages stay the parent's); execve writes the
+ * image's file first (see execve below). Limits: an image that ends without
+ * exit() or execve (_exit, a fatal signal, glibc's execvp/execl/posix_spawn)
+ * writes no trace.dat; an allocation a thread makes while exit() runs the
+ * handler may be missing (MALLOC_TRACE_VERBOSE shows committed against
+ * written).
  *
  * ENVIRONMENT
  *   RINGBUF_RECORD_DIR   directory of the buffers (set by ringbuf-record; created 0700 if absent)
@@ -161,6 +163,7 @@ static int (*real_posix_memalign)(void **, size_t, size_t);
 static void *(*real_aligned_alloc)(size_t, size_t);
 static void *(*real_valloc)(size_t);
 static void *(*real_pvalloc)(size_t);
+static int (*real_execve)(const char *, char *const[], char *const[]);
 
 static _Alignas(64) unsigned char mt_arena[64 << 10];
 static atomic_size_t mt_arena_used;
@@ -217,6 +220,7 @@ static void mt_resolve(void)
 	MT_SYM(real_aligned_alloc, "aligned_alloc");
 	MT_SYM(real_valloc, "valloc");
 	MT_SYM(real_pvalloc, "pvalloc");
+	MT_SYM(real_execve, "execve");
 	mt_resolving = 0;
 	atomic_store(&mt_resolved, 2);
 }
@@ -606,16 +610,16 @@ MT_EXPORT void *pvalloc(size_t size)
  * trace.dat is written first (the pyenv shim, a bash script, forks 41 times
  * and then execs python: without this its events, and so what its children
  * inherited, were lost). If the exec fails, this image records on into a new
- * trace.dat. A vfork child shares the parent's memory: it only execs (its
- * allocations, if any, went to the parent's buffer). Only execve itself is
+ * trace.dat (whose frees of earlier blocks malloc_check then reports as
+ * unmatched). A vfork child shares the parent's memory: it only execs (its
+ * allocations, if any, went to the parent's buffer); the real execve was
+ * looked up with the others, so it calls no dlsym. Only execve itself is
  * interposed: glibc's execvp, execl and posix_spawn call the kernel's
  * directly, and an image that execs through them writes no trace.dat. */
 MT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	static int (*real_execve)(const char *, char *const[], char *const[]);
 	int r, e;
-	if (!real_execve)
-		MT_SYM(real_execve, "execve");
+	mt_need_real();
 	if (!real_execve) {
 		errno = ENOSYS;
 		return -1;
