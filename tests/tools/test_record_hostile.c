@@ -65,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,20 +95,33 @@ static char *path_of(const char *name)
 	return b;
 }
 
-static int g_tasks0; /* threads at the start, before any of the test's */
+static _Atomic(long) g_last_tid; /* the thread the test started last (recorder, mutator) */
 
-/* Before each fork: wait until the threads the test joined are gone from
- * the kernel's list (/proc/PID/task), not only joined. qemu-user (7.2) lets pthread_join
- * return while the exiting thread's host side still runs its destructors,
- * one of which holds glib's slice allocator lock: a child forked then
- * deadlocks in its first translation (g_slice_alloc from tcg_tb_insert, in
- * gdb of the orphaned child of a run that hung 900 s here; the aarch64 run
- * of make test-cross in CI hung the same way). Natively the list is short
- * again at once. Bounded by a count of looks; then the fork goes ahead. */
+static void note_thread(void)
+{
+	atomic_store(&g_last_tid, (long)syscall(SYS_gettid));
+}
+
+/* Before each fork: wait until the thread the test joined last is gone from
+ * the kernel's list (/proc/PID/task/TID), not only joined. qemu-user (7.2)
+ * lets pthread_join return while the exiting thread's host side still runs
+ * its destructors, one of which holds glib's slice allocator lock: a child
+ * forked then deadlocks in its first translation (g_slice_alloc from
+ * tcg_tb_insert, in gdb of the orphaned child of a run that hung 900 s
+ * here; the aarch64 run of make test-cross in CI hung the same way).
+ * Natively the entry is gone at once. That one thread, not a count of all:
+ * a sanitizer's runtime starts threads of its own later (a count taken at
+ * the start kept TSan's run waiting 100,000 looks at every fork: 299 s).
+ * Bounded by a count of looks; then the fork goes ahead. */
 static void settle_threads(void)
 {
+	char path[64];
+	long tid = atomic_load(&g_last_tid);
 	unsigned k;
-	for (k = 0; k < 100000 && rbrec_threads((long)getpid()) > g_tasks0; k++)
+	if (!tid)
+		return;
+	snprintf(path, sizeof path, "/proc/%ld/task/%ld", (long)getpid(), tid);
+	for (k = 0; k < 100000 && access(path, F_OK) == 0; k++)
 		sched_yield();
 }
 
@@ -258,6 +272,7 @@ struct rec_run {
 static void *recorder(void *arg)
 {
 	struct rec_run *r = arg;
+	note_thread();
 	r->rc = ringbuf_record_main(r->argc, r->argv);
 	return NULL;
 }
@@ -377,6 +392,7 @@ struct mut_thread {
 static void *mutator_thread(void *arg)
 {
 	struct mut_thread *m = arg;
+	note_thread();
 	while (!atomic_load(&m->stop)) {
 		mutate_one(&m->t, &m->seed);
 		m->flips++;
@@ -1092,7 +1108,6 @@ int main(void)
 		cmocka_unit_test(page_check_refuses_times_that_wrap_or_go_back),
 		cmocka_unit_test(header_changed_after_the_open),
 	};
-	g_tasks0 = rbrec_threads((long)getpid()); /* the recorder's count of /proc/PID/task */
 	if (getenv("RINGBUF_TEST_GEOM_CASE")) /* one case of it, alone */
 		cmocka_set_test_filter("header_changed_after_the_open");
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);
