@@ -2892,9 +2892,10 @@ extern int clock_gettime(int, struct timespec *);
  * when no such E can exist:
  *   [R1] membarrier(): every writer whose clock read returned less than B has
  *        its entry (committing != 0) visible to the loads that follow
- *   [R2] load X's committing (acquire). 0: every entry before it is committed
- *        and visible. Else load inflight_ts (acquire): below B, the writer in
- *        flight may still commit an older event: RINGBUF_EAGAIN
+ *   [R2] is X quiet (ringbuf__quiet: committing 0, acquire, and the tail
+ *        page committed up to its write index)? Then every entry before is
+ *        committed and visible. Else load inflight_ts (acquire): below B, the
+ *        writer in flight may still commit an older event: RINGBUF_EAGAIN
  *   [R3] peek X again: an older head there is the new pick (the CPUs checked
  *        against the newer pick are covered for the older one, as is [R1])
  *   [R4] consume the pick only if it is still the head it was (same time
@@ -2934,9 +2935,16 @@ extern int clock_gettime(int, struct timespec *);
  *        F_r as B's does. It lags "now" by at most one event per CPU.
  *   [M3]/[R2] committing = 0 is a release after the page commits of the
  *        entry ([W-commit]); it is stored only by the outermost writer, after
- *        it committed every nested event. Reading it (acquire), being
- *        mo-after every entry store of [R1], the reader sees every event
- *        stamped below B committed.
+ *        its page commit. A writer nested after that page commit (its
+ *        reservation sequenced before the 0) leaves its event reserved and
+ *        not committed until the outermost one, checking commits after the
+ *        0, walks again ([Q-PEND]): so [R2] also loads the tail page's write
+ *        index after the acquire of 0, which shows that reservation, and
+ *        takes X as quiet only where the page commit (acquire) has reached
+ *        it. Reading both, being mo-after every entry store of [R1], the
+ *        reader sees every event stamped below B committed. (Reading 0
+ *        alone, it handed out a newer event of another CPU before the nested
+ *        one: test_merged_order, *_nested_in_the_commit_window.)
  *   [M1]/[R2] inflight_ts = write_stamp at entry m (release; it follows the
  *        exit of entry m - 1) is at most every stamp of the entries >= m.
  *        Read (acquire) at V >= B: the events of entries >= m are not older
@@ -5260,6 +5268,26 @@ static void ringbuf__merged_fence(struct ringbuf *rb, uint64_t *fenced, uint64_t
 		*fenced = t0 > b ? t0 : b;
 }
 
+/* No writer in flight on c and nothing reserved left uncommitted: the merged
+ * readers' [R2] and ringbuf_quiesce's Q2/Q4 (>>control). committing == 0
+ * alone does not say it: ringbuf__commit_fast stores 0 before it checks
+ * whether a writer nested after its page commit, and walks again if one did
+ * ([Q-PEND]); acquire: pairs with [M3], then with [W-commit]. A CPU buffer
+ * found corrupt is not waited for (its pages may never agree again). */
+static bool ringbuf__quiet(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
+{
+	uint32_t cp, tp;
+	if (atomic_load_explicit(&c->committing, memory_order_acquire) != 0)
+		return false;
+	if (RINGBUF__LOAD(&c->corrupt))
+		return true;
+	cp = atomic_load_explicit(&c->commit_page, memory_order_acquire);
+	tp = atomic_load_explicit(&c->tail_page, memory_order_acquire);
+	return cp == tp && tp <= rb->nr_pages &&
+	       (RINGBUF__LOAD(&ringbuf__bp(rb, cpu, tp)->write) & RINGBUF__WRITE_MASK) ==
+		       ringbuf__page_commit(rb, cpu, tp);
+}
+
 /* [R2] Can a writer in an event on cpu still commit one older than b? */
 static bool ringbuf__merged_inflight(struct ringbuf *rb, unsigned cpu, uint64_t b)
 {
@@ -5272,8 +5300,9 @@ static bool ringbuf__merged_inflight(struct ringbuf *rb, unsigned cpu, uint64_t 
 	 * writer that commits an older event later: open RDWR for that). */
 	if (rb->owned == 4)
 		return false;
-	/* acquire: pairs with [M3] (0: the entries before are committed) */
-	if (atomic_load_explicit(&c->committing, memory_order_acquire) == 0)
+	/* committing 0 and the pages committed up to the write index (acquire:
+	 * pairs with [M3], then [W-commit]): the entries before are committed */
+	if (ringbuf__quiet(rb, cpu, c))
 		return false;
 	/* acquire: pairs with [M1] (the entries before that one are committed) */
 	return atomic_load_explicit(&c->inflight_ts, memory_order_acquire) < b;
@@ -6586,23 +6615,6 @@ RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
  * with GenMC under RC11 and IMM: two outermost events with handlers nested,
  * at the entry, in the commit_fast window (one and two handlers) and at the
  * exit count. */
-/* Q2/Q4: no writer in flight on c and nothing reserved left uncommitted
- * ([Q-PEND]). A CPU buffer found corrupt is not waited for (its pages may
- * never agree again). */
-static bool ringbuf__quiet(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
-{
-	uint32_t cp, tp;
-	if (atomic_load_explicit(&c->committing, memory_order_acquire) != 0)
-		return false;
-	if (RINGBUF__LOAD(&c->corrupt))
-		return true;
-	cp = atomic_load_explicit(&c->commit_page, memory_order_acquire);
-	tp = atomic_load_explicit(&c->tail_page, memory_order_acquire);
-	return cp == tp && tp <= rb->nr_pages &&
-	       (RINGBUF__LOAD(&ringbuf__bp(rb, cpu, tp)->write) & RINGBUF__WRITE_MASK) ==
-		       ringbuf__page_commit(rb, cpu, tp);
-}
-
 RINGBUF_API int ringbuf_quiesce(struct ringbuf *rb, int timeout_ms)
 {
 	unsigned cpu;

@@ -61,6 +61,12 @@
  * from another clock that is past every stamp (the reader's
  * CLOCK_MONOTONIC against the writers' counter), fails: after the first
  * barrier the reader never makes one again.
+ * -DNESTED_WINDOW: the handler nests in X's first event after its page
+ * commit and before its committing = 0 (ringbuf__commit_fast's window: the
+ * outermost writer checks commits after the 0 and walks again, [Q-PEND]);
+ * [R2] asks whether X is quiet (ringbuf__quiet: committing 0, then the write
+ * index against the page commit) and passes; -DOLD_R2, committing alone,
+ * fails: the reader hands out Y's newer event while the nested one waits.
  * -DRELAXED_M1 ([M1] relaxed) is not found to fail within these bounds (the
  * other entries' light fences and committing's C11 release sequence, which
  * C++20 dropped, order the older commits in the executions explored); the
@@ -85,6 +91,9 @@
 /* GENMC-PASS: -rc11 -- -DSHARED_MARK -DNX=2 -DNY=2 -DNR=3 */
 /* GENMC-PASS: -imm -- -DSHARED_MARK -DNX=3 -DNY=1 -DNR=2 */
 /* GENMC-PASS: -rc11 -- -DSHARED_MARK -DNESTED -DNX=2 -DNY=2 -DNR=3 */
+/* GENMC-PASS: -rc11 -- -DNESTED_WINDOW -DNX=2 -DNY=1 -DNR=3 */
+/* GENMC-PASS: -imm -- -DNESTED_WINDOW -DNX=1 -DNY=1 -DNR=3 */
+/* GENMC-FAIL: -rc11 -- -DNESTED_WINDOW -DOLD_R2 -DNX=1 -DNY=1 -DNR=2 */
 /* GENMC-FAIL: -rc11 -- -DFOREIGN_T0 -DNX=2 -DNY=1 -DNR=3 */
 /* GENMC-FAIL: -imm -- -DFOREIGN_T0 -DNX=2 -DNY=1 -DNR=3 */
 #include <assert.h>
@@ -125,6 +134,7 @@ struct cpu {
 	_Atomic(uint64_t) write_stamp; /* owner only */
 	_Atomic(uint64_t) ts[MAXEV];   /* the events' bytes: their time stamps */
 	atomic_uint commit;            /* the page commit: events committed */
+	atomic_uint reserved;          /* the write index: events reserved */
 };
 
 static struct cpu cpus[2];
@@ -146,6 +156,9 @@ static void reserve_event(struct cpu *c, unsigned cpu)
 {
 	/* reserve: A (clock), the event, D */
 	uint64_t ts = clock_read();
+#ifdef NESTED_WINDOW
+	atomic_store_explicit(&c->reserved, nev[cpu] + 1, memory_order_relaxed); /* C */
+#endif
 	atomic_store_explicit(&c->ts[nev[cpu]++], ts, memory_order_relaxed);
 	atomic_store_explicit(&c->write_stamp, ts, memory_order_relaxed);
 }
@@ -167,6 +180,25 @@ static void write_event(struct cpu *c, unsigned cpu, bool nested)
 {
 	enter(c, 1);
 	reserve_event(c, cpu);
+#ifdef NESTED_WINDOW
+	if (nested) {
+		/* ringbuf__commit_fast: commits, the page commit, the handler
+		 * (depth 2) in the window, committing = 0, commits again: a
+		 * writer started, so committing 1, the walk, 0 */
+		uint64_t n = atomic_load_explicit(&c->commits, memory_order_relaxed);
+		atomic_store_explicit(&c->commit, nev[cpu], memory_order_release); /* [W-commit] */
+		enter(c, 2);
+		reserve_event(c, cpu);
+		atomic_store_explicit(&c->committing, 1, memory_order_relaxed); /* nested exit */
+		atomic_store_explicit(&c->committing, 0, M3_ORDER);             /* [M3] */
+		if (atomic_load_explicit(&c->commits, memory_order_relaxed) == n)
+			return;
+		atomic_store_explicit(&c->committing, 1, memory_order_relaxed);
+		atomic_store_explicit(&c->commit, nev[cpu], memory_order_release); /* the walk */
+		atomic_store_explicit(&c->committing, 0, M3_ORDER);
+		return;
+	}
+#endif
 	if (nested) {
 		enter(c, 2);
 		reserve_event(c, cpu);
@@ -177,7 +209,7 @@ static void write_event(struct cpu *c, unsigned cpu, bool nested)
 	atomic_store_explicit(&c->committing, 0, M3_ORDER);                 /* [M3] */
 }
 
-#ifdef NESTED
+#if defined(NESTED) || defined(NESTED_WINDOW)
 #define XEV (NX + 1) /* events on X */
 #else
 #define XEV NX
@@ -188,7 +220,7 @@ static void *wx(void *arg)
 	unsigned k;
 	(void)arg;
 	for (k = 0; k < NX; k++)
-#ifdef NESTED
+#if defined(NESTED) || defined(NESTED_WINDOW)
 		write_event(&cpus[0], 0, k == 0);
 #else
 		write_event(&cpus[0], 0, false);
@@ -256,6 +288,26 @@ static int consume_merged(void)
 	return 1;
 }
 #else
+/* [R2] ringbuf__quiet: committing 0 (acquire, pairs with [M3]), then the
+ * write index (relaxed) against the page commit (acquire, [W-commit]);
+ * -DOLD_R2: committing alone. Without -DNESTED_WINDOW no writer stores 0
+ * with an event reserved and not committed, so the write index and its load
+ * are left out (they quadruple the executions to explore: 98,452 to 391,390
+ * for -DNX=3 -DNY=2 -DNR=3). */
+static bool quiet(unsigned cpu)
+{
+	unsigned w;
+	if (atomic_load_explicit(&cpus[cpu].committing, memory_order_acquire) != 0)
+		return false;
+#if defined(OLD_R2) || !defined(NESTED_WINDOW)
+	(void)w;
+	return true;
+#else
+	w = atomic_load_explicit(&cpus[cpu].reserved, memory_order_relaxed);
+	return atomic_load_explicit(&cpus[cpu].commit, memory_order_acquire) == w;
+#endif
+}
+
 static int consume_merged(void)
 {
 	uint64_t best_ts = 0, h, t0;
@@ -294,7 +346,7 @@ static int consume_merged(void)
 	for (cpu = 0; cpu < 2; cpu++) {
 		if (cpu == best || ((seen >> cpu) & 1))
 			continue;
-		if (atomic_load_explicit(&cpus[cpu].committing, memory_order_acquire) != 0 &&
+		if (!quiet(cpu) &&
 		    atomic_load_explicit(&cpus[cpu].inflight_ts, memory_order_acquire) < best_ts)
 			return EAGAIN_;
 		h = peek(cpu);

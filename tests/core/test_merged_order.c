@@ -573,6 +573,72 @@ static void merged_consume_of_a_private_view_does_not_wait_for_a_frozen_writer(v
 	unlink(path);
 }
 
+/* ==== 5. the outermost commit's last window ============================ */
+
+/* ringbuf__commit_fast on CPU 0: V (ts 100) stored its page commit, a signal
+ * handler nested in V reserved E there (ts 200, depth 2: left for V to
+ * commit), CPU 1 committed B (300), and V stored committing = 0
+ * (RINGBUF__TP_COMMIT_FAST_ZERO) with E reserved, complete and not committed;
+ * V walks again after its check of commits. A merged reader in that window
+ * that took committing == 0 for "everything on CPU 0 is committed" handed out
+ * B, and E after it: a step back. [R2] asks the pages too (as quiesce's
+ * [Q-PEND] does): CPU 0 is in flight there, and its inflight_ts (V's entry:
+ * 0) is older than B, so RINGBUF_EAGAIN. */
+struct win {
+	int state, r;
+	struct got g;
+	struct ringbuf_iter *it; /* NULL: ringbuf_consume_merged */
+};
+
+static void commit_window(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	struct win *w = ctx;
+	if (cpu != 0)
+		return;
+	if (point == RINGBUF__TP_COMMIT_FAST_CHECKED && w->state == 0) {
+		w->state = 1;
+		put(rb, 0, 1, 200); /* E: the handler, nested in V */
+		put(rb, 1, 2, 300); /* B, on CPU 1 */
+	} else if (point == RINGBUF__TP_COMMIT_FAST_ZERO && w->state == 1) {
+		w->state = 2;
+		w->r = w->it ? drain_iter(w->it, &w->g) : drain_consume(rb, &w->g);
+	}
+}
+
+static void merged_readers_wait_for_an_event_nested_in_the_commit_window(bool iter)
+{
+	struct ringbuf *rb = mk(2, 256, 8, iter ? RINGBUF_MODE_OVERWRITE : RINGBUF_MODE_PRODUCER_CONSUMER, true);
+	static const uint64_t ts[] = {100, 200, 300};
+	static const unsigned cpu[] = {0, 0, 1};
+	struct win w;
+	int r, in_window;
+	memset(&w, 0, sizeof w);
+	if (iter)
+		assert_int_equal(ringbuf_iter_start(rb, RINGBUF_ALL_CPUS, &g_it), 0);
+	w.it = iter ? g_it : NULL;
+	ringbuf__set_testpoint_hook(commit_window, &w);
+	put(rb, 0, 0, 100); /* V */
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	assert_int_equal(w.state, 2);
+	in_window = w.r;
+	r = iter ? drain_iter(g_it, &w.g) : drain_consume(rb, &w.g);
+	assert_int_equal(r, 0);
+	expect_stream(&w.g, ts, cpu, 3, iter ? "the RINGBUF_ALL_CPUS iterator" : "ringbuf_consume_merged");
+	assert_int_equal(in_window, RINGBUF_EAGAIN); /* E was older than B and on its way */
+}
+
+static void merged_consume_waits_for_an_event_nested_in_the_commit_window(void **state)
+{
+	(void)state;
+	merged_readers_wait_for_an_event_nested_in_the_commit_window(false);
+}
+
+static void merged_iterator_waits_for_an_event_nested_in_the_commit_window(void **state)
+{
+	(void)state;
+	merged_readers_wait_for_an_event_nested_in_the_commit_window(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -586,6 +652,8 @@ int main(void)
 		T(merged_iterator_in_overwrite_mode_with_two_writer_threads_never_steps_back),
 		T(reset_of_the_pick_before_consume),
 		T(merged_consume_of_a_private_view_does_not_wait_for_a_frozen_writer),
+		T(merged_consume_waits_for_an_event_nested_in_the_commit_window),
+		T(merged_iterator_waits_for_an_event_nested_in_the_commit_window),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
