@@ -1174,6 +1174,9 @@ struct ringbuf {
 	uint32_t percpu;        /* process-local: RINGBUF_F_CPU_CURRENT (ringbuf_create) */
 	uint32_t cpu_bufs;      /* process-local: RINGBUF_CPU_CURRENT on CPU x < cpu_bufs
 				 * takes buffer x first (ncpu; ncpu - shared when percpu) */
+	uint32_t inline_max;    /* process-local: the largest payload the inline path
+				 * takes (ringbuf__inline_max: max_event for packed,
+				 * delta-stamped events; 0, all out of line, otherwise) */
 };
 /* the private header's bytes: all of them in the first 4 KiB (the smallest
  * page), so that one store copies them all (PRIVATE HEADER) */
@@ -1289,7 +1292,7 @@ enum ringbuf__tp {
 	RINGBUF__TP_READ_PAGE_P3,        /* P3: records checked (and copied), P4 not begun */
 	RINGBUF__TP_QUIESCE_WAIT, /* Q3 done for a CPU with a writer in flight, before Q4 */
 	/* ringbuf__commit_fast's last window (outside the count as well) */
-	RINGBUF__TP_COMMIT_FAST_CHECKED, /* tail and write index re-checked, committing still 1 */
+	RINGBUF__TP_COMMIT_FAST_CHECKED, /* commit_fast: page commit stored, committing still 1 */
 	RINGBUF__TP_COMMIT_FAST_ZERO,         /* committing = 0 stored, commits not re-checked yet */
 	/* ringbuf_open_file's validation of a block (V0-V3, >>file) */
 	RINGBUF__TP_VALIDATE_TAIL, /* V1: commit and tail pages loaded, before the ring walk */
@@ -1547,12 +1550,16 @@ RINGBUF__INLINE unsigned char *ringbuf__put_event(const struct ringbuf *rb, unsi
 	return ringbuf__put_event_a((rb->flags & RINGBUF_F_ALIGN8) != 0, p, evlen, delta);
 }
 
-/* 0 for the inline path's common case: packed events (no RINGBUF_F_ALIGN8,
- * the only flag a handle keeps) stamped by deltas (RINGBUF_TS_DELTA is 0) */
-_Static_assert(RINGBUF_TS_DELTA == 0, "ringbuf__wmode: one test");
-RINGBUF__INLINE uint32_t ringbuf__wmode(const struct ringbuf *rb)
+/* rb->inline_max: the inline path's case is packed events (no
+ * RINGBUF_F_ALIGN8, the only flag a handle keeps) stamped by deltas
+ * (RINGBUF_TS_DELTA is 0). Its one test of the length against inline_max
+ * then also sends every other mode out of line (0: no length passes), so the
+ * mode costs the write path no test of its own. Set where a handle's
+ * geometry is made or validated (ringbuf_init_in, the opens). */
+_Static_assert(RINGBUF_TS_DELTA == 0, "ringbuf__inline_max: one test");
+RINGBUF__INLINE uint32_t ringbuf__inline_max(const struct ringbuf *rb)
 {
-	return rb->flags | rb->ts_mode;
+	return (rb->flags | rb->ts_mode) == 0 ? rb->max_event : 0;
 }
 
 static inline void ringbuf__put_stamp(unsigned char *p, uint32_t type, uint64_t v)
@@ -1956,8 +1963,9 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 	return ringbuf__reserve_slow(rb, cpu, len);
 #else
 	unsigned x = cpu;
-	/* len - 1 wraps for 0: one compare for 1 <= len <= max_event */
-	if (RINGBUF__UNLIKELY(!rb || len - 1 >= (size_t)rb->max_event))
+	/* len - 1 wraps for 0: one compare for 1 <= len <= max_event, in a
+	 * packed, delta-stamped buffer (inline_max is 0 in any other) */
+	if (RINGBUF__UNLIKELY(!rb || len - 1 >= (size_t)rb->inline_max))
 		return ringbuf__reserve_slow(rb, cpu, len);
 	/* The mode written as the constant (as callers do): its path straight
 	 * through, not the cold branch below that an index in a variable
@@ -1982,7 +1990,8 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 #endif
 }
 
-/* ringbuf__reserve_inline for a valid index 0..ncpu-1, len checked. */
+/* ringbuf__reserve_inline for a valid index 0..ncpu-1, len checked against
+ * inline_max (so the buffer's events are packed and delta-stamped). */
 RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, size_t len)
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
@@ -2004,12 +2013,9 @@ RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, s
 	RINGBUF__BARRIER();
 	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c)))
 		return ringbuf__reserve_refused(rb, cpu, c);
-	/* packed events, deltas (one test of one word): the event length and
-	 * header folded for a constant len; else out of line */
-	if (RINGBUF__LIKELY(ringbuf__wmode(rb) == 0))
-		ev = ringbuf__reserve_fast(rb, cpu, c, ringbuf__event_length_a(false, len), false);
-	else
-		ev = ringbuf__reserve_depth1(rb, cpu, c, len);
+	/* packed events, deltas (the caller's test of len against inline_max):
+	 * the event length and header folded for a constant len */
+	ev = ringbuf__reserve_fast(rb, cpu, c, ringbuf__event_length_a(false, len), false);
 	if (RINGBUF__UNLIKELY(!ev))
 		ringbuf__end_commit(rb, cpu, c);
 	return ev;
@@ -2125,14 +2131,14 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	atomic_store_explicit(&ringbuf__cdp(rb, c, tp)->commit, (long)w, memory_order_release);
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_END);
-	/* the whole word: stricter than its index (a change above the mask
-	 * alone takes the walk too) */
-	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->tail_page) != tp || RINGBUF__LOAD(&tb->write) != wfull))
-		return false;
-	/* A writer nested from here to the store below reserves and leaves its
-	 * event for us: committing 0 is then stored with it uncommitted, until
-	 * the re-check below walks again (ringbuf_quiesce's Q2/Q4 look at the
-	 * pages for that reason, [Q-PEND]). */
+	/* A writer nested after our load of n (from here to the store of 0
+	 * below, or before: in the loads above) added RINGBUF__COMMITS_NESTED
+	 * when it entered, and reserved on this page or moved the tail: the
+	 * check of commits after the 0 walks again. Until then committing is 0
+	 * with its event reserved and not committed: the merged readers' [R2]
+	 * and ringbuf_quiesce's Q2/Q4 look at the pages for that reason
+	 * (ringbuf__quiet, [Q-PEND]). No re-check of tail and write index here:
+	 * it caught only what the check of commits catches (6 instructions). */
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_FAST_CHECKED);
 	/* [M3] release: pairs with ringbuf_reset_cpu's and the merged readers'
 	 * acquire */
@@ -2630,14 +2636,15 @@ extern int clock_gettime(int, struct timespec *);
  * checks the disable flags, then runs A-D only when the write index is not 0,
  * before_stamp == write_stamp, the event fits the page, the delta fits 27 bits
  * and the mode is delta: one clock read, one slot description, one CAS, one
- * count. Its commit stores the page commit when commit page == tail page, then
- * re-checks tail and write index (a writer nested after the store) and, after
- * committing = 0, that no writer started and no reader needs waking. Anything
+ * count. Its commit stores the page commit when commit page == tail page and,
+ * after committing = 0, checks that no writer entered since its first load
+ * (commits: a nested entry adds RINGBUF__COMMITS_NESTED) and no reader needs
+ * waking. Anything
  * else calls the out-of-line code, which starts over from A (nothing of the
  * fast path's attempt survives a failed CAS).
  *
  * INSTRUCTION COUNT (bench/bench_instr.c, callgrind, a counter clock: one
- * 16-byte event, reserve + copy + commit, the constant index 0): 145.8 at
+ * 16-byte event, reserve + copy + commit, the constant index 0): 133.9 at
  * the commit that wrote this (168.8 before issue 24's work; the floor, a
  * bare thread-local append of the same 24 bytes, 15.0). An index in a
  * variable, or another constant, adds its two tests against ncpu (about 4:
@@ -2647,28 +2654,29 @@ extern int clock_gettime(int, struct timespec *);
  *   clock   19  kind tests (TSC, MONO) and spills 8, the call through
  *               rb->clock 7 (a file block's too: ringbuf__clock_shared_fn,
  *               no test of `owned`), the counter itself 4
- *   entry   19  len/rb 4, CPU address 2, committing == 0 3, slot len
- *               0 1, inflight_ts [M1] 2, committing = 1 1, disable flags 3,
- *               flags | ts_mode (ringbuf__wmode) 3
- *   A-D     54  loads of tail, write, stamps 4, page addresses 6, the fast
- *               condition (w != 0, stamps equal, fits) 8, P1 6, the event's
- *               address 4 (before the clock: fewer values across the call),
- *               delta 4, P2 3, P3 5, B 1, CAS C 5, page count 1, slot len 1,
- *               D 1, header word 5
+ *   entry   16  len/rb against inline_max 4 (the mode folded in:
+ *               ringbuf__inline_max), CPU address 2, committing == 0 3,
+ *               slot len 0 1, inflight_ts [M1] 2, committing = 1 1,
+ *               disable flags 3
+ *   A-D     50  loads of tail, write, stamps 4, the page's address 3, the
+ *               fast condition (w != 0, stamps equal, fits) 8, P1 6, the
+ *               event's address 4 (before the clock: fewer values across the
+ *               call), delta 4, P2 3, P3 5, B 1, CAS C 5, page count 1, slot
+ *               len 1, D 1, header word 4
  *   commit   9  data NULL 2, CPU address 2, committing == 1 3, entries_d
  *               (one incq) 1, slot len 0 1
- *   fast    33  commits, tail, commit page == tail 5, page addresses 6,
- *               write and its index 3, the page commit 3, re-check of tail
- *               and write 6 (a writer nested after the store), committing =
- *               0 [M3] 1, commits unchanged and no waiter 7 (with the
- *               waiters' address), commits + 1 [Q-X] 2
- *   other    4  the slow path's share (a new page every 204 events),
+ *   fast    23  commits, tail, commit page == tail 5, the write index and
+ *               page addresses 7, the page commit 3, committing = 0 [M3] 1,
+ *               commits unchanged and no waiter 7 (with the waiters'
+ *               address), commits + 1 [Q-X] 2 (no re-check of tail and
+ *               write: the check of commits covers a writer nested after the
+ *               page commit, which adds RINGBUF__COMMITS_NESTED)
+ *   other   10  the slow path's share (a new page every 204 events),
  *               register moves
- * RINGBUF_CPU_THREAD adds 31 (176.8; 179.8 while the commit took the mode
- * through a cold branch): the thread's entry looked up twice (reserve and
- * commit: last index, TLS base, gen against rb->gen, claimed, the index
- * check) and the CPU struct's address for a variable index (a multiply by
- * its 896 bytes). Issue 24's goals (110 and 125) are not met:
+ * RINGBUF_CPU_THREAD adds 32 (165.9): the thread's entry looked up twice
+ * (reserve and commit: last index, TLS base, gen against rb->gen, claimed,
+ * the index check) and the CPU struct's address for a variable index (a
+ * multiply by its 896 bytes). Issue 24's goals (110 and 125) are not met:
  * what is left is each step's own loads, stores and checks (every one is
  * argued above for nesting, crash recovery or exact accounting), address
  * arithmetic that the signal fences make the compiler redo in the commit
@@ -4180,7 +4188,7 @@ static void *ringbuf__reserve_at(struct ringbuf *rb, unsigned cpu, size_t len)
 }
 
 /* The outermost writer's A-D once entered, for any flags and stamp mode
- * (the inline path's word test, ringbuf__wmode, sends the others here). */
+ * (the inline path's length test against inline_max sends the others here). */
 RINGBUF_API void *ringbuf__reserve_depth1(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
 					  size_t len)
 {
@@ -6563,9 +6571,9 @@ RINGBUF_API int ringbuf_reset(struct ringbuf *rb)
  *       (RINGBUF_EBUSY)
  *
  * [Q-PEND] committing == 0 alone does not say V left: ringbuf__commit_fast
- * re-checks the tail and write index, then stores committing = 0, then
- * re-checks commits and walks again if a writer started. A writer nested in
- * V after the re-check and before the store (RINGBUF__TP_COMMIT_FAST_CHECKED)
+ * stores its page commit, then committing = 0, then re-checks commits and
+ * walks again if a writer started. A writer nested in V after the page
+ * commit and before the store (RINGBUF__TP_COMMIT_FAST_CHECKED)
  * leaves its event to V (depth 2), so V's 0 is stored with that event
  * reserved, complete, and not committed; Q4 once ended on that 0 and the
  * caller missed the nested event (verify/quiesce.c -DNESTED=3 -DOLD_Q4,
@@ -8191,6 +8199,7 @@ static int ringbuf__init_in(void *mem, size_t size, const struct ringbuf_config 
 	rb->ts_mode = (uint32_t)cfg->ts_mode;
 	/* the largest event must fit an empty page with its header and array[0] */
 	rb->max_event = rb->bsize - 8;
+	rb->inline_max = ringbuf__inline_max(rb);
 	rb->total_size = g.total;
 	rb->cpu_off = g.cpu_off;
 	rb->bpage_off = g.bpage_off;
@@ -9043,6 +9052,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 	/* process-local, never the file's bytes: the CAS (PER-CPU BLOCKS in >>contexts) */
 	rb->rseq = rb->percpu = 0;
 	rb->cpu_bufs = rb->ncpu; /* this copy's: the geometry checks below refuse a bad one */
+	rb->inline_max = 0;      /* all out of line until the geometry is validated */
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_OPEN_COPIED);
 	{
@@ -9058,6 +9068,7 @@ RINGBUF_API int ringbuf_open_file(const char *path, unsigned flags, struct ringb
 		munmap(map, (size_t)total);
 		return r;
 	}
+	rb->inline_max = ringbuf__inline_max(rb); /* from the validated copy */
 	if (flags & (RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER)) {
 		/* the clock of a shared block is this process's: CLOCKS OF SHARED
 		 * BLOCKS, the creator's writers read theirs */

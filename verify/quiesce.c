@@ -25,7 +25,7 @@
  *               commit_fast, which commits it
  *   -DNESTED=2  a handler that cuts in at E0's entry, before its committing
  *               = 1 (it sees committing 0: enters as outermost and leaves)
- *   -DNESTED=3  the handler nested in E0 after commit_fast's re-check and
+ *   -DNESTED=3  the handler nested in E0 after commit_fast's page commit and
  *               before its committing = 0 (RINGBUF__TP_COMMIT_FAST_CHECKED):
  *               E0 stores 0 with the handler's event uncommitted, then walks
  *               again
@@ -307,9 +307,8 @@ static void outer_event(int id, int handler_at_entry, int nested_id, int late_id
 	n++;
 #endif
 	walk();
-	/* (commit_fast re-checks the tail and write index here) */
 	if (late_id >= 0)
-		nested_event(late_id); /* after the re-check: the walk missed it */
+		nested_event(late_id); /* after the page commit: the walk missed it */
 	atomic_store_explicit(&committing, 0, EXIT_MO); /* [M3] */
 	poll();
 	if (win_id >= 0)

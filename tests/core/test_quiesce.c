@@ -310,8 +310,8 @@ static void from_inside_a_writer_times_out(void **state)
 	ringbuf_destroy(g_inside_rb);
 }
 
-/* [Q-PEND] ringbuf__commit_fast's last window: the writer re-checked the tail
- * and write index (RINGBUF__TP_COMMIT_FAST_CHECKED), a signal handler writes
+/* [Q-PEND] ringbuf__commit_fast's last window: the writer stored its page
+ * commit (RINGBUF__TP_COMMIT_FAST_CHECKED), a signal handler writes
  * there (depth 2: its event is left for the writer), then the writer stores
  * committing = 0 with that event reserved and not committed, and parks
  * (RINGBUF__TP_COMMIT_FAST_ZERO) before it re-checks commits and walks
@@ -405,7 +405,7 @@ static void commit_fast_window_is_waited_for(void **state)
 }
 
 /* [Q-X] Two handlers in ringbuf__commit_fast's last window: the first nests
- * in the writer V after its re-check (depth 2, left for V, as above); after
+ * in the writer V after its page commit (depth 2, left for V, as above); after
  * V's committing = 0 a second one runs as outermost (it sees committing 0),
  * enters and parks after its reservation, before its commit walk (which
  * would commit the first handler's event too). A one-look quiesce whose Q3
