@@ -642,8 +642,12 @@ RINGBUF_API uint64_t ringbuf_ts_to_ns(const struct ringbuf *rb, uint64_t ts);
 RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb);
 /** Release the calling thread's RINGBUF_CPU_THREAD claim on rb now (its
  * unread events stay for the reader). Inside an event on that buffer (a
- * signal handler that interrupted the thread's writer, or a thread exiting
- * mid-event) it does nothing: the claim stays (release it after the event). */
+ * thread exiting mid-event) it does nothing: the claim stays (release it
+ * after the event). Call it from normal (not signal) context: a signal
+ * handler that interrupts the thread's commit after its committing = 0 and
+ * before its exit count (ringbuf__commit_fast, ringbuf__end_commit) finds
+ * no event in flight and gives the buffer back, while the interrupted commit
+ * still stores the exit count and may walk the pages again. */
 RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb);
 /** Which buffer the calling thread's mapped writes go to: its claimed index
  * (RINGBUF_CPU_THREAD), else the buffer of its event in flight (shared or
