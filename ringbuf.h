@@ -2636,7 +2636,7 @@ extern int clock_gettime(int, struct timespec *);
  * INLINE FAST PATH (>>inline, in the caller): the outermost writer with an
  * explicit index (or a RINGBUF_CPU_THREAD buffer found through the thread's
  * last-used entry, or a RINGBUF_CPU_CURRENT buffer claimed inline: INLINE in
- * >>contexts) enters (slot len 0, inflight_ts, committing = 1, commits),
+ * >>contexts) enters (slot len 0, inflight_ts, committing = 1),
  * checks the disable flags, then runs A-D only when the write index is not 0,
  * before_stamp == write_stamp, the event fits the page, the delta fits 27 bits
  * and the mode is delta: one clock read, one slot description, one CAS, one
