@@ -260,7 +260,6 @@
 #define ringbuf__clock_shared        RINGBUF__NS(ringbuf__clock_shared)
 #define ringbuf__commit_slow         RINGBUF__NS(ringbuf__commit_slow)
 #define ringbuf__end_commit          RINGBUF__NS(ringbuf__end_commit)
-#define ringbuf__reserve_depth1      RINGBUF__NS(ringbuf__reserve_depth1)
 #define ringbuf__reserve_next        RINGBUF__NS(ringbuf__reserve_next)
 #define ringbuf__reserve_refused     RINGBUF__NS(ringbuf__reserve_refused)
 #define ringbuf__reserve_slow        RINGBUF__NS(ringbuf__reserve_slow)
@@ -1892,8 +1891,6 @@ RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct
 					uint32_t evlen, uint32_t depth, uint64_t first_ts);
 RINGBUF_API void ringbuf__commit_slow(struct ringbuf *rb, unsigned cpu, void *data);
 RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c);
-RINGBUF_API void *ringbuf__reserve_depth1(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
-					  size_t len);
 
 /* The common case of A-D for the outermost writer: same page, delta fits,
  * stamps consistent. Anything else, or a nested writer that moved things
@@ -4143,6 +4140,17 @@ RINGBUF_API void (ringbuf_commit)(struct ringbuf *rb, unsigned cpu, void *data)
 	ringbuf__commit_inline(rb, cpu, data);
 }
 
+/* The outermost writer's A-D once entered, for any flags and stamp mode
+ * (the inline path's length test against inline_max sends the others here). */
+static void *ringbuf__reserve_depth1(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c, size_t len)
+{
+	const bool align8 = (rb->flags & RINGBUF_F_ALIGN8) != 0;
+	uint32_t evlen = ringbuf__event_length_a(align8, len);
+	if (rb->ts_mode != RINGBUF_TS_DELTA)
+		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+	return ringbuf__reserve_fast(rb, cpu, c, evlen, align8);
+}
+
 /* The general reserve on CPU buffer `cpu`: any depth, bad arguments
  * (counted). The mapped modes come here with the index of the buffer they
  * chose (ringbuf__reserve_slow in >>contexts). */
@@ -4189,18 +4197,6 @@ static void *ringbuf__reserve_at(struct ringbuf *rb, unsigned cpu, size_t len)
 	if (RINGBUF__UNLIKELY(!ev))
 		ringbuf__end_commit(rb, cpu, c);
 	return ev;
-}
-
-/* The outermost writer's A-D once entered, for any flags and stamp mode
- * (the inline path's length test against inline_max sends the others here). */
-RINGBUF_API void *ringbuf__reserve_depth1(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
-					  size_t len)
-{
-	const bool align8 = (rb->flags & RINGBUF_F_ALIGN8) != 0;
-	uint32_t evlen = ringbuf__event_length_a(align8, len);
-	if (rb->ts_mode != RINGBUF_TS_DELTA)
-		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
-	return ringbuf__reserve_fast(rb, cpu, c, evlen, align8);
 }
 
 /* What commit and discard share: an index (the mapped modes chose theirs in
