@@ -561,17 +561,21 @@ static struct {
 
 /* ---- >>fimpl: hooks ------------------------------------------------------ */
 
+/* Is a in the set? A binary search without a branch on the data (a
+ * conditional move per halving): b is the last element <= a, or the first
+ * when there is none, so that a is in the set exactly when *b == a. An empty
+ * set holds one 0 (ringbuf_ftrace__build), which no function's address is:
+ * one load and one compare for a set of 1 (the hooks' H4, per call). */
 RINGBUF_FTRACE__NOINSTR static inline bool ringbuf_ftrace__in(const struct ringbuf_ftrace__set *s, uintptr_t a)
 {
-	size_t lo = 0, hi = s->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->addr[mid] < a)
-			lo = mid + 1;
-		else
-			hi = mid;
+	const uintptr_t *b = s->addr;
+	size_t n = s->n;
+	while (n > 1) {
+		size_t half = n / 2;
+		b = b[half] <= a ? b + half : b;
+		n -= half;
 	}
-	return lo < s->n && s->addr[lo] == a;
+	return *b == a;
 }
 
 RINGBUF_FTRACE__NOINSTR static void ringbuf_ftrace__count(RINGBUF__ATOMIC(uint64_t) *c)
@@ -629,18 +633,18 @@ RINGBUF_FTRACE__HOT uint64_t ringbuf_ftrace__ns(const struct ringbuf *rb, uint64
 	return ringbuf_ts_to_ns(rb, ts);
 }
 
-/* The time stamp (ns) of the record this writer just reserved on CPU buffer
- * `at`: the buffer's write_stamp, which every reservation stores (step D of
- * ringbuf.h's >>design) before it returns; read by the same thread, so the
- * relaxed load sees it, or a later one when a nested writer (a signal
- * handler's event) came in between: then that writer's, a little later.
- * Saves a clock read per record. RINGBUF_CPU_CURRENT (`at` unknown): the
- * clock is read. */
-RINGBUF_FTRACE__HOT uint64_t ringbuf_ftrace__rec_ts(struct ringbuf *rb, unsigned at)
+/* The time stamp (ns) of the record this writer just reserved on the CPU
+ * buffer `at` (ringbuf_trace__reserve_in's): the buffer's write_stamp, which
+ * every reservation stores (step D of ringbuf.h's >>design) before it
+ * returns; read by the same thread, so the relaxed load sees it, or a later
+ * one when a nested writer (a signal handler's event) came in between: then
+ * that writer's, a little later. Saves a clock read per record.
+ * RINGBUF_CPU_CURRENT (`at` NULL, unknown): the clock is read. */
+RINGBUF_FTRACE__HOT uint64_t ringbuf_ftrace__rec_ts(struct ringbuf *rb, struct ringbuf__cpu *at)
 {
-	if (RINGBUF__UNLIKELY(at >= rb->ncpu))
+	if (RINGBUF__UNLIKELY(!at))
 		return ringbuf_time_stamp(rb);
-	return ringbuf_ftrace__ns(rb, RINGBUF__LOAD(&ringbuf__cpu(rb, at)->write_stamp));
+	return ringbuf_ftrace__ns(rb, RINGBUF__LOAD(&at->write_stamp));
 }
 
 RINGBUF_FTRACE__COLD void ringbuf_ftrace__dropped(void)
@@ -652,7 +656,7 @@ RINGBUF_FTRACE__HOT void ringbuf_ftrace__emit_ret(struct ringbuf *rb, unsigned c
 						   const struct ringbuf_ftrace__frame *f, uint32_t depth,
 						   uint32_t overrun, uint64_t now)
 {
-	unsigned at;
+	struct ringbuf__cpu *at;
 	void *p = ringbuf_trace__reserve_in(rb, cpu, RINGBUF_FTRACE_ID_GRAPH_RET,
 					    sizeof(struct ringbuf_ftrace_graph_ret), &at);
 	if (RINGBUF__UNLIKELY(!p)) {
@@ -743,7 +747,7 @@ RINGBUF_FTRACE__COLD void ringbuf_ftrace__overrun(struct ringbuf_ftrace__thread 
 /* FUNCTION mode: one `function` record {ip, parent_ip} per call */
 RINGBUF_FTRACE__HOT void ringbuf_ftrace__emit_fn(struct ringbuf *rb, unsigned cpu, uintptr_t a, uintptr_t site)
 {
-	unsigned at;
+	struct ringbuf__cpu *at;
 	void *p = ringbuf_trace__reserve_in(rb, cpu, RINGBUF_FTRACE_ID_FUNCTION,
 					    sizeof(struct ringbuf_ftrace_function), &at);
 	if (RINGBUF__UNLIKELY(!p)) {
@@ -785,9 +789,15 @@ RINGBUF_FTRACE__KEYFN const void *ringbuf_ftrace__key(const void *hookframe, con
 	 * a few words (the function's saved registers); these words are always
 	 * mapped (the function's frame, else its caller's: every function has
 	 * one, a thread's start routine too) */
-	for (i = 0; i < 4; i++)
-		if (p[i] == site)
-			return &p[i];
+	/* (unrolled: a compare and a jump each, no loop counter) */
+	if (p[0] == site)
+		return &p[0];
+	if (p[1] == site)
+		return &p[1];
+	if (p[2] == site)
+		return &p[2];
+	if (p[3] == site)
+		return &p[3];
 	if (t->depth && t->depth <= RINGBUF_FTRACE_MAX_DEPTH &&
 	    (top = t->st[0].frame) != UINTPTR_MAX && top >= (uintptr_t)p) {
 		n = (top - (uintptr_t)p) / sizeof(void *) + 1;
@@ -839,7 +849,8 @@ RINGBUF_FTRACE__HOT void ringbuf_ftrace__enter(void *fn, void *site, const void 
 #else
 	(void)hookframe;
 #endif
-	if (frame && d && d <= RINGBUF_FTRACE_MAX_DEPTH && t->st[d - 1].frame <= (uintptr_t)frame)
+	/* d - 1 wraps for 0: one compare for 1 <= d <= MAX_DEPTH */
+	if (frame && d - 1 < RINGBUF_FTRACE_MAX_DEPTH && t->st[d - 1].frame <= (uintptr_t)frame)
 		ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, 0, &now);
 	/* H4: acquire pairs with the release store of set_filter/notrace */
 	s = atomic_load_explicit(&ringbuf_ftrace__g.filter, memory_order_acquire);
@@ -852,7 +863,7 @@ RINGBUF_FTRACE__HOT void ringbuf_ftrace__enter(void *fn, void *site, const void 
 	if (mode & RINGBUF_FTRACE_FUNCTION)
 		ringbuf_ftrace__emit_fn(rb, cpu, a, (uintptr_t)site);
 	if (mode & RINGBUF_FTRACE_GRAPH) {
-		unsigned at;
+		struct ringbuf__cpu *at;
 		void *p;
 		d = t->depth;
 		if (RINGBUF__UNLIKELY(d >= RINGBUF_FTRACE_MAX_DEPTH)) {
@@ -906,7 +917,7 @@ RINGBUF_FTRACE__HOT void ringbuf_ftrace__exit(void *fn, void *site, const void *
 		rb = NULL;
 	/* H3: the function's own frame on top is the common case (no call) */
 	d = t->depth;
-	if (d && d <= RINGBUF_FTRACE_MAX_DEPTH && t->st[d - 1].func != a) {
+	if (d - 1 < RINGBUF_FTRACE_MAX_DEPTH && t->st[d - 1].func != a) { /* 1 <= d <= MAX_DEPTH */
 #if RINGBUF_FTRACE_FRAME_KEYS
 		if (hookframe)
 			frame = ringbuf_ftrace__key(hookframe, site);
@@ -1218,6 +1229,8 @@ static int ringbuf_ftrace__build(const char *globs, struct ringbuf_ftrace__set *
 	}
 	free(copy);
 	qsort(s->addr, n, sizeof(uintptr_t), ringbuf_ftrace__uaddr_cmp);
+	if (!n)
+		s->addr[0] = 0; /* ringbuf_ftrace__in reads one element */
 	s->n = n;
 	s->next_old = NULL;
 	*out = s;

@@ -901,10 +901,11 @@ static void ringbuf_trace__publish_self(struct ringbuf *rb)
 
 /* The body of ringbuf_trace__reserve, inlined by writers that run per event
  * and must not pay a call (ringbuf_ftrace.h's hooks); *at: the CPU buffer the
- * event went to, ~0u when not known (RINGBUF_CPU_CURRENT). */
+ * event went to, NULL when not known (RINGBUF_CPU_CURRENT). */
 RINGBUF__INLINE void *ringbuf_trace__reserve_in(struct ringbuf *rb, unsigned cpu, uint32_t id, size_t len,
-					      unsigned *at)
+					      struct ringbuf__cpu **at)
 {
+	struct ringbuf__cpu *c;
 	struct ringbuf_trace_entry *e = (struct ringbuf_trace_entry *)ringbuf_reserve(rb, cpu, len);
 	uint32_t depth, sd;
 	if (RINGBUF__UNLIKELY(!e))
@@ -923,8 +924,8 @@ RINGBUF__INLINE void *ringbuf_trace__reserve_in(struct ringbuf *rb, unsigned cpu
 		cpu = ~0u;
 #endif
 	}
-	*at = cpu;
-	depth = cpu < rb->ncpu ? RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing) : 1;
+	*at = c = cpu < rb->ncpu ? ringbuf__cpu(rb, cpu) : NULL;
+	depth = c ? RINGBUF__LOAD(&c->committing) : 1;
 	/* the common case, one 8-byte store (the header as the general code
 	 * below writes it): the outermost writer (depth 1), not in a marked
 	 * signal handler, its thread id known and its name published to rb */
@@ -959,7 +960,7 @@ RINGBUF__INLINE void *ringbuf_trace__reserve_in(struct ringbuf *rb, unsigned cpu
 
 RINGBUF_API void *ringbuf_trace__reserve(struct ringbuf *rb, unsigned cpu, uint32_t id, size_t len)
 {
-	unsigned at;
+	struct ringbuf__cpu *at;
 	return ringbuf_trace__reserve_in(rb, cpu, id, len, &at);
 }
 

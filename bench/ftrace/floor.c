@@ -50,7 +50,8 @@ static _Thread_local int floor_depth;
 RINGBUF_FTRACE__NOINSTR void __cyg_profile_func_enter(void *fn, void *site)
 {
 	struct ringbuf *rb = atomic_load_explicit(&ringbuf_ftrace__g.rb, memory_order_acquire);
-	unsigned cpu, at;
+	unsigned cpu;
+	struct ringbuf__cpu *at;
 	void *p;
 	(void)site;
 	if (!rb)
@@ -68,7 +69,8 @@ RINGBUF_FTRACE__NOINSTR void __cyg_profile_func_enter(void *fn, void *site)
 RINGBUF_FTRACE__NOINSTR void __cyg_profile_func_exit(void *fn, void *site)
 {
 	struct ringbuf *rb = atomic_load_explicit(&ringbuf_ftrace__g.rb, memory_order_acquire);
-	unsigned cpu, at;
+	unsigned cpu;
+	struct ringbuf__cpu *at;
 	void *p;
 	(void)site;
 	if (!rb)

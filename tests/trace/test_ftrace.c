@@ -359,6 +359,30 @@ static void test_filters(void **state)
 	assert_int_equal(ringbuf_ftrace_set_filter("t_*"), ringbuf_ftrace_set_filter("t_*"));
 }
 
+/* The hooks' membership test (H4) against every set size up to 40, with
+ * each address and each gap between them, as ringbuf_ftrace__build lays a
+ * set out (sorted; an empty one holds a 0). */
+static void test_filter_sets(void **state)
+{
+	struct ringbuf_ftrace__set *s = malloc(sizeof *s + 41 * sizeof(uintptr_t));
+	size_t n, i;
+	uintptr_t a;
+	(void)state;
+	assert_non_null(s);
+	for (n = 0; n <= 40; n++) {
+		s->n = n;
+		for (i = 0; i < n; i++)
+			s->addr[i] = 16 * (i + 1);
+		if (!n)
+			s->addr[0] = 0;
+		for (a = 1; a <= 16 * (n + 2); a++)
+			assert_int_equal(ringbuf_ftrace__in(s, a), a % 16 == 0 && a / 16 >= 1 && a / 16 <= n);
+		/* the ends of the address space */
+		assert_false(ringbuf_ftrace__in(s, UINTPTR_MAX));
+	}
+	free(s);
+}
+
 static void test_thread_switch(void **state)
 {
 	(void)state;
@@ -607,7 +631,8 @@ int main(void)
 		cmocka_unit_test(test_longjmp),        cmocka_unit_test(test_thread_switch),
 		cmocka_unit_test(test_function_event), cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_symbols),        cmocka_unit_test(test_trace_cmd_report),
-		cmocka_unit_test(test_filters),        cmocka_unit_test(test_cxx_exceptions),
+		cmocka_unit_test(test_filters),        cmocka_unit_test(test_filter_sets),
+		cmocka_unit_test(test_cxx_exceptions),
 		cmocka_unit_test(test_threads),        cmocka_unit_test(test_times_are_record_stamps),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
