@@ -1072,8 +1072,9 @@ struct ringbuf__cpu {
 	 * ringbuf_quiesce: + RINGBUF__COMMITS_NESTED per nested entry, + 1
 	 * per outermost exit (the low 32 bits count them) [Q-X] */
 	_Atomic(uint64_t) commits;
-	_Atomic(uint64_t) inflight_ts;/* set by the outermost writer as it enters: no event
-				       * it (or a writer nested in it) commits is older */
+	_Atomic(uint64_t) inflight_ts;/* [M1] set by the outermost writer as it leaves with
+				       * everything reserved committed: no event reserved
+				       * later is older */
 	_Atomic(uint64_t) before_stamp;
 	_Atomic(uint64_t) write_stamp;
 	_Atomic(uint64_t) entries_d[RINGBUF_MAX_NEST]; /* committed events by depth */
@@ -2003,9 +2004,6 @@ RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, s
 	 * event; recovery after a kill must not take it for one in flight. */
 	RINGBUF__STORE(&c->slots[0].len, 0);
 	RINGBUF__BARRIER();
-	/* [M1] a lower bound for the merged readers; release: the events of
-	 * the entries before this one (their commits) before it */
-	atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp), memory_order_release);
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, 1);
@@ -2148,6 +2146,10 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_FAST_ZERO);
 	if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
 			    !ringbuf__wake_due(rb, c, atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed)))) {
+		/* [M1] everything reserved is committed (nobody entered since
+		 * our load of n): the merged readers' lower bound for what this
+		 * CPU reserves next (release: after the page commits) */
+		atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp), memory_order_release);
 		/* [Q-X] one more outermost exit, after the walk and the 0
 		 * (release: pairs with ringbuf_quiesce's acquire; a handler
 		 * running as outermost between the check and this store stores
@@ -2633,7 +2635,7 @@ extern int clock_gettime(int, struct timespec *);
  * INLINE FAST PATH (>>inline, in the caller): the outermost writer with an
  * explicit index (or a RINGBUF_CPU_THREAD buffer found through the thread's
  * last-used entry, or a RINGBUF_CPU_CURRENT buffer claimed inline: INLINE in
- * >>contexts) enters (slot len 0, inflight_ts, committing = 1),
+ * >>contexts) enters (slot len 0, committing = 1),
  * checks the disable flags, then runs A-D only when the write index is not 0,
  * before_stamp == write_stamp, the event fits the page, the delta fits 27 bits
  * and the mode is delta: one clock read, one slot description, one CAS, one
@@ -2655,10 +2657,9 @@ extern int clock_gettime(int, struct timespec *);
  *   clock   19  kind tests (TSC, MONO) and spills 8, the call through
  *               rb->clock 7 (a file block's too: ringbuf__clock_shared_fn,
  *               no test of `owned`), the counter itself 4
- *   entry   16  len/rb against inline_max 4 (the mode folded in:
+ *   entry   14  len/rb against inline_max 4 (the mode folded in:
  *               ringbuf__inline_max), CPU address 2, committing == 0 3,
- *               slot len 0 1, inflight_ts [M1] 2, committing = 1 1,
- *               disable flags 3
+ *               slot len 0 1, committing = 1 1, disable flags 3
  *   A-D     50  loads of tail, write, stamps 4, the page's address 3, the
  *               fast condition (w != 0, stamps equal, fits) 8, P1 6, the
  *               event's address 4 (before the clock: fewer values across the
@@ -2666,10 +2667,10 @@ extern int clock_gettime(int, struct timespec *);
  *               len 1, D 1, header word 4
  *   commit   9  data NULL 2, CPU address 2, committing == 1 3, entries_d
  *               (one incq) 1, slot len 0 1
- *   fast    23  commits, tail, commit page == tail 5, the write index and
+ *   fast    25  commits, tail, commit page == tail 5, the write index and
  *               page addresses 7, the page commit 3, committing = 0 [M3] 1,
  *               commits unchanged and no waiter 7 (with the waiters'
- *               address), commits + 1 [Q-X] 2 (no re-check of tail and
+ *               address), inflight_ts [M1] 2, commits + 1 [Q-X] 2 (no re-check of tail and
  *               write: the check of commits covers a writer nested after the
  *               page commit, which adds RINGBUF__COMMITS_NESTED)
  *   other   10  the slow path's share (a new page every 204 events),
@@ -2874,8 +2875,8 @@ extern int clock_gettime(int, struct timespec *);
  *   committing = 0      owner [M3]        merged readers    release / acquire: the commits before it
  *                       recovery          [R2], reset R4,   [REC-M3] release, last: the repair (links,
  *                       [REC-M3]          quiesce Q4        padding, commits, page counts) before it
- *   inflight_ts         owner [M1]        merged readers    release / acquire: the commits of the entries
- *                                                           before it
+ *   inflight_ts         owner [M1]        merged readers    release / acquire: the page commits before it
+ *     (outermost exit)                                      (everything reserved is committed then)
  *   commits             owner             owner             relaxed (nesting detection: any change)
  *     (outermost +1)    owner [Q-X]       ringbuf_quiesce   release store at each outermost exit, after
  *                                         (Q3, Q4)          its walk and committing = 0 / acquire: the
@@ -2954,14 +2955,23 @@ extern int clock_gettime(int, struct timespec *);
  *        reader sees every event stamped below B committed. (Reading 0
  *        alone, it handed out a newer event of another CPU before the nested
  *        one: test_merged_order, *_nested_in_the_commit_window.)
- *   [M1]/[R2] inflight_ts = write_stamp at entry m (release; it follows the
- *        exit of entry m - 1) is at most every stamp of the entries >= m.
- *        Read (acquire) at V >= B: the events of entries >= m are not older
- *        than B, and those of entries < m are committed and visible. Any
- *        committing != 0 read with it, from any entry, leaves one of the two
- *        cases: a writer nested in the outermost one stores its depth before
- *        its own clock read ([M2]) and is covered by the outermost entry's
- *        inflight_ts.
+ *   [M1]/[R2] inflight_ts = write_stamp, stored (release) by an outermost
+ *        writer as it leaves, after its check of commits found that nobody
+ *        entered since its walk: every event reserved until then is
+ *        committed, its page commit before the release, and every event
+ *        reserved later is stamped at least write_stamp (stamps never go
+ *        back within a CPU). Read (acquire) at v >= B: the events of X
+ *        older than B are committed and visible, whichever entry's
+ *        committing the reader saw. Stored at the entry instead (the old
+ *        [M1]), it was wrong in ringbuf__commit_fast's window: with two
+ *        events nested in the outermost writer V after its page commit (not
+ *        yet committed, [Q-PEND]) and a handler entering as outermost after
+ *        V's committing = 0, the entry raised inflight_ts to the newer
+ *        nested stamp over the older one, and a reader in that handler's
+ *        event handed out another CPU's event stamped between them first
+ *        (test_merged_order, *_under_an_entry_in_the_commit_window). The
+ *        bound a reader sees while X is in flight is the last exit's
+ *        write_stamp: what the entry stored, except in that window.
  *   [R3] The re-peek reads the page commit with acquire ([R-commit]): every
  *        event older than B is in X's buffer now, or consumed before.
  * The clock must be one global monotonic clock, read in the same order by all
@@ -4071,7 +4081,9 @@ RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ri
 		if (depth != 1)
 			return;
 		if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n)) {
-			/* [Q-X] the outermost exit (as in ringbuf__commit_fast) */
+			/* [M1], [Q-X]: the outermost exit, as in ringbuf__commit_fast */
+			atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp),
+					      memory_order_release);
 			atomic_store_explicit(&c->commits, n + 1, memory_order_release);
 			/* [WAIT-W] one load when nobody waits; the reader's
 			 * membarrier() orders it after our commit (see ringbuf_wait) */
@@ -4176,9 +4188,6 @@ static void *ringbuf__reserve_at(struct ringbuf *rb, unsigned cpu, size_t len)
 	 * complete): recovery after a kill must not mistake it for one in flight */
 	RINGBUF__STORE(&c->slots[depth - 1].len, 0);
 	RINGBUF__BARRIER();
-	if (depth == 1) /* [M1] a lower bound for the merged readers (release) */
-		atomic_store_explicit(&c->inflight_ts, RINGBUF__LOAD(&c->write_stamp),
-				      memory_order_release);
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, depth);
@@ -5312,7 +5321,8 @@ static bool ringbuf__merged_inflight(struct ringbuf *rb, unsigned cpu, uint64_t 
 	 * pairs with [M3], then [W-commit]): the entries before are committed */
 	if (ringbuf__quiet(rb, cpu, c))
 		return false;
-	/* acquire: pairs with [M1] (the entries before that one are committed) */
+	/* acquire: pairs with [M1] (what was reserved before that exit is
+	 * committed; what is reserved after it is not older) */
 	return atomic_load_explicit(&c->inflight_ts, memory_order_acquire) < b;
 }
 

@@ -12,14 +12,15 @@
  * ringbuf.h:
  *
  *   writer entry  ringbuf__reserve_inline / ringbuf__reserve_slow (depth 1):
- *                 [M1] inflight_ts = write_stamp (release), committing = 1,
- *                 commits += 1 (relaxed), [M2] the signal fence before the
- *                 clock read
+ *                 committing = 1, commits += 1 (relaxed), [M2] the signal
+ *                 fence before the clock read
  *   reserve       ringbuf__reserve_fast step A: ts = clock; D: write_stamp = ts;
  *                 the event's bytes (ts[] here, relaxed); -DNESTED: a nested writer
  *                 (depth 2) inside X's first event
  *   commit        ringbuf__commit_fast / set_commit_to_write: the page commit
- *                 (release, [W-commit]); [M3] committing = 0 (release)
+ *                 (release, [W-commit]); [M3] committing = 0 (release); the
+ *                 check of commits; [M1] inflight_ts = write_stamp (release)
+ *                 at the outermost exit (-DOLD_M1: at the entry, as before)
  *   peek          ringbuf__read_one: page commit (acquire, [R-commit]), then
  *                 the event
  *   guard         ringbuf_consume_merged steps 1-3 ([R1] ringbuf__merged_fence,
@@ -67,12 +68,19 @@
  * [R2] asks whether X is quiet (ringbuf__quiet: committing 0, then the write
  * index against the page commit) and passes; -DOLD_R2, committing alone,
  * fails: the reader hands out Y's newer event while the nested one waits.
+ * -DWINDOW_ENTRY (with -DNESTED_WINDOW): two events nested in X's first one
+ * in that window, then a handler entering X as the outermost writer after
+ * the 0 (it commits them with its own): passes; -DOLD_M1, [M1] stored at the
+ * entry, fails: the handler's entry raised inflight_ts to the newer nested
+ * stamp over the older one still uncommitted, and the reader handed out Y's
+ * event stamped between them first (test_merged_order,
+ * *_under_an_entry_in_the_commit_window).
  * -DRELAXED_M1 ([M1] relaxed) is not found to fail within these bounds (the
  * other entries' light fences and committing's C11 release sequence, which
  * C++20 dropped, order the older commits in the executions explored); the
- * argument in >>design uses it where the reader reads a newer entry's
- * inflight_ts than the committing value it read, and on x86 it is the same
- * plain store, so it stays.
+ * argument in >>design uses its release (the page commits before it, for a
+ * reader that reads it with a committing value of a later entry), and on
+ * x86 it is the same plain store, so it stays.
  */
 /* GENMC-PASS: -rc11 -- -DNX=2 */
 /* GENMC-PASS: -rc11 -- -DNX=3 -DNY=2 -DNR=3 */
@@ -94,6 +102,9 @@
 /* GENMC-PASS: -rc11 -- -DNESTED_WINDOW -DNX=2 -DNY=1 -DNR=3 */
 /* GENMC-PASS: -imm -- -DNESTED_WINDOW -DNX=1 -DNY=1 -DNR=3 */
 /* GENMC-FAIL: -rc11 -- -DNESTED_WINDOW -DOLD_R2 -DNX=1 -DNY=1 -DNR=2 */
+/* GENMC-PASS: -rc11 -- -DNESTED_WINDOW -DWINDOW_ENTRY -DNX=1 -DNY=1 -DNR=2 */
+/* GENMC-PASS: -imm -- -DNESTED_WINDOW -DWINDOW_ENTRY -DNX=1 -DNY=1 -DNR=2 */
+/* GENMC-FAIL: -rc11 -- -DNESTED_WINDOW -DWINDOW_ENTRY -DOLD_M1 -DNX=1 -DNY=1 -DNR=2 */
 /* GENMC-FAIL: -rc11 -- -DFOREIGN_T0 -DNX=2 -DNY=1 -DNR=3 */
 /* GENMC-FAIL: -imm -- -DFOREIGN_T0 -DNX=2 -DNY=1 -DNR=3 */
 #include <assert.h>
@@ -112,10 +123,13 @@
 #ifndef NR
 #define NR 2 /* merged consume calls */
 #endif
-#define MAXEV 4
+#define MAXEV 5
 #define NONE UINT64_MAX
 #define EAGAIN_ (-11)
 
+#ifdef OLD_PROTOCOL
+#define OLD_M1 1 /* the guard of 4f7dbd6 ran with [M1] at the entry */
+#endif
 #if defined(OLD_PROTOCOL) || defined(RELAXED_M1)
 #define M1_ORDER memory_order_relaxed /* -DRELAXED_M1: [M1] without release */
 #else
@@ -163,11 +177,29 @@ static void reserve_event(struct cpu *c, unsigned cpu)
 	atomic_store_explicit(&c->write_stamp, ts, memory_order_relaxed);
 }
 
+/* [M1] inflight_ts = write_stamp */
+static void m1(struct cpu *c)
+{
+	atomic_store_explicit(&c->inflight_ts, atomic_load_explicit(&c->write_stamp, memory_order_relaxed),
+			      M1_ORDER);
+}
+
+/* The outermost exit, its check of commits passed: [M1] */
+static void leave(struct cpu *c)
+{
+#ifdef OLD_M1
+	(void)c;
+#else
+	m1(c);
+#endif
+}
+
 static void enter(struct cpu *c, unsigned depth)
 {
-	if (depth == 1) /* [M1] */
-		atomic_store_explicit(&c->inflight_ts,
-				      atomic_load_explicit(&c->write_stamp, memory_order_relaxed), M1_ORDER);
+#ifdef OLD_M1
+	if (depth == 1) /* [M1] at the entry: the old place */
+		m1(c);
+#endif
 	atomic_store_explicit(&c->committing, depth, memory_order_relaxed);
 	atomic_store_explicit(&c->commits, atomic_load_explicit(&c->commits, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
@@ -190,12 +222,34 @@ static void write_event(struct cpu *c, unsigned cpu, bool nested)
 		enter(c, 2);
 		reserve_event(c, cpu);
 		atomic_store_explicit(&c->committing, 1, memory_order_relaxed); /* nested exit */
+#ifdef WINDOW_ENTRY
+		enter(c, 2); /* a second handler nested in the window */
+		reserve_event(c, cpu);
+		atomic_store_explicit(&c->committing, 1, memory_order_relaxed);
+#endif
 		atomic_store_explicit(&c->committing, 0, M3_ORDER);             /* [M3] */
-		if (atomic_load_explicit(&c->commits, memory_order_relaxed) == n)
+#ifdef WINDOW_ENTRY
+		{
+			/* a handler enters as the outermost writer (committing is
+			 * 0), commits everything reserved and leaves */
+			uint64_t nh;
+			enter(c, 1);
+			reserve_event(c, cpu);
+			nh = atomic_load_explicit(&c->commits, memory_order_relaxed);
+			atomic_store_explicit(&c->commit, nev[cpu], memory_order_release);
+			atomic_store_explicit(&c->committing, 0, M3_ORDER);
+			if (atomic_load_explicit(&c->commits, memory_order_relaxed) == nh)
+				leave(c);
+		}
+#endif
+		if (atomic_load_explicit(&c->commits, memory_order_relaxed) == n) {
+			leave(c);
 			return;
+		}
 		atomic_store_explicit(&c->committing, 1, memory_order_relaxed);
 		atomic_store_explicit(&c->commit, nev[cpu], memory_order_release); /* the walk */
 		atomic_store_explicit(&c->committing, 0, M3_ORDER);
+		leave(c);
 		return;
 	}
 #endif
@@ -207,9 +261,12 @@ static void write_event(struct cpu *c, unsigned cpu, bool nested)
 	/* commit (the outermost writer: everything reserved) */
 	atomic_store_explicit(&c->commit, nev[cpu], memory_order_release); /* [W-commit] */
 	atomic_store_explicit(&c->committing, 0, M3_ORDER);                 /* [M3] */
+	leave(c); /* no writer can enter X between: the check of commits left out */
 }
 
-#if defined(NESTED) || defined(NESTED_WINDOW)
+#if defined(NESTED_WINDOW) && defined(WINDOW_ENTRY)
+#define XEV (NX + 3) /* events on X */
+#elif defined(NESTED) || defined(NESTED_WINDOW)
 #define XEV (NX + 1) /* events on X */
 #else
 #define XEV NX

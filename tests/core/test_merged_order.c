@@ -9,8 +9,8 @@
  *
  *  1. The interleaving of issue 11 item 1, cut in with the reader-side test
  *     point RINGBUF__TP_MERGED_PEEKED: the reader peeks CPU X empty; X's
- *     writer commits E (older than the pick), writes F (newer) and enters
- *     again (inflight_ts above the pick). The old guard, which read X's
+ *     writer commits E (older than the pick), writes F (newer: inflight_ts
+ *     above the pick) and enters again. The old guard, which read X's
  *     current inflight_ts only, handed the pick out and E after it.
  *     Consume and iterator.
  *  2. 65, 66, 256 and 300 CPU buffers: a writer in an event on the highest
@@ -21,6 +21,10 @@
  *  3. Real threads, fixed event counts: 2 writers and ringbuf_consume_merged
  *     (producer/consumer, small pages), 2 writers in overwrite mode and an
  *     iterating thread (RINGBUF_ALL_CPUS passes): not one step back.
+ *  4. (section 5 below) The outermost commit's last window
+ *     (ringbuf__commit_fast after committing = 0): an event nested after
+ *     the page commit, and two of them under a handler that enters as the
+ *     outermost writer. Consume and iterator.
  */
 #define _GNU_SOURCE 1
 /* IMPL: shared (no option of its own: linked with the implementation object, tests/README.md) */
@@ -127,8 +131,8 @@ static void expect_stream(const struct got *g, const uint64_t *ts, const unsigne
 
 /* At the reader's RINGBUF__TP_MERGED_PEEKED (every CPU peeked, the pick made),
  * once: CPU X's writer commits E (ts 100, older than the pick at 200), writes
- * F (300) and enters an event G (400: its inflight_ts is F's 300, above the
- * pick), which stays in flight. */
+ * F (300: its exit stores inflight_ts 300, above the pick) and enters an
+ * event G (400), which stays in flight. */
 struct cut {
 	unsigned x;
 	int fired;
@@ -582,10 +586,11 @@ static void merged_consume_of_a_private_view_does_not_wait_for_a_frozen_writer(v
  * V walks again after its check of commits. A merged reader in that window
  * that took committing == 0 for "everything on CPU 0 is committed" handed out
  * B, and E after it: a step back. [R2] asks the pages too (as quiesce's
- * [Q-PEND] does): CPU 0 is in flight there, and its inflight_ts (V's entry:
- * 0) is older than B, so RINGBUF_EAGAIN. */
+ * [Q-PEND] does): CPU 0 is in flight there, and its inflight_ts (the last
+ * outermost exit's: 0) is older than B, so RINGBUF_EAGAIN. */
 struct win {
 	int state, r;
+	bool entry; /* the second case below */
 	struct got g;
 	struct ringbuf_iter *it; /* NULL: ringbuf_consume_merged */
 };
@@ -593,15 +598,24 @@ struct win {
 static void commit_window(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 {
 	struct win *w = ctx;
+	struct ev *h;
 	if (cpu != 0)
 		return;
 	if (point == RINGBUF__TP_COMMIT_FAST_CHECKED && w->state == 0) {
 		w->state = 1;
 		put(rb, 0, 1, 200); /* E: the handler, nested in V */
 		put(rb, 1, 2, 300); /* B, on CPU 1 */
+		if (w->entry)
+			put(rb, 0, 3, 400); /* E2: another handler, nested in V */
 	} else if (point == RINGBUF__TP_COMMIT_FAST_ZERO && w->state == 1) {
 		w->state = 2;
+		if (!w->entry) {
+			w->r = w->it ? drain_iter(w->it, &w->g) : drain_consume(rb, &w->g);
+			return;
+		}
+		h = begin(rb, 0, 4, 500); /* H: outermost (committing is 0), in flight */
 		w->r = w->it ? drain_iter(w->it, &w->g) : drain_consume(rb, &w->g);
+		ringbuf_commit(rb, 0, h); /* commits E, E2 and H */
 	}
 }
 
@@ -625,6 +639,48 @@ static void merged_readers_wait_for_an_event_nested_in_the_commit_window(bool it
 	assert_int_equal(r, 0);
 	expect_stream(&w.g, ts, cpu, 3, iter ? "the RINGBUF_ALL_CPUS iterator" : "ringbuf_consume_merged");
 	assert_int_equal(in_window, RINGBUF_EAGAIN); /* E was older than B and on its way */
+}
+
+/* The same window, with two events nested in V (E at 200, E2 at 400, B at
+ * 300 on CPU 1 between them) and a handler H entering CPU 0 as the outermost
+ * writer after V's committing = 0 (H commits E and E2 with its own event).
+ * [M1] stored inflight_ts at the outermost writer's entry: H raised it to
+ * write_stamp (E2's 400) over E (200), still uncommitted, and the reader in
+ * H's event handed out B before E (helper review, 2026-11-30). [M1] is now
+ * stored at the outermost exit, once everything reserved is committed. */
+static void merged_readers_wait_for_an_event_under_an_entry_in_the_commit_window(bool iter)
+{
+	struct ringbuf *rb = mk(2, 256, 8, iter ? RINGBUF_MODE_OVERWRITE : RINGBUF_MODE_PRODUCER_CONSUMER, true);
+	static const uint64_t ts[] = {100, 200, 300, 400, 500};
+	static const unsigned cpu[] = {0, 0, 1, 0, 0};
+	struct win w;
+	int r, in_window;
+	memset(&w, 0, sizeof w);
+	w.entry = true;
+	if (iter)
+		assert_int_equal(ringbuf_iter_start(rb, RINGBUF_ALL_CPUS, &g_it), 0);
+	w.it = iter ? g_it : NULL;
+	ringbuf__set_testpoint_hook(commit_window, &w);
+	put(rb, 0, 0, 100); /* V */
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	assert_int_equal(w.state, 2);
+	in_window = w.r;
+	r = iter ? drain_iter(g_it, &w.g) : drain_consume(rb, &w.g);
+	assert_int_equal(r, 0);
+	expect_stream(&w.g, ts, cpu, 5, iter ? "the RINGBUF_ALL_CPUS iterator" : "ringbuf_consume_merged");
+	assert_int_equal(in_window, RINGBUF_EAGAIN); /* E was older than B and on its way */
+}
+
+static void merged_consume_waits_for_an_event_under_an_entry_in_the_commit_window(void **state)
+{
+	(void)state;
+	merged_readers_wait_for_an_event_under_an_entry_in_the_commit_window(false);
+}
+
+static void merged_iterator_waits_for_an_event_under_an_entry_in_the_commit_window(void **state)
+{
+	(void)state;
+	merged_readers_wait_for_an_event_under_an_entry_in_the_commit_window(true);
 }
 
 static void merged_consume_waits_for_an_event_nested_in_the_commit_window(void **state)
@@ -654,6 +710,8 @@ int main(void)
 		T(merged_consume_of_a_private_view_does_not_wait_for_a_frozen_writer),
 		T(merged_consume_waits_for_an_event_nested_in_the_commit_window),
 		T(merged_iterator_waits_for_an_event_nested_in_the_commit_window),
+		T(merged_consume_waits_for_an_event_under_an_entry_in_the_commit_window),
+		T(merged_iterator_waits_for_an_event_under_an_entry_in_the_commit_window),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
