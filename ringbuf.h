@@ -3063,7 +3063,12 @@ extern int clock_gettime(int, struct timespec *);
  *     H3): its owner is the deepest writer in flight (d < committing) whose
  *     push_link equals that link value, tag and all; its counters get the
  *     marked values (a no-op where [PUSH-COUNT] ran), then the push is
- *     finished as before. A kill before the claim leaves no link equal to
+ *     finished: UPDATE cleared, and H2 (HEADER on N.next) only where no
+ *     link from N on to T holds HEADER, as ringbuf__help_new_head asks: a
+ *     writer nested in the owner may have helped (its own H2), moved the
+ *     tail and pushed the head on, or a reader swapped N out, and the flag
+ *     sits further on (a second HEADER made two heads: test_crash_accounting,
+ *     one_head_after_a_push_finished_by_others). A kill before the claim leaves no link equal to
  *     push_link (recovery ignores the mark); one after H3 leaves no UPDATE.
  *     Why the match names the owner: only the owner's CAS stores that value
  *     (a helper never changes T.next); tags only grow, so a stale mark of an
@@ -6129,6 +6134,22 @@ RINGBUF_API int ringbuf__walk_pages(struct ringbuf *rb, unsigned cpu, ringbuf__p
  * and ringbuf_open_file (>>file), a dead owner's takeover and the fork child
  * (>>contexts). */
 
+/* Does a link on cpu's ring from page `from` on, before page `until`, hold
+ * HEADER (the walk of ringbuf__help_new_head: a reader page that a live
+ * reader prepared at S2 and has not linked in is not on it)? Bounded by the
+ * page count. */
+static bool ringbuf__head_between(struct ringbuf *rb, unsigned cpu, uint32_t from, uint32_t until)
+{
+	uint32_t x = from, i;
+	for (i = 0; x != until && x <= rb->nr_pages && i <= rb->nr_pages; i++) {
+		uint64_t l = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, x)->next);
+		if ((l & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
+			return true;
+		x = ringbuf__link_idx(l);
+	}
+	return false;
+}
+
 /* Repair one CPU buffer whose writers are gone. live: a reader may be running
  * (its lock and state are left alone). */
 static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
@@ -6165,7 +6186,16 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 					RINGBUF__STORE(&ps->push_link, 0);
 					break;
 				}
-				if ((nl & RINGBUF__F_MASK) == 0)
+				/* H2, unless the head exists: a writer nested in
+				 * the owner (a helper's H2, then pushes of its own)
+				 * or a reader's swap may have moved the flag on since
+				 * (ringbuf__help_new_head's test); a second HEADER
+				 * made a reader take the wrong page for the head
+				 * (events out of order, lost uncounted) and writers
+				 * fail with commit_overrun after (test_crash_accounting,
+				 * one_head_after_a_push_finished_by_others) */
+				if ((nl & RINGBUF__F_MASK) == 0 &&
+				    !ringbuf__head_between(rb, cpu, ringbuf__link_idx(nl), i))
 					RINGBUF__STORE(&nb->next, ringbuf__link_make(nl, ringbuf__link_idx(nl),
 										  RINGBUF__F_HEADER));
 				RINGBUF__STORE(&bp->next, ringbuf__link_make(link, nx, 0));

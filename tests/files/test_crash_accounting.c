@@ -179,10 +179,141 @@ static void overwrite_kill_at_each_step_accounts_every_event(void **state)
 	sweep(RINGBUF_MODE_OVERWRITE, "overwrite");
 }
 
+/* ---- a head push finished by others, then its owner killed ---------------
+ * The outermost writer claims a head push (H1: T.next HEADER -> UPDATE) and
+ * stops at one of its steps; there a signal handler writes (it helps the push
+ * with its own H2, moves the tail, and with enough events pushes the head on
+ * again, moving the flag past N.next), or a reader swaps the new head out;
+ * then the process dies. Recovery finishes the cut push: before the fix its
+ * H2 put HEADER on N.next though the flag had moved on, and the ring had two
+ * heads (helper review, 2026-11-30): the reader took the wrong page for the
+ * head (one event read of 31, 14 lost and not counted), and in overwrite
+ * mode 36 of the next 40 writes failed (commit_overrun). The kill is a
+ * longjmp out of the test-point hook: memory as a SIGKILL leaves it. */
+static struct ringbuf *g_rb2;
+static uint32_t g_id;
+static int g_cut, g_fired, g_cut_point;
+static jmp_buf g_kill;
+static uint64_t g_tick;
+
+static uint64_t tick_clock(void *ctx)
+{
+	(void)ctx;
+	return g_tick += 10;
+}
+
+static int write_id(void)
+{
+	uint32_t v[4] = {++g_id, 0, 0, 0};
+	return ringbuf_write(g_rb2, 0, v, sizeof v); /* 20-byte events: 5 per 112-byte page */
+}
+
+static void cut_then_die(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	int i;
+	(void)rb;
+	(void)cpu;
+	(void)ctx;
+	if (point != g_cut_point || g_fired)
+		return;
+	g_fired = 1;
+	if (g_cut < 0) { /* a reader on another thread: a consume swaps the head out */
+		struct ringbuf_record rec;
+		(void)ringbuf_consume(g_rb2, 0, &rec);
+	}
+	for (i = 0; i < g_cut; i++) /* the signal handler */
+		assert_int_equal(write_id(), 0);
+	longjmp(g_kill, 1); /* the process dies here */
+}
+
+static unsigned heads(struct ringbuf *rb)
+{
+	unsigned k, h = 0;
+	for (k = 0; k <= ringbuf_nr_pages(rb); k++)
+		h += (atomic_load(&ringbuf__bp(rb, 0, k)->next) & RINGBUF__F_MASK) == RINGBUF__F_HEADER;
+	return h;
+}
+
+/* Read everything: ids rising; returns how many. */
+static uint64_t read_rising(struct ringbuf *rb, const char *who)
+{
+	struct ringbuf_record rec;
+	uint32_t id, prev = 0;
+	uint64_t n = 0;
+	int r;
+	while ((r = ringbuf_consume(rb, 0, &rec)) > 0) {
+		memcpy(&id, rec.data, 4);
+		if (id <= prev)
+			fail_msg("%s: event %u read after %u", who, id, prev);
+		prev = id;
+		n++;
+	}
+	assert_int_equal(r, 0);
+	return n;
+}
+
+static void one_head_after_a_push_finished_by_others(void **state)
+{
+	static const int points[] = {RINGBUF__TP_H1_CLAIMED, RINGBUF__TP_H1_OVERRUN, RINGBUF__TP_H1_UPDATE,
+				     RINGBUF__TP_H2_NEW_HEAD};
+	static const int cuts[] = {0, 1, 6, 11, -1};
+	unsigned p, k, i, failed;
+	(void)state;
+	for (p = 0; p < sizeof points / sizeof points[0]; p++)
+		for (k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
+			struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+			struct ringbuf_stats st;
+			uint64_t read;
+			char who[96];
+			snprintf(who, sizeof who, "killed at test point %d after %d %s", points[p],
+				 cuts[k] < 0 ? 1 : cuts[k], cuts[k] < 0 ? "consume" : "nested writes");
+			cfg.page_size = 128;
+			cfg.size_per_cpu = 4 * 128;
+			cfg.clock = tick_clock;
+			cfg.mode = RINGBUF_MODE_OVERWRITE;
+			assert_int_equal(ringbuf_create(&cfg, &g_rb2), 0);
+			g_id = 0;
+			g_tick = 1000;
+			for (i = 0; i < 25; i++) /* a full ring: the next page crossing pushes the head */
+				assert_int_equal(write_id(), 0);
+			g_fired = 0;
+			g_cut = cuts[k];
+			g_cut_point = points[p];
+			ringbuf__set_testpoint_hook(cut_then_die, NULL);
+			if (!setjmp(g_kill))
+				(void)write_id();
+			ringbuf__set_testpoint_hook(NULL, NULL);
+			assert_true(g_fired);
+			assert_int_equal(ringbuf_recover(g_rb2), 0);
+			if (heads(g_rb2) != 1)
+				fail_msg("%s: %u head links after recovery", who, heads(g_rb2));
+			read = read_rising(g_rb2, who);
+			assert_int_equal(ringbuf_stats_cpu(g_rb2, 0, &st), 0);
+			if (st.committed != st.read_events + st.overrun || st.entries != 0 || read < 10)
+				fail_msg("%s: committed %llu, read %llu (this drain %llu), overrun %llu, entries %llu", who,
+					 (unsigned long long)st.committed, (unsigned long long)st.read_events,
+					 (unsigned long long)read, (unsigned long long)st.overrun,
+					 (unsigned long long)st.entries);
+			/* and the flight recorder goes on */
+			for (i = 0, failed = 0; i < 40; i++)
+				failed += write_id() != 0;
+			(void)read_rising(g_rb2, who);
+			assert_int_equal(ringbuf_stats_cpu(g_rb2, 0, &st), 0);
+			if (failed || st.commit_overrun || st.committed != st.read_events + st.overrun)
+				fail_msg("%s: then %u of 40 writes failed, commit_overrun %llu, committed %llu, read %llu, "
+					 "overrun %llu",
+					 who, failed, (unsigned long long)st.commit_overrun,
+					 (unsigned long long)st.committed, (unsigned long long)st.read_events,
+					 (unsigned long long)st.overrun);
+			ringbuf_destroy(g_rb2);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(overwrite_kill_at_each_step_accounts_every_event),
+		cmocka_unit_test(one_head_after_a_push_finished_by_others),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
