@@ -2599,7 +2599,13 @@ extern int clock_gettime(int, struct timespec *);
  *     (H1, [PUSH-COUNT]; overrun is the sum of per-depth counters, see HEAD
  *     PUSH ACCOUNTING). The reader reads overrun after its link load and before its S3
  *     CAS (both seq_cst, [L]): a push that took a page before H happened
- *     before the CAS that found H the head, so its count is in that load;
+ *     before the CAS that found H the head, so its count is in that load --
+ *     when its owner made that CAS (H2). A writer nested in the owner
+ *     between its claim (H1) and its count may make it instead (a helper's
+ *     H2) and move the tail on: [L-PUSH], the reader waits while a link
+ *     from the commit page to the tail holds UPDATE (as the iterator's
+ *     ringbuf__iter_push_in_flight); before, that count came out with a
+ *     later page (test_head_push_race, *_helped_push_before_the_head);
  *     the difference to the last swap goes to lost_pending (at S2, before
  *     the CAS: a cut swap never counts it twice), reported with the first
  *     event of H, or of a later head if the CAS fails (rec.lost, or
@@ -4753,6 +4759,23 @@ static void ringbuf__repair_prev(struct ringbuf *rb, unsigned cpu)
 
 /* Make sure the reader page has unread committed data, swapping it with the
  * head page if needed. Returns 1 (data), 0 (none) or < 0. */
+/* Does a link on cpu's ring, from page `from` on and before page `until`,
+ * hold `flag` (HEADER or UPDATE; acquire loads)? The ring walk, not the page
+ * array: a reader page prepared at S2 and not linked in is not on it.
+ * Bounded by the page count (HOSTILE MEMORY: each index checked). */
+static bool ringbuf__flag_between(struct ringbuf *rb, unsigned cpu, uint32_t from, uint32_t until,
+				  uint64_t flag)
+{
+	uint32_t x = from, i;
+	for (i = 0; x != until && x <= rb->nr_pages && i <= rb->nr_pages; i++) {
+		uint64_t l = ringbuf__load_link(ringbuf__bp(rb, cpu, x));
+		if ((l & RINGBUF__F_MASK) == flag)
+			return true;
+		x = ringbuf__link_idx(l);
+	}
+	return false;
+}
+
 static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
 {
 	int tries;
@@ -4805,6 +4828,28 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 			return r;
 		if (h == cp && ringbuf__page_commit(rb, cpu, h) == 0)
 			return 0; /* the head page is the commit page and holds nothing yet */
+		/* [L-PUSH] a head push claimed before H and not counted yet: its
+		 * owner was interrupted between its claim (H1) and [PUSH-COUNT],
+		 * and a writer nested in it helped (H2) and moved on, so H is
+		 * past the pushed page, and the overrun loaded at S2 would miss
+		 * that page: its loss would come out with a later page instead
+		 * of before H (as the iterator's ringbuf__iter_push_in_flight
+		 * waits). That push's T lies from the commit page on and before
+		 * the tail (its owner is in flight, so nothing after T is
+		 * committed, and a nested writer moved the tail past T): look at
+		 * those links, usually none (commit page = tail), and wait for
+		 * the count (RINGBUF_EAGAIN after the tries). UPDATE on the
+		 * tail's own link is a push whose owner did H2 itself, after
+		 * its count. A link read without UPDATE was read from H3 or
+		 * later (acquire), so the owner's count is in the overrun loaded
+		 * below. */
+		{
+			uint32_t tp = atomic_load_explicit(&c->tail_page, memory_order_acquire);
+			if (tp <= rb->nr_pages && ringbuf__flag_between(rb, cpu, cp, tp, RINGBUF__F_UPDATE)) {
+				ringbuf__yield();
+				continue;
+			}
+		}
 
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READER_S1);
 		/* S2: prepare the old reader page to take H's place in the ring */
@@ -5486,13 +5531,23 @@ static void ringbuf__copy_racy(unsigned char *dst, const unsigned char *src, siz
 		dst[i] = ((const volatile unsigned char *)src)[i];
 }
 
-/* Events pushed out since the base, beyond those the walk passed: missed. */
+/* Events pushed out since the base, beyond those the walk passed: missed.
+ * overrun below the base: a reset zeroed it (R5; nothing else lowers it):
+ * what the reset threw away is not a loss (it restarts the statistics), the
+ * pushes counted since are, and the walk starts over (it passed none of
+ * them). Before, ov - base wrapped: about 2^64 events reported lost. Not
+ * seen: a reset after which overrun grew back past the base before this
+ * load (then the pushes since count from the old base: under-counted). */
 static void ringbuf__iter_lost(struct ringbuf_iter *it, struct ringbuf__iter_cpu *ic, uint64_t ov)
 {
-	uint64_t pushed = ov - ic->overrun;
-	if (pushed > ic->passed) {
-		it->dropped += pushed - ic->passed;
-		ic->lost += pushed - ic->passed;
+	uint64_t pushed = ov - ic->overrun, passed = ic->passed;
+	if (ov < ic->overrun) {
+		pushed = ov;
+		passed = 0;
+	}
+	if (pushed > passed) {
+		it->dropped += pushed - passed;
+		ic->lost += pushed - passed;
 	}
 }
 
@@ -6134,22 +6189,6 @@ RINGBUF_API int ringbuf__walk_pages(struct ringbuf *rb, unsigned cpu, ringbuf__p
  * and ringbuf_open_file (>>file), a dead owner's takeover and the fork child
  * (>>contexts). */
 
-/* Does a link on cpu's ring from page `from` on, before page `until`, hold
- * HEADER (the walk of ringbuf__help_new_head: a reader page that a live
- * reader prepared at S2 and has not linked in is not on it)? Bounded by the
- * page count. */
-static bool ringbuf__head_between(struct ringbuf *rb, unsigned cpu, uint32_t from, uint32_t until)
-{
-	uint32_t x = from, i;
-	for (i = 0; x != until && x <= rb->nr_pages && i <= rb->nr_pages; i++) {
-		uint64_t l = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, x)->next);
-		if ((l & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
-			return true;
-		x = ringbuf__link_idx(l);
-	}
-	return false;
-}
-
 /* Repair one CPU buffer whose writers are gone. live: a reader may be running
  * (its lock and state are left alone). */
 static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
@@ -6195,7 +6234,7 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 				 * fail with commit_overrun after (test_crash_accounting,
 				 * one_head_after_a_push_finished_by_others) */
 				if ((nl & RINGBUF__F_MASK) == 0 &&
-				    !ringbuf__head_between(rb, cpu, ringbuf__link_idx(nl), i))
+				    !ringbuf__flag_between(rb, cpu, ringbuf__link_idx(nl), i, RINGBUF__F_HEADER))
 					RINGBUF__STORE(&nb->next, ringbuf__link_make(nl, ringbuf__link_idx(nl),
 										  RINGBUF__F_HEADER));
 				RINGBUF__STORE(&bp->next, ringbuf__link_make(link, nx, 0));
