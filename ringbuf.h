@@ -2707,7 +2707,7 @@ extern int clock_gettime(int, struct timespec *);
  * HOSTILE MEMORY. A shared block's other process (ringbuf-record's traced
  * process) may change any byte of it at any moment, validated at the open or
  * not. The reader path (reader lock, S1-S4, read_page, read_page_ref,
- * consume, stats) therefore loads each page index and commit it uses once
+ * consume, the iterator, stats) therefore loads each page index and commit it uses once
  * into a local and checks it (index <= nr_pages, commit <= bsize) before it
  * names a page with it; a value that fails is RINGBUF_ECORRUPT, never an
  * access outside the block; loops over pages are bounded by the page count
@@ -2721,7 +2721,11 @@ extern int clock_gettime(int, struct timespec *);
  * by no other process after it was validated (PRIVATE HEADER above;
  * test_record_hostile.c: header_changed_after_the_open). Not covered:
  * ringbuf_recover, which assumes the writers are gone (docs/files-and-recorder.md, Limits;
- * tests/tools/test_record_hostile.c).
+ * tests/tools/test_record_hostile.c); and the write path: a handle that
+ * writes into a shared block trusts its other writers (the inline path
+ * takes each CPU struct's page offsets and tail page index from the block
+ * unchecked, so a process that rewrites them can make another's writes land
+ * outside the block).
  *
  * READER SWAP (ringbuf__get_reader_page, serialized by the per-CPU reader lock):
  *   S1  find the head page H: the page whose prev's link carries HEADER
@@ -4692,7 +4696,17 @@ static void ringbuf__repair_reader(struct ringbuf *rb, unsigned cpu)
 			break;
 		}
 	}
-	if (off <= n && off != rp) {
+	/* Only the shape a swap cut after S2 leaves: rp (H) in the ring, linked
+	 * from its prev p, and off prepared by S2 (prev p, next = H's next with
+	 * HEADER). Anything else is a bad prev, for repair_prev and the
+	 * validation after the repair: taken for a cut swap, it made a ring page
+	 * the reader page, and the validation then refused the file after the
+	 * repair had changed it (a refused RDWR | RECOVER open left a file that
+	 * no open took again; helper review, 2026-11-30, test_validate_live). */
+	uint32_t hp = rp <= n ? ringbuf__bp(rb, cpu, rp)->prev : n + 1;
+	if (off <= n && off != rp && hp <= n && hp != rp && ringbuf__next_idx(rb, cpu, hp) == rp &&
+	    ringbuf__bp(rb, cpu, off)->prev == hp && ringbuf__next_idx(rb, cpu, off) == ringbuf__next_idx(rb, cpu, rp) &&
+	    (ringbuf__load_link(ringbuf__bp(rb, cpu, off)) & RINGBUF__F_MASK) == RINGBUF__F_HEADER) {
 		/* cut after S2 published H, before S3: undo (the state a failed
 		 * S3 CAS leaves); lost_pending already holds the pages before H */
 		atomic_store_explicit(&c->reader_page, off, memory_order_relaxed);
@@ -5590,6 +5604,13 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 		const unsigned char *data;
 		struct ringbuf__rec e;
 
+		/* HOSTILE MEMORY: each page index checked before it names a page
+		 * (rp here, next and its prev below) */
+		if (rp > rb->nr_pages) {
+			ringbuf__warn(rb, cpu, "iterator: reader page index out of range");
+			r = RINGBUF_ECORRUPT;
+			break;
+		}
 		if (ic->state <= 0) {
 			/* (re)start at the consumer's position; after a restart,
 			 * events already handed out are skipped by time stamp (per
@@ -5714,6 +5735,11 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 					break;
 			} else {
 				next = ringbuf__next_idx(rb, cpu, page);
+				if (next > rb->nr_pages) {
+					ringbuf__warn(rb, cpu, "iterator: link index out of range");
+					r = RINGBUF_ECORRUPT;
+					break;
+				}
 			}
 			ngen = ringbuf__page_gen(rb, cpu, next);
 			/* every push before this head counted (the HEADER we found
@@ -5725,9 +5751,16 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			/* the head we found must still be the head after we read its
 			 * update count: else it may be pushed out and rewritten under
 			 * that very count (loop: the loss shows in overrun) */
-			if (page == rp &&
-			    ringbuf__load_link(ringbuf__bp(rb, cpu, ringbuf__bp(rb, cpu, next)->prev)) != link)
-				continue;
+			if (page == rp) {
+				uint32_t np = ringbuf__bp(rb, cpu, next)->prev;
+				if (np > rb->nr_pages) {
+					ringbuf__warn(rb, cpu, "iterator: prev index out of range");
+					r = RINGBUF_ECORRUPT;
+					break;
+				}
+				if (ringbuf__load_link(ringbuf__bp(rb, cpu, np)) != link)
+					continue;
+			}
 			/* the page we leave must still be the one we read: if writers
 			 * reused it meanwhile, `next` may hold data newer than what
 			 * was lost in between; the check at the top reports it */

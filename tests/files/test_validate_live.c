@@ -422,9 +422,112 @@ static void one_process_block_is_not_opened_rdwr(void **state)
 	unlink(path);
 }
 
+/* A file whose CPU 1 page 0 has a bad prev (1 instead of its ring
+ * predecessor): ringbuf__repair_reader took "the first page its prev does not
+ * link to" for the old reader page of a swap cut after S2 and made that ring
+ * page the reader page; the validation after the repair refused the block (V2:
+ * the walk met the reader page), the open returned RINGBUF_ECORRUPT with the
+ * file already changed, and no open took it again, CPU 0 included (helper
+ * review, 2026-11-30). Now only the shape a cut swap leaves is undone, and
+ * repair_prev sets the prev from the ring: the open recovers both CPUs. */
+static void recovery_of_a_bad_prev_is_not_a_cut_swap(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	struct ringbuf_record rec;
+	uint32_t one = 1, i;
+	size_t off;
+	int fd, k, r;
+	unsigned cpu;
+	(void)state;
+	snprintf(path, sizeof path, "/tmp/ringbuf-validate-prev-%d.rb", (int)getpid());
+	cfg.ncpu = 2;
+	cfg.page_size = 128;
+	cfg.size_per_cpu = 4 * 128;
+	cfg.user_size = 40;
+	assert_int_equal(ringbuf_create_file(path, &cfg, &rb), 0);
+	for (i = 0; i < 30; i++) {
+		uint32_t v[5] = {i, 1, 2, 3, 4};
+		assert_int_equal(ringbuf_write(rb, i & 1, v, 4 + 4 * (i % 5)), 0);
+	}
+	assert_int_equal(ringbuf_consume(rb, 0, &rec), 1);
+	off = (size_t)((char *)&ringbuf__bp(rb, 1, 0)->prev - (char *)rb);
+	assert_int_not_equal(ringbuf__bp(rb, 1, 0)->prev, 1);
+	ringbuf_destroy(rb);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, &one, 4, (off_t)off), 4);
+	close(fd);
+	assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RDWR | RINGBUF_OPEN_RECOVER, &rb), 0);
+	for (cpu = 0; cpu < 2; cpu++) {
+		for (k = 0; (r = ringbuf_consume(rb, cpu, &rec)) == 1; k++)
+			;
+		assert_int_equal(r, 0);
+		assert_int_equal(k, cpu == 0 ? 14 : 15);
+	}
+	ringbuf_destroy(rb);
+	assert_int_equal(ringbuf_open_file(path, 0, &rb), 0);
+	ringbuf_destroy(rb);
+	unlink(path);
+}
+
+/* HOSTILE MEMORY, the iterator: another process changes CPU 0's reader_page,
+ * or the head page's link index, of a block this handle opened RDWR (a
+ * recorder reading live). ringbuf_iter_next indexed pages with them unchecked:
+ * a SIGSEGV outside the block (helper review, 2026-11-30). Now
+ * RINGBUF_ECORRUPT, as every other reader. */
+static void iterator_checks_indexes_another_process_changed(void **state)
+{
+	int variant;
+	(void)state;
+	for (variant = 0; variant < 2; variant++) {
+		struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+		struct ringbuf *w, *rb;
+		struct ringbuf_iter *it;
+		struct ringbuf_record rec;
+		uint32_t i;
+		int r, k = 0;
+		snprintf(path, sizeof path, "/tmp/ringbuf-validate-iter-%d.rb", (int)getpid());
+		cfg.ncpu = 1;
+		cfg.page_size = 128;
+		cfg.size_per_cpu = 4 * 128;
+		assert_int_equal(ringbuf_create_file(path, &cfg, &w), 0);
+		for (i = 0; i < 12; i++) {
+			uint32_t v[4] = {i, 0, 0, 0};
+			assert_int_equal(ringbuf_write(w, 0, v, sizeof v), 0);
+		}
+		assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RDWR, &rb), 0);
+		assert_int_equal(ringbuf_iter_start(rb, 0, &it), 0);
+		if (variant == 0) {
+			/* the other process's store, through the creator's mapping */
+			atomic_store(&ringbuf__cpu(w, 0)->reader_page, 0x10000000u);
+		} else {
+			uint32_t rp = atomic_load(&ringbuf__cpu(w, 0)->reader_page), h = 0;
+			uint64_t l;
+			for (i = 0; i <= ringbuf_nr_pages(w); i++)
+				if (i != rp &&
+				    (atomic_load(&ringbuf__bp(w, 0, ringbuf__bp(w, 0, i)->prev)->next) & RINGBUF__F_MASK) ==
+					    RINGBUF__F_HEADER)
+					h = i;
+			l = atomic_load(&ringbuf__bp(w, 0, h)->next);
+			l = (l & ~((uint64_t)RINGBUF__IDX_MASK << 2)) | ((uint64_t)0x100000 << 2);
+			atomic_store(&ringbuf__bp(w, 0, h)->next, l);
+		}
+		while ((r = ringbuf_iter_next(it, &rec)) == 1 && k < 100)
+			k++;
+		assert_int_equal(r, RINGBUF_ECORRUPT);
+		ringbuf_iter_finish(it);
+		ringbuf_destroy(rb);
+		ringbuf_destroy(w);
+		unlink(path);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(iterator_checks_indexes_another_process_changed),
+		cmocka_unit_test(recovery_of_a_bad_prev_is_not_a_cut_swap),
 		cmocka_unit_test(tail_moved_before_the_walk_pc),
 		cmocka_unit_test(tail_moved_before_the_walk_overwrite),
 		cmocka_unit_test(head_pushed_under_the_walk),
