@@ -2599,14 +2599,12 @@ extern int clock_gettime(int, struct timespec *);
  *     (H1, [PUSH-COUNT]; overrun is the sum of per-depth counters, see HEAD
  *     PUSH ACCOUNTING). The reader reads overrun after its link load and before its S3
  *     CAS (both seq_cst, [L]): a push that took a page before H happened
- *     before the CAS that found H the head, so its count is in that load --
- *     when its owner made that CAS (H2). A writer nested in the owner
- *     between its claim (H1) and its count may make it instead (a helper's
- *     H2) and move the tail on: [L-PUSH], the reader waits while a link
- *     from the commit page to the tail holds UPDATE (as the iterator's
- *     ringbuf__iter_push_in_flight); before, that count came out with a
- *     later page (test_head_push_race, *_helped_push_before_the_head);
- *     the difference to the last swap goes to lost_pending (at S2, before
+ *     before the CAS that found H the head, so its count is in that load
+ *     (not yet where a writer nested in the push's owner between its claim
+ *     and its count helped, H2 in its place, and moved the tail on: the
+ *     loss then comes out one page late, with the next page a reader
+ *     takes; the totals stay exact. Found 2026-11-30, not fixed); the
+ *     difference to the last swap goes to lost_pending (at S2, before
  *     the CAS: a cut swap never counts it twice), reported with the first
  *     event of H, or of a later head if the CAS fails (rec.lost, or
  *     read_page's stored count).
@@ -4842,29 +4840,6 @@ static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct rin
 			return r;
 		if (h == cp && ringbuf__page_commit(rb, cpu, h) == 0)
 			return 0; /* the head page is the commit page and holds nothing yet */
-		/* [L-PUSH] a head push claimed before H and not counted yet: its
-		 * owner was interrupted between its claim (H1) and [PUSH-COUNT],
-		 * and a writer nested in it helped (H2) and moved on, so H is
-		 * past the pushed page, and the overrun loaded at S2 would miss
-		 * that page: its loss would come out with a later page instead
-		 * of before H (as the iterator's ringbuf__iter_push_in_flight
-		 * waits). That push's T lies from the commit page on and before
-		 * the tail (its owner is in flight, so nothing after T is
-		 * committed, and a nested writer moved the tail past T): look at
-		 * those links, usually none (commit page = tail), and wait for
-		 * the count (RINGBUF_EAGAIN after the tries). UPDATE on the
-		 * tail's own link is a push whose owner did H2 itself, after
-		 * its count. A link read without UPDATE was read from H3 or
-		 * later (acquire), so the owner's count is in the overrun loaded
-		 * below. */
-		{
-			uint32_t tp = atomic_load_explicit(&c->tail_page, memory_order_acquire);
-			if (tp <= rb->nr_pages && ringbuf__flag_between(rb, cpu, cp, tp, RINGBUF__F_UPDATE)) {
-				ringbuf__yield();
-				continue;
-			}
-		}
-
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_READER_S1);
 		/* S2: prepare the old reader page to take H's place in the ring */
 		rbp = ringbuf__bp(rb, cpu, rp);
