@@ -619,14 +619,17 @@ static void commit_window(struct ringbuf *rb, unsigned cpu, int point, void *ctx
 	}
 }
 
-static void merged_readers_wait_for_an_event_nested_in_the_commit_window(bool iter)
+/* entry false: the case above (one event nested in V); true: the case below
+ * (two, and a handler entering as the outermost writer in the window). */
+static void merged_readers_in_the_commit_window(bool iter, bool entry)
 {
 	struct ringbuf *rb = mk(2, 256, 8, iter ? RINGBUF_MODE_OVERWRITE : RINGBUF_MODE_PRODUCER_CONSUMER, true);
-	static const uint64_t ts[] = {100, 200, 300};
-	static const unsigned cpu[] = {0, 0, 1};
+	static const uint64_t ts[] = {100, 200, 300, 400, 500};
+	static const unsigned cpu[] = {0, 0, 1, 0, 0};
 	struct win w;
 	int r, in_window;
 	memset(&w, 0, sizeof w);
+	w.entry = entry;
 	if (iter)
 		assert_int_equal(ringbuf_iter_start(rb, RINGBUF_ALL_CPUS, &g_it), 0);
 	w.it = iter ? g_it : NULL;
@@ -637,7 +640,7 @@ static void merged_readers_wait_for_an_event_nested_in_the_commit_window(bool it
 	in_window = w.r;
 	r = iter ? drain_iter(g_it, &w.g) : drain_consume(rb, &w.g);
 	assert_int_equal(r, 0);
-	expect_stream(&w.g, ts, cpu, 3, iter ? "the RINGBUF_ALL_CPUS iterator" : "ringbuf_consume_merged");
+	expect_stream(&w.g, ts, cpu, entry ? 5 : 3, iter ? "the RINGBUF_ALL_CPUS iterator" : "ringbuf_consume_merged");
 	assert_int_equal(in_window, RINGBUF_EAGAIN); /* E was older than B and on its way */
 }
 
@@ -648,51 +651,28 @@ static void merged_readers_wait_for_an_event_nested_in_the_commit_window(bool it
  * write_stamp (E2's 400) over E (200), still uncommitted, and the reader in
  * H's event handed out B before E (helper review, 2026-11-30). [M1] is now
  * stored at the outermost exit, once everything reserved is committed. */
-static void merged_readers_wait_for_an_event_under_an_entry_in_the_commit_window(bool iter)
-{
-	struct ringbuf *rb = mk(2, 256, 8, iter ? RINGBUF_MODE_OVERWRITE : RINGBUF_MODE_PRODUCER_CONSUMER, true);
-	static const uint64_t ts[] = {100, 200, 300, 400, 500};
-	static const unsigned cpu[] = {0, 0, 1, 0, 0};
-	struct win w;
-	int r, in_window;
-	memset(&w, 0, sizeof w);
-	w.entry = true;
-	if (iter)
-		assert_int_equal(ringbuf_iter_start(rb, RINGBUF_ALL_CPUS, &g_it), 0);
-	w.it = iter ? g_it : NULL;
-	ringbuf__set_testpoint_hook(commit_window, &w);
-	put(rb, 0, 0, 100); /* V */
-	ringbuf__set_testpoint_hook(NULL, NULL);
-	assert_int_equal(w.state, 2);
-	in_window = w.r;
-	r = iter ? drain_iter(g_it, &w.g) : drain_consume(rb, &w.g);
-	assert_int_equal(r, 0);
-	expect_stream(&w.g, ts, cpu, 5, iter ? "the RINGBUF_ALL_CPUS iterator" : "ringbuf_consume_merged");
-	assert_int_equal(in_window, RINGBUF_EAGAIN); /* E was older than B and on its way */
-}
-
 static void merged_consume_waits_for_an_event_under_an_entry_in_the_commit_window(void **state)
 {
 	(void)state;
-	merged_readers_wait_for_an_event_under_an_entry_in_the_commit_window(false);
+	merged_readers_in_the_commit_window(false, true);
 }
 
 static void merged_iterator_waits_for_an_event_under_an_entry_in_the_commit_window(void **state)
 {
 	(void)state;
-	merged_readers_wait_for_an_event_under_an_entry_in_the_commit_window(true);
+	merged_readers_in_the_commit_window(true, true);
 }
 
 static void merged_consume_waits_for_an_event_nested_in_the_commit_window(void **state)
 {
 	(void)state;
-	merged_readers_wait_for_an_event_nested_in_the_commit_window(false);
+	merged_readers_in_the_commit_window(false, false);
 }
 
 static void merged_iterator_waits_for_an_event_nested_in_the_commit_window(void **state)
 {
 	(void)state;
-	merged_readers_wait_for_an_event_nested_in_the_commit_window(true);
+	merged_readers_in_the_commit_window(true, false);
 }
 
 int main(void)
