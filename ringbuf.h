@@ -3600,6 +3600,23 @@ static void ringbuf__tail_page_update(struct ringbuf *rb, unsigned cpu, uint32_t
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_U3_MOVED);
 }
 
+/* Does a link on cpu's ring, from page `from` on and before page `until`,
+ * hold HEADER (acquire loads)? The ring walk, not the page array: a reader
+ * page prepared at S2 and not linked in is not on it. (UPDATE there is a
+ * push of an older head by a writer interrupted, not a head.) Bounded by the
+ * page count. Used by the helper's H2 and by recovery's (>>repair). */
+static bool ringbuf__head_between(struct ringbuf *rb, unsigned cpu, uint32_t from, uint32_t until)
+{
+	uint32_t x = from, i;
+	for (i = 0; x != until && x <= rb->nr_pages && i <= rb->nr_pages; i++) {
+		uint64_t l = ringbuf__load_link(ringbuf__bp(rb, cpu, x));
+		if ((l & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
+			return true;
+		x = ringbuf__link_idx(l);
+	}
+	return false;
+}
+
 /* H2 for a helper: a writer that interrupted the push's owner (T.next holds
  * UPDATE) and needs the tail past N. It puts HEADER on N.next only if no link
  * of the ring holds HEADER yet: the owner may have set it already and
@@ -3612,7 +3629,6 @@ static int ringbuf__help_new_head(struct ringbuf *rb, unsigned cpu, uint32_t t, 
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
 	struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, n);
 	uint64_t v = ringbuf__load_link(nb);
-	uint32_t x, i;
 	if ((v & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
 		return 0;
 	if (atomic_load_explicit(&c->tail_page, memory_order_acquire) != t)
@@ -3621,14 +3637,8 @@ static int ringbuf__help_new_head(struct ringbuf *rb, unsigned cpu, uint32_t t, 
 		ringbuf__warn(rb, cpu, "head push: UPDATE found on the next link");
 		return RINGBUF_ECORRUPT;
 	}
-	for (x = ringbuf__link_idx(v), i = 0; x != t && i <= rb->nr_pages; i++) {
-		uint64_t l = ringbuf__load_link(ringbuf__bp(rb, cpu, x));
-		/* HEADER further on: the head exists. (UPDATE there is a push
-		 * of an older head by a writer we interrupted, not a head.) */
-		if ((l & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
-			return 0;
-		x = ringbuf__link_idx(l);
-	}
+	if (ringbuf__head_between(rb, cpu, ringbuf__link_idx(v), t))
+		return 0; /* HEADER further on: the head exists */
 	(void)ringbuf__cas_link(nb, v, ringbuf__link_make(v, ringbuf__link_idx(v), RINGBUF__F_HEADER));
 	return 0;
 }
@@ -4771,23 +4781,6 @@ static void ringbuf__repair_prev(struct ringbuf *rb, unsigned cpu)
 
 /* Make sure the reader page has unread committed data, swapping it with the
  * head page if needed. Returns 1 (data), 0 (none) or < 0. */
-/* Does a link on cpu's ring, from page `from` on and before page `until`,
- * hold `flag` (HEADER or UPDATE; acquire loads)? The ring walk, not the page
- * array: a reader page prepared at S2 and not linked in is not on it.
- * Bounded by the page count (HOSTILE MEMORY: each index checked). */
-static bool ringbuf__flag_between(struct ringbuf *rb, unsigned cpu, uint32_t from, uint32_t until,
-				  uint64_t flag)
-{
-	uint32_t x = from, i;
-	for (i = 0; x != until && x <= rb->nr_pages && i <= rb->nr_pages; i++) {
-		uint64_t l = ringbuf__load_link(ringbuf__bp(rb, cpu, x));
-		if ((l & RINGBUF__F_MASK) == flag)
-			return true;
-		x = ringbuf__link_idx(l);
-	}
-	return false;
-}
-
 static int ringbuf__get_reader_page(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c)
 {
 	int tries;
@@ -6242,7 +6235,7 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 				 * fail with commit_overrun after (test_crash_accounting,
 				 * one_head_after_a_push_finished_by_others) */
 				if ((nl & RINGBUF__F_MASK) == 0 &&
-				    !ringbuf__flag_between(rb, cpu, ringbuf__link_idx(nl), i, RINGBUF__F_HEADER))
+				    !ringbuf__head_between(rb, cpu, ringbuf__link_idx(nl), i))
 					RINGBUF__STORE(&nb->next, ringbuf__link_make(nl, ringbuf__link_idx(nl),
 										  RINGBUF__F_HEADER));
 				RINGBUF__STORE(&bp->next, ringbuf__link_make(link, nx, 0));
