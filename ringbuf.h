@@ -1256,6 +1256,7 @@ enum ringbuf__tp {
 	RINGBUF__TP_SLOT_CHECKED,   /* slot described and checked against the page, len not set */
 	RINGBUF__TP_COUNTED,        /* commit: counted committed (entries_d), slot len not cleared yet */
 	RINGBUF__TP_H1_OVERRUN,     /* push head: overrun counted, pages_lost not yet */
+	RINGBUF__TP_FAST_ENTERED,   /* the outermost writer entered (its slot's len 0), A not begun */
 	RINGBUF__TP_COUNT,
 	/* outside the range the sweeps over write steps cover (a hook that
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT). No
@@ -1343,11 +1344,20 @@ RINGBUF__INLINE bool ringbuf__local_cas(_Atomic(uint64_t) *p, uint64_t old, uint
 {
 #ifdef RINGBUF__LOCAL_X86
 	uint64_t prev = old;
+#ifdef __GCC_ASM_FLAG_OUTPUTS__
+	bool ok; /* ZF: the branch on cmpxchg's own flag, no compare after it */
+	__asm__ __volatile__("cmpxchgq %3, %1"
+			     : "+a"(prev), "+m"(*(volatile uint64_t *)p), "=@ccz"(ok)
+			     : "r"(nv)
+			     : "memory");
+	return ok;
+#else
 	__asm__ __volatile__("cmpxchgq %2, %1"
 			     : "+a"(prev), "+m"(*(volatile uint64_t *)p)
 			     : "r"(nv)
 			     : "memory", "cc");
 	return prev == old;
+#endif
 #else
 	return atomic_compare_exchange_strong_explicit(p, &old, nv, memory_order_relaxed,
 						       memory_order_relaxed);
@@ -1359,11 +1369,20 @@ RINGBUF__INLINE bool ringbuf__local_cas32(_Atomic(uint32_t) *p, uint32_t old, ui
 {
 #ifdef RINGBUF__LOCAL_X86
 	uint32_t prev = old;
+#ifdef __GCC_ASM_FLAG_OUTPUTS__
+	bool ok;
+	__asm__ __volatile__("cmpxchgl %3, %1"
+			     : "+a"(prev), "+m"(*(volatile uint32_t *)p), "=@ccz"(ok)
+			     : "r"(nv)
+			     : "memory");
+	return ok;
+#else
 	__asm__ __volatile__("cmpxchgl %2, %1"
 			     : "+a"(prev), "+m"(*(volatile uint32_t *)p)
 			     : "r"(nv)
 			     : "memory", "cc");
 	return prev == old;
+#endif
 #else
 	return atomic_compare_exchange_strong_explicit(p, &old, nv, memory_order_relaxed,
 						       memory_order_relaxed);
@@ -1433,6 +1452,17 @@ RINGBUF__INLINE struct ringbuf__cpu *ringbuf__cpu(const struct ringbuf *rb, unsi
 {
 	return (struct ringbuf__cpu *)(void *)((char *)rb + rb->cpu_off) + cpu;
 }
+
+/* The index of CPU struct c (a division: off the fast path only). */
+RINGBUF__INLINE unsigned ringbuf__cpu_index(const struct ringbuf *rb, const struct ringbuf__cpu *c)
+{
+	return (unsigned)(c - ringbuf__cpu(rb, 0));
+}
+
+/* The inline write path for RINGBUF_CPU_THREAD knows the CPU struct, not its
+ * index, and passes the mode as `cpu`: the index is worked out where it is
+ * needed, which is off the fast path (a slow call, a test point). */
+#define RINGBUF__CPU_OF(rb, c, cpu) ((cpu) == RINGBUF_CPU_THREAD ? ringbuf__cpu_index((rb), (c)) : (cpu))
 
 /* The same, for the writer's fast path: two loads from its own cache line. */
 RINGBUF__INLINE struct ringbuf__bpage *ringbuf__cbp(const struct ringbuf *rb, const struct ringbuf__cpu *c,
@@ -1634,7 +1664,10 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * complete event (ringbuf_recover; CRASH SAFETY in >>design):
  *   P1  len = 0 (ignored by recovery), then page, off, event, and counted =
  *       entries_d[depth - 1] (the commit counts the event, then clears len:
- *       [SLOT-DONE] in ringbuf__commit_inline)
+ *       [SLOT-DONE] in ringbuf__commit_inline). The fast path's first try
+ *       (ringbuf__reserve_fast) comes right after the entry's own len = 0
+ *       and does not store it again: in between, a nested writer can only
+ *       have set RINGBUF__SLOT_GONE in it (below), and P3 then fails
  *   P2  check the page: a writer that nested since our loads of A reserved
  *       there (our CAS at C will fail): retry
  *   P3  CAS len 0 -> total
@@ -1661,10 +1694,15 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * inside P1..C, where all of the above holds for any nesting point (it keeps
  * fewer values live across the call: INSTRUCTION COUNT in >>design). */
 RINGBUF__INLINE void ringbuf__slot_describe(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
-					    uint64_t wfull, uint32_t event)
+					    uint64_t wfull, uint32_t event, bool entered)
 {
 	struct ringbuf__slot *s = &c->slots[depth - 1];
-	RINGBUF__STORE(&s->len, 0); /* P1 */
+	/* P1. entered: the entry stored len = 0 and no attempt since (the
+	 * first of ringbuf__reserve_fast); a nested writer may only have set
+	 * SLOT_GONE in it since, which fails P3 (0 -> total) and the full
+	 * loop's P1 starts over */
+	if (!entered)
+		RINGBUF__STORE(&s->len, 0);
 	RINGBUF__BARRIER();
 	RINGBUF__STORE(&s->page, t);
 	RINGBUF__STORE(&s->off, (uint32_t)(wfull & RINGBUF__WRITE_MASK));
@@ -1683,7 +1721,7 @@ RINGBUF__INLINE bool ringbuf__slot_claim(struct ringbuf *rb, unsigned cpu, struc
 	(void)cpu;
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull)) /* P2 */
 		return false;
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_SLOT_CHECKED);
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_SLOT_CHECKED);
 	if (RINGBUF__UNLIKELY(!ringbuf__local_cas32(&s->len, 0, total))) /* P3 */
 		return false;
 	RINGBUF__BARRIER();
@@ -1694,7 +1732,7 @@ RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, str
 					 uint32_t depth, uint32_t t, struct ringbuf__bpage *tb,
 					 uint64_t wfull, uint32_t total, uint32_t event)
 {
-	ringbuf__slot_describe(c, depth, t, wfull, event);
+	ringbuf__slot_describe(c, depth, t, wfull, event, false);
 	return ringbuf__slot_claim(rb, cpu, c, depth, tb, wfull, total);
 }
 
@@ -1727,7 +1765,8 @@ RINGBUF__INLINE bool ringbuf__disabled(const struct ringbuf *rb, struct ringbuf_
 struct ringbuf__tctx {
 	_Atomic(uint64_t) gen;
 	_Atomic(uint64_t) cur;
-	_Atomic(uint32_t) claimed; /* RINGBUF_CPU_THREAD: buffer index + 1, 0 = none */
+	_Atomic(uint32_t) claimed; /* RINGBUF_CPU_THREAD: the buffer's claim word
+				    * (ringbuf__claim_word), 0 = none */
 	_Atomic(uint32_t) token;   /* this thread's owner token in the buffer, 0 = none yet */
 	/* RINGBUF_CPU_THREAD without a claim (>>contexts, THREAD FALLBACK): the
 	 * release_gen read before the last scan that found nothing, events left
@@ -1772,16 +1811,42 @@ struct ringbuf__tctx {
 RINGBUF__TLS_DECL struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
 RINGBUF__TLS_DECL unsigned ringbuf__tctx_last;
 
-/* The buffer this thread claimed in rb (RINGBUF_CPU_THREAD), when its last
- * lookup was for rb; else ~0u (the out-of-line lookup claims or searches). */
-RINGBUF__INLINE unsigned ringbuf__thread_buffer(const struct ringbuf *rb)
+/* The entry of the thread's last lookup (a hint: its gen says for which
+ * buffer). ringbuf__tctx_last is only ever stored below RINGBUF__TCTX
+ * (ringbuf__tctx_get), so it indexes without a mask. */
+RINGBUF__INLINE struct ringbuf__tctx *ringbuf__tctx_at_last(void)
 {
-	struct ringbuf__tctx *e = &ringbuf__tctx[ringbuf__tctx_last % RINGBUF__TCTX];
-	uint32_t x;
+	return &ringbuf__tctx[ringbuf__tctx_last];
+}
+
+/* The claim word (ringbuf__tctx.claimed) of CPU buffer `index`: its CPU
+ * struct's offset in the block, never 0 (none), so that the inline lookup
+ * below finds the struct with one add; below 2^32 for any block
+ * (ringbuf__layout: ncpu <= 65536). */
+RINGBUF__INLINE uint32_t ringbuf__claim_word(const struct ringbuf *rb, unsigned index)
+{
+	return (uint32_t)(rb->cpu_off + (uint64_t)index * sizeof(struct ringbuf__cpu));
+}
+/* the buffer index of a claim word that is not 0 */
+RINGBUF__INLINE unsigned ringbuf__claim_index(const struct ringbuf *rb, uint32_t w)
+{
+	return (unsigned)((w - rb->cpu_off) / sizeof(struct ringbuf__cpu));
+}
+_Static_assert(RINGBUF__CPU_OFF_SHARED + 65536 * (uint64_t)sizeof(struct ringbuf__cpu) <= UINT32_MAX,
+	       "a claim word holds any CPU struct's offset");
+
+/* The CPU struct of the buffer this thread claimed in rb
+ * (RINGBUF_CPU_THREAD), when its last lookup was for rb; else NULL (the
+ * out-of-line lookup claims or searches). The entry's gen is rb's: its
+ * claim word was made for a block of this layout. */
+RINGBUF__INLINE struct ringbuf__cpu *ringbuf__thread_claim(const struct ringbuf *rb)
+{
+	struct ringbuf__tctx *e = ringbuf__tctx_at_last();
+	uint32_t w;
 	if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->gen, memory_order_relaxed) != rb->gen))
-		return ~0u;
-	x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
-	return x - 1; /* 0 (none) gives ~0u */
+		return NULL;
+	w = atomic_load_explicit(&e->claimed, memory_order_relaxed);
+	return w ? (struct ringbuf__cpu *)(void *)((char *)rb + w) : NULL;
 }
 
 #if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__)) && defined(__GNUC__) && \
@@ -1900,8 +1965,12 @@ RINGBUF_API void ringbuf__end_commit(struct ringbuf *rb, unsigned cpu, struct ri
 RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
 					  uint32_t evlen, bool align8)
 {
-	uint32_t t = RINGBUF__LOAD(&c->tail_page), w;
-	struct ringbuf__bpage *tb = ringbuf__cbp(rb, c, t);
+	uint32_t t, w;
+	struct ringbuf__bpage *tb;
+	/* a nested writer here may set RINGBUF__SLOT_GONE in our slot ([SLOT]) */
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_FAST_ENTERED);
+	t = RINGBUF__LOAD(&c->tail_page);
+	tb = ringbuf__cbp(rb, c, t);
 	uint64_t wfull = RINGBUF__LOAD(&tb->write);
 	uint64_t before, after, ts, delta;
 	unsigned char *dst;
@@ -1911,42 +1980,44 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 	after = RINGBUF__LOAD(&c->write_stamp);
 	RINGBUF__BARRIER();
 	if (RINGBUF__UNLIKELY(w == 0 || before != after || w + evlen > rb->bsize))
-		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+		return ringbuf__reserve_next(rb, RINGBUF__CPU_OF(rb, c, cpu), c, evlen, 1, RINGBUF__NO_TS);
 	/* P1 before the clock read, and the event's address: fewer values
 	 * live across the clock's call (SLOT: P1 to C, the clock included) */
-	ringbuf__slot_describe(c, 1, t, wfull, w);
+	ringbuf__slot_describe(c, 1, t, wfull, w, true);
 	dst = ringbuf__cdp(rb, c, t)->data + w;
 	RINGBUF__MATERIALIZE(dst);
 	ts = ringbuf__clock(rb);
 	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_A_TIME);
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_A_TIME);
 	delta = ts - after; /* wraps above RINGBUF__TS_MASK when ts < after */
 	if (RINGBUF__UNLIKELY(delta > RINGBUF__TS_MASK))
 		/* rare (an idle gap of 134 ms, a clock going back): the full
 		 * loop reads the clock again after its own loads; reusing ts
 		 * would be wrong if a writer nested here */
-		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+		return ringbuf__reserve_next(rb, RINGBUF__CPU_OF(rb, c, cpu), c, evlen, 1, RINGBUF__NO_TS);
 	if (RINGBUF__UNLIKELY(!ringbuf__slot_claim(rb, cpu, c, 1, tb, wfull, evlen)))
-		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+		return ringbuf__reserve_next(rb, RINGBUF__CPU_OF(rb, c, cpu), c, evlen, 1, RINGBUF__NO_TS);
 	RINGBUF__STORE(&c->before_stamp, ts); /* B */
 	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_B_BEFORE);
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_B_BEFORE);
 	if (RINGBUF__UNLIKELY(!ringbuf__local_cas(&tb->write, wfull, wfull + evlen))) /* C */
-		return ringbuf__reserve_next(rb, cpu, c, evlen, 1, RINGBUF__NO_TS);
+		return ringbuf__reserve_next(rb, RINGBUF__CPU_OF(rb, c, cpu), c, evlen, 1, RINGBUF__NO_TS);
 	ringbuf__local_inc(&tb->entries);
 	/* ours now, whatever a nested writer that took this place and rolled
 	 * back left in it */
 	RINGBUF__STORE(&c->slots[0].len, evlen);
 	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_C_RESERVED);
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_C_RESERVED);
 	RINGBUF__STORE(&c->write_stamp, ts); /* D */
 	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_D_WRITE_STAMP);
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_D_WRITE_STAMP);
 	return ringbuf__put_event_a(align8, dst, evlen, (uint32_t)delta);
 }
 
 
 RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, size_t len);
+RINGBUF__INLINE void *ringbuf__reserve_on(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, size_t len);
+RINGBUF__INLINE void ringbuf__commit_on(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, void *data);
 RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len);
 RINGBUF__INLINE void ringbuf__commit_index(struct ringbuf *rb, unsigned cpu, void *data);
 
@@ -1975,18 +2046,20 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
 	 * per-thread mapping +1.0 ns over an explicit index with the mode in a
 	 * variable, +0.7 with the constant, make bench rb_thread_16). */
 	if (RINGBUF__IS_CONST(cpu) && cpu == RINGBUF_CPU_THREAD) {
-		x = ringbuf__thread_buffer(rb);
-		if (RINGBUF__LIKELY(x < rb->ncpu))
-			return ringbuf__reserve_index(rb, x, len);
+		struct ringbuf__cpu *c = ringbuf__thread_claim(rb);
+		if (RINGBUF__LIKELY(c != NULL))
+			return ringbuf__reserve_on(rb, c, RINGBUF_CPU_THREAD, len);
 		return ringbuf__reserve_slow(rb, cpu, len);
 	}
 	if (RINGBUF__IS_CONST(cpu) && cpu == RINGBUF_CPU_CURRENT)
 		return ringbuf__current_reserve(rb, len);
 	if (RINGBUF__UNLIKELY(!RINGBUF__INDEX_0(cpu) && x >= rb->ncpu)) {
+		struct ringbuf__cpu *c;
 		if (x == RINGBUF_CPU_CURRENT)
 			return ringbuf__current_reserve(rb, len);
-		if (x != RINGBUF_CPU_THREAD || (x = ringbuf__thread_buffer(rb)) >= rb->ncpu)
+		if (x != RINGBUF_CPU_THREAD || !(c = ringbuf__thread_claim(rb)))
 			return ringbuf__reserve_slow(rb, cpu, len);
+		return ringbuf__reserve_on(rb, c, RINGBUF_CPU_THREAD, len);
 	}
 	return ringbuf__reserve_index(rb, x, len);
 #endif
@@ -1996,10 +2069,16 @@ RINGBUF__INLINE void *ringbuf__reserve_inline(struct ringbuf *rb, unsigned cpu, 
  * inline_max (so the buffer's events are packed and delta-stamped). */
 RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, size_t len)
 {
-	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	return ringbuf__reserve_on(rb, ringbuf__cpu(rb, cpu), cpu, len);
+}
+
+/* The same on CPU struct c: cpu is its index, or RINGBUF_CPU_THREAD for the
+ * thread's claimed buffer (RINGBUF__CPU_OF). */
+RINGBUF__INLINE void *ringbuf__reserve_on(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, size_t len)
+{
 	void *ev;
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->committing) != 0))
-		return ringbuf__reserve_slow(rb, cpu, len); /* nested */
+		return ringbuf__reserve_slow(rb, RINGBUF__CPU_OF(rb, c, cpu), len); /* nested */
 	/* No reservation at depth 1 yet: the slot may still describe the last
 	 * event; recovery after a kill must not take it for one in flight. */
 	RINGBUF__STORE(&c->slots[0].len, 0);
@@ -2011,12 +2090,12 @@ RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, s
 	 * is stored before the clock is read (>>design, MERGED READERS) */
 	RINGBUF__BARRIER();
 	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c)))
-		return ringbuf__reserve_refused(rb, cpu, c);
+		return ringbuf__reserve_refused(rb, RINGBUF__CPU_OF(rb, c, cpu), c);
 	/* packed events, deltas (the caller's test of len against inline_max):
 	 * the event length and header folded for a constant len */
 	ev = ringbuf__reserve_fast(rb, cpu, c, ringbuf__event_length_a(false, len), false);
 	if (RINGBUF__UNLIKELY(!ev))
-		ringbuf__end_commit(rb, cpu, c);
+		ringbuf__end_commit(rb, RINGBUF__CPU_OF(rb, c, cpu), c);
 	return ev;
 }
 
@@ -2025,7 +2104,7 @@ RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, s
  * else goes out of line, which starts again at G1. */
 RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 {
-	struct ringbuf__tctx *e = &ringbuf__tctx[ringbuf__tctx_last % RINGBUF__TCTX];
+	struct ringbuf__tctx *e = ringbuf__tctx_at_last();
 	uint32_t tok, tid;
 	int32_t b;
 	uint64_t me, zero = 0;
@@ -2129,7 +2208,7 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	/* [W-commit] release: the event bytes before the commit */
 	atomic_store_explicit(&ringbuf__cdp(rb, c, tp)->commit, (long)w, memory_order_release);
 	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_END);
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_COMMIT_END);
 	/* A writer nested after our load of n (from here to the store of 0
 	 * below, or before: in the loads above) added RINGBUF__COMMITS_NESTED
 	 * when it entered, and reserved on this page or moved the tail: the
@@ -2138,12 +2217,12 @@ RINGBUF__INLINE bool ringbuf__commit_fast(struct ringbuf *rb, unsigned cpu, stru
 	 * and ringbuf_quiesce's Q2/Q4 look at the pages for that reason
 	 * (ringbuf__quiet, [Q-PEND]). No re-check of tail and write index here:
 	 * it caught only what the check of commits catches (6 instructions). */
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_FAST_CHECKED);
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_COMMIT_FAST_CHECKED);
 	/* [M3] release: pairs with ringbuf_reset_cpu's and the merged readers'
 	 * acquire */
 	atomic_store_explicit(&c->committing, 0, memory_order_release);
 	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COMMIT_FAST_ZERO);
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_COMMIT_FAST_ZERO);
 	if (RINGBUF__LIKELY(RINGBUF__LOAD(&c->commits) == n &&
 			    !ringbuf__wake_due(rb, c, atomic_load_explicit(&ringbuf__sh(rb)->waiters, memory_order_relaxed)))) {
 		/* [M1] everything reserved is committed (nobody entered since
@@ -2174,7 +2253,7 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 	if (RINGBUF__UNLIKELY(x == RINGBUF_CPU_CURRENT) && rb && data) {
 		/* the outermost event of an inline (or out-of-line) G1-G3: G4, G5
 		 * here, as ringbuf__held_end; nested or shared: out of line */
-		struct ringbuf__tctx *e = &ringbuf__tctx[ringbuf__tctx_last % RINGBUF__TCTX];
+		struct ringbuf__tctx *e = ringbuf__tctx_at_last();
 		uint64_t cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
 		uint32_t b = (uint32_t)(cur & 0xffffffu) - 1;
 		if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->gen, memory_order_relaxed) != rb->gen ||
@@ -2196,16 +2275,19 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 	 * branch and back: two taken jumps and 3 more instructions per event,
 	 * bench_instr rb_thread_16) */
 	if (RINGBUF__IS_CONST(cpu) && cpu == RINGBUF_CPU_THREAD) {
-		if (RINGBUF__LIKELY(rb && data && (x = ringbuf__thread_buffer(rb)) < rb->ncpu))
-			ringbuf__commit_index(rb, x, data);
+		struct ringbuf__cpu *c;
+		if (RINGBUF__LIKELY(rb && data && (c = ringbuf__thread_claim(rb)) != NULL))
+			ringbuf__commit_on(rb, c, RINGBUF_CPU_THREAD, data);
 		else
 			ringbuf__commit_slow(rb, cpu, data);
 		return;
 	}
-	if (RINGBUF__UNLIKELY(!rb || !data ||
-			      (!RINGBUF__INDEX_0(cpu) && x >= rb->ncpu &&
-			       (x != RINGBUF_CPU_THREAD || (x = ringbuf__thread_buffer(rb)) >= rb->ncpu)))) {
-		ringbuf__commit_slow(rb, cpu, data);
+	if (RINGBUF__UNLIKELY(!rb || !data || (!RINGBUF__INDEX_0(cpu) && x >= rb->ncpu))) {
+		struct ringbuf__cpu *c;
+		if (rb && data && x == RINGBUF_CPU_THREAD && (c = ringbuf__thread_claim(rb)) != NULL)
+			ringbuf__commit_on(rb, c, RINGBUF_CPU_THREAD, data);
+		else
+			ringbuf__commit_slow(rb, cpu, data);
 		return;
 	}
 	ringbuf__commit_index(rb, x, data);
@@ -2215,9 +2297,15 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 /* ringbuf__commit_inline for a valid index 0..ncpu-1, data not NULL. */
 RINGBUF__INLINE void ringbuf__commit_index(struct ringbuf *rb, unsigned cpu, void *data)
 {
-	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	ringbuf__commit_on(rb, ringbuf__cpu(rb, cpu), cpu, data);
+}
+
+/* The same on CPU struct c: cpu is its index, or RINGBUF_CPU_THREAD for the
+ * thread's claimed buffer (RINGBUF__CPU_OF). */
+RINGBUF__INLINE void ringbuf__commit_on(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, void *data)
+{
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->committing) != 1)) {
-		ringbuf__commit_slow(rb, cpu, data);
+		ringbuf__commit_slow(rb, RINGBUF__CPU_OF(rb, c, cpu), data); /* nested */
 		return;
 	}
 	/* [SLOT-DONE] the event is complete: counted committed, then its slot
@@ -2227,12 +2315,12 @@ RINGBUF__INLINE void ringbuf__commit_index(struct ringbuf *rb, unsigned cpu, voi
 	 * counted exactly when it is kept (ringbuf_recover). */
 	ringbuf__owner_inc(&c->entries_d[0]);
 	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_COUNTED);
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_COUNTED);
 	RINGBUF__STORE(&c->slots[0].len, 0);
 	RINGBUF__BARRIER();
 	if (RINGBUF__LIKELY(ringbuf__commit_fast(rb, cpu, c)))
 		return;
-	ringbuf__end_commit(rb, cpu, c);
+	ringbuf__end_commit(rb, RINGBUF__CPU_OF(rb, c, cpu), c);
 }
 
 /* Callers get the inline versions; (ringbuf_reserve)(...) and the address of
@@ -2651,7 +2739,7 @@ extern int clock_gettime(int, struct timespec *);
  * fast path's attempt survives a failed CAS).
  *
  * INSTRUCTION COUNT (bench/bench_instr.c, callgrind, a counter clock: one
- * 16-byte event, reserve + copy + commit, the constant index 0): 133.9 at
+ * 16-byte event, reserve + copy + commit, the constant index 0): 130.8 at
  * the commit that wrote this (168.8 before issue 24's work; the floor, a
  * bare thread-local append of the same 24 bytes, 15.0). An index in a
  * variable, or another constant, adds its two tests against ncpu (about 4:
@@ -2664,11 +2752,12 @@ extern int clock_gettime(int, struct timespec *);
  *   entry   14  len/rb against inline_max 4 (the mode folded in:
  *               ringbuf__inline_max), CPU address 2, committing == 0 3,
  *               slot len 0 1, committing = 1 1, disable flags 3
- *   A-D     50  loads of tail, write, stamps 4, the page's address 3, the
- *               fast condition (w != 0, stamps equal, fits) 8, P1 6, the
- *               event's address 4 (before the clock: fewer values across the
- *               call), delta 4, P2 3, P3 5, B 1, CAS C 5, page count 1, slot
- *               len 1, D 1, header word 4
+ *   A-D     47  loads of tail, write, stamps 4, the page's address 3, the
+ *               fast condition (w != 0, stamps equal, fits) 8, P1 5 (its
+ *               len = 0 is the entry's), the event's address 4 (before the
+ *               clock: fewer values across the call), delta 4, P2 3, P3 4,
+ *               B 1, CAS C 4 (P3 and C branch on cmpxchg's own flag), page
+ *               count 1, slot len 1, D 1, header word 4
  *   commit   9  data NULL 2, CPU address 2, committing == 1 3, entries_d
  *               (one incq) 1, slot len 0 1
  *   fast    25  commits, tail, commit page == tail 5, the write index and
@@ -2679,22 +2768,25 @@ extern int clock_gettime(int, struct timespec *);
  *               page commit, which adds RINGBUF__COMMITS_NESTED)
  *   other   10  the slow path's share (a new page every 204 events),
  *               register moves
- * RINGBUF_CPU_THREAD adds 32 (165.9): the thread's entry looked up twice
- * (reserve and commit: last index, TLS base, gen against rb->gen, claimed,
- * the index check) and the CPU struct's address for a variable index (a
- * multiply by its 896 bytes). Issue 24's goals (110 and 125) are not met:
+ * RINGBUF_CPU_THREAD adds 22 (152.8): the thread's entry looked up twice
+ * (reserve and commit: the last entry, TLS base, gen against rb->gen, the
+ * claim word). The claim word is the CPU struct's offset in the block
+ * (ringbuf__claim_word), so the struct is one add away, with no index
+ * check and no multiply by its 896 bytes; the index is worked out only off
+ * the fast path (RINGBUF__CPU_OF). Issue 24's goals (110 and 125) are not met:
  * what is left is each step's own loads, stores and checks (every one is
  * argued above for nesting, crash recovery or exact accounting), address
  * arithmetic that the signal fences make the compiler redo in the commit
  * (the CPU struct, the page addresses from the page index), and spills
  * around the clock's call. Not done, each a change of protocol or layout:
- * skipping the entry's slot len 0 (P1 stores it again, but only every way
+ * skipping the entry's slot len 0 (only every way
  * out of a reservation, takeover and recovery included, shown to leave len
- * 0 would let the entry skip it), one word
- * for the disable flags (ringbuf_reset_cpu's protocol), a per-thread cache
- * of the claimed buffer (the claim's CAS protocol with handlers), page
+ * 0 would let the entry skip it; the fast path's P1 relies on it), one word
+ * for the disable flags (ringbuf_reset_cpu's protocol, and the global
+ * counter's enable/disable from any thread), page
  * addresses carried from reserve to commit (the API gives the commit only
- * the payload pointer).
+ * the payload pointer; the slot's off + len is not the page's write index
+ * when a writer nested before the commit's first load).
  *
  * COMMIT (ringbuf__set_commit_to_write, outermost writer only): walk commit_page
  * to tail_page, storing each page's write index into its data page's commit
@@ -7599,14 +7691,15 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 			atomic_store_explicit(&e->cur, cur, memory_order_relaxed);
 		}
 		if (x) {
+			uint32_t w = ringbuf__claim_word(rb, x - 1);
 			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
 			/* a handler may have claimed one meanwhile: keep the first */
-			if (!atomic_compare_exchange_strong_explicit(&e->claimed, &zero, x, memory_order_relaxed,
+			if (!atomic_compare_exchange_strong_explicit(&e->claimed, &zero, w, memory_order_relaxed,
 								     memory_order_relaxed)) {
-				if (took && zero != x)
+				if (took && zero != w)
 					atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0,
 							      memory_order_release);
-				x = zero;
+				return ringbuf_reserve(rb, ringbuf__claim_index(rb, zero), len);
 			}
 			return ringbuf_reserve(rb, x - 1, len);
 		}
@@ -7632,7 +7725,7 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 		if ((c = atomic_load_explicit(&e->claimed, memory_order_relaxed)) != 0) {
 			atomic_store_explicit(&e->cur, cur, memory_order_relaxed); /* F4a undone */
 			RINGBUF__BARRIER();
-			return ringbuf_reserve(rb, c - 1, len);
+			return ringbuf_reserve(rb, ringbuf__claim_index(rb, c), len);
 		}
 	}
 	/* F4b = G2 on the shared buffers, from one picked by our tid */
@@ -7686,7 +7779,7 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 		x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
 		if (!x)
 			return ringbuf__thread_fallback(rb, e, me, len);
-		return ringbuf_reserve(rb, x - 1, len);
+		return ringbuf_reserve(rb, ringbuf__claim_index(rb, x), len);
 	}
 	/* RINGBUF_CPU_CURRENT; the inline claim takes our id from the entry */
 	if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->tid, memory_order_relaxed) != (uint32_t)me))
@@ -7807,9 +7900,9 @@ static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool
 			return;
 		}
 		if (commit)
-			ringbuf_commit(rb, x - 1, data);
+			ringbuf_commit(rb, ringbuf__claim_index(rb, x), data);
 		else
-			ringbuf_discard(rb, x - 1, data);
+			ringbuf_discard(rb, ringbuf__claim_index(rb, x), data);
 		return;
 	}
 	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
@@ -7826,7 +7919,7 @@ RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb)
 	uint32_t x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
 	uint64_t cur;
 	if (x)
-		return (int)x - 1;
+		return (int)ringbuf__claim_index(rb, x);
 	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
 	return RINGBUF__CUR_DEPTH(cur) ? (int)RINGBUF__CUR_OWNED(cur) - 1 : -1;
 }
@@ -7855,7 +7948,7 @@ RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
 	struct ringbuf__cpu *c;
 	if (!e || !(x = atomic_load_explicit(&e->claimed, memory_order_relaxed)))
 		return;
-	c = ringbuf__cpu(rb, x - 1);
+	c = ringbuf__cpu(rb, ringbuf__claim_index(rb, x));
 	/* inside an event on it (a handler of ours, or the thread exiting in
 	 * the middle of one): keep it. Given back, the next claimer would take
 	 * a free word and nest under an event nobody will commit; kept, the

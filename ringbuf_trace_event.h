@@ -914,17 +914,20 @@ RINGBUF__INLINE void *ringbuf_trace__reserve_in(struct ringbuf *rb, unsigned cpu
 	 * this writer's nesting depth (1 = outermost). For a mapped writer
 	 * context (RINGBUF_CPU_THREAD/CURRENT) the buffer is the thread's claimed
 	 * one; where it cannot be known here only the signal depth counts. */
-	if (cpu >= rb->ncpu) {
+	if (cpu < rb->ncpu) {
+		c = ringbuf__cpu(rb, cpu);
+	} else {
+		c = NULL;
 #ifdef RINGBUF_CPU_THREAD
-		/* the inline lookup of the thread's claim first (no call) */
-		unsigned x = cpu == RINGBUF_CPU_THREAD ? ringbuf__thread_buffer(rb) : ~0u;
-		int claimed = x < rb->ncpu ? (int)x : cpu == RINGBUF_CPU_THREAD ? ringbuf_thread_cpu(rb) : -1;
-		cpu = claimed >= 0 ? (unsigned)claimed : ~0u;
-#else
-		cpu = ~0u;
+		if (cpu == RINGBUF_CPU_THREAD) {
+			/* the inline lookup of the thread's claim first (no call) */
+			int claimed;
+			if (!(c = ringbuf__thread_claim(rb)) && (claimed = ringbuf_thread_cpu(rb)) >= 0)
+				c = ringbuf__cpu(rb, (unsigned)claimed);
+		}
 #endif
 	}
-	*at = c = cpu < rb->ncpu ? ringbuf__cpu(rb, cpu) : NULL;
+	*at = c;
 	depth = c ? RINGBUF__LOAD(&c->committing) : 1;
 	/* the common case, one 8-byte store (the header as the general code
 	 * below writes it): the outermost writer (depth 1), not in a marked
