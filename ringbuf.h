@@ -1109,6 +1109,15 @@ struct ringbuf__cpu {
 	_Atomic(uint64_t) pages_read;
 	_Atomic(uint32_t) corrupt;      /* set once by RINGBUF__WARN */
 	uint32_t index;                 /* this CPU's index (checked by ringbuf_open_file) */
+	/* [RESET-GEN] resets of this CPU: + 1 last in R5 (release), loaded by
+	 * the iterator (relaxed, under the reader lock) where it takes an
+	 * overrun base and where it counts a loss (ringbuf__iter_lost). Another
+	 * process's garbage here costs a base counted from 0 (HOSTILE MEMORY:
+	 * compared for equality only). In what was the struct's tail
+	 * padding (zero in every block): size and offsets as before, so layout
+	 * version 5 still (a library without it resets without bumping it:
+	 * its iterators' losses count as they did) */
+	_Atomic(uint64_t) reset_gen;
 };
 
 /* The shared part of the header: the words every process that maps the
@@ -1490,6 +1499,12 @@ _Static_assert(8 * sizeof(struct ringbuf__bpage) % RINGBUF__CACHELINE == 0,
 _Static_assert(offsetof(struct ringbuf__dpage, data) == 8 + sizeof(long) &&
 		       sizeof(struct ringbuf__bpage) == 40,
 	       "block layout");
+/* reset_gen lies in the padding that ended the struct before it was added:
+ * the size of the CPU struct (every offset after it) is that of version 5 */
+_Static_assert(offsetof(struct ringbuf__cpu, reset_gen) + 8 <=
+		       (offsetof(struct ringbuf__cpu, index) + 4 + RINGBUF__CACHELINE - 1) / RINGBUF__CACHELINE *
+			       RINGBUF__CACHELINE,
+	       "block layout: reset_gen in the CPU struct's tail padding");
 #ifdef __cplusplus
 static_assert(alignof(_Atomic(uint64_t)) == 8 && offsetof(struct ringbuf__cpu, owner) % 8 == 0 &&
 		      offsetof(struct ringbuf__cpu, reader_lock) % 8 == 0 &&
@@ -2993,6 +3008,10 @@ extern int clock_gettime(int, struct timespec *);
  *   sh->wait_seq        W2, R6,           waiters (R1)      fetch_add release / load acquire; futex word
  *                       wake_waiters
  *   reader_lock         readers           readers           CAS acquire to take / store release to drop
+ *   reset_gen           reset_cpu (R5,    iterator (its     relaxed load, ordered by the reader lock (R8
+ *                       last)             overrun base)     release / the lock's CAS acquire); the store
+ *                                                           is release, after R5's zeros: for a lock taken
+ *                                                           over from a reset killed in R5 ([RESET-GEN])
  *
  * MERGED READERS (ringbuf_consume_merged, the RINGBUF_ALL_CPUS iterator). Each
  * peeks every CPU and picks the oldest head, time stamp B. A CPU whose head was
@@ -5536,7 +5555,10 @@ RINGBUF_API int ringbuf_consume_merged(struct ringbuf *rb, struct ringbuf_record
  * page consumed and reused is not a loss). With a consumer and overwrites
  * together it is a lower bound: pages the consumer took after the iterator
  * walked them are counted as passed but not in overrun. The iterator runs
- * under the reader lock, so no swap happens during one call.
+ * under the reader lock, so no swap happens during one call, nor a reset: a
+ * reset between calls zeroes overrun and moves the CPU's reset generation,
+ * which the base carries ([RESET-GEN]): a base of an older generation counts
+ * from 0, whatever overrun grew back to.
  * A head push claims the page (H1 CAS) before it adds the page's count to
  * overrun; a nested writer interrupting its owner there helps the push, moves
  * the tail into the page (new update count) and may set HEADER further on, all
@@ -5553,6 +5575,7 @@ struct ringbuf__iter_cpu {
 	uint64_t ts;        /* running time stamp at off */
 	uint64_t gen;       /* update count of page when we entered it */
 	uint64_t overrun;   /* base: overrun when the walk entered the ring (or the reader page) */
+	uint64_t reset_gen; /* the CPU's reset generation at that base ([RESET-GEN]) */
 	uint64_t plost;     /* pages_lost at the base (the head the walk entered the ring at) */
 	uint64_t pages;     /* pages left behind since that head */
 	int state;          /* 0: (re)start at the consumer's position, 1: walking */
@@ -5605,17 +5628,33 @@ static void ringbuf__copy_racy(unsigned char *dst, const unsigned char *src, siz
 		dst[i] = ((const volatile unsigned char *)src)[i];
 }
 
-/* Events pushed out since the base, beyond those the walk passed: missed.
- * overrun below the base: a reset zeroed it (R5; nothing else lowers it):
- * what the reset threw away is not a loss (it restarts the statistics), the
- * pushes counted since are, and the walk starts over (it passed none of
- * them). Before, ov - base wrapped: about 2^64 events reported lost. Not
- * seen: a reset after which overrun grew back past the base before this
- * load (then the pushes since count from the old base: under-counted). */
-static void ringbuf__iter_lost(struct ringbuf_iter *it, struct ringbuf__iter_cpu *ic, uint64_t ov)
+/* The overrun base: ov, loaded under the reader lock, and the reset
+ * generation with it ([RESET-GEN]; relaxed: the lock orders it). No reset
+ * runs while the lock is held, so the two belong to one state: ov counts
+ * pushes since the last reset this generation names. */
+static void ringbuf__iter_base(struct ringbuf__cpu *c, struct ringbuf__iter_cpu *ic, uint64_t ov)
 {
-	uint64_t pushed = ov - ic->overrun, passed = ic->passed;
-	if (ov < ic->overrun) {
+	ic->overrun = ov;
+	ic->reset_gen = RINGBUF__LOAD(&c->reset_gen);
+}
+
+/* Events pushed out since the base, beyond those the walk passed: missed;
+ * then ov is the new base. A reset since the base (the generation moved, R5
+ * [RESET-GEN]; or overrun below the base: a reset zeroed it, nothing else
+ * lowers it, and a reset by a library without the generation does not move
+ * it): what the reset threw away is not a loss (it restarts the statistics),
+ * the pushes counted since are, all of ov, and the walk starts over (it
+ * passed none of them). Before, ov - base wrapped below the base (about 2^64
+ * events reported lost) and, with overrun grown back past the base, counted
+ * from the old base (lost uncounted: test_reset
+ * iterator_across_a_reset_overrun_grown_past_its_base). */
+static void ringbuf__iter_lost(struct ringbuf_iter *it, struct ringbuf__cpu *c, struct ringbuf__iter_cpu *ic,
+			       uint64_t ov)
+{
+	uint64_t base = ic->overrun, base_gen = ic->reset_gen;
+	uint64_t pushed = ov - base, passed = ic->passed;
+	ringbuf__iter_base(c, ic, ov);
+	if (ic->reset_gen != base_gen || ov < base) {
 		pushed = ov;
 		passed = 0;
 	}
@@ -5680,7 +5719,7 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			ic->ts = c->read_stamp;
 			ic->gen = ringbuf__page_gen(rb, cpu, rp);
 			if (ic->state == 0) /* else the base was set where the loss was counted */
-				ic->overrun = ringbuf__overrun(c);
+				ringbuf__iter_base(c, ic, ringbuf__overrun(c));
 			ic->passed = 0;
 			ic->on_reader = true;
 			ic->restarted = ic->any;
@@ -5700,8 +5739,7 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 			if (ringbuf__iter_push_in_flight(rb, cpu))
 				continue;
 			ov = ringbuf__overrun(c);
-			ringbuf__iter_lost(it, ic, ov);
-			ic->overrun = ov;
+			ringbuf__iter_lost(it, c, ic, ov);
 			ic->state = -1; /* restart, keeping the base */
 			continue;
 		}
@@ -5837,8 +5875,7 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 				 * consumer's position. (ngen was loaded before pl: a
 				 * count bumped by a U1 on `next` comes after the push of
 				 * `page`, which pl shows.) */
-				ringbuf__iter_lost(it, ic, ov);
-				ic->overrun = ov;
+				ringbuf__iter_lost(it, c, ic, ov);
 				ic->state = -1;
 				continue;
 			}
@@ -5846,8 +5883,7 @@ static int ringbuf__iter_cpu_next(struct ringbuf_iter *it, unsigned cpu, struct 
 				/* pages pushed out of the ring while we read the reader
 				 * page (or walked a page a consumer then took): events we
 				 * will never see. The head is the new base. */
-				ringbuf__iter_lost(it, ic, ov);
-				ic->overrun = ov;
+				ringbuf__iter_lost(it, c, ic, ov);
 				ic->passed = 0;
 				ic->plost = pl;
 				ic->pages = 0;
@@ -6609,6 +6645,20 @@ static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu)
 		atomic_fetch_sub_explicit(&c->disabled, 1, memory_order_relaxed);
 		RINGBUF__STORE(&c->corrupt, 0);
 	}
+	/* [RESET-GEN] last, after the counters' zeros. An iterator that runs
+	 * after R8 takes the lock (CAS acquire, reads R8's release): it sees
+	 * this bump and the zeros, and its overrun loads read those zeros or
+	 * the pushes counted after them, so a base of the old generation is
+	 * void and ov counts only pushes since the reset. A reset killed in R5
+	 * has no R8: an iterator that takes the lock over sees what the dead
+	 * thread stored before it died (the kernel's order, [TAKEOVER-HB]);
+	 * the release keeps the zeros before the bump in that order (compiler
+	 * and CPU), so a bump seen comes with zeroed counters, never with the
+	 * old counts (a phantom loss of all of them). A kill before the bump
+	 * leaves the CPU disabled (no pushes): at most the ov < base case of
+	 * ringbuf__iter_lost. Only resets write it, under the reader lock: a
+	 * load and a store, no RMW needed. */
+	atomic_store_explicit(&c->reset_gen, RINGBUF__LOAD(&c->reset_gen) + 1, memory_order_release);
 }
 
 /* RESET. A reset empties a CPU buffer that writers (threads of this process,
@@ -6626,7 +6676,9 @@ static void ringbuf__reinit_cpu(struct ringbuf *rb, unsigned cpu)
  *   R5  re-initialise: links, page write indices and event counts (their
  *       update counts bumped: an iterator that was on a page sees it reused),
  *       page commits and stamps, tail/commit/reader pages, stamps, counters,
- *       reader state, a corruption disable (atomic stores)
+ *       reader state, a corruption disable (atomic stores); last, the reset
+ *       generation + 1 (release, [RESET-GEN]: an iterator's overrun base
+ *       from before is void)
  *   R6  asymmetric barrier again
  *   R7  disabled &= ~RESET_BIT                              (release RMW)
  *   R8  release the reader lock                             (release)

@@ -67,7 +67,7 @@ CXX_SAMPLE_EVENT(sample_b);
 	X(ringbuf__cpu, reader_lock) X(ringbuf__cpu, head_hint) X(ringbuf__cpu, read)       \
 	X(ringbuf__cpu, read_stamp) X(ringbuf__cpu, last_overrun) X(ringbuf__cpu, last_drops) \
 	X(ringbuf__cpu, lost_pending) X(ringbuf__cpu, read_events) X(ringbuf__cpu, pages_read) \
-	X(ringbuf__cpu, corrupt) X(ringbuf__cpu, index)                                     \
+	X(ringbuf__cpu, corrupt) X(ringbuf__cpu, index) X(ringbuf__cpu, reset_gen)            \
 	X(ringbuf__bpage, next) X(ringbuf__bpage, write) X(ringbuf__bpage, entries)         \
 	X(ringbuf__bpage, drops) X(ringbuf__bpage, prev)                                    \
 	X(ringbuf__dpage, time_stamp) X(ringbuf__dpage, commit)                              \

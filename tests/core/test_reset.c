@@ -764,6 +764,68 @@ static void iterator_across_a_reset_in_overwrite_mode(void **state)
 	ringbuf_destroy(rb);
 }
 
+/* The same with overrun grown back past the iterator's base before its next
+ * call: base 15, then the reset and 45 events, 25 of them pushed out (overrun
+ * 25, above the base). All 25 were pushed out after the reset and the
+ * iterator saw none of them: 25 lost. Before, the loss counted from the old
+ * base: 25 - 15, less the 1 event walked before the reset, 9 reported and 16
+ * lost uncounted. */
+static void iterator_across_a_reset_overrun_grown_past_its_base(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	struct ringbuf_iter *it;
+	struct ringbuf_record rec;
+	struct ringbuf_stats st;
+	uint32_t seq = 0, last, s, first_after;
+	unsigned char buf[64];
+	uint64_t lost = 0;
+	int r, n = 0;
+	(void)state;
+	cfg.page_size = 128; /* 112 bytes of data: 5 events of 16 + 4 */
+	cfg.size_per_cpu = 4 * 128;
+	cfg.mode = RINGBUF_MODE_OVERWRITE;
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	for (int i = 0; i < 35; i++) {
+		fill(buf, 16, ++seq);
+		assert_int_equal(ringbuf_write(rb, 0, buf, 16), 0);
+	}
+	assert_int_equal(ringbuf_stats_cpu(rb, 0, &st), 0);
+	assert_int_equal(st.overrun, 15);
+	assert_int_equal(ringbuf_iter_start(rb, 0, &it), 0);
+	assert_int_equal(ringbuf_iter_next(it, &rec), 1);
+	assert_int_equal(check_payload(rec.data, rec.len, &last), 0);
+	assert_int_equal(rec.lost, 0);
+	assert_int_equal(ringbuf_reset_cpu(rb, 0), 0);
+	first_after = seq + 1;
+	for (int i = 0; i < 45; i++) { /* 9 pages: the first 5 pushed out */
+		fill(buf, 16, ++seq);
+		assert_int_equal(ringbuf_write(rb, 0, buf, 16), 0);
+	}
+	assert_int_equal(ringbuf_stats_cpu(rb, 0, &st), 0);
+	assert_int_equal(st.overrun, 25); /* past the iterator's base of 15 */
+	while ((r = ringbuf_iter_next(it, &rec)) == 1) {
+		assert_int_equal(check_payload(rec.data, rec.len, &s), 0);
+		if (rec.lost > 1000)
+			fail_msg("event %u: %llu reported lost", s, (unsigned long long)rec.lost);
+		lost += rec.lost;
+		if (n == 0) {
+			assert_int_equal(s, first_after + 25); /* the first 25 after the reset were pushed out */
+			assert_int_equal(rec.lost, 25);        /* told with the first event after them */
+		} else {
+			assert_int_equal(s, last + 1);
+		}
+		last = s;
+		n++;
+	}
+	assert_int_equal(r, 0);
+	assert_int_equal(n, 20);
+	assert_int_equal(lost, 25);
+	assert_int_equal(ringbuf_iter_dropped(it), 25);
+	ringbuf_iter_finish(it);
+	ringbuf_destroy(rb);
+}
+
 /* ---- refusals: no membarrier, writers that do not leave ------------------- */
 
 static void reset_without_membarrier_refuses(void **state)
@@ -1212,6 +1274,7 @@ int main(void)
 		cmocka_unit_test_teardown(writers_during_reinit_are_refused, clear_hooks),
 		cmocka_unit_test_teardown(iterator_walking_across_a_reset, clear_hooks),
 		cmocka_unit_test_teardown(iterator_across_a_reset_in_overwrite_mode, clear_hooks),
+		cmocka_unit_test_teardown(iterator_across_a_reset_overrun_grown_past_its_base, clear_hooks),
 		cmocka_unit_test_teardown(reset_without_membarrier_refuses, clear_hooks),
 		cmocka_unit_test_teardown(reset_inside_a_writer_is_ebusy_and_changes_nothing, clear_hooks),
 		cmocka_unit_test_teardown(fork_during_a_reset, clear_hooks),
