@@ -704,13 +704,13 @@ static void iterator_walking_across_a_reset(void **state)
 	ringbuf_destroy(rb);
 }
 
-/* The same in overwrite mode, with pages pushed out before the reset (the
- * iterator's base overrun 15) and after it (5): the iterator reports the 5
- * overwritten after the reset as lost, before the first event it returns
- * after them, and nothing for what the reset threw away. Before, overrun
- * (zeroed by the reset) minus the base wrapped: rec.lost and
- * ringbuf_iter_dropped about 2^64 (helper review, 2026-11-30). */
-static void iterator_across_a_reset_in_overwrite_mode(void **state)
+/* An iterator in overwrite mode across a reset: 35 events before it (overrun
+ * 15: the iterator's base), one event walked, the reset, then `after` more
+ * events of which `pushed` are pushed out (5 per page of 128 bytes, 4 pages).
+ * The iterator reports the `pushed` overwritten after the reset as lost, with
+ * the first event it returns after them, and nothing for what the reset threw
+ * away; then the rest in order. */
+static void iterator_across_a_reset(uint32_t after, uint32_t pushed)
 {
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 	struct ringbuf *rb;
@@ -721,7 +721,6 @@ static void iterator_across_a_reset_in_overwrite_mode(void **state)
 	unsigned char buf[64];
 	uint64_t lost = 0;
 	int r, n = 0;
-	(void)state;
 	cfg.page_size = 128; /* 112 bytes of data: 5 events of 16 + 4 */
 	cfg.size_per_cpu = 4 * 128;
 	cfg.mode = RINGBUF_MODE_OVERWRITE;
@@ -738,80 +737,20 @@ static void iterator_across_a_reset_in_overwrite_mode(void **state)
 	assert_int_equal(rec.lost, 0);
 	assert_int_equal(ringbuf_reset_cpu(rb, 0), 0);
 	first_after = seq + 1;
-	for (int i = 0; i < 25; i++) { /* 5 pages: the first one pushed out */
+	for (uint32_t i = 0; i < after; i++) {
 		fill(buf, 16, ++seq);
 		assert_int_equal(ringbuf_write(rb, 0, buf, 16), 0);
 	}
 	assert_int_equal(ringbuf_stats_cpu(rb, 0, &st), 0);
-	assert_int_equal(st.overrun, 5);
-	while ((r = ringbuf_iter_next(it, &rec)) == 1) {
-		assert_int_equal(check_payload(rec.data, rec.len, &s), 0);
-		if (rec.lost > 1000)
-			fail_msg("event %u: %llu reported lost", s, (unsigned long long)rec.lost);
-		lost += rec.lost;
-		if (n == 0)
-			assert_int_equal(s, first_after + 5); /* the first 5 after the reset were pushed out */
-		else
-			assert_int_equal(s, last + 1);
-		last = s;
-		n++;
-	}
-	assert_int_equal(r, 0);
-	assert_int_equal(n, 20);
-	assert_int_equal(lost, 5);
-	assert_int_equal(ringbuf_iter_dropped(it), 5);
-	ringbuf_iter_finish(it);
-	ringbuf_destroy(rb);
-}
-
-/* The same with overrun grown back past the iterator's base before its next
- * call: base 15, then the reset and 45 events, 25 of them pushed out (overrun
- * 25, above the base). All 25 were pushed out after the reset and the
- * iterator saw none of them: 25 lost. Before, the loss counted from the old
- * base: 25 - 15, less the 1 event walked before the reset, 9 reported and 16
- * lost uncounted. */
-static void iterator_across_a_reset_overrun_grown_past_its_base(void **state)
-{
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
-	struct ringbuf *rb;
-	struct ringbuf_iter *it;
-	struct ringbuf_record rec;
-	struct ringbuf_stats st;
-	uint32_t seq = 0, last, s, first_after;
-	unsigned char buf[64];
-	uint64_t lost = 0;
-	int r, n = 0;
-	(void)state;
-	cfg.page_size = 128; /* 112 bytes of data: 5 events of 16 + 4 */
-	cfg.size_per_cpu = 4 * 128;
-	cfg.mode = RINGBUF_MODE_OVERWRITE;
-	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
-	for (int i = 0; i < 35; i++) {
-		fill(buf, 16, ++seq);
-		assert_int_equal(ringbuf_write(rb, 0, buf, 16), 0);
-	}
-	assert_int_equal(ringbuf_stats_cpu(rb, 0, &st), 0);
-	assert_int_equal(st.overrun, 15);
-	assert_int_equal(ringbuf_iter_start(rb, 0, &it), 0);
-	assert_int_equal(ringbuf_iter_next(it, &rec), 1);
-	assert_int_equal(check_payload(rec.data, rec.len, &last), 0);
-	assert_int_equal(rec.lost, 0);
-	assert_int_equal(ringbuf_reset_cpu(rb, 0), 0);
-	first_after = seq + 1;
-	for (int i = 0; i < 45; i++) { /* 9 pages: the first 5 pushed out */
-		fill(buf, 16, ++seq);
-		assert_int_equal(ringbuf_write(rb, 0, buf, 16), 0);
-	}
-	assert_int_equal(ringbuf_stats_cpu(rb, 0, &st), 0);
-	assert_int_equal(st.overrun, 25); /* past the iterator's base of 15 */
+	assert_int_equal(st.overrun, pushed);
 	while ((r = ringbuf_iter_next(it, &rec)) == 1) {
 		assert_int_equal(check_payload(rec.data, rec.len, &s), 0);
 		if (rec.lost > 1000)
 			fail_msg("event %u: %llu reported lost", s, (unsigned long long)rec.lost);
 		lost += rec.lost;
 		if (n == 0) {
-			assert_int_equal(s, first_after + 25); /* the first 25 after the reset were pushed out */
-			assert_int_equal(rec.lost, 25);        /* told with the first event after them */
+			assert_int_equal(s, first_after + pushed); /* the first `pushed` after the reset */
+			assert_int_equal(rec.lost, pushed);        /* told with the first event after them */
 		} else {
 			assert_int_equal(s, last + 1);
 		}
@@ -820,10 +759,30 @@ static void iterator_across_a_reset_overrun_grown_past_its_base(void **state)
 	}
 	assert_int_equal(r, 0);
 	assert_int_equal(n, 20);
-	assert_int_equal(lost, 25);
-	assert_int_equal(ringbuf_iter_dropped(it), 25);
+	assert_int_equal(lost, pushed);
+	assert_int_equal(ringbuf_iter_dropped(it), pushed);
 	ringbuf_iter_finish(it);
 	ringbuf_destroy(rb);
+}
+
+/* 25 events after the reset, 5 pushed out (overrun 5, below the base of 15).
+ * Before, overrun (zeroed by the reset) minus the base wrapped: rec.lost and
+ * ringbuf_iter_dropped about 2^64 (helper review, 2026-11-30). */
+static void iterator_across_a_reset_in_overwrite_mode(void **state)
+{
+	(void)state;
+	iterator_across_a_reset(25, 5);
+}
+
+/* Overrun grown back past the iterator's base before its next call: 45 events
+ * after the reset, 25 of them pushed out (overrun 25, above the base of 15).
+ * All 25 were pushed out after the reset and the iterator saw none of them:
+ * 25 lost. Before, the loss counted from the old base: 25 - 15, less the 1
+ * event walked before the reset, 9 reported and 16 lost uncounted. */
+static void iterator_across_a_reset_overrun_grown_past_its_base(void **state)
+{
+	(void)state;
+	iterator_across_a_reset(45, 25);
 }
 
 /* ---- refusals: no membarrier, writers that do not leave ------------------- */
