@@ -910,7 +910,7 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 
 #define RINGBUF__MAGIC 0x52425546u /* "RBUF" */
 #define RINGBUF__BYTE_ORDER 0x01020304u
-#define RINGBUF__LAYOUT_VERSION 5u /* 5: the private header (PRIVATE HEADER in >>design) */
+#define RINGBUF__LAYOUT_VERSION 6u /* 6: the push mark names its page (HEAD PUSH ACCOUNTING in >>design) */
 /* the bytes at the start of a file or memfd block that each process maps
  * privately (the header and a pad): a whole number of pages on 4, 16 and
  * 64 KiB page kernels; the shared part of the header follows */
@@ -1046,10 +1046,11 @@ struct ringbuf__slot {
 	 * described (P1): one more once the event is counted committed, which
 	 * comes before len drops to 0 ([SLOT-DONE]) */
 	_Atomic(uint32_t) counted;
-	uint32_t pad_;
-	/* [PUSH-MARK] this depth's last head push: T.next as its claim leaves
-	 * it (H1: HEADER -> UPDATE, tag and all), and the depth's overrun_d and
-	 * pages_lost_d once that push is counted */
+	/* [PUSH-MARK] this depth's last head push: its page T (whose link it
+	 * claims), T.next as its claim leaves it (H1: HEADER -> UPDATE, tag
+	 * and all), and the depth's overrun_d and pages_lost_d once that push
+	 * is counted */
+	_Atomic(uint32_t) push_page;
 	_Atomic(uint64_t) push_link;
 	_Atomic(uint64_t) push_overrun;
 	_Atomic(uint64_t) push_pages;
@@ -1273,6 +1274,9 @@ enum ringbuf__tp {
 	 * two are equal (a hook armed for one never fires at another) */
 	RINGBUF__TP_MERGED_PEEKED, /* merged readers: every CPU peeked, the
 					  * oldest head picked (cpu = the pick) */
+	/* a write step only a nested writer reaches (the sweeps over the
+	 * steps one writer passes skip it; test_interleave cuts in there) */
+	RINGBUF__TP_H2_HELPED, /* push head, a helper: the owner's count stored ([PUSH-HELP]), its H2 not yet */
 	/* RINGBUF_CPU_THREAD fallback (>>contexts), cpu = the shared buffer */
 	RINGBUF__TP_SHARED_TAKEN, /* owner word taken (F4b), before G3 */
 	RINGBUF__TP_FALLBACK_UNCLAIMED, /* F2/F3 found no claim, F4a not yet */
@@ -2686,7 +2690,8 @@ extern int clock_gettime(int, struct timespec *);
  *             T.next still holds HEADER), then count it ([PUSH-COUNT])
  *         H2  owner: CAS N.next from the value read at H1 to HEADER (fails if a
  *             helper did it or went further); a nested writer that finds UPDATE
- *             on T.next helps: sets HEADER on N.next only if the tail is still T
+ *             on T.next helps: counts the push for its owner ([PUSH-HELP]),
+ *             then sets HEADER on N.next only if the tail is still T
  *             and no link further on holds HEADER (the reader may have swapped
  *             the new head out meanwhile, moving the flag on)
  *         H3  the owner clears UPDATE on T.next
@@ -2702,11 +2707,13 @@ extern int clock_gettime(int, struct timespec *);
  *     (H1, [PUSH-COUNT]; overrun is the sum of per-depth counters, see HEAD
  *     PUSH ACCOUNTING). The reader reads overrun after its link load and before its S3
  *     CAS (both seq_cst, [L]): a push that took a page before H happened
- *     before the CAS that found H the head, so its count is in that load
- *     (not yet where a writer nested in the push's owner between its claim
- *     and its count helped, H2 in its place, and moved the tail on: the
- *     loss then comes out one page late, with the next page a reader
- *     takes; the totals stay exact. Found 2026-11-30, not fixed); the
+ *     before the CAS that found H the head, so its count is in that load:
+ *     whoever makes that CAS (H2) counted the push before it, the owner
+ *     ([PUSH-COUNT]) or a writer nested in the owner between its claim and
+ *     its count that helps ([PUSH-HELP], HEAD PUSH ACCOUNTING). Before
+ *     [PUSH-HELP] the helper's H2 and tail move came before the owner's
+ *     count: the loss came out one page late, with the next page a reader
+ *     took (test_head_push_race, consumer_reports_a_helped_push_*); the
  *     difference to the last swap goes to lost_pending (at S2, before
  *     the CAS: a cut swap never counts it twice), reported with the first
  *     event of H, or of a later head if the CAS fails (rec.lost, or
@@ -3177,26 +3184,52 @@ extern int clock_gettime(int, struct timespec *);
  *         pages_lost_d[d] + 1), then push_link = the value its claim CAS
  *         will store in T.next (UPDATE, tag bumped);
  *       - [PUSH-COUNT] after the claim, it stores those values into
- *         overrun_d[d] and pages_lost_d[d].
+ *         overrun_d[d] and pages_lost_d[d];
+ *       - [PUSH-HELP] a writer nested in the owner that finds UPDATE on
+ *         T.next stores them too, before its H2 (and its tail move): the
+ *         owner may be between its claim and its count, and a reader that
+ *         finds the new head through the helper's H2 must see the push
+ *         counted ([L] in LOSS ACCOUNTING). Its owner: the deepest writer
+ *         below the helper (in flight, interrupted by it) whose mark is
+ *         (T, this link value) (ringbuf__push_count_owner). The stores are
+ *         idempotent: the owner's [PUSH-COUNT] and every helper store the
+ *         same two values, and nobody else writes depth d's counters while
+ *         T.next holds the owner's UPDATE (the writers that run meanwhile
+ *         are nested in the owner, deeper). So whoever comes first counts
+ *         the push, exactly once, whatever order they run in.
  *     Recovery, for a link holding UPDATE (a push cut between its claim and
  *     H3): its owner is the deepest writer in flight (d < committing) whose
- *     push_link equals that link value, tag and all; its counters get the
- *     marked values (a no-op where [PUSH-COUNT] ran), then the push is
+ *     mark is this page and link value, tag and all; its counters get the
+ *     marked values (a no-op where [PUSH-COUNT] or a helper ran), then the push is
  *     finished: UPDATE cleared, and H2 (HEADER on N.next) only where no
  *     link from N on to T holds HEADER, as ringbuf__help_new_head asks: a
  *     writer nested in the owner may have helped (its own H2), moved the
  *     tail and pushed the head on, or a reader swapped N out, and the flag
  *     sits further on (a second HEADER made two heads: test_crash_accounting,
- *     one_head_after_a_push_finished_by_others). A kill before the claim leaves no link equal to
- *     push_link (recovery ignores the mark); one after H3 leaves no UPDATE.
+ *     one_head_after_a_push_finished_by_others). A kill before the claim leaves no UPDATE link equal to
+ *     the mark (recovery ignores it, then clears it); one after H3 leaves
+ *     no UPDATE.
  *     Why the match names the owner: only the owner's CAS stores that value
- *     (a helper never changes T.next); tags only grow, so a stale mark of an
- *     earlier push never matches a later link. Two writers in flight may
+ *     in T.next (a helper never changes T.next); the tags of one link only
+ *     grow, so a stale mark of an earlier push from T never matches a later
+ *     value of T.next: the marking writer's CAS from HEADER (tag k) either
+ *     claimed (its H3 moves the tag on) or failed (T.next had moved on).
+ *     The page is part of the mark: tags are per link, and another page's
+ *     link, re-pointed by the reader's swaps, can hold the same value (the
+ *     link-only match took a stale mark of depth d' > d, made on another
+ *     page, for the owner's, and [PUSH-HELP] counted a push twice:
+ *     test_interleave, overwrite overrun 2 too high). A writer killed after
+ *     its mark and before its claim leaves T.next at tag k, which the next
+ *     push from T claims: recovery clears every mark after step 1 (a dead
+ *     mark in a slot deeper than that push's owner would match;
+ *     test_crash_accounting, a_mark_left_by_a_kill_before_its_claim_*).
+ *     Two writers in flight may
  *     hold marks for the same link (the outer one marked, was interrupted
  *     before its CAS, and a nested one claimed the link: the outer CAS then
  *     fails); the claim is the nested one's, the deepest.
  *     C11 (live readers): the counters are still relaxed, each store
- *     sequenced before the owner's H2/H3 CASes (seq_cst), so [L] and the
+ *     sequenced before the H2 (the owner's or the helper's) and H3 CASes
+ *     (seq_cst), so [L] and the
  *     iterator's [I-LAG] argument are unchanged; readers sum the depths
  *     (ringbuf__overrun: a snapshot, as the one counter was).
  */
@@ -3754,6 +3787,33 @@ static int ringbuf__help_new_head(struct ringbuf *rb, unsigned cpu, uint32_t t, 
 	return 0;
 }
 
+/* [PUSH-HELP] (HEAD PUSH ACCOUNTING in >>design): the counters of the owner
+ * of the push whose claim left `link` (UPDATE) in T.next get its marked
+ * values. Its owner is the deepest writer in flight below depth `below`
+ * whose [PUSH-MARK] is this very page and link value; none: nothing stored.
+ * Used by a helper (below = its own depth: the owner is a writer it
+ * interrupted) and by recovery (below = committing). Plain stores: only the
+ * owner (depth d + 1) and the writers nested in it write overrun_d[d] and
+ * pages_lost_d[d] while T.next holds `link`, all on this thread, all storing
+ * these same values (the owner's [PUSH-COUNT] as well): whoever comes first
+ * counts the push, the others change nothing. Returns the owner's depth
+ * index, or -1. */
+static int ringbuf__push_count_owner(struct ringbuf__cpu *c, uint32_t t, uint64_t link, uint32_t below)
+{
+	uint32_t d;
+	for (d = below; d-- > 0;) {
+		struct ringbuf__slot *ps = &c->slots[d];
+		if (RINGBUF__LOAD(&ps->push_link) != link || RINGBUF__LOAD(&ps->push_page) != t)
+			continue;
+		RINGBUF__STORE(&c->overrun_d[d], RINGBUF__LOAD(&ps->push_overrun));
+		RINGBUF__BARRIER();
+		RINGBUF__STORE(&c->pages_lost_d[d], RINGBUF__LOAD(&ps->push_pages));
+		RINGBUF__BARRIER();
+		return (int)d;
+	}
+	return -1;
+}
+
 /* Overwrite mode, T.next = N is the head page: push the head one page.
  * Returns 0 (pushed, move the tail), 1 (state changed, retry) or < 0. */
 static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, uint64_t link)
@@ -3786,6 +3846,7 @@ static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
 		 * value, stored last */
 		RINGBUF__STORE(&s->push_overrun, RINGBUF__LOAD(&c->overrun_d[d]) + lost);
 		RINGBUF__STORE(&s->push_pages, RINGBUF__LOAD(&c->pages_lost_d[d]) + 1);
+		RINGBUF__STORE(&s->push_page, t);
 		RINGBUF__BARRIER();
 		RINGBUF__STORE(&s->push_link, upd);
 		RINGBUF__BARRIER();
@@ -3807,8 +3868,19 @@ static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
 			(void)ringbuf__cas_link(ringbuf__bp(rb, cpu, n), v0,
 						ringbuf__link_make(v0, ringbuf__link_idx(v0), RINGBUF__F_HEADER));
 	} else {
-		/* UPDATE: we interrupted the writer pushing this page; help */
+		/* UPDATE: we interrupted the writer pushing this page; help.
+		 * [PUSH-HELP] first its count (the owner may be between its
+		 * claim and [PUSH-COUNT]), then our H2: a reader that finds the
+		 * new head through our H2 (seq_cst CAS, after the count in
+		 * program order) loads overrun with N's events in it, [L] */
+		uint32_t d = RINGBUF__LOAD(&c->committing) - 1;
 		upd = link;
+		if (d >= RINGBUF_MAX_NEST) {
+			ringbuf__warn(rb, cpu, "head push: no writer in flight");
+			return RINGBUF_ECORRUPT;
+		}
+		(void)ringbuf__push_count_owner(c, t, link, d);
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_H2_HELPED);
 		if (ringbuf__help_new_head(rb, cpu, t, n) < 0)
 			return RINGBUF_ECORRUPT;
 	}
@@ -6344,16 +6416,7 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 				uint32_t nx = ringbuf__link_idx(link);
 				struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, nx);
 				uint64_t nl = RINGBUF__LOAD(&nb->next);
-				uint32_t d;
-				for (d = depth; d-- > 0;) {
-					struct ringbuf__slot *ps = &c->slots[d];
-					if (RINGBUF__LOAD(&ps->push_link) != link)
-						continue;
-					RINGBUF__STORE(&c->overrun_d[d], RINGBUF__LOAD(&ps->push_overrun));
-					RINGBUF__STORE(&c->pages_lost_d[d], RINGBUF__LOAD(&ps->push_pages));
-					RINGBUF__STORE(&ps->push_link, 0);
-					break;
-				}
+				(void)ringbuf__push_count_owner(c, i, link, depth);
 				/* H2, unless the head exists: a writer nested in
 				 * the owner (a helper's H2, then pushes of its own)
 				 * or a reader's swap may have moved the flag on since
@@ -6369,6 +6432,13 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 				RINGBUF__STORE(&bp->next, ringbuf__link_make(link, nx, 0));
 			}
 		}
+		/* and no mark outlives its writer: one killed after [PUSH-MARK]
+		 * and before its claim left T.next as it was, so the next push
+		 * from T claims the marked value, and a helper nested two deep
+		 * in its owner would take the dead mark (the deeper one) for the
+		 * owner's (test_crash_accounting, a_mark_left_by_a_kill_*) */
+		for (i = 0; i < RINGBUF_MAX_NEST; i++)
+			RINGBUF__STORE(&c->slots[i].push_link, 0);
 		/* 2. reservations in flight (depth 1..committing, innermost last):
 		 * bytes that may be half written become padding of their length;
 		 * a page end claimed but not padded is padded */

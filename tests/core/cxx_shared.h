@@ -71,7 +71,7 @@ CXX_SAMPLE_EVENT(sample_b);
 	X(ringbuf__bpage, next) X(ringbuf__bpage, write) X(ringbuf__bpage, entries)         \
 	X(ringbuf__bpage, drops) X(ringbuf__bpage, prev)                                    \
 	X(ringbuf__dpage, time_stamp) X(ringbuf__dpage, commit)                              \
-	X(ringbuf__slot, page) X(ringbuf__slot, event) X(ringbuf__slot, counted) X(ringbuf__slot, push_link) \
+	X(ringbuf__slot, page) X(ringbuf__slot, event) X(ringbuf__slot, counted) X(ringbuf__slot, push_page) X(ringbuf__slot, push_link) \
 	X(ringbuf__tctx, gen) X(ringbuf__tctx, cur) X(ringbuf__tctx, claimed) X(ringbuf__tctx, token) \
 	X(ringbuf_config, ncpu) X(ringbuf_config, clock) X(ringbuf_config, file_mode)       \
 	X(ringbuf_record, data) X(ringbuf_record, ts) X(ringbuf_record, cpu)                \

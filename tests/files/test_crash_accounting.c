@@ -309,11 +309,149 @@ static void one_head_after_a_push_finished_by_others(void **state)
 		}
 }
 
+/* A push mark left by a kill before its claim names no owner later. A writer
+ * nested in another (depth 2) finds the head, marks its push ([PUSH-MARK]:
+ * T, and T.next as its claim will leave it) and is killed before its claim:
+ * T.next still holds HEADER, the same value, and recovery has no push to
+ * finish. The next push from T claims that very value; a writer nested two
+ * deep in its owner (depth 3) helps it and stores the owner's marked count
+ * ([PUSH-HELP]): the deepest in-flight mark for (T, link) is the dead
+ * writer's, in the slot of depth 2 (whose writer now, nested in the owner,
+ * marked nothing). Unless recovery clears the dead marks, that slot's
+ * counter got the dead push's count (overrun 5 too high) and the owner's
+ * count came late. */
+static int g_stage;
+
+static void stale_mark_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	uint32_t depth = atomic_load(&ringbuf__cpu(rb, cpu)->committing);
+	(void)ctx;
+	if (g_stage == 0 && point == RINGBUF__TP_A_TIME && depth == 1) {
+		g_stage = 1;
+		assert_int_equal(write_id(), 0); /* depth 2: dies in its push */
+	} else if (g_stage == 1 && point == RINGBUF__TP_H1_COUNTED && depth == 2) {
+		g_stage = 2;
+		longjmp(g_kill, 1); /* marked, not claimed */
+	} else if (g_stage == 3 && point == RINGBUF__TP_H1_CLAIMED && depth == 1) {
+		g_stage = 4;
+		assert_int_equal(write_id(), 0); /* depth 2, interrupted at once */
+	} else if (g_stage == 4 && point == RINGBUF__TP_A_TIME && depth == 2) {
+		g_stage = 5;
+		assert_int_equal(write_id(), 0); /* depth 3: helps the push */
+	} else if (g_stage == 5 && point == RINGBUF__TP_H2_HELPED && depth == 3) {
+		g_stage = 6;
+	}
+}
+
+static void a_mark_left_by_a_kill_before_its_claim_names_no_owner(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf_stats st;
+	uint64_t t0, link0;
+	unsigned i;
+	(void)state;
+	cfg.page_size = 128;
+	cfg.size_per_cpu = 4 * 128;
+	cfg.clock = tick_clock;
+	cfg.mode = RINGBUF_MODE_OVERWRITE;
+	assert_int_equal(ringbuf_create(&cfg, &g_rb2), 0);
+	g_id = 0;
+	g_tick = 1000;
+	for (i = 0; i < 25; i++) /* a full ring: the next page crossing pushes the head */
+		assert_int_equal(write_id(), 0);
+	t0 = atomic_load(&ringbuf__cpu(g_rb2, 0)->tail_page);
+	link0 = atomic_load(&ringbuf__bp(g_rb2, 0, (uint32_t)t0)->next);
+	g_stage = 0;
+	ringbuf__set_testpoint_hook(stale_mark_hook, NULL);
+	if (!setjmp(g_kill))
+		(void)write_id();
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	assert_int_equal(g_stage, 2);
+	assert_int_equal(ringbuf_recover(g_rb2), 0);
+	/* the kill left T.next as it was: the next push claims the marked value */
+	assert_int_equal(atomic_load(&ringbuf__cpu(g_rb2, 0)->tail_page), t0);
+	assert_int_equal(atomic_load(&ringbuf__bp(g_rb2, 0, (uint32_t)t0)->next), link0);
+	g_stage = 3;
+	ringbuf__set_testpoint_hook(stale_mark_hook, NULL);
+	assert_int_equal(write_id(), 0); /* depth 1: owns the push */
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	assert_int_equal(g_stage, 6);
+	{ /* nested writers take their ids first: not rising here */
+		struct ringbuf_record rec;
+		while (ringbuf_consume(g_rb2, 0, &rec) > 0)
+			;
+	}
+	assert_int_equal(ringbuf_stats_cpu(g_rb2, 0, &st), 0);
+	if (st.committed != st.read_events + st.overrun)
+		fail_msg("committed %llu, read %llu, overrun %llu: a dead writer's mark counted a push again",
+			 (unsigned long long)st.committed, (unsigned long long)st.read_events,
+			 (unsigned long long)st.overrun);
+	ringbuf_destroy(g_rb2);
+}
+
+/* A helper killed between its [PUSH-HELP] count and its H2: the owner
+ * stopped at H1_CLAIMED (its count not stored), a writer nested in it
+ * helps, stores the owner's count and dies before its H2. Recovery finds
+ * the owner by its mark, stores the same count again (a no-op) and sets the
+ * head: every event counted once. */
+static void die_in_the_helper(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	uint32_t depth = atomic_load(&ringbuf__cpu(rb, cpu)->committing);
+	(void)ctx;
+	if (g_stage == 0 && point == RINGBUF__TP_H1_CLAIMED && depth == 1) {
+		g_stage = 1;
+		(void)write_id(); /* the helper: dies inside */
+	} else if (g_stage == 1 && point == RINGBUF__TP_H2_HELPED && depth == 2) {
+		g_stage = 2;
+		longjmp(g_kill, 1);
+	}
+}
+
+static void a_helper_killed_after_its_count_counts_the_push_once(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf_stats st;
+	unsigned i, failed;
+	uint64_t read;
+	(void)state;
+	cfg.page_size = 128;
+	cfg.size_per_cpu = 4 * 128;
+	cfg.clock = tick_clock;
+	cfg.mode = RINGBUF_MODE_OVERWRITE;
+	assert_int_equal(ringbuf_create(&cfg, &g_rb2), 0);
+	g_id = 0;
+	g_tick = 1000;
+	for (i = 0; i < 25; i++)
+		assert_int_equal(write_id(), 0);
+	g_stage = 0;
+	ringbuf__set_testpoint_hook(die_in_the_helper, NULL);
+	if (!setjmp(g_kill))
+		(void)write_id();
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	assert_int_equal(g_stage, 2);
+	assert_int_equal(ringbuf_recover(g_rb2), 0);
+	assert_int_equal(heads(g_rb2), 1);
+	read = read_rising(g_rb2, "helper killed after its count");
+	assert_int_equal(ringbuf_stats_cpu(g_rb2, 0, &st), 0);
+	if (st.committed != st.read_events + st.overrun || read != 15 || st.overrun != 10)
+		fail_msg("committed %llu, read %llu (this drain %llu), overrun %llu", (unsigned long long)st.committed,
+			 (unsigned long long)st.read_events, (unsigned long long)read, (unsigned long long)st.overrun);
+	for (i = 0, failed = 0; i < 40; i++)
+		failed += write_id() != 0;
+	(void)read_rising(g_rb2, "helper killed after its count, then");
+	assert_int_equal(ringbuf_stats_cpu(g_rb2, 0, &st), 0);
+	assert_int_equal(failed, 0);
+	assert_int_equal(st.committed, st.read_events + st.overrun);
+	ringbuf_destroy(g_rb2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(overwrite_kill_at_each_step_accounts_every_event),
 		cmocka_unit_test(one_head_after_a_push_finished_by_others),
+		cmocka_unit_test(a_mark_left_by_a_kill_before_its_claim_names_no_owner),
+		cmocka_unit_test(a_helper_killed_after_its_count_counts_the_push_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
