@@ -1117,11 +1117,14 @@ struct ringbuf__cpu {
 	 * process's garbage here costs a base counted from 0 (HOSTILE MEMORY:
 	 * compared for equality only) */
 	_Atomic(uint64_t) reset_gen;
-	/* up to 1024 bytes: a power of two, so that a CPU struct's address
-	 * from an index in a variable is a shift, not a multiply by 896
-	 * (ringbuf__cpu: 12 instructions less per traced call in
-	 * ringbuf_ftrace.h's hooks); layout version 6 */
+#if RINGBUF_MAX_NEST == 8
+	/* with the default RINGBUF_MAX_NEST, up to 1024 bytes: a power of two,
+	 * so that a CPU struct's address from an index in a variable is a
+	 * shift, not a multiply by 896 (ringbuf__cpu: 12 instructions less per
+	 * traced call in ringbuf_ftrace.h's hooks); layout version 6. Another
+	 * RINGBUF_MAX_NEST (a layout of its own) keeps its natural size. */
 	_Alignas(RINGBUF__CACHELINE) unsigned char spare_[2 * RINGBUF__CACHELINE];
+#endif
 };
 
 /* The shared part of the header: the words every process that maps the
@@ -1493,7 +1496,9 @@ _Static_assert(8 * sizeof(struct ringbuf__bpage) % RINGBUF__CACHELINE == 0,
 _Static_assert(offsetof(struct ringbuf__dpage, data) == 8 + sizeof(long) &&
 		       sizeof(struct ringbuf__bpage) == 40,
 	       "block layout");
+#if RINGBUF_MAX_NEST == 8
 _Static_assert(sizeof(struct ringbuf__cpu) == 1024, "block layout: the CPU struct is 1024 bytes");
+#endif
 #ifdef __cplusplus
 static_assert(alignof(_Atomic(uint64_t)) == 8 && offsetof(struct ringbuf__cpu, owner) % 8 == 0 &&
 		      offsetof(struct ringbuf__cpu, reader_lock) % 8 == 0 &&
