@@ -252,6 +252,22 @@ static uint64_t read_rising(struct ringbuf *rb, const char *who)
 	return n;
 }
 
+/* g_rb2: 4 ring pages of 128 bytes (5 events each), overwrite mode, the
+ * tick clock, full (25 events): the next page crossing pushes the head */
+static void full_ring(void)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	cfg.page_size = 128;
+	cfg.size_per_cpu = 4 * 128;
+	cfg.clock = tick_clock;
+	cfg.mode = RINGBUF_MODE_OVERWRITE;
+	assert_int_equal(ringbuf_create(&cfg, &g_rb2), 0);
+	g_id = 0;
+	g_tick = 1000;
+	for (unsigned i = 0; i < 25; i++)
+		assert_int_equal(write_id(), 0);
+}
+
 static void one_head_after_a_push_finished_by_others(void **state)
 {
 	static const int points[] = {RINGBUF__TP_H1_CLAIMED, RINGBUF__TP_H1_OVERRUN, RINGBUF__TP_H1_UPDATE,
@@ -261,21 +277,12 @@ static void one_head_after_a_push_finished_by_others(void **state)
 	(void)state;
 	for (p = 0; p < sizeof points / sizeof points[0]; p++)
 		for (k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
-			struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 			struct ringbuf_stats st;
 			uint64_t read;
 			char who[96];
 			snprintf(who, sizeof who, "killed at test point %d after %d %s", points[p],
 				 cuts[k] < 0 ? 1 : cuts[k], cuts[k] < 0 ? "consume" : "nested writes");
-			cfg.page_size = 128;
-			cfg.size_per_cpu = 4 * 128;
-			cfg.clock = tick_clock;
-			cfg.mode = RINGBUF_MODE_OVERWRITE;
-			assert_int_equal(ringbuf_create(&cfg, &g_rb2), 0);
-			g_id = 0;
-			g_tick = 1000;
-			for (i = 0; i < 25; i++) /* a full ring: the next page crossing pushes the head */
-				assert_int_equal(write_id(), 0);
+			full_ring();
 			g_fired = 0;
 			g_cut = cuts[k];
 			g_cut_point = points[p];
@@ -345,20 +352,10 @@ static void stale_mark_hook(struct ringbuf *rb, unsigned cpu, int point, void *c
 
 static void a_mark_left_by_a_kill_before_its_claim_names_no_owner(void **state)
 {
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 	struct ringbuf_stats st;
 	uint64_t t0, link0;
-	unsigned i;
 	(void)state;
-	cfg.page_size = 128;
-	cfg.size_per_cpu = 4 * 128;
-	cfg.clock = tick_clock;
-	cfg.mode = RINGBUF_MODE_OVERWRITE;
-	assert_int_equal(ringbuf_create(&cfg, &g_rb2), 0);
-	g_id = 0;
-	g_tick = 1000;
-	for (i = 0; i < 25; i++) /* a full ring: the next page crossing pushes the head */
-		assert_int_equal(write_id(), 0);
+	full_ring();
 	t0 = atomic_load(&ringbuf__cpu(g_rb2, 0)->tail_page);
 	link0 = atomic_load(&ringbuf__bp(g_rb2, 0, (uint32_t)t0)->next);
 	g_stage = 0;
@@ -409,20 +406,11 @@ static void die_in_the_helper(struct ringbuf *rb, unsigned cpu, int point, void 
 
 static void a_helper_killed_after_its_count_counts_the_push_once(void **state)
 {
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 	struct ringbuf_stats st;
 	unsigned i, failed;
 	uint64_t read;
 	(void)state;
-	cfg.page_size = 128;
-	cfg.size_per_cpu = 4 * 128;
-	cfg.clock = tick_clock;
-	cfg.mode = RINGBUF_MODE_OVERWRITE;
-	assert_int_equal(ringbuf_create(&cfg, &g_rb2), 0);
-	g_id = 0;
-	g_tick = 1000;
-	for (i = 0; i < 25; i++)
-		assert_int_equal(write_id(), 0);
+	full_ring();
 	g_stage = 0;
 	ringbuf__set_testpoint_hook(die_in_the_helper, NULL);
 	if (!setjmp(g_kill))
