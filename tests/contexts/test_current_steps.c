@@ -201,7 +201,7 @@ static void *writer_main(void *arg)
 	r->armed = 0;
 	ringbuf_record_on(r->rb);
 	r->outer_ok[2] = write_one(r->rb, 1, 2) == 0;
-	e = &ringbuf__tctx[ringbuf__tctx_last % RINGBUF__TCTX];
+	e = ringbuf__tctx_at_last();
 	r->cur_after = atomic_load_explicit(&e->cur, memory_order_relaxed);
 	return NULL;
 }

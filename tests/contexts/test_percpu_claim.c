@@ -671,7 +671,7 @@ static void scan_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 	if (rb != g_rb || point != r->point || !pthread_equal(pthread_self(), r->main) ||
 	    atomic_fetch_add(&r->hits, 1) != 0)
 		return;
-	r->cur_at = atomic_load(&ringbuf__tctx[ringbuf__tctx_last % RINGBUF__TCTX].cur);
+	r->cur_at = atomic_load(&ringbuf__tctx_at_last()->cur);
 	if (r->nested) {
 		r->nested_ok = write_one(5, 0);
 	} else {
