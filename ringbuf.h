@@ -269,6 +269,7 @@
 #define ringbuf__test_rseq_counts RINGBUF__NS(ringbuf__test_rseq_counts)
 #define ringbuf__tctx                RINGBUF__NS(ringbuf__tctx)
 #define ringbuf__tctx_last           RINGBUF__NS(ringbuf__tctx_last)
+#define ringbuf__tclaim              RINGBUF__NS(ringbuf__tclaim)
 #define ringbuf__testpoint           RINGBUF__NS(ringbuf__testpoint)
 #define ringbuf__walk_pages          RINGBUF__NS(ringbuf__walk_pages)
 #define ringbuf_clock_name           RINGBUF__NS(ringbuf_clock_name)
@@ -1197,6 +1198,8 @@ struct ringbuf {
 	uint32_t inline_max;    /* process-local: the largest payload the inline path
 				 * takes (ringbuf__inline_max: max_event for packed,
 				 * delta-stamped events; 0, all out of line, otherwise) */
+	uint32_t pad_;
+	uint64_t tclaim_key;    /* process-local: this handle's key << 32 ([TCLAIM]; 0: none) */
 };
 /* the private header's bytes: all of them in the first 4 KiB (the smallest
  * page), so that one store copies them all (PRIVATE HEADER) */
@@ -1300,6 +1303,10 @@ enum ringbuf__tp {
 	RINGBUF__TP_TCTX_MISSED,   /* T0: the lookup found none, `making` not yet set */
 	RINGBUF__TP_TCTX_CHOSEN,         /* T1: a free entry chosen, not yet taken */
 	RINGBUF__TP_TCTX_CLEARED,        /* T2: taken and cleared, our gen not yet in it */
+	/* the thread's claim word ([TCLAIM]), cpu 0 */
+	RINGBUF__TP_TCLAIM_FOUND, /* the slow path found or made the claim, K1 not yet */
+	RINGBUF__TP_TCLAIM_SET,          /* K1 done, the reserve not yet */
+	RINGBUF__TP_TCLAIM_RELEASED,     /* release: the entry's claim 0, K0 not yet */
 	/* ringbuf_wait's steps (outside the count as well) */
 	RINGBUF__TP_WAIT_REGISTER, /* before the waiter registers */
 	RINGBUF__TP_WAIT_ARMED,     /* wake armed, before it looks for data */
@@ -1769,7 +1776,8 @@ RINGBUF__INLINE bool ringbuf__disabled(const struct ringbuf *rb, struct ringbuf_
 
 /* ---- per-thread writer state (>>contexts) -------------------------------
  * One entry per ring buffer the thread writes to; see >>contexts. The
- * RINGBUF_CPU_THREAD lookup of the last entry used is inline. */
+ * RINGBUF_CPU_THREAD lookup is inline, through the thread's claim word
+ * ([TCLAIM] below), not the entries. */
 #define RINGBUF__TCTX 4
 struct ringbuf__tctx {
 	_Atomic(uint64_t) gen;
@@ -1819,6 +1827,33 @@ struct ringbuf__tctx {
 #endif
 RINGBUF__TLS_DECL struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
 RINGBUF__TLS_DECL unsigned ringbuf__tctx_last;
+/* [TCLAIM] The thread's RINGBUF_CPU_THREAD claim, for the inline path: one
+ * word, rb->tclaim_key | claim word (ringbuf__claim_word) of the handle the
+ * thread last claimed or found its claim through out of line (0: none). The
+ * inline reserve and commit load it at a fixed offset from the thread
+ * pointer and subtract their handle's key: no entry to find first (through
+ * the last-entry hint, one more dependent load in the reserve and again in
+ * the commit: rb_thread_16 +3.1 ns over an explicit index on an Intel Xeon
+ * VM; +0.7 through this word). One word, so a handler sees a whole pair,
+ * whatever it interrupts. Keys are this process's, one per handle, never
+ * reused (ringbuf__fork_register_as: the 2^32nd handle on gets key 0 and
+ * is never cached), so a word left from a destroyed handle names no live
+ * one. Written by this thread and its signal handlers only (relaxed,
+ * signal fences):
+ *   K1 word = key | w: where the slow path found or made the claim
+ *      (ringbuf__tclaim_set; K2 there: the entry read again);
+ *   K0 word = 0 (ringbuf__tclaim_forget) where a live handle's claim is
+ *      taken from the thread: the release (after the entry's claim is 0,
+ *      before the owner word is given back: until then a handler of ours
+ *      writes to the buffer through the word as through the entry), and a
+ *      fork child (its claims in shared blocks dropped). An entry reused
+ *      for another buffer needs none: its buffer's handles are gone, and
+ *      their keys name no handle again.
+ * So the word holds a claim the entry still has, or one the release has not
+ * given back yet (a release is made from normal context, docs/contexts.md).
+ * tests/contexts/test_owners.c cuts in at each step
+ * (handler_events_at_each_step_of_the_thread_claim_copy). */
+RINGBUF__TLS_DECL _Atomic(uint64_t) ringbuf__tclaim;
 
 /* The entry of the thread's last lookup (a hint: its gen says for which
  * buffer). ringbuf__tctx_last is the entry's byte offset in the array, only
@@ -1848,17 +1883,16 @@ _Static_assert(RINGBUF__CPU_OFF_SHARED + 65536 * (uint64_t)sizeof(struct ringbuf
 	       "a claim word holds any CPU struct's offset");
 
 /* The CPU struct of the buffer this thread claimed in rb
- * (RINGBUF_CPU_THREAD), when its last lookup was for rb; else NULL (the
- * out-of-line lookup claims or searches). The entry's gen is rb's: its
- * claim word was made for a block of this layout. */
+ * (RINGBUF_CPU_THREAD), when the thread's claim word ([TCLAIM]) is rb's; else
+ * NULL (the out-of-line lookup claims or searches, and sets the word). */
 RINGBUF__INLINE struct ringbuf__cpu *ringbuf__thread_claim(const struct ringbuf *rb)
 {
-	struct ringbuf__tctx *e = ringbuf__tctx_at_last();
-	uint32_t w;
-	if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->gen, memory_order_relaxed) != rb->gen))
+	/* [TCLAIM]: 1 .. 2^32 - 1 when the key is rb's and a claim word follows
+	 * (a word of another key, or 0, wraps far above) */
+	uint64_t w = atomic_load_explicit(&ringbuf__tclaim, memory_order_relaxed) - rb->tclaim_key;
+	if (RINGBUF__UNLIKELY(w - 1 >= UINT32_MAX))
 		return NULL;
-	w = atomic_load_explicit(&e->claimed, memory_order_relaxed);
-	return w ? (struct ringbuf__cpu *)(void *)((char *)rb + w) : NULL;
+	return (struct ringbuf__cpu *)(void *)((char *)rb + w);
 }
 
 #if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__)) && defined(__GNUC__) && \
@@ -2784,11 +2818,15 @@ extern int clock_gettime(int, struct timespec *);
  *               page commit, which adds RINGBUF__COMMITS_NESTED)
  *   other    8  the slow path's share (a new page every 204 events),
  *               register moves
- * RINGBUF_CPU_THREAD adds 22 (152.9): the thread's entry looked up twice
- * (reserve and commit: the last entry, TLS base, gen against rb->gen, the
- * claim word). The last entry is kept as its byte offset (no multiply
- * between two dependent loads: 3 cycles less on the chain, about 1 ns per
- * event on an Intel Xeon VM at the same count). The claim word is the CPU struct's offset in the block
+ * RINGBUF_CPU_THREAD adds 14 (144.9): the thread's claim word ([TCLAIM])
+ * loaded twice (reserve and commit: one load at a fixed offset from the
+ * thread pointer, the handle's key subtracted, one range test, one add).
+ * What costs time is the chain of dependent loads before the CPU struct's
+ * first field, more than the count: through the thread's last entry (its
+ * index, then the entry's gen and claim) the same path was +4.2 ns over an
+ * explicit index, +3.1 with the entry kept as a byte offset (no multiply
+ * on the chain), +0.7 through the one word (Intel Xeon VM, alternating
+ * runs). The claim word is the CPU struct's offset in the block
  * (ringbuf__claim_word), so the struct is one add away, with no index
  * check and no shift by its 1024 bytes; the index is worked out only off
  * the fast path (RINGBUF__CPU_OF). Issue 24's goals (110 and 125) are not met:
@@ -7315,7 +7353,33 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
 
 #ifndef RINGBUF__TLS_DEFINED_HERE
 RINGBUF__TLS_DEF struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
+RINGBUF__TLS_DEF _Atomic(uint64_t) ringbuf__tclaim;
 #endif
+
+/* [TCLAIM] K0 */
+static void ringbuf__tclaim_forget(void)
+{
+	RINGBUF__BARRIER();
+	atomic_store_explicit(&ringbuf__tclaim, 0, memory_order_relaxed);
+	RINGBUF__BARRIER();
+}
+
+/* [TCLAIM] K1: the thread's claim word w (not 0) in rb, read from its
+ * entry e. K2: a release by a handler of ours between that read and K1
+ * (not supported, docs/contexts.md) would leave the word naming a buffer
+ * given back, for every later event: the entry is read again, and the word
+ * cleared if its claim moved (a release after K2 clears it itself). */
+static void ringbuf__tclaim_set(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t w)
+{
+	RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_TCLAIM_FOUND);
+	if (rb->tclaim_key) /* key 0: never cached */
+		atomic_store_explicit(&ringbuf__tclaim, rb->tclaim_key | w, memory_order_relaxed);
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_TCLAIM_SET);
+	if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->claimed, memory_order_relaxed) != w))
+		ringbuf__tclaim_forget(); /* K2 */
+}
+
 
 /* Live buffers, by creation generation (a thread may hold an entry for a
  * buffer another thread destroyed: the generation alone is never enough to
@@ -7817,8 +7881,10 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 				if (took && zero != w)
 					atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0,
 							      memory_order_release);
+				ringbuf__tclaim_set(rb, e, zero);
 				return ringbuf_reserve(rb, ringbuf__claim_index(rb, zero), len);
 			}
+			ringbuf__tclaim_set(rb, e, w);
 			return ringbuf_reserve(rb, x - 1, len);
 		}
 		if (due)
@@ -7843,6 +7909,7 @@ static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *
 		if ((c = atomic_load_explicit(&e->claimed, memory_order_relaxed)) != 0) {
 			atomic_store_explicit(&e->cur, cur, memory_order_relaxed); /* F4a undone */
 			RINGBUF__BARRIER();
+			ringbuf__tclaim_set(rb, e, c);
 			return ringbuf_reserve(rb, ringbuf__claim_index(rb, c), len);
 		}
 	}
@@ -7897,6 +7964,7 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 		x = atomic_load_explicit(&e->claimed, memory_order_relaxed);
 		if (!x)
 			return ringbuf__thread_fallback(rb, e, me, len);
+		ringbuf__tclaim_set(rb, e, x);
 		return ringbuf_reserve(rb, ringbuf__claim_index(rb, x), len);
 	}
 	/* RINGBUF_CPU_CURRENT; the inline claim takes our id from the entry */
@@ -8084,6 +8152,11 @@ RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb)
 	atomic_compare_exchange_strong_explicit(&e->claimed, &x, 0, memory_order_relaxed,
 						memory_order_relaxed);
 	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_TCLAIM_RELEASED);
+	/* K0 before the word goes back: a handler of ours until here may
+	 * still write to it through the copy, as through the entry between 1
+	 * and 2 */
+	ringbuf__tclaim_forget();
 	/* fails if a handler of ours took it back between 2 and 3: it stays ours */
 	if (atomic_compare_exchange_strong_explicit(&c->owner, &marked, 0, memory_order_release,
 						    memory_order_relaxed))
@@ -8162,6 +8235,7 @@ static void ringbuf__atfork_child(void)
 	uint32_t parent_tid = ringbuf__tid;
 	struct ringbuf__reg *r;
 	ringbuf__tid = 0;
+	ringbuf__tclaim_forget(); /* K0: claims in shared blocks are dropped below */
 	for (k = 0; k < RINGBUF__TCTX; k++)
 		atomic_store(&ringbuf__tctx[k].tid, 0); /* our tid changed (inline claim) */
 	atomic_store(&ringbuf__gen_hi, 0); /* the child's generations are its own */
@@ -8225,6 +8299,15 @@ RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb)
 static void ringbuf__atfork_setup(void) {}
 #endif
 
+/* [TCLAIM] a handle's key << 32: 1, 2, ... up to 2^32 - 1, then 0 (never
+ * cached) for every later handle: a key is never reused in the process */
+static _Atomic(uint64_t) ringbuf__tclaim_keys;
+static uint64_t ringbuf__tclaim_key_new(void)
+{
+	uint64_t k = atomic_fetch_add_explicit(&ringbuf__tclaim_keys, 1, memory_order_relaxed) + 1;
+	return k <= UINT32_MAX ? k << 32 : 0;
+}
+
 /* A new generation: this process's high half (the pid mixed with the time
  * of the first call, so a reused pid gets another one) and a counter. */
 static uint64_t ringbuf__gen_new(void)
@@ -8259,6 +8342,7 @@ static int ringbuf__fork_register_as(struct ringbuf *rb, int keep)
 	ringbuf__atfork_setup();
 	if (!keep || rb->gen == 0)
 		rb->gen = ringbuf__gen_new();
+	rb->tclaim_key = ringbuf__tclaim_key_new();
 	for (;;) {
 		RINGBUF__REG_EACH(r) {
 			last = r;
