@@ -1276,6 +1276,7 @@ enum ringbuf__tp {
 	RINGBUF__TP_COUNTED,        /* commit: counted committed (entries_d), slot len not cleared yet */
 	RINGBUF__TP_H1_OVERRUN,     /* push head: overrun counted, pages_lost not yet */
 	RINGBUF__TP_FAST_ENTERED,   /* the outermost writer entered (its slot's len 0), A not begun */
+	RINGBUF__TP_FAST_CLOCK,     /* the fast path's clock read ([CLOCK-FIRST]), A not begun */
 	RINGBUF__TP_COUNT,
 	/* outside the range the sweeps over write steps cover (a hook that
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT). No
@@ -1705,10 +1706,8 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * fences order them as the program does; P3 is one RMW, so a handler runs wholly before
  * it (P3 reads what the handler stored) or wholly after it (the handler reads
  * what P3 stored). Returns false: retry from A. The inline fast path
- * (ringbuf__reserve_fast) takes P1 (ringbuf__slot_describe) before its clock
- * read and P2-P3 (ringbuf__slot_claim) after it: the clock's call is then
- * inside P1..C, where all of the above holds for any nesting point (it keeps
- * fewer values live across the call: INSTRUCTION COUNT in >>design). */
+ * (ringbuf__reserve_fast) reads the clock before A ([CLOCK-FIRST]), then takes
+ * P1 (ringbuf__slot_describe) and P2-P3 (ringbuf__slot_claim). */
 RINGBUF__INLINE void ringbuf__slot_describe(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
 					    uint64_t wfull, uint32_t event, bool entered)
 {
@@ -2013,34 +2012,43 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 {
 	uint32_t t, w;
 	struct ringbuf__bpage *tb;
+	uint64_t wfull, before, after, ts, delta;
+	unsigned char *dst;
 	/* a nested writer here may set RINGBUF__SLOT_GONE in our slot ([SLOT]) */
 	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_FAST_ENTERED);
+	/* [CLOCK-FIRST] The clock before A's loads (the full loop reads it
+	 * after them, as the kernel does): only rb and c live across its call,
+	 * not the page, the write word, the stamps and the event's address. A
+	 * writer nested between this read and A's loads committed an event
+	 * stamped at or after ts, so A finds write_stamp >= ts: equal is an
+	 * event at the same time, before ours (delta 0, order kept); above
+	 * makes delta wrap, and the full loop reads the clock again. Still
+	 * after the entry ([M2]: committing before the clock). */
+	ts = ringbuf__clock(rb);
+	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_FAST_CLOCK);
 	t = RINGBUF__LOAD(&c->tail_page);
 	tb = ringbuf__cbp(rb, c, t);
-	uint64_t wfull = RINGBUF__LOAD(&tb->write);
-	uint64_t before, after, ts, delta;
-	unsigned char *dst;
+	wfull = RINGBUF__LOAD(&tb->write);
 	w = (uint32_t)(wfull & RINGBUF__WRITE_MASK);
 	RINGBUF__BARRIER();
 	before = RINGBUF__LOAD(&c->before_stamp);
 	after = RINGBUF__LOAD(&c->write_stamp);
 	RINGBUF__BARRIER();
+	/* delta above 27 bits: rare (an idle gap of 134 ms, a clock going
+	 * back, a writer nested since the clock read). The full loop starts
+	 * with ts where it still stands (a page's first event, a time extend:
+	 * one clock read per event, as before) and reads the clock again where
+	 * it does not */
 	if (RINGBUF__UNLIKELY(w == 0 || before != after || w + evlen > rb->bsize))
-		return ringbuf__reserve_next(rb, RINGBUF__CPU_OF(rb, c, cpu), c, evlen, 1, RINGBUF__NO_TS);
-	/* P1 before the clock read, and the event's address: fewer values
-	 * live across the clock's call (SLOT: P1 to C, the clock included) */
-	ringbuf__slot_describe(c, 1, t, wfull, w, true);
-	dst = ringbuf__cdp(rb, c, t)->data + w;
-	RINGBUF__MATERIALIZE(dst);
-	ts = ringbuf__clock(rb);
-	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_A_TIME);
+		return ringbuf__reserve_next(rb, RINGBUF__CPU_OF(rb, c, cpu), c, evlen, 1, ts);
 	delta = ts - after; /* wraps above RINGBUF__TS_MASK when ts < after */
 	if (RINGBUF__UNLIKELY(delta > RINGBUF__TS_MASK))
-		/* rare (an idle gap of 134 ms, a clock going back): the full
-		 * loop reads the clock again after its own loads; reusing ts
-		 * would be wrong if a writer nested here */
-		return ringbuf__reserve_next(rb, RINGBUF__CPU_OF(rb, c, cpu), c, evlen, 1, RINGBUF__NO_TS);
+		return ringbuf__reserve_next(rb, RINGBUF__CPU_OF(rb, c, cpu), c, evlen, 1, ts);
+	/* P1 (SLOT: P1 to C) */
+	ringbuf__slot_describe(c, 1, t, wfull, w, true);
+	dst = ringbuf__cdp(rb, c, t)->data + w;
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_A_TIME);
 	if (RINGBUF__UNLIKELY(!ringbuf__slot_claim(rb, cpu, c, 1, tb, wfull, evlen)))
 		return ringbuf__reserve_next(rb, RINGBUF__CPU_OF(rb, c, cpu), c, evlen, 1, RINGBUF__NO_TS);
 	RINGBUF__STORE(&c->before_stamp, ts); /* B */
@@ -2775,9 +2783,11 @@ extern int clock_gettime(int, struct timespec *);
  *
  * INLINE FAST PATH (>>inline, in the caller): the outermost writer with an
  * explicit index (or a RINGBUF_CPU_THREAD buffer found through the thread's
- * last-used entry, or a RINGBUF_CPU_CURRENT buffer claimed inline: INLINE in
+ * claim word [TCLAIM], or a RINGBUF_CPU_CURRENT buffer claimed inline: INLINE in
  * >>contexts) enters (slot len 0, committing = 1),
- * checks the disable flags, then runs A-D only when the write index is not 0,
+ * checks the disable flags, reads the clock before A's loads ([CLOCK-FIRST]
+ * at ringbuf__reserve_fast: a writer nested between the two shows as a
+ * write_stamp above the time read), then runs A-D only when the write index is not 0,
  * before_stamp == write_stamp, the event fits the page, the delta fits 27 bits
  * and the mode is delta: one clock read, one slot description, one CAS, one
  * count. Its commit stores the page commit when commit page == tail page and,
@@ -2788,23 +2798,27 @@ extern int clock_gettime(int, struct timespec *);
  * fast path's attempt survives a failed CAS).
  *
  * INSTRUCTION COUNT (bench/bench_instr.c, callgrind, a counter clock: one
- * 16-byte event, reserve + copy + commit, the constant index 0): 130.9 at
+ * 16-byte event, reserve + copy + commit, the constant index 0): 125.9 at
  * the commit that wrote this (168.8 before issue 24's work; the floor, a
  * bare thread-local append of the same 24 bytes, 15.0). An index in a
  * variable, or another constant, adds its two tests against ncpu (about 4:
  * RINGBUF__INDEX_0). Where they go, from
  * callgrind_annotate --auto=yes (--dump-instr=yes), rounded:
  *   caller   7  the loop, the 16-byte copy, the NULL test
- *   clock   19  kind tests (TSC, MONO) and spills 8, the call through
- *               rb->clock 7 (a file block's too: ringbuf__clock_shared_fn,
- *               no test of `owned`), the counter itself 4
+ *   clock   14  kind tests (TSC, MONO) 3, the call through rb->clock 7
+ *               (a file block's too: ringbuf__clock_shared_fn, no test of
+ *               `owned`), the counter itself 4; no spills: read before A's
+ *               loads ([CLOCK-FIRST]), only rb and the CPU struct live
+ *               across the call (with P1 and the event's address before
+ *               the call and A's loads before them, 8 instructions of
+ *               spills and reloads)
  *   entry   14  len/rb against inline_max 4 (the mode folded in:
  *               ringbuf__inline_max), CPU address 2, committing == 0 3,
  *               slot len 0 1, committing = 1 1, disable flags 3
  *   A-D     49  loads of tail, write, stamps 4, the page's address 3, the
- *               fast condition (w != 0, stamps equal, fits) 8, P1 5 (its
- *               len = 0 is the entry's), the event's address 4 (before the
- *               clock: fewer values across the call), delta 4, P2 3, P3 5,
+ *               fast condition (w != 0, stamps equal, fits, delta in 27
+ *               bits) 10, P1 5 (its len = 0 is the entry's), the event's
+ *               address 4, P2 3, P3 5,
  *               B 1, CAS C 5 (a compare after each cmpxchg: a branch on its
  *               flags saves it and costs time, ringbuf__local_cas), page
  *               count 1, slot len 1, D 1, header word 4
@@ -2818,7 +2832,7 @@ extern int clock_gettime(int, struct timespec *);
  *               page commit, which adds RINGBUF__COMMITS_NESTED)
  *   other    8  the slow path's share (a new page every 204 events),
  *               register moves
- * RINGBUF_CPU_THREAD adds 14 (144.9): the thread's claim word ([TCLAIM])
+ * RINGBUF_CPU_THREAD adds 12 (137.9): the thread's claim word ([TCLAIM])
  * loaded twice (reserve and commit: one load at a fixed offset from the
  * thread pointer, the handle's key subtracted, one range test, one add).
  * What costs time is the chain of dependent loads before the CPU struct's
@@ -4078,8 +4092,17 @@ RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct
 		before = RINGBUF__LOAD(&c->before_stamp);
 		after = RINGBUF__LOAD(&c->write_stamp);
 		RINGBUF__BARRIER();
-		(void)first_ts;
-		ts = ringbuf__clock(rb);
+		/* first_ts: the inline fast path's clock read, taken before these
+		 * loads ([CLOCK-FIRST]). It stands only where it is at or after
+		 * write_stamp with the stamps equal: then no event in the buffer
+		 * is later (every one written since that read was nested, is
+		 * complete, and stored its time as write_stamp; a discarded one
+		 * left padding with its time only with before_stamp invalidated).
+		 * Otherwise, and on every retry, the clock is read here. */
+		ts = first_ts;
+		first_ts = RINGBUF__NO_TS;
+		if (ts == RINGBUF__NO_TS || before != after || ts < after)
+			ts = ringbuf__clock(rb);
 		RINGBUF__BARRIER();
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_A_TIME);
 

@@ -60,11 +60,37 @@ static uint64_t tp_hits[NWSTEP], tp_cut[NWSTEP];
 #define NSWAP (RINGBUF__TP_READER_S4 - RINGBUF__TP_READER_S1 + 1)
 static uint64_t swap_hits[NSWAP], swap_cut[NSWAP];
 static const char *const swap_names[NSWAP] = {"READER_S1", "READER_S2_PREP", "READER_S3", "READER_S4"};
+/* by value: a name for each write step (every_test_point_was_cut_into
+ * checks that none is missing) */
 static const char *const tp_names[NWSTEP] = {
-	"", "A_TIME", "B_BEFORE", "C_RESERVED", "D_WRITE_STAMP", "CROSS_CLAIMED", "CROSS_PADDED",
-	"MOVE_TAIL", "H1_COUNTED", "H1_UPDATE", "H2_NEW_HEAD", "H3_DONE", "U1_INTCNT", "U2_RESET",
-	"U3_MOVED", "COMMIT_PAGE", "COMMIT_END", "DISCARD_INVAL", "READER_S2", "MOVE_TAIL_NEXT",
-	"DROP_DECIDED", "H1_CLAIMED", "SLOT_CHECKED", "COUNTED", "H1_OVERRUN", "H2_HELPED"};
+	[RINGBUF__TP_A_TIME] = "A_TIME",
+	[RINGBUF__TP_B_BEFORE] = "B_BEFORE",
+	[RINGBUF__TP_C_RESERVED] = "C_RESERVED",
+	[RINGBUF__TP_D_WRITE_STAMP] = "D_WRITE_STAMP",
+	[RINGBUF__TP_CROSS_CLAIMED] = "CROSS_CLAIMED",
+	[RINGBUF__TP_CROSS_PADDED] = "CROSS_PADDED",
+	[RINGBUF__TP_MOVE_TAIL] = "MOVE_TAIL",
+	[RINGBUF__TP_H1_COUNTED] = "H1_COUNTED",
+	[RINGBUF__TP_H1_UPDATE] = "H1_UPDATE",
+	[RINGBUF__TP_H2_NEW_HEAD] = "H2_NEW_HEAD",
+	[RINGBUF__TP_H3_DONE] = "H3_DONE",
+	[RINGBUF__TP_U1_INTCNT] = "U1_INTCNT",
+	[RINGBUF__TP_U2_RESET] = "U2_RESET",
+	[RINGBUF__TP_U3_MOVED] = "U3_MOVED",
+	[RINGBUF__TP_COMMIT_PAGE] = "COMMIT_PAGE",
+	[RINGBUF__TP_COMMIT_END] = "COMMIT_END",
+	[RINGBUF__TP_DISCARD_INVAL] = "DISCARD_INVAL",
+	[RINGBUF__TP_READER_S2] = "READER_S2",
+	[RINGBUF__TP_MOVE_TAIL_NEXT] = "MOVE_TAIL_NEXT",
+	[RINGBUF__TP_DROP_DECIDED] = "DROP_DECIDED",
+	[RINGBUF__TP_H1_CLAIMED] = "H1_CLAIMED",
+	[RINGBUF__TP_SLOT_CHECKED] = "SLOT_CHECKED",
+	[RINGBUF__TP_COUNTED] = "COUNTED",
+	[RINGBUF__TP_H1_OVERRUN] = "H1_OVERRUN",
+	[RINGBUF__TP_FAST_ENTERED] = "FAST_ENTERED",
+	[RINGBUF__TP_FAST_CLOCK] = "FAST_CLOCK",
+	[RINGBUF__TP_COUNT] = "H2_HELPED",
+};
 
 static uint64_t rnd(void)
 {
@@ -372,8 +398,9 @@ static void every_test_point_was_cut_into(void **state)
 {
 	(void)state;
 	for (int i = 1; i < NWSTEP; i++) {
-		print_message("  %-14s hit %8llu  cut in %7llu\n", tp_names[i], (unsigned long long)tp_hits[i],
-			      (unsigned long long)tp_cut[i]);
+		print_message("  %-14s hit %8llu  cut in %7llu\n", tp_names[i] ? tp_names[i] : "(no name)",
+			      (unsigned long long)tp_hits[i], (unsigned long long)tp_cut[i]);
+		assert_non_null(tp_names[i]); /* a new write step gets its name above */
 		assert_true(tp_cut[i] > 0);
 	}
 	for (int i = 0; i < NSWAP; i++) {
