@@ -2798,7 +2798,7 @@ extern int clock_gettime(int, struct timespec *);
  * fast path's attempt survives a failed CAS).
  *
  * INSTRUCTION COUNT (bench/bench_instr.c, callgrind, a counter clock: one
- * 16-byte event, reserve + copy + commit, the constant index 0): 125.9 at
+ * 16-byte event, reserve + copy + commit, the constant index 0): 126.0 at
  * the commit that wrote this (168.8 before issue 24's work; the floor, a
  * bare thread-local append of the same 24 bytes, 15.0). An index in a
  * variable, or another constant, adds its two tests against ncpu (about 4:
@@ -2832,7 +2832,7 @@ extern int clock_gettime(int, struct timespec *);
  *               page commit, which adds RINGBUF__COMMITS_NESTED)
  *   other    8  the slow path's share (a new page every 204 events),
  *               register moves
- * RINGBUF_CPU_THREAD adds 12 (137.9): the thread's claim word ([TCLAIM])
+ * RINGBUF_CPU_THREAD adds 12 (138.0): the thread's claim word ([TCLAIM])
  * loaded twice (reserve and commit: one load at a fixed offset from the
  * thread pointer, the handle's key subtracted, one range test, one add).
  * What costs time is the chain of dependent loads before the CPU struct's

@@ -1698,6 +1698,93 @@ static void entries_recover_recount(void **state)
 	drop();
 }
 
+/* [CLOCK-FIRST] The inline fast path reads the clock before A's loads. A
+ * writer nested right after that read (test point FAST_CLOCK) reserves an
+ * event, a third writer commits one on top of it, and the second discards
+ * its own: not the last, so it stays as padding and before_stamp is
+ * invalidated. The outer event, stamped before both, must still come out at
+ * or after the committed nested one: the full loop reads the clock again
+ * (a first version clamped the early time to write_stamp only when the
+ * stamps were equal; here they are not, and the outer event got an absolute
+ * stamp of 2 after the nested event's 4: "TIME_STAMP goes backwards" in
+ * test_interleave's page walk, "time went backwards" in test_contexts). With a tick clock: 1 the first event,
+ * 2 the outer read, 3 and 4 the nested ones. */
+static uint64_t cf_ticks;
+static uint64_t cf_clock(void *ctx)
+{
+	(void)ctx;
+	return ++cf_ticks;
+}
+static int cf_fired;
+static void cf_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	uint32_t *a, *b;
+	(void)cpu;
+	(void)ctx;
+	if (point != RINGBUF__TP_FAST_CLOCK || cf_fired)
+		return;
+	cf_fired = 1;
+	a = (uint32_t *)ringbuf_reserve(rb, 0, 8);
+	if (!a)
+		return;
+	a[0] = 2;
+	a[1] = 0;
+	b = (uint32_t *)ringbuf_reserve(rb, 0, 8);
+	if (b) {
+		b[0] = 3;
+		b[1] = 0;
+		ringbuf_commit(rb, 0, b);
+	}
+	ringbuf_discard(rb, 0, a);
+	cf_fired = 2;
+}
+
+static void clock_read_early_then_a_nested_discard_keeps_time_order(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb = NULL;
+	struct ringbuf_record rec;
+	uint32_t v[2] = {1, 0}, got[4];
+	uint64_t ts[4];
+	unsigned n = 0;
+	static struct raw_coll coll;
+	(void)state;
+	cf_ticks = 0;
+	cf_fired = 0;
+	cfg.ncpu = 1;
+	cfg.page_size = 4096;
+	cfg.size_per_cpu = 4 * 4096;
+	cfg.clock = cf_clock;
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	assert_int_equal(ringbuf_write(rb, 0, v, 8), 0); /* the page's first event: w != 0 after it */
+	ringbuf__set_testpoint_hook(cf_hook, NULL);
+	v[0] = 4;
+	assert_int_equal(ringbuf_write(rb, 0, v, 8), 0);
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	assert_int_equal(cf_fired, 2);
+	/* the raw page: the walk fails on a TIME_STAMP that goes back */
+	raw_walk(rb, 0, &coll);
+	for (unsigned i = 0; i < coll.n && n < 4; i++) {
+		got[n] = coll.seq[i];
+		ts[n++] = coll.ts[i];
+	}
+	print_message("  read %u events:", n);
+	for (unsigned i = 0; i < n; i++)
+		print_message(" %u at %llu", got[i], (unsigned long long)ts[i]);
+	print_message("\n");
+	assert_int_equal(n, 3);
+	assert_int_equal(got[0], 1);
+	assert_int_equal(got[1], 3);
+	assert_int_equal(got[2], 4);
+	assert_true(ts[0] <= ts[1]);
+	if (ts[2] < ts[1])
+		fail_msg("the outer event at %llu, before the nested one at %llu", (unsigned long long)ts[2],
+			 (unsigned long long)ts[1]);
+	while (ringbuf_consume(rb, 0, &rec) == 1)
+		assert_true(rec.ts >= ts[0]);
+	ringbuf_destroy(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1713,6 +1800,7 @@ int main(void)
 		cmocka_unit_test_teardown(entries_testpoints, teardown),
 		cmocka_unit_test_teardown(entries_per_page, teardown),
 		cmocka_unit_test_teardown(entries_recover_recount, teardown),
+		cmocka_unit_test(clock_read_early_then_a_nested_discard_keeps_time_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
