@@ -2019,10 +2019,14 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 	/* [CLOCK-FIRST] The clock before A's loads (the full loop reads it
 	 * after them, as the kernel does): only rb and c live across its call,
 	 * not the page, the write word, the stamps and the event's address. A
-	 * writer nested between this read and A's loads committed an event
-	 * stamped at or after ts, so A finds write_stamp >= ts: equal is an
-	 * event at the same time, before ours (delta 0, order kept); above
-	 * makes delta wrap, and the full loop reads the clock again. Still
+	 * writer nested between this read and A's loads (test point
+	 * FAST_CLOCK) is complete when they run, and stamped at or after ts:
+	 * A finds write_stamp >= ts (equal: an event at the same time, before
+	 * ours, delta 0), or write_stamp above ts (delta wraps), or the
+	 * stamps unequal (it discarded an event it could not roll back: the
+	 * padding keeps its time). The last two go to the full loop, which
+	 * reads the clock again (ringbuf__reserve_next's first_ts;
+	 * test_clock_inline, clock_read_early_then_a_nested_discard_*). Still
 	 * after the entry ([M2]: committing before the clock). */
 	ts = ringbuf__clock(rb);
 	RINGBUF__BARRIER();
