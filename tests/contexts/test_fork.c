@@ -937,8 +937,15 @@ static void file_backed_buffer_fork_keeps_the_parents_thread_claims(void **state
 	fflush(NULL);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(0); /* the child does nothing but exist */
+	if (pid == 0) {
+		/* the child's thread forgot the parent's claims in the shared
+		 * block, its claim word too ([TCLAIM] K0 in the fork child): its
+		 * write finds every buffer claimed by the parent's live threads
+		 * and is dropped (counted), not written into the forking
+		 * thread's buffer through the inherited word (exit 3: it was) */
+		len = fev_build(buf, (uint32_t)getpid(), 1, 'C', 0);
+		_exit(ringbuf_write(g_file, RINGBUF_CPU_THREAD, buf, len) == 0 ? 3 : 0);
+	}
 	int st;
 	waitpid(pid, &st, 0);
 	uint32_t ox2 = atomic_load(&ringbuf__cpu(g_file, (unsigned)x)->owner);
