@@ -7513,13 +7513,10 @@ RINGBUF__TLS_DEF unsigned ringbuf__tctx_last; /* the last lookup's entry, its by
  * implementation's own: one per thread of the translation unit) */
 static RINGBUF__TLS unsigned ringbuf__tctx_making;
 
-static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
+static struct ringbuf__tctx *ringbuf__tctx_search(struct ringbuf *rb, bool make)
 {
 	uint64_t gen = rb->gen;
-	struct ringbuf__tctx *last = ringbuf__tctx_at_last();
 	int i;
-	if (atomic_load_explicit(&last->gen, memory_order_relaxed) == gen)
-		return last;
 	for (i = 0; i < RINGBUF__TCTX; i++)
 		if (atomic_load_explicit(&ringbuf__tctx[i].gen, memory_order_relaxed) == gen) {
 			ringbuf__tctx_last = RINGBUF__TCTX_AT(i);
@@ -7599,12 +7596,22 @@ static struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
 	return NULL;
 }
 
+/* The calling thread's entry for rb: the last lookup's (its hint), else a
+ * search (and, with `make`, a new entry). */
+RINGBUF__INLINE struct ringbuf__tctx *ringbuf__tctx_get(struct ringbuf *rb, bool make)
+{
+	struct ringbuf__tctx *last = ringbuf__tctx_at_last();
+	if (RINGBUF__LIKELY(atomic_load_explicit(&last->gen, memory_order_relaxed) == rb->gen))
+		return last;
+	return ringbuf__tctx_search(rb, make);
+}
+
 /* This thread's owner id in rb: its tid and a token drawn from the block's
  * counter the first time it takes a buffer there, so unique among all the
  * threads, of all processes, that ever wrote to this block (2^32 draws before
  * a token repeats): a thread given a dead thread's tid has another token. A
  * handler that draws one first wins; a number lost that way is never used. */
-static uint64_t ringbuf__owner_id(struct ringbuf *rb, struct ringbuf__tctx *e)
+RINGBUF__INLINE uint64_t ringbuf__owner_id(struct ringbuf *rb, struct ringbuf__tctx *e)
 {
 	uint32_t tok = atomic_load_explicit(&e->token, memory_order_relaxed), zero = 0;
 	if (RINGBUF__UNLIKELY(tok == 0)) {
@@ -7698,7 +7705,7 @@ static bool ringbuf__rseq_usable(void)
  * S1-S5 of a thread running on CPU w (any other thread: not taken); every
  * other word by the CAS (acq_rel: its acquire reads the previous owner's G5,
  * release; THE OWNER WORD). */
-static bool ringbuf__owner_take0(struct ringbuf *rb, unsigned w, uint64_t own)
+RINGBUF__INLINE bool ringbuf__owner_take0(struct ringbuf *rb, unsigned w, uint64_t own)
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(rb, w);
 	uint64_t zero = 0;
@@ -7716,13 +7723,42 @@ static bool ringbuf__owner_take0(struct ringbuf *rb, unsigned w, uint64_t own)
 						       memory_order_relaxed);
 }
 
+/* ringbuf__take's second pass (below), out of line: every word was taken
+ * and the caller allows the owners to be judged. */
+static uint32_t ringbuf__take_dead(struct ringbuf *rb, unsigned base, unsigned cnt, unsigned from, uint64_t own,
+				   bool *took)
+{
+	unsigned i, x;
+	/* Everything is taken: an owner that no longer exists (exited with a
+	 * claim, or died mid-event) gives its buffer up, repaired. The CAS fails
+	 * if the word changed since we judged it (the same word cannot come
+	 * back: the token is the dead thread's). */
+	for (i = 0, x = from; i < cnt; i++, x = x + 1 < cnt ? x + 1 : 0) {
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, base + x);
+		/* acquire: pairs with the owner's CAS (acq_rel), see >>contexts */
+		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_acquire);
+		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(own) && ringbuf__owner_dead(rb, cur, own) &&
+		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
+							    memory_order_relaxed)) {
+			RINGBUF__TESTPOINT(rb, base + x, RINGBUF__TP_TAKEOVER);
+			/* acquire: pairs with the dead owner's last committing = 0
+			 * ([M3], release), after its page bytes ([TAKEOVER-HB]) */
+			if (atomic_load_explicit(&c->committing, memory_order_acquire))
+				ringbuf__recover_cpu(rb, base + x, true);
+			*took = true;
+			return base + x + 1;
+		}
+	}
+	return 0;
+}
+
 /* Take a buffer for `own` (our owner id, | PERSIST for a thread claim) among
  * buffers base .. base+cnt-1, starting at base + from. Returns index + 1
  * (*took: we set the owner word; false: it was ours already, we interrupted
  * our own taking of it), or 0. `judge`: when every word is taken, look for an
  * owner that died (a system call per owner: only where the caller allows). */
-static uint32_t ringbuf__take(struct ringbuf *rb, unsigned base, unsigned cnt, unsigned from, uint64_t own,
-			      bool *took, bool judge)
+RINGBUF__INLINE uint32_t ringbuf__take(struct ringbuf *rb, unsigned base, unsigned cnt, unsigned from, uint64_t own,
+				       bool *took, bool judge)
 {
 	unsigned i, x;
 	for (i = 0, x = from; i < cnt; i++, x = x + 1 < cnt ? x + 1 : 0) {
@@ -7748,35 +7784,13 @@ static uint32_t ringbuf__take(struct ringbuf *rb, unsigned base, unsigned cnt, u
 			return base + x + 1;
 		}
 	}
-	if (!judge)
-		return 0;
-	/* Everything is taken: an owner that no longer exists (exited with a
-	 * claim, or died mid-event) gives its buffer up, repaired. The CAS fails
-	 * if the word changed since we judged it (the same word cannot come
-	 * back: the token is the dead thread's). */
-	for (i = 0, x = from; i < cnt; i++, x = x + 1 < cnt ? x + 1 : 0) {
-		struct ringbuf__cpu *c = ringbuf__cpu(rb, base + x);
-		/* acquire: pairs with the owner's CAS (acq_rel), see >>contexts */
-		uint64_t cur = atomic_load_explicit(&c->owner, memory_order_acquire);
-		if (cur && RINGBUF__OWN_ID(cur) != RINGBUF__OWN_ID(own) && ringbuf__owner_dead(rb, cur, own) &&
-		    atomic_compare_exchange_strong_explicit(&c->owner, &cur, own, memory_order_acq_rel,
-							    memory_order_relaxed)) {
-			RINGBUF__TESTPOINT(rb, base + x, RINGBUF__TP_TAKEOVER);
-			/* acquire: pairs with the dead owner's last committing = 0
-			 * ([M3], release), after its page bytes ([TAKEOVER-HB]) */
-			if (atomic_load_explicit(&c->committing, memory_order_acquire))
-				ringbuf__recover_cpu(rb, base + x, true);
-			*took = true;
-			return base + x + 1;
-		}
-	}
-	return 0;
+	return judge ? ringbuf__take_dead(rb, base, cnt, from, own, took) : 0;
 }
 
 /* G3 .. reserve, for buffer x - 1 taken at G2 (or F4b): `keep` is the
  * PENDING bit of the state we interrupted, restored at G4. */
-static void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t x, bool took,
-				   uint64_t keep, size_t len)
+RINGBUF__INLINE void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t x, bool took,
+					    uint64_t keep, size_t len)
 {
 	void *p;
 	/* G3: one store; a handler before it finds the owner word ours and
@@ -7814,7 +7828,7 @@ static void *ringbuf__nested_reserve(struct ringbuf *rb, struct ringbuf__tctx *e
  * claim? *gen: the release generation, read first (acquire: pairs with the
  * release bump of F6; a scan after it sees the word that was freed, or a
  * later value). */
-static bool ringbuf__rescan_due(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t *gen)
+RINGBUF__INLINE bool ringbuf__rescan_due(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t *gen)
 {
 	uint32_t left, wait = atomic_load_explicit(&e->miss_wait, memory_order_relaxed);
 	*gen = atomic_load_explicit(&ringbuf__sh(rb)->release_gen, memory_order_acquire);
@@ -7864,7 +7878,7 @@ static void ringbuf__free_dead(struct ringbuf *rb, unsigned base, unsigned n, ui
 }
 
 /* RINGBUF_CPU_THREAD for a thread without a claim (THREAD FALLBACK). */
-static void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t me, size_t len)
+RINGBUF__INLINE void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t me, size_t len)
 {
 	uint64_t cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
 	unsigned n = rb->ncpu, sh = atomic_load_explicit(&ringbuf__sh(rb)->thread_shared, memory_order_relaxed), lim,
@@ -7977,7 +7991,7 @@ RINGBUF__INLINE uint32_t ringbuf__current_take(struct ringbuf *rb, uint64_t me, 
 	return ringbuf__take(rb, 0, rb->ncpu, ringbuf__cpu_buffer(rb), me, took, judge);
 }
 
-static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
+RINGBUF__INLINE void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 {
 	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, true);
 	uint32_t x;
@@ -8071,7 +8085,7 @@ static void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 
 /* commit/discard of an event of ours in flight (cur's depth > 0): G4, G5 at
  * the outermost. */
-static void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t cur, void *data,
+RINGBUF__INLINE void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t cur, void *data,
 			      bool commit)
 {
 	uint32_t x = RINGBUF__CUR_OWNED(cur);
@@ -8081,10 +8095,15 @@ static void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx *e, uint6
 					   : "discard: not the current event of this CPU"))
 		return; /* reported; the nesting state stays as it is */
 #endif
-	if (commit)
-		ringbuf_commit(rb, x - 1, data);
-	else
+	if (!commit)
 		ringbuf_discard(rb, x - 1, data);
+#ifdef RINGBUF_DEBUG
+	else
+		ringbuf_commit(rb, x - 1, data);
+#else
+	else /* x - 1: the buffer we took; data: tested by the caller */
+		ringbuf__commit_index(rb, x - 1, data);
+#endif
 	if (RINGBUF__CUR_DEPTH(cur) > 1) {
 		atomic_store_explicit(&e->cur, cur - ((uint64_t)1 << 24), memory_order_relaxed);
 		return;
@@ -8096,7 +8115,7 @@ static void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx *e, uint6
 		atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
 }
 
-static void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit)
+RINGBUF__INLINE void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *data, bool commit)
 {
 	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, false);
 	uint32_t x;

@@ -17,6 +17,9 @@
  *   rb_thread_16   the same through RINGBUF_CPU_THREAD
  *   rb_current_16  the same through RINGBUF_CPU_CURRENT (under valgrind
  *                  glibc does not register rseq: the CAS claim is counted)
+ *   rb_thread_shared_16  the same for a thread beyond the buffer count,
+ *                  every buffer kept shared (ringbuf_thread_shared): each
+ *                  event takes a buffer and gives it back (THREAD FALLBACK)
  *   floor_append_24  a bare thread-local append of the same 24 bytes (header
  *                  word, delta, payload) into a 1 MiB array: the floor
  * With BENCH_JSON=path (make bench), writes bench_instr.json next to it.
@@ -39,7 +42,8 @@ static uint64_t counter_clock(void *ctx)
 	return counter++;
 }
 
-static const char *const kinds[] = {"rb_16", "rb_thread_16", "rb_current_16", "floor_append_24"};
+static const char *const kinds[] = {"rb_16", "rb_thread_16", "rb_current_16", "floor_append_24",
+				     "rb_thread_shared_16"};
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
 static unsigned char floor_buf[1 << 20];
@@ -63,11 +67,13 @@ static int run(unsigned k, unsigned long n)
 		}
 		return floor_buf[5] == 0;
 	}
-	cfg.ncpu = 1;
+	cfg.ncpu = k == 4 ? 2 : 1;
 	cfg.size_per_cpu = 1 << 20;
 	cfg.mode = RINGBUF_MODE_OVERWRITE;
 	cfg.clock = counter_clock;
 	if (ringbuf_create(&cfg, &rb) != 0)
+		return 2;
+	if (k == 4 && ringbuf_thread_shared(rb, 2) != 0)
 		return 2;
 	for (i = 0; i < n; i++) {
 		void *p;
@@ -79,6 +85,7 @@ static int run(unsigned k, unsigned long n)
 			}
 			break;
 		case 1:
+		case 4:
 			if ((p = ringbuf_reserve(rb, RINGBUF_CPU_THREAD, 16))) {
 				memcpy(p, payload, 16);
 				ringbuf_commit(rb, RINGBUF_CPU_THREAD, p);
