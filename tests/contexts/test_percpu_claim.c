@@ -48,7 +48,12 @@
  *       instruction, so no sequence of the outer writes completes: each
  *       outer event goes to the shared buffer by CAS, and the handler nests
  *       an event after a different instruction of each outer write (with a
- *       wrong signature the kernel kills the process).
+ *       wrong signature the kernel kills the process);
+ *   (7) a writer moved to another CPU between its reserve and its commit
+ *       (an ordinary block, a per-CPU block by sequence and by CAS, both
+ *       ways between CPUs 0 and 1): the event committed in the buffer it
+ *       was reserved in, every word given back, the next event in the new
+ *       CPU's buffer.
  * (1) also checks that the code's decision matches the machine's (glibc >=
  * 2.35's __rseq_size), so that a claim that silently stopped working fails
  * here instead of skipping the rest. (2)-(4) run with the sequence and with
@@ -856,6 +861,83 @@ static void every_sequence_restarted_by_a_signal_after_each_instruction(void **s
 	ringbuf_destroy(g_rb);
 }
 
+/* -- (7) an event committed after its writer moved to another CPU -- */
+/* The inline commit takes the CPU struct from the CPU rseq names at the
+ * commit, confirmed by the entry's cur (INLINE in >>contexts): a writer that
+ * reserved on CPU `from` and commits on CPU `to` must commit on `from`'s
+ * buffer and give its word back, not touch `to`'s. In an ordinary block
+ * (every word by CAS), in a per-CPU block by sequence and by CAS. */
+static void run_moved(unsigned flags, int from, int to)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf_record rec;
+	struct ringbuf *rb;
+	struct ev *e;
+	unsigned c;
+	cfg.ncpu = flags ? 3 : 2; /* a per-CPU block: CPUs 0, 1 and one shared */
+	cfg.shared = flags ? 1 : 0;
+	cfg.flags = flags;
+	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+	assert_int_equal(ringbuf_create(&cfg, &rb), 0);
+	pin(from);
+	e = (struct ev *)ringbuf_reserve(rb, RINGBUF_CPU_CURRENT, sizeof *e);
+	assert_non_null(e);
+	assert_int_equal(ringbuf_thread_cpu(rb), from);
+	assert_int_not_equal(atomic_load(&ringbuf__cpu(rb, (unsigned)from)->owner), 0);
+	e->who = 7;
+	e->seq = 0;
+	e->sum = ev_sum(7, 0);
+	e->pad = 0;
+	pin(to); /* sched_setaffinity moves the thread before it returns */
+	if (ringbuf__rseq_cpu() >= 0)
+		assert_int_equal(ringbuf__rseq_cpu(), to);
+	ringbuf_commit(rb, RINGBUF_CPU_CURRENT, e);
+	for (c = 0; c < cfg.ncpu; c++) {
+		assert_int_equal(atomic_load(&ringbuf__cpu(rb, c)->owner), 0);
+		assert_int_equal(RINGBUF__LOAD(&ringbuf__cpu(rb, c)->committing), 0);
+	}
+	assert_int_equal(ringbuf_thread_cpu(rb), -1); /* no event in flight */
+	/* the next event: the new CPU's buffer */
+	assert_true((e = (struct ev *)ringbuf_reserve(rb, RINGBUF_CPU_CURRENT, sizeof *e)) != NULL);
+	e->who = 7;
+	e->seq = 1;
+	e->sum = ev_sum(7, 1);
+	e->pad = 0;
+	ringbuf_commit(rb, RINGBUF_CPU_CURRENT, e);
+	for (c = 0; c < cfg.ncpu; c++) {
+		uint32_t want = c == (unsigned)from ? 0 : c == (unsigned)to ? 1 : 99;
+		if (want == 99) {
+			assert_int_equal(ringbuf_consume(rb, c, &rec), 0);
+			continue;
+		}
+		assert_int_equal(ringbuf_consume(rb, c, &rec), 1);
+		assert_int_equal(rec.len, sizeof *e);
+		e = (struct ev *)rec.data;
+		assert_int_equal(e->seq, want);
+		assert_int_equal(e->sum, ev_sum(7, want));
+		assert_int_equal(ringbuf_consume(rb, c, &rec), 0);
+	}
+	assert_int_equal(unmapped(rb), 0);
+	assert_int_equal(committed_all(rb), 2);
+	ringbuf_destroy(rb);
+}
+
+static void an_event_committed_after_its_writer_moved_to_another_cpu(void **state)
+{
+	cpu_set_t old;
+	static const unsigned kinds[] = {0, RINGBUF_F_CPU_CURRENT, RINGBUF_F_CPU_CURRENT | RINGBUF_F_NO_RSEQ};
+	unsigned k;
+	(void)state;
+	if (!two_cpus())
+		skip();
+	assert_int_equal(sched_getaffinity(0, sizeof old, &old), 0);
+	for (k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+		run_moved(kinds[k], 0, 1);
+		run_moved(kinds[k], 1, 0);
+	}
+	assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
+}
+
 static void new_rb(unsigned ncpu, unsigned shared, size_t size_per_cpu, int sig, void (*h)(int))
 {
 	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
@@ -897,6 +979,7 @@ int main(void)
 		cmocka_unit_test(a_fork_child_gets_the_cpu_buffers_of_threads_it_does_not_have),
 		cmocka_unit_test(cut_in_at_each_step_of_a_per_cpu_scan),
 		cmocka_unit_test(every_sequence_restarted_by_a_signal_after_each_instruction),
+		cmocka_unit_test(an_event_committed_after_its_writer_moved_to_another_cpu),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
