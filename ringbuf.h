@@ -7696,7 +7696,7 @@ static uint64_t ringbuf__pidns(void)
 
 #ifdef RINGBUF_TESTING
 static _Atomic(uint64_t) ringbuf__test_rseq_takes; /* out-of-line takes by sequence */
-/* out[0]: words taken by sequence out of line, out[1]: rb claims by sequence */
+/* out[0]: words taken by sequence out of line, out[1]: nonzero when rb claims by sequence (rb->rseq) */
 RINGBUF_API void ringbuf__test_rseq_counts(const struct ringbuf *rb, uint64_t out[2])
 {
 	out[0] = atomic_load(&ringbuf__test_rseq_takes);
