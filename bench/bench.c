@@ -1712,9 +1712,10 @@ static void print_table(void)
 			if (have(&variants[k]) && variants[k].nulls)
 				printf("  %s: %llu reservations returned NULL%s\n", variants[k].id,
 				       (unsigned long long)variants[k].nulls,
-				       variants[k].extra_cfg == MAP_THREAD_DROP && variants[k].run == run_mapped
+				       variants[k].run != run_mapped ? ""
+				       : variants[k].extra_cfg == MAP_THREAD_DROP
 					       ? " (every one: the row's point)"
-					       : ": WARNING, its time is not that of written events");
+					       : ": WARNING, a mapped row that should write every event");
 	}
 	printf("\nmemory overhead (ringbuf_size_needed - page bytes) / page bytes:");
 	for (int k = 0; k < 4; k++)
