@@ -1959,8 +1959,8 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
  * __rseq_offset, copied at creation. Loaded from ld.so's __rseq_offset on
  * every event, the CPU number cost 2.3 ns more per RINGBUF_CPU_CURRENT
  * event than from a copy in the program's own memory (Intel Xeon VM,
- * rb_current_16, alternating runs; the two loads are the same length of
- * chain, so it is where the value lives, not how many loads). */
+ * rb_current_16, alternating runs; the same number of loads: why ld.so's
+ * copy costs more there was not found). */
 RINGBUF__INLINE int32_t ringbuf__rseq_cpu_at(uint32_t off)
 {
 	return *(volatile int32_t *)(void *)((char *)__builtin_thread_pointer() + off + 4);
@@ -7520,8 +7520,10 @@ static inline unsigned ringbuf__current_cpu(void)
 #endif
 }
 
-/* The calling thread's entry for rb; with `make`, one is taken (a CAS on the
- * thread's own word: a handler on this thread may take one meanwhile). */
+/* ringbuf__tctx_search: the calling thread's entry for rb, looked for in
+ * every slot; with `make`, one is taken (a CAS on the thread's own word: a
+ * handler on this thread may take one meanwhile). ringbuf__tctx_get below
+ * looks at the hint first. */
 #ifndef RINGBUF__TLS_DEFINED_HERE
 RINGBUF__TLS_DEF unsigned ringbuf__tctx_last; /* the last lookup's entry, its byte offset: a hint */
 #endif
@@ -8104,7 +8106,7 @@ RINGBUF__INLINE void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, si
 /* commit/discard of an event of ours in flight (cur's depth > 0): G4, G5 at
  * the outermost. */
 RINGBUF__INLINE void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t cur, void *data,
-			      bool commit)
+					bool commit)
 {
 	uint32_t x = RINGBUF__CUR_OWNED(cur);
 #ifdef RINGBUF_DEBUG
@@ -8112,15 +8114,17 @@ RINGBUF__INLINE void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx 
 				    commit ? "commit: not the current event of this CPU"
 					   : "discard: not the current event of this CPU"))
 		return; /* reported; the nesting state stays as it is */
-#endif
-	if (!commit)
-		ringbuf_discard(rb, x - 1, data);
-#ifdef RINGBUF_DEBUG
-	else
+	if (commit)
 		ringbuf_commit(rb, x - 1, data);
+	else
+		ringbuf_discard(rb, x - 1, data);
 #else
-	else /* x - 1: the buffer we took; data: tested by the caller */
+	/* x - 1 is the buffer we took and data was tested by the caller: the
+	 * inline commit on that index, without the API's argument tests */
+	if (commit)
 		ringbuf__commit_index(rb, x - 1, data);
+	else
+		ringbuf_discard(rb, x - 1, data);
 #endif
 	if (RINGBUF__CUR_DEPTH(cur) > 1) {
 		atomic_store_explicit(&e->cur, cur - ((uint64_t)1 << 24), memory_order_relaxed);
