@@ -683,8 +683,9 @@ RINGBUF_FTRACE__HOT void ringbuf_ftrace__emit_ret(struct ringbuf *rb, unsigned c
  * exit, pops nothing and costs no call). */
 RINGBUF_FTRACE__COLD void ringbuf_ftrace__repair(struct ringbuf_ftrace__thread *t, struct ringbuf *rb,
 						 unsigned cpu, unsigned mode, uintptr_t frame, uintptr_t site,
-						 uintptr_t fn, uint64_t *now)
+						 uintptr_t fn)
 {
+	uint64_t now = 0; /* one time stamp for the frames popped together */
 	while (t->depth) {
 		uint32_t d = t->depth - 1;
 		struct ringbuf_ftrace__frame *f;
@@ -697,9 +698,9 @@ RINGBUF_FTRACE__COLD void ringbuf_ftrace__repair(struct ringbuf_ftrace__thread *
 		t->depth = d;
 		ringbuf_ftrace__count(&ringbuf_ftrace__g.repaired);
 		if (rb && (mode & RINGBUF_FTRACE_GRAPH)) {
-			if (!*now)
-				*now = ringbuf_time_stamp(rb);
-			ringbuf_ftrace__emit_ret(rb, cpu, f, d, 0, *now);
+			if (!now)
+				now = ringbuf_time_stamp(rb);
+			ringbuf_ftrace__emit_ret(rb, cpu, f, d, 0, now);
 		}
 	}
 }
@@ -708,8 +709,9 @@ RINGBUF_FTRACE__COLD void ringbuf_ftrace__repair(struct ringbuf_ftrace__thread *
  * traced and on the shadow stack, the frames above its topmost instance are
  * dead (longjmp, an exception without exit hooks): pop them. */
 RINGBUF_FTRACE__COLD void ringbuf_ftrace__repair_to(struct ringbuf_ftrace__thread *t, struct ringbuf *rb,
-						    unsigned cpu, unsigned mode, uintptr_t fn, uint64_t *now)
+						    unsigned cpu, unsigned mode, uintptr_t fn)
 {
+	uint64_t now = 0; /* one time stamp for the frames popped together */
 	const struct ringbuf_ftrace__set *s;
 	uint32_t i = t->depth;
 	s = atomic_load_explicit(&ringbuf_ftrace__g.filter, memory_order_acquire);
@@ -726,9 +728,9 @@ RINGBUF_FTRACE__COLD void ringbuf_ftrace__repair_to(struct ringbuf_ftrace__threa
 		uint32_t d = --t->depth;
 		ringbuf_ftrace__count(&ringbuf_ftrace__g.repaired);
 		if (rb && (mode & RINGBUF_FTRACE_GRAPH)) {
-			if (!*now)
-				*now = ringbuf_time_stamp(rb);
-			ringbuf_ftrace__emit_ret(rb, cpu, &t->st[d], d, 0, *now);
+			if (!now)
+				now = ringbuf_time_stamp(rb);
+			ringbuf_ftrace__emit_ret(rb, cpu, &t->st[d], d, 0, now);
 		}
 	}
 }
@@ -824,7 +826,6 @@ RINGBUF_FTRACE__HOT void ringbuf_ftrace__enter(void *fn, void *site, const void 
 	struct ringbuf *rb;
 	unsigned cpu, mode;
 	uint32_t d;
-	uint64_t now = 0;
 	uintptr_t a = (uintptr_t)fn;
 	/* H1 */
 	if (RINGBUF__UNLIKELY(t->busy)) {
@@ -851,7 +852,7 @@ RINGBUF_FTRACE__HOT void ringbuf_ftrace__enter(void *fn, void *site, const void 
 #endif
 	/* d - 1 wraps for 0: one compare for 1 <= d <= MAX_DEPTH */
 	if (frame && d - 1 < RINGBUF_FTRACE_MAX_DEPTH && t->st[d - 1].frame <= (uintptr_t)frame)
-		ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, 0, &now);
+		ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, 0);
 	/* H4: acquire pairs with the release store of set_filter/notrace */
 	s = atomic_load_explicit(&ringbuf_ftrace__g.filter, memory_order_acquire);
 	if (s && !ringbuf_ftrace__in(s, a))
@@ -900,7 +901,6 @@ RINGBUF_FTRACE__HOT void ringbuf_ftrace__exit(void *fn, void *site, const void *
 	struct ringbuf_ftrace__thread *t = &ringbuf_ftrace__t; /* the one TLS access */
 	struct ringbuf *rb;
 	unsigned cpu, mode;
-	uint64_t now = 0;
 	uintptr_t a = (uintptr_t)fn;
 	uint32_t d;
 	if (RINGBUF__UNLIKELY(t->busy)) { /* H1 */
@@ -926,9 +926,9 @@ RINGBUF_FTRACE__HOT void ringbuf_ftrace__exit(void *fn, void *site, const void *
 #endif
 		if (frame) {
 			if (t->st[d - 1].frame < (uintptr_t)frame)
-				ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, a, &now);
+				ringbuf_ftrace__repair(t, rb, cpu, mode, (uintptr_t)frame, (uintptr_t)site, a);
 		} else {
-			ringbuf_ftrace__repair_to(t, rb, cpu, mode, a, &now); /* H3 without keys */
+			ringbuf_ftrace__repair_to(t, rb, cpu, mode, a); /* H3 without keys */
 		}
 		d = t->depth;
 	}
