@@ -1,6 +1,6 @@
 /* sigutil.h - small helpers of the tests whose writers run in signal handlers
  * and threads (test_signal_writers.c, test_signal_safety.c, test_contexts.c,
- * test_fork.c, test_readers.c, test_file.c, soak.c): payload mixing and checksums, the
+ * test_fork.c, test_readers.c, test_file.c, test_filter_race.c, soak.c): payload mixing and checksums, the
  * thread id, the "IRQ"/"NMI" signal pair, per-thread timers, a semaphore wait
  * with a limit
  * SPDX-License-Identifier: MIT   (licence text at the end of ringbuf.h)
