@@ -270,6 +270,7 @@
 #define ringbuf__tctx                RINGBUF__NS(ringbuf__tctx)
 #define ringbuf__tctx_last           RINGBUF__NS(ringbuf__tctx_last)
 #define ringbuf__tclaim              RINGBUF__NS(ringbuf__tclaim)
+#define ringbuf__tcur                RINGBUF__NS(ringbuf__tcur)
 #define ringbuf__testpoint           RINGBUF__NS(ringbuf__testpoint)
 #define ringbuf__walk_pages          RINGBUF__NS(ringbuf__walk_pages)
 #define ringbuf_clock_name           RINGBUF__NS(ringbuf_clock_name)
@@ -1299,11 +1300,13 @@ enum ringbuf__tp {
 	RINGBUF__TP_SHARED_HELD,        /* G3 done and the event reserved */
 	RINGBUF__TP_TAKEOVER,           /* a dead owner's word taken over, buffer not yet repaired */
 	/* RINGBUF_CPU_CURRENT's inline claim (INLINE in >>contexts), cpu = the buffer */
-	RINGBUF__TP_CURRENT_TAKEN, /* inline G2 done (the word is ours), G3 not yet */
-	RINGBUF__TP_CURRENT_HELD,        /* inline G3 done, the reserve not yet */
-	RINGBUF__TP_CURRENT_COMMITTED,   /* inline commit done, G4 not yet */
-	RINGBUF__TP_CURRENT_UNHELD,      /* inline G4 done, G5 not yet */
-	RINGBUF__TP_CURRENT_UNDONE,      /* inline reserve failed: G4 done, G5 not yet */
+	RINGBUF__TP_CURRENT_TAKEN, /* inline G2 done (the word is ours), the reserve not yet */
+	RINGBUF__TP_CURRENT_ENTERED,     /* the writer in (committing 1), J1 not yet */
+	RINGBUF__TP_CURRENT_HELD,        /* J1 done ([TCUR] BUSY), the event not reserved yet */
+	RINGBUF__TP_CURRENT_RESERVED,    /* the event reserved, the commit not yet */
+	RINGBUF__TP_CURRENT_RELEASED,    /* the inline commit's J0 done, its commit not yet */
+	RINGBUF__TP_CURRENT_UNHELD,      /* the inline commit done, G5 not yet */
+	RINGBUF__TP_CURRENT_UNDONE,      /* inline reserve failed (J0 done, the writer out), G5 not yet */
 	/* a thread's new per-buffer entry (ringbuf__tctx_get, T0-T3), cpu 0 */
 	RINGBUF__TP_TCTX_MISSED,   /* T0: the lookup found none, `making` not yet set */
 	RINGBUF__TP_TCTX_CHOSEN,         /* T1: a free entry chosen, not yet taken */
@@ -1794,9 +1797,6 @@ struct ringbuf__tctx {
 	_Atomic(uint32_t) miss_gen;
 	_Atomic(uint32_t) miss_left;
 	_Atomic(uint32_t) miss_wait;
-	/* the tid of this thread's owner id in the buffer, cached for the
-	 * inline RINGBUF_CPU_CURRENT claim (0: not yet; cleared in a fork child) */
-	_Atomic(uint32_t) tid;
 };
 /* RINGBUF_TLS_MODEL (>>config): initial-exec is one load from the thread
  * pointer and never allocates, so it is async-signal-safe from a thread's very
@@ -1859,7 +1859,7 @@ RINGBUF__TLS_DECL unsigned ringbuf__tctx_last;
 RINGBUF__TLS_DECL _Atomic(uint64_t) ringbuf__tclaim;
 
 /* The entry of the thread's last lookup (a hint: its gen says for which
- * buffer; RINGBUF_CPU_CURRENT's inline path). ringbuf__tctx_last is the
+ * buffer; the out-of-line lookup, ringbuf__tctx_get). ringbuf__tctx_last is the
  * entry's byte offset in the array, only ever stored as one
  * (RINGBUF__TCTX_AT, ringbuf__tctx_get): no mask and no multiply between
  * its load and the entry's. (It paid on the RINGBUF_CPU_THREAD path before
@@ -1920,6 +1920,117 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
 #endif
 	return -1;
 }
+
+/* [TCUR] RINGBUF_CPU_CURRENT's inline state: one 16-byte thread-local slot,
+ * {word, me}, so that the inline reserve and commit never walk the thread's
+ * entries (through the last-entry hint, a chain of dependent loads in each:
+ * rb_current_16 +5.0 ns over an explicit index on an Intel Xeon VM, +3.x
+ * through this slot, make bench). `word`, against the handle's key
+ * (rb->tclaim_key, [TCLAIM]: process-unique, never reused):
+ *   key | 1  ARMED: the thread has no event of this handle in flight; the
+ *            inline reserve may take a buffer with owner id `me` (token <<
+ *            32 | tid, THE OWNER WORD in >>contexts)
+ *   key | 2n OUT: n (1 .. 63) out-of-line events of this handle at depth
+ *            1 in flight (G3 to G4 in >>contexts; a handler's inside
+ *            another's window before its G3): the inline reserve goes out of
+ *            line, where nested events follow the event in flight through
+ *            the entry's cur, not the CPU
+ *   key | w  BUSY: the thread's outermost inline event holds the buffer of
+ *            claim word w (ringbuf__claim_word: its CPU struct's offset,
+ *            at least RINGBUF__TCUR_BUSY_MIN)
+ *   other    not armed for this handle (0 in a new thread, a fork child's)
+ * Only this thread and its signal handlers touch it, so the argument is the
+ * signal-level one of [TCLAIM]: both halves are read by one instruction and
+ * written by one (x86-64 movdqa, aarch64 ldp/stp: a handler runs between
+ * two instructions, never inside one), so a handler never sees, and never
+ * leaves, a word paired with another handle's owner id. The steps:
+ *   J1 (the inline reserve, once the writer is in the buffer: committing
+ *      1) {key|w, me} from {key|1, me}: one 16-byte store of values this
+ *      writer read in one load, so a handler that re-armed the slot for
+ *      another handle in between cannot leave that handle's owner id under
+ *      this key;
+ *   J0 (the inline commit or the discard of that event, before the commit
+ *      itself; a refused or failed reservation, before committing goes back
+ *      to 0) word := key|1, an 8-byte store (`me` is J1's);
+ *   OUT (an out-of-line event's G3, before cur's store; ringbuf__tcur_out)
+ *      key|2 over 0 or ARMED (any handle's), key|2(n+1) over key|2n; left
+ *      alone (not counted) over BUSY or another handle's OUT;
+ *   ARM (that event's G4, after cur's store, when it counted at G3) key|2n
+ *      back to key|2(n-1), or from key|2 to {key|1, me} (ARMED).
+ *   Each is a load, then a store: a handler between the two leaves the
+ *   word as it found it (its J1 and J0, its OUT and ARM pair up; an event
+ *   that arms found 0 or ARMED, and arms this handle, which is then what
+ *   the interrupted code's store replaces), so an event of an interrupted
+ *   writer is never overwritten, and ARMED never stands while an
+ *   out-of-line event of the handle is past its G3. Another handle's event
+ *   that arms only costs this one its inline path until its next
+ *   out-of-line event;
+ *   a fork child clears it (its tid changed).
+ * While the word is BUSY for rb, every RINGBUF_CPU_CURRENT event of the
+ * thread on rb is that event's or nested in it (a handler's): the out-of-line
+ * reserve, commit and discard use buffer w with its index (the kernel's
+ * nesting, committing > 1), and only a commit or discard that finds
+ * committing == 1 is the held event's own (J0, the commit, G5). The
+ * protocol, its windows and its tests are INLINE in >>contexts. Where the
+ * inline path cannot run (no rseq CPU number: other architectures, no
+ * glibc >= 2.35) there is no slot: every event is out of line. */
+#ifdef RINGBUF__HAVE_RSEQ
+#define RINGBUF__TCUR 1
+struct ringbuf__tcur {
+	uint64_t word __attribute__((aligned(16)));
+	uint64_t me;
+};
+RINGBUF__TLS_DECL struct ringbuf__tcur ringbuf__tcur;
+
+/* both halves, one load */
+RINGBUF__INLINE void ringbuf__tcur_get(uint64_t *word, uint64_t *me)
+{
+#if defined(__x86_64__)
+	typedef long long ringbuf__v2di __attribute__((vector_size(16)));
+	ringbuf__v2di v;
+	__asm__ volatile("movdqa %1, %0" : "=x"(v) : "m"(ringbuf__tcur));
+	*word = (uint64_t)v[0];
+	*me = (uint64_t)v[1];
+#else
+	uint64_t lo, hi;
+	__asm__ volatile("ldp %0, %1, %2" : "=r"(lo), "=r"(hi) : "Q"(ringbuf__tcur));
+	*word = lo;
+	*me = hi;
+#endif
+}
+
+/* both halves, one store */
+RINGBUF__INLINE void ringbuf__tcur_set(uint64_t word, uint64_t me)
+{
+#if defined(__x86_64__)
+	typedef long long ringbuf__v2di __attribute__((vector_size(16)));
+	ringbuf__v2di v = { (long long)word, (long long)me };
+	__asm__ volatile("movdqa %1, %0" : "=m"(ringbuf__tcur) : "x"(v));
+#else
+	__asm__ volatile("stp %1, %2, %0" : "=Q"(ringbuf__tcur) : "r"(word), "r"(me));
+#endif
+}
+
+/* the word alone */
+RINGBUF__INLINE uint64_t ringbuf__tcur_word(void)
+{
+	return *(volatile uint64_t *)&ringbuf__tcur.word;
+}
+
+/* J0 */
+RINGBUF__INLINE void ringbuf__tcur_idle(const struct ringbuf *rb)
+{
+	*(volatile uint64_t *)&ringbuf__tcur.word = rb->tclaim_key | 1;
+}
+
+/* BUSY for rb: the claim word of the thread's inline event, else 0 */
+#define RINGBUF__TCUR_BUSY_MIN 128u /* above any OUT, below any claim word */
+RINGBUF__INLINE uint32_t ringbuf__tcur_busy(const struct ringbuf *rb)
+{
+	uint64_t w = ringbuf__tcur_word() - rb->tclaim_key;
+	return w - RINGBUF__TCUR_BUSY_MIN <= UINT32_MAX - RINGBUF__TCUR_BUSY_MIN ? (uint32_t)w : 0;
+}
+#endif
 
 /* PER-CPU BLOCKS (>>contexts): the owner word of CPU buffer `cpu` taken by
  * a restartable sequence, x86-64 only (elsewhere the CAS). Outside the C11
@@ -2086,6 +2197,9 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 
 RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, size_t len);
 RINGBUF__INLINE void *ringbuf__reserve_on(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, size_t len);
+RINGBUF__INLINE void *ringbuf__reserve_outer(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, size_t len,
+					   bool tcur, uint64_t k1, uint64_t me);
+RINGBUF__INLINE void ringbuf__commit_outer(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, void *data);
 RINGBUF__INLINE void ringbuf__commit_on(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, void *data);
 RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len);
 RINGBUF__INLINE void ringbuf__commit_index(struct ringbuf *rb, unsigned cpu, void *data);
@@ -2145,9 +2259,20 @@ RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, s
  * thread's claimed buffer (RINGBUF__CPU_OF). */
 RINGBUF__INLINE void *ringbuf__reserve_on(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, size_t len)
 {
-	void *ev;
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->committing) != 0))
 		return ringbuf__reserve_slow(rb, RINGBUF__CPU_OF(rb, c, cpu), len); /* nested */
+	return ringbuf__reserve_outer(rb, c, cpu, len, false, 0, 0);
+}
+
+/* The same for the outermost writer: committing was 0. tcur (a constant):
+ * RINGBUF_CPU_CURRENT's inline reserve, which stores [TCUR]'s J1 {k1, me}
+ * once the writer is in (committing 1) and undoes it (J0) before a refused
+ * or failed reservation lets committing go back to 0 (while the slot is
+ * BUSY, committing == 1 names its event: INLINE in >>contexts). */
+RINGBUF__INLINE void *ringbuf__reserve_outer(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, size_t len,
+					   bool tcur, uint64_t k1, uint64_t me)
+{
+	void *ev;
 	/* No reservation at depth 1 yet: the slot may still describe the last
 	 * event; recovery after a kill must not take it for one in flight. */
 	RINGBUF__STORE(&c->slots[0].len, 0);
@@ -2158,30 +2283,53 @@ RINGBUF__INLINE void *ringbuf__reserve_on(struct ringbuf *rb, struct ringbuf__cp
 	/* [M2] the light side of the merged readers' membarrier(): committing
 	 * is stored before the clock is read (>>design, MERGED READERS) */
 	RINGBUF__BARRIER();
-	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c)))
+#ifdef RINGBUF__TCUR
+	if (tcur) {
+		RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_CURRENT_ENTERED);
+		ringbuf__tcur_set(k1, me); /* J1: BUSY */
+		RINGBUF__BARRIER();
+		RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_CURRENT_HELD);
+	}
+#else
+	(void)tcur;
+	(void)k1;
+	(void)me;
+#endif
+	if (RINGBUF__UNLIKELY(ringbuf__disabled(rb, c))) {
+#ifdef RINGBUF__TCUR
+		if (tcur)
+			ringbuf__tcur_idle(rb); /* J0 */
+#endif
 		return ringbuf__reserve_refused(rb, RINGBUF__CPU_OF(rb, c, cpu), c);
+	}
 	/* packed events, deltas (the caller's test of len against inline_max):
 	 * the event length and header folded for a constant len */
 	ev = ringbuf__reserve_fast(rb, cpu, c, ringbuf__event_length_a(false, len), false);
-	if (RINGBUF__UNLIKELY(!ev))
+	if (RINGBUF__UNLIKELY(!ev)) {
+#ifdef RINGBUF__TCUR
+		if (tcur)
+			ringbuf__tcur_idle(rb); /* J0 */
+#endif
 		ringbuf__end_commit(rb, RINGBUF__CPU_OF(rb, c, cpu), c);
+	}
 	return ev;
 }
 
 /* RINGBUF_CPU_CURRENT, the outermost event's common case in the caller
- * (INLINE in >>contexts): G1-G3, then the reserve on the buffer. Anything
- * else goes out of line, which starts again at G1. */
+ * (INLINE in >>contexts): [TCUR] ARMED for rb, G1, G2, the reserve on the
+ * buffer as its outermost writer, J1. Anything else goes out of line, which
+ * starts again at G1. */
 RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 {
-	struct ringbuf__tctx *e = ringbuf__tctx_at_last();
-	uint32_t tok, tid;
+#ifndef RINGBUF__TCUR
+	return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
+#else
+	struct ringbuf__cpu *c;
 	int32_t b;
-	uint64_t me, zero = 0;
+	uint64_t word, me, zero = 0;
 	void *p;
-	if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->gen, memory_order_relaxed) != rb->gen ||
-			      atomic_load_explicit(&e->cur, memory_order_relaxed) != 0 ||
-			      !(tok = atomic_load_explicit(&e->token, memory_order_relaxed)) ||
-			      !(tid = atomic_load_explicit(&e->tid, memory_order_relaxed))))
+	ringbuf__tcur_get(&word, &me);
+	if (RINGBUF__UNLIKELY(word - 1 != rb->tclaim_key)) /* not ARMED for rb */
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 #ifdef RINGBUF__RSEQ_CLAIM
 	/* G1; a block that claims by sequence was made where glibc registered
@@ -2194,12 +2342,12 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 	/* negative (not registered: -1, -2) is above any cpu_bufs, unsigned */
 	if (RINGBUF__UNLIKELY((uint32_t)b >= rb->cpu_bufs))
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
-	me = (uint64_t)tok << 32 | tid;
+	c = ringbuf__cpu(rb, (unsigned)b);
 #ifdef RINGBUF__RSEQ_CLAIM
 	/* G2 by restartable sequence (PER-CPU BLOCKS in >>contexts): S1-S5 */
 	if (RINGBUF__LIKELY(rb->rseq)) {
 		(void)zero;
-		if (RINGBUF__UNLIKELY(!ringbuf__rseq_take(rb->rseq, ringbuf__cpu(rb, (unsigned)b), (uint32_t)b, me)))
+		if (RINGBUF__UNLIKELY(!ringbuf__rseq_take(rb->rseq, c, (uint32_t)b, me)))
 			return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 	} else
 #else
@@ -2211,25 +2359,30 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 #endif
 	/* G2: acq_rel, as ringbuf__take's (THE OWNER WORD) */
-	if (RINGBUF__UNLIKELY(!atomic_compare_exchange_strong_explicit(&ringbuf__cpu(rb, (unsigned)b)->owner,
-								       &zero, me, memory_order_acq_rel,
+	if (RINGBUF__UNLIKELY(!atomic_compare_exchange_strong_explicit(&c->owner, &zero, me, memory_order_acq_rel,
 								       memory_order_relaxed)))
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 	RINGBUF__TESTPOINT(rb, (unsigned)b, RINGBUF__TP_CURRENT_TAKEN);
-	/* G3: buffer b + 1, depth 1, acquired (RINGBUF__CUR in >>contexts) */
-	atomic_store_explicit(&e->cur, ((uint64_t)b + 1) | ((uint64_t)1 << 24) | ((uint64_t)1 << 32),
-			      memory_order_relaxed);
-	RINGBUF__BARRIER();
-	RINGBUF__TESTPOINT(rb, (unsigned)b, RINGBUF__TP_CURRENT_HELD);
-	p = ringbuf__reserve_index(rb, (unsigned)b, len);
-	if (RINGBUF__UNLIKELY(!p)) {
-		atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
-		RINGBUF__BARRIER();
-		RINGBUF__TESTPOINT(rb, (unsigned)b, RINGBUF__TP_CURRENT_UNDONE);
-		/* G5 */
-		atomic_store_explicit(&ringbuf__cpu(rb, (unsigned)b)->owner, 0, memory_order_release);
+	/* the outermost writer of the buffer only: a handler of a thread inside
+	 * ringbuf_reserve(rb, b, ...) gives the word back and goes out of line
+	 * (its event nests there), so that committing == 1 names this event
+	 * while the slot is BUSY */
+	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->committing) != 0)) {
+		atomic_store_explicit(&c->owner, 0, memory_order_release); /* G5 */
+		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 	}
+	/* J1 in the reserve (BUSY, with the owner id read with the key:
+	 * word - 1 is the key) */
+	p = ringbuf__reserve_outer(rb, c, (unsigned)b, len, true, word - 1 + ringbuf__claim_word(rb, (unsigned)b), me);
+	if (RINGBUF__UNLIKELY(!p)) {
+		/* refused or failed: J0 done, the writer out */
+		RINGBUF__TESTPOINT(rb, (unsigned)b, RINGBUF__TP_CURRENT_UNDONE);
+		atomic_store_explicit(&c->owner, 0, memory_order_release); /* G5 */
+		return NULL;
+	}
+	RINGBUF__TESTPOINT(rb, (unsigned)b, RINGBUF__TP_CURRENT_RESERVED);
 	return p;
+#endif
 }
 
 /* Do the armed waiters of `waiters` wait for c's CPU (or any)? The armed
@@ -2320,29 +2473,25 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 #else
 	unsigned x = cpu;
 	if (RINGBUF__UNLIKELY(x == RINGBUF_CPU_CURRENT) && rb && data) {
-		/* the outermost event of an inline (or out-of-line) G1-G3: G4, G5
-		 * here, as ringbuf__held_end; nested, shared or moved to another
-		 * CPU since G1: out of line. The buffer: the CPU rseq names now,
-		 * confirmed by cur (INLINE in >>contexts) */
-		struct ringbuf__tctx *e = ringbuf__tctx_at_last();
-		uint64_t cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
-#ifdef RINGBUF__RSEQ_CLAIM
-		uint32_t b = (uint32_t)(RINGBUF__LIKELY(rb->rseq) ? ringbuf__rseq_cpu_at(rb->rseq) : ringbuf__rseq_cpu());
-#else
-		uint32_t b = (uint32_t)ringbuf__rseq_cpu();
-#endif
-		if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->gen, memory_order_relaxed) != rb->gen ||
-				      cur != (((uint64_t)b + 1) | ((uint64_t)1 << 24) | ((uint64_t)1 << 32)) ||
-				      b >= rb->ncpu)) {
-			ringbuf__commit_slow(rb, cpu, data);
+#ifdef RINGBUF__TCUR
+		/* the thread's inline event ([TCUR] BUSY for rb) as the
+		 * buffer's outermost writer: J0, the commit, G5 here; a nested
+		 * event (committing > 1) and any other state: out of line
+		 * (INLINE in >>contexts) */
+		uint32_t w = ringbuf__tcur_busy(rb);
+		struct ringbuf__cpu *c = (struct ringbuf__cpu *)(void *)((char *)rb + w);
+		if (RINGBUF__LIKELY(w != 0) && RINGBUF__LIKELY(RINGBUF__LOAD(&c->committing) == 1)) {
+			unsigned b = ringbuf__claim_index(rb, w);
+			ringbuf__tcur_idle(rb); /* J0 */
+			RINGBUF__BARRIER();
+			RINGBUF__TESTPOINT(rb, b, RINGBUF__TP_CURRENT_RELEASED);
+			ringbuf__commit_outer(rb, c, b, data);
+			RINGBUF__TESTPOINT(rb, b, RINGBUF__TP_CURRENT_UNHELD);
+			atomic_store_explicit(&c->owner, 0, memory_order_release); /* G5 */
 			return;
 		}
-		ringbuf__commit_index(rb, b, data);
-		RINGBUF__TESTPOINT(rb, b, RINGBUF__TP_CURRENT_COMMITTED);
-		atomic_store_explicit(&e->cur, 0, memory_order_relaxed); /* G4 */
-		RINGBUF__BARRIER();
-		RINGBUF__TESTPOINT(rb, b, RINGBUF__TP_CURRENT_UNHELD);
-		atomic_store_explicit(&ringbuf__cpu(rb, b)->owner, 0, memory_order_release); /* G5 */
+#endif
+		ringbuf__commit_slow(rb, cpu, data);
 		return;
 	}
 	/* The mode written as the constant: straight through, as in
@@ -2383,6 +2532,13 @@ RINGBUF__INLINE void ringbuf__commit_on(struct ringbuf *rb, struct ringbuf__cpu 
 		ringbuf__commit_slow(rb, RINGBUF__CPU_OF(rb, c, cpu), data); /* nested */
 		return;
 	}
+	ringbuf__commit_outer(rb, c, cpu, data);
+}
+
+/* The same for the outermost writer: committing is 1. */
+RINGBUF__INLINE void ringbuf__commit_outer(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, void *data)
+{
+	(void)data; /* the event is the buffer's one in flight */
 	/* [SLOT-DONE] the event is complete: counted committed, then its slot
 	 * cleared. A kill between the two leaves len set and entries_d one
 	 * above the slot's `counted`: recovery keeps the event (committed);
@@ -7152,34 +7308,56 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * system call).
  * (G4 stores back the PENDING bit of the state it interrupted, see F4a.)
  * INLINE (>>inline, ringbuf__current_reserve and ringbuf__commit_inline): the
- * outermost event's G1-G5 run in the caller when the thread's last-used entry
- * is rb's with cur == 0 (no event, not PENDING, not SCANNING), its token and
- * tid are known (our id = token << 32 | tid; the tid is cached in the entry by
- * the out-of-line path and cleared in a fork child), rseq gives the CPU id
- * and it is < cpu_bufs (ncpu; in a per-CPU block the CPUs' buffers): G1 is
- * that id, G2 the same CAS (or sequence) on that word only, G3 the same single store of cur (buffer, depth 1, acquired), then the
- * reserve on the buffer; a failed reserve undoes G4, G5 at once. The commit
- * does G4, G5 in the caller when cur is exactly (buffer, depth 1, acquired)
- * for the buffer of the CPU that rseq names at the commit: the CPU struct's
- * address comes from that id, as at G1, and cur only confirms it (a chain of
- * dependent loads through the entry less before the struct's first field:
- * rb_current_16 0.7 ns faster); a thread moved to another CPU since G1, and
- * any other state (nested, shared, PENDING), goes to ringbuf__held_end. Any
- * failed check or CAS calls the out-of-line path, which starts again at G1
- * (nothing of the inline attempt is kept: a failed CAS wrote nothing).
- * Same steps, orders and windows as out of line: a handler that lands
- * between G2 and G3 finds cur == 0 and the word ours, its own inline CAS
- * fails, and out of line it nests (took = false); one that lands after G3
- * finds depth 1 and nests; between the commit and G4 it nests on the
- * committed buffer, still ours. (The tests' *_outline variants build on a
- * copy of this header whose inline CURRENT paths call the out-of-line ones:
- * tests/variants/current_outline.patch.) Test
- * points (RINGBUF_TESTING only) mark the inline windows: CURRENT_TAKEN (G2
- * done, G3 not), CURRENT_HELD (G3 done, reserve not), CURRENT_COMMITTED
- * (commit done, G4 not), CURRENT_UNHELD (G4 done, G5 not), CURRENT_UNDONE
- * (a failed reserve's G4 done, G5 not); tests/contexts/test_current_steps.c runs a
- * nested writer and another thread at each, a reset and a quiesce at the
- * first four.
+ * outermost event's G1, G2 and G5 run in the caller, with the thread's state
+ * in the [TCUR] slot of >>inline (one 16-byte thread-local word pair, at a
+ * fixed offset from the thread pointer), not in the entry's cur: the reserve
+ * and the commit touch no entry (rb_current_16 +5.0 ns over an explicit
+ * index through the entry, +3.3 through the slot: Intel Xeon VM, alternating
+ * runs). The reserve:
+ *   K  the slot ARMED for rb (key | 1; set out of line, below), read with
+ *      our owner id in one load; else out of line
+ *   G1 rseq's CPU id b < cpu_bufs; G2 the same CAS (or sequence) on that
+ *      word only; then the buffer's outermost writer only: committing == 0
+ *      (else G5 and out of line: inside an event of the buffer's explicit
+ *      index, the event nests out of line)
+ *   entry  committing = 1 (the reserve's own)
+ *   J1 the slot := {key | w, me} (BUSY: w the buffer's claim word)
+ *   the reservation; refused or failed: J0, then committing back to 0,
+ *      then G5
+ * The commit: the slot BUSY for rb and committing == 1 (the held event,
+ * not one nested in it): J0 (the slot ARMED), the commit, G5; anything else
+ * out of line. While the slot is BUSY, the out-of-line reserve, commit and
+ * discard of RINGBUF_CPU_CURRENT in rb go to buffer w by its index (nested:
+ * committing > 1; a discard that finds committing == 1 is the held event's:
+ * J0, the discard, G5), and ringbuf_thread_cpu names w. Why committing
+ * decides: J1 comes after the entry and J0 before committing goes back to
+ * 0, so from J1 to J0 the held event is the buffer's outermost writer and
+ * every other event on it is a handler's, nested (committing > 1); without
+ * that, a handler's event taking the buffer before the entry would be its
+ * outermost, and its commit would give the held word back (test point
+ * CURRENT_ENTERED cuts in there). Windows, as out of line: a handler
+ * between G2 and J1 finds the slot ARMED and the word ours: its inline
+ * take fails, and out of line it nests (took = false); from J1 to J0 it
+ * nests on w through the slot; from J0 to G5 it finds the slot ARMED and
+ * the word ours again: out of line, nested (took = false).
+ * The out-of-line path keeps the slot out of the way of its events: an
+ * event at depth 1 (held_reserve's G3) first counts itself in the slot
+ * (OUT, key | 2n), so that the inline path does not run while it is in
+ * flight (a handler's event must nest in it, through cur, and not take the
+ * buffer of the CPU the thread runs on now: test_contexts,
+ * current_mode_signal_handler_nests_in_the_interrupted_events_buffer), and
+ * its G4 counts itself out after cur's store, the last one arming the slot
+ * with our owner id (key | 1, me): the thread's next event is inline.
+ * (The tests' *_outline variants build on a copy of this header without
+ * the slot, whose inline CURRENT paths call the out-of-line ones:
+ * tests/variants/current_outline.patch.) Test points (RINGBUF_TESTING only)
+ * mark the inline windows: CURRENT_TAKEN (G2 done, the entry not),
+ * CURRENT_ENTERED (the entry done, J1 not), CURRENT_HELD (J1 done, the
+ * event not reserved), CURRENT_RESERVED (reserved), CURRENT_RELEASED (the
+ * commit's J0 done, its commit not), CURRENT_UNHELD (the commit done, G5
+ * not), CURRENT_UNDONE (a failed reserve's J0 and exit done, G5 not);
+ * tests/contexts/test_current_steps.c runs a nested writer and another
+ * thread at each, a reset and a quiesce at the ones outside the event.
  * RINGBUF_CPU_THREAD claims (PERSIST) take the word the same way and keep it
  * until ringbuf_thread_release / thread exit (RELEASING marks a give-back in
  * progress, so that a handler of ours can take it back). A claim whose buffer
@@ -7395,6 +7573,9 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * it would otherwise find the word ours and write into the buffer under
  * repair */
 #define RINGBUF__CUR_SCANNING ((uint64_t)1 << 34)
+/* bit 35: this depth-1 event counted itself in [TCUR]'s slot at G3
+ * (ringbuf__tcur_out): its G4 arms it */
+#define RINGBUF__CUR_TCUR ((uint64_t)1 << 35)
 #define RINGBUF__CUR_OWNED(v) ((uint32_t)((v) & 0xffffffu))
 #define RINGBUF__CUR_DEPTH(v) ((uint32_t)(((v) >> 24) & 0xffu))
 #define RINGBUF__CUR_ACQ(v) ((uint32_t)(((v) >> 32) & 1u))
@@ -7402,6 +7583,9 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
 #ifndef RINGBUF__TLS_DEFINED_HERE
 RINGBUF__TLS_DEF struct ringbuf__tctx ringbuf__tctx[RINGBUF__TCTX];
 RINGBUF__TLS_DEF _Atomic(uint64_t) ringbuf__tclaim;
+#ifdef RINGBUF__TCUR
+RINGBUF__TLS_DEF struct ringbuf__tcur ringbuf__tcur;
+#endif
 #endif
 
 /* [TCLAIM] K0 */
@@ -7427,6 +7611,42 @@ static void ringbuf__tclaim_set(struct ringbuf *rb, struct ringbuf__tctx *e, uin
 	if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->claimed, memory_order_relaxed) != w))
 		ringbuf__tclaim_forget(); /* K2 */
 }
+
+#ifdef RINGBUF__TCUR
+/* cpu_off is at least the private header and the shared one (ringbuf__layout) */
+_Static_assert(sizeof(struct ringbuf) + sizeof(struct ringbuf__shdr) >= RINGBUF__TCUR_BUSY_MIN,
+	       "[TCUR]: a claim word is above every OUT value");
+/* [TCUR] OUT, at an out-of-line event's G3: true when counted (the event's
+ * G4 then arms, ringbuf__tcur_armed) */
+static bool ringbuf__tcur_out(const struct ringbuf *rb)
+{
+	uint64_t word = ringbuf__tcur_word(), w = word - rb->tclaim_key;
+	if (!rb->tclaim_key) /* key 0: never cached */
+		return false;
+	if ((uint32_t)word <= 1)
+		word = rb->tclaim_key | 2; /* over 0 or ARMED */
+	else if (w >= 2 && w < 2 * 63 && !(w & 1))
+		word += 2; /* over our OUT */
+	else
+		return false; /* BUSY, another handle's OUT (or 63 deep) */
+	RINGBUF__BARRIER();
+	*(volatile uint64_t *)&ringbuf__tcur.word = word;
+	RINGBUF__BARRIER();
+	return true;
+}
+
+/* [TCUR] ARM, at the G4 of an event counted at G3 */
+static void ringbuf__tcur_armed(const struct ringbuf *rb, uint64_t me)
+{
+	uint64_t word = ringbuf__tcur_word();
+	RINGBUF__BARRIER();
+	if (word == (rb->tclaim_key | 2))
+		ringbuf__tcur_set(rb->tclaim_key | 1, me);
+	else
+		*(volatile uint64_t *)&ringbuf__tcur.word = word - 2;
+	RINGBUF__BARRIER();
+}
+#endif
 
 /* Live buffers, by creation generation (a thread may hold an entry for a
  * buffer another thread destroyed: the generation alone is never enough to
@@ -7600,7 +7820,6 @@ static struct ringbuf__tctx *ringbuf__tctx_search(struct ringbuf *rb, bool make)
 			atomic_store_explicit(&e->miss_gen, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->miss_left, 0, memory_order_relaxed);
 			atomic_store_explicit(&e->miss_wait, 0, memory_order_relaxed);
-			atomic_store_explicit(&e->tid, 0, memory_order_relaxed);
 			RINGBUF__TESTPOINT(rb, 0, RINGBUF__TP_TCTX_CLEARED);
 			old = 0;
 			if (atomic_compare_exchange_strong_explicit(&e->gen, &old, gen, memory_order_relaxed,
@@ -7816,14 +8035,24 @@ RINGBUF__INLINE void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__
 					    uint64_t keep, size_t len)
 {
 	void *p;
+	uint64_t t = 0;
+#ifdef RINGBUF__TCUR
+	/* [TCUR] OUT first: no inline event of ours takes a buffer from here
+	 * to G4 (nested events follow this one, through cur) */
+	t = ringbuf__tcur_out(rb) ? RINGBUF__CUR_TCUR : 0;
+#endif
 	/* G3: one store; a handler before it finds the owner word ours and
 	 * nests without taking it (took == false), and leaves cur as it was */
-	atomic_store_explicit(&e->cur, RINGBUF__CUR(x, 1, took) | keep, memory_order_relaxed);
+	atomic_store_explicit(&e->cur, RINGBUF__CUR(x, 1, took) | keep | t, memory_order_relaxed);
 	RINGBUF__BARRIER();
 	p = ringbuf_reserve(rb, x - 1, len);
 	if (!p) {
 		atomic_store_explicit(&e->cur, keep, memory_order_relaxed); /* G4 */
 		RINGBUF__BARRIER();
+#ifdef RINGBUF__TCUR
+		if (t)
+			ringbuf__tcur_armed(rb, ringbuf__owner_id(rb, e));
+#endif
 		if (took) /* G5 */
 			atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
 	}
@@ -8016,10 +8245,16 @@ RINGBUF__INLINE uint32_t ringbuf__current_take(struct ringbuf *rb, uint64_t me, 
 
 RINGBUF__INLINE void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, size_t len)
 {
-	struct ringbuf__tctx *e = ringbuf__tctx_get(rb, true);
+	struct ringbuf__tctx *e;
 	uint32_t x;
 	uint64_t cur, me;
 	bool took = false;
+#ifdef RINGBUF__TCUR
+	/* [TCUR] BUSY: nested in the thread's inline event, on its buffer */
+	if (mode == RINGBUF_CPU_CURRENT && (x = ringbuf__tcur_busy(rb)) != 0)
+		return ringbuf_reserve(rb, ringbuf__claim_index(rb, x), len);
+#endif
+	e = ringbuf__tctx_get(rb, true);
 	if (!e) {
 		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
 		return NULL;
@@ -8032,9 +8267,7 @@ RINGBUF__INLINE void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, si
 		ringbuf__tclaim_set(rb, e, x);
 		return ringbuf_reserve(rb, ringbuf__claim_index(rb, x), len);
 	}
-	/* RINGBUF_CPU_CURRENT; the inline claim takes our id from the entry */
-	if (RINGBUF__UNLIKELY(atomic_load_explicit(&e->tid, memory_order_relaxed) != (uint32_t)me))
-		atomic_store_explicit(&e->tid, (uint32_t)me, memory_order_relaxed);
+	/* RINGBUF_CPU_CURRENT */
 	cur = atomic_load_explicit(&e->cur, memory_order_relaxed);
 	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
 		/* a handler inside our full scan (F2) */
@@ -8136,6 +8369,10 @@ RINGBUF__INLINE void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx 
 	/* G4: back to the state we interrupted (its PENDING bit kept) */
 	atomic_store_explicit(&e->cur, cur & RINGBUF__CUR_PENDING, memory_order_relaxed);
 	RINGBUF__BARRIER();
+#ifdef RINGBUF__TCUR
+	if (cur & RINGBUF__CUR_TCUR)
+		ringbuf__tcur_armed(rb, ringbuf__owner_id(rb, e)); /* after cur's 0 */
+#endif
 	if (RINGBUF__CUR_ACQ(cur)) /* G5 */
 		atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
 }
@@ -8163,6 +8400,26 @@ RINGBUF__INLINE void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *d
 			ringbuf_discard(rb, ringbuf__claim_index(rb, x), data);
 		return;
 	}
+#ifdef RINGBUF__TCUR
+	if ((x = ringbuf__tcur_busy(rb)) != 0) {
+		/* [TCUR] BUSY: the thread's inline event (committing == 1: J0,
+		 * the end, G5) or one nested in it, on its buffer */
+		unsigned b = ringbuf__claim_index(rb, x);
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, b);
+		bool held = RINGBUF__LOAD(&c->committing) == 1;
+		if (held) {
+			ringbuf__tcur_idle(rb); /* J0 */
+			RINGBUF__BARRIER();
+		}
+		if (commit)
+			ringbuf_commit(rb, b, data);
+		else
+			ringbuf_discard(rb, b, data);
+		if (held)
+			atomic_store_explicit(&c->owner, 0, memory_order_release); /* G5 */
+		return;
+	}
+#endif
 	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
 	if (!RINGBUF__CUR_DEPTH(cur)) {
 		ringbuf__report("commit/discard without a RINGBUF_CPU_CURRENT reservation", 0);
@@ -8178,6 +8435,10 @@ RINGBUF_API int ringbuf_thread_cpu(struct ringbuf *rb)
 	uint64_t cur;
 	if (x)
 		return (int)ringbuf__claim_index(rb, x);
+#ifdef RINGBUF__TCUR
+	if (rb && (x = ringbuf__tcur_busy(rb)) != 0)
+		return (int)ringbuf__claim_index(rb, x); /* the thread's inline event */
+#endif
 	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
 	return RINGBUF__CUR_DEPTH(cur) ? (int)RINGBUF__CUR_OWNED(cur) - 1 : -1;
 }
@@ -8308,8 +8569,9 @@ static void ringbuf__atfork_child(void)
 	struct ringbuf__reg *r;
 	ringbuf__tid = 0;
 	ringbuf__tclaim_forget(); /* K0: claims in shared blocks are dropped below */
-	for (k = 0; k < RINGBUF__TCTX; k++)
-		atomic_store(&ringbuf__tctx[k].tid, 0); /* our tid changed (inline claim) */
+#ifdef RINGBUF__TCUR
+	ringbuf__tcur_set(0, 0); /* [TCUR]: our tid changed */
+#endif
 	atomic_store(&ringbuf__gen_hi, 0); /* the child's generations are its own */
 	RINGBUF__REG_EACH(r)
 	for (i = 0; i < RINGBUF__NREG; i++) {

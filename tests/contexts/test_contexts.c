@@ -2138,15 +2138,23 @@ static struct wp *volatile g_wp;
  * before it (and nests on the owner word it finds ours) or right after it
  * (and nests on the recorded buffer): here, right after it. (An earlier
  * version wrote `owned` and `depth` separately, and a handler between the two
- * stores lost the outer event.) */
+ * stores lost the outer event.) The inline path's state is [TCUR]'s slot,
+ * written by one store at K1: the watch is on it there (on cur in the
+ * _outline variant, which has no slot). */
 static void wp_g3_action(void)
 {
 	struct wp *w = g_wp;
+#ifdef RINGBUF__TCUR
+	/* only right after K1: BUSY */
+	if (atomic_load(&w->fired) || ringbuf__tcur_busy(w->rb) == 0)
+		return;
+#else
 	struct ringbuf__tctx *e = &ringbuf__tctx[w->k];
 	uint64_t cur = atomic_load(&e->cur);
 	/* only right after G3: an owned buffer at depth 1 */
 	if (atomic_load(&w->fired) || RINGBUF__CUR_DEPTH(cur) != 1 || RINGBUF__CUR_OWNED(cur) == 0)
 		return;
+#endif
 	disarm();
 	atomic_store(&w->fired, 1);
 	w->h_result = sev_write(w->rb, RINGBUF_CPU_CURRENT, (uint32_t)w->tid, 0, 'H');
@@ -2160,7 +2168,11 @@ static void *wp_g3_thread(void *arg)
 	if (sev_write(w->rb, RINGBUF_CPU_CURRENT, (uint32_t)w->tid, 0, 'F') != 0)
 		return NULL;
 	w->k = tctx_index(w->rb);
+#ifdef RINGBUF__TCUR
+	if (w->k < 0 || watch(&ringbuf__tcur.word, 8, HW_BREAKPOINT_W) != 0) {
+#else
 	if (w->k < 0 || watch(&ringbuf__tctx[w->k].cur, 8, HW_BREAKPOINT_W) != 0) {
+#endif
 		w->skipped = 1;
 		return NULL;
 	}

@@ -2,35 +2,45 @@
  * cut in at each of its windows through the test points
  * (RINGBUF__TP_CURRENT_*, compiled in with RINGBUF_TESTING only):
  *
- *   TAKEN      G2 done (the owner word is ours), G3 not yet
- *   HELD       G3 done, the reserve not yet
- *   COMMITTED  the outer event committed, G4 not yet
- *   UNHELD     G4 done, G5 not yet
- *   UNDONE     the reserve failed (recording off for that event): G4 done,
- *              G5 not yet (the hook turns recording on again first)
+ *   TAKEN      G2 done (the owner word is ours), the reserve not yet
+ *   ENTERED    the writer in (committing 1), K1 not yet ([TCUR] ARMED)
+ *   HELD       K1 done ([TCUR] BUSY), the event not reserved yet
+ *   RESERVED   the event reserved, the commit not yet
+ *   RELEASED   the commit's K0 done (ARMED again), its commit not yet
+ *   UNHELD     the outer event committed, G5 not yet
+ *   UNDONE     the reserve failed (recording off for that event): K0 done,
+ *              the writer out, G5 not yet (the hook turns recording on
+ *              again first)
  *
  * At each point, with the writer parked there (deterministic: the hook runs
  * exactly once, at that point of the outer event, counted):
  *   (a) a nested writer on the same thread, as a signal handler would be (an
  *       "IRQ" event with an "NMI" event inside it): both nest in the held
- *       buffer, are committed, in reserve order around the outer event; the
- *       owner word is ours meanwhile and 0 afterwards, the thread's cur is 0;
+ *       buffer, are committed, in reserve order around the outer event
+ *       (inside it, committing 2 and 3, from ENTERED to RELEASED); the
+ *       owner word is ours meanwhile and 0 afterwards, the thread's cur is
+ *       0 and its [TCUR] slot ARMED;
  *   (b) another thread writes twice to the same ring buffer (same CPU, so its
  *       G1 picks the held buffer): never into the held buffer; with a second
  *       buffer it goes there, with one buffer it drops, counted in unmapped;
  *       it never waits;
- *   (c) ringbuf_reset from another thread: succeeds (no event is in flight at
- *       any of the points), leaves the hold, and wipes exactly what was
- *       committed before it; ringbuf_quiesce(rb, 0) from another thread does
- *       not wait for a hold without an event, and the outer event is counted
- *       when it returns at COMMITTED / UNHELD (not at UNDONE: nothing to
- *       wipe or wait for).
+ *   (c) ringbuf_reset from another thread at the points outside the event
+ *       (TAKEN, UNHELD: a reset waits for an event in flight, and the
+ *       writer is parked in it at the others): succeeds, leaves the hold,
+ *       and wipes exactly what was committed before it; ringbuf_quiesce(rb,
+ *       0) from another thread does not wait for a hold without an event,
+ *       and the outer event is counted when it returns at UNHELD (not at
+ *       UNDONE: nothing to wipe or wait for).
  * Each case runs on the three kinds of block (PER-CPU BLOCKS in >>contexts):
  * ordinary (G2 by CAS; the other thread takes any free buffer), per-CPU
  * (RINGBUF_F_CPU_CURRENT: G2 by restartable sequence where the process has
  * one; the other thread takes a shared buffer, cfg.shared = the buffers
  * after the writer's) and per-CPU with RINGBUF_F_NO_RSEQ (the same rules by
  * CAS): the same expectations hold for all three.
+ * Then two shapes on the writer's own thread: a RINGBUF_CPU_CURRENT event
+ * inside an event of the buffer's explicit index (the inline take finds the
+ * writer in and goes out of line), and discards of the inline event and of
+ * one nested in it (out of line, [TCUR] BUSY).
  * The inline path needs rseq (glibc >= 2.35): skipped without it. There is
  * no *_outline variant: tests/variants/current_outline.patch removes the
  * inline claim these steps are in. */
@@ -61,12 +71,19 @@ struct ev {
 
 enum action { ACT_NEST, ACT_OTHER, ACT_RESET, ACT_QUIESCE };
 
-#define NPOINTS 5
-#define UNDONE 4 /* index of RINGBUF__TP_CURRENT_UNDONE */
-static const int points[NPOINTS] = { RINGBUF__TP_CURRENT_TAKEN, RINGBUF__TP_CURRENT_HELD,
-				     RINGBUF__TP_CURRENT_COMMITTED, RINGBUF__TP_CURRENT_UNHELD,
+#define NPOINTS 7
+#define UNHELD 5 /* index of RINGBUF__TP_CURRENT_UNHELD */
+#define UNDONE 6 /* index of RINGBUF__TP_CURRENT_UNDONE */
+static const int points[NPOINTS] = { RINGBUF__TP_CURRENT_TAKEN,    RINGBUF__TP_CURRENT_ENTERED,
+				     RINGBUF__TP_CURRENT_HELD,     RINGBUF__TP_CURRENT_RESERVED,
+				     RINGBUF__TP_CURRENT_RELEASED, RINGBUF__TP_CURRENT_UNHELD,
 				     RINGBUF__TP_CURRENT_UNDONE };
-static const char *const point_names[NPOINTS] = { "TAKEN", "HELD", "COMMITTED", "UNHELD", "UNDONE" };
+static const char *const point_names[NPOINTS] = { "TAKEN",    "ENTERED", "HELD",  "RESERVED",
+						  "RELEASED", "UNHELD",  "UNDONE" };
+/* the outer writer is in the buffer (committing 1) at the point */
+static const int point_inside[NPOINTS] = { 0, 1, 1, 1, 1, 0, 0 };
+/* the outer event is reserved at the point (nested events come after it) */
+static const int point_reserved[NPOINTS] = { 0, 0, 0, 1, 1, 1, 0 };
 
 struct run {
 	struct ringbuf *rb;
@@ -82,6 +99,7 @@ struct run {
 	unsigned hit_cpu; /* the buffer the point named */
 	int outer_ok[3];
 	uint64_t cur_after;
+	uint64_t tcur_after, tcur_me_after, tcur_key;
 	uint32_t tid;
 	/* at the point */
 	uint64_t word_at, word_after_act;
@@ -203,6 +221,8 @@ static void *writer_main(void *arg)
 	r->outer_ok[2] = write_one(r->rb, 1, 2) == 0;
 	e = ringbuf__tctx_at_last();
 	r->cur_after = atomic_load_explicit(&e->cur, memory_order_relaxed);
+	ringbuf__tcur_get(&r->tcur_after, &r->tcur_me_after);
+	r->tcur_key = r->rb->tclaim_key;
 	return NULL;
 }
 
@@ -288,6 +308,10 @@ static void check_common(const struct run *r, unsigned ncpu)
 	assert_true(r->outer_ok[0] && r->outer_ok[2]);
 	assert_int_equal(r->outer_ok[1], !r->undo);
 	assert_int_equal(r->cur_after, 0);
+	/* [TCUR] ARMED for rb with our owner id */
+	assert_int_not_equal(r->tcur_key, 0);
+	assert_int_equal(r->tcur_after, r->tcur_key | 1);
+	assert_int_equal(r->tcur_me_after, r->word_at);
 	for (c = 0; c < ncpu; c++) {
 		assert_int_equal(owner_word(r->rb, c), 0);
 		assert_int_equal(RINGBUF__LOAD(&ringbuf__cpu(r->rb, c)->committing), 0);
@@ -335,10 +359,10 @@ static void nested_writer_at_each_inline_step_nests_in_the_held_buffer(void **st
 			      (unsigned long long)r.word_at, r.nest_ok[0], r.committing_in_nest[0], r.nest_ok[1],
 			      r.committing_in_nest[1]);
 		assert_true(r.nest_ok[0] && r.nest_ok[1]);
-		/* committing counts the writers in: before the reserve and after
+		/* committing counts the writers in: before the entry and after
 		 * the commit the outer one is not in, so the IRQ is outermost */
-		assert_int_equal(r.committing_in_nest[0], 1);
-		assert_int_equal(r.committing_in_nest[1], 2);
+		assert_int_equal(r.committing_in_nest[0], 1 + point_inside[pi]);
+		assert_int_equal(r.committing_in_nest[1], 2 + point_inside[pi]);
 		assert_int_equal(ringbuf_stats(r.rb, &st), 0);
 		assert_int_equal(st.committed, pi == UNDONE ? 4 : 5);
 		assert_int_equal(st.disabled_events, pi == UNDONE ? 1 : 0);
@@ -347,7 +371,7 @@ static void nested_writer_at_each_inline_step_nests_in_the_held_buffer(void **st
 		read_all(r.rb, (unsigned)g_cpu + 2, &g);
 		if (pi == UNDONE)
 			expect_order(&g, who_undo, seq_undo, 4, (unsigned)g_cpu);
-		else if (pi < 2)
+		else if (!point_reserved[pi])
 			expect_order(&g, who_before, seq_before, 5, (unsigned)g_cpu);
 		else
 			expect_order(&g, who_after, seq_after, 5, (unsigned)g_cpu);
@@ -413,11 +437,13 @@ static void reset_and_quiesce_at_each_inline_step(void **state)
 {
 	int pi;
 	(void)state;
-	for (pi = 0; pi < 4; pi++) {
+	for (pi = 0; pi < UNDONE; pi++) {
 		struct run r;
 		struct got g;
 		struct ringbuf_stats st;
 		unsigned ncpu = (unsigned)g_cpu + 1;
+		if (point_inside[pi])
+			continue; /* a reset would wait for the parked writer */
 		if (!run_case(&r, g_cpu, ncpu, pi, ACT_RESET))
 			skip();
 		if (r.reset_r == RINGBUF_ESYS) {
@@ -431,7 +457,7 @@ static void reset_and_quiesce_at_each_inline_step(void **state)
 		assert_int_equal(st.disabled_events, 0);
 		read_all(r.rb, ncpu, &g);
 		print_message("  %s: reset %d, %d event(s) left\n", point_names[pi], r.reset_r, g.n);
-		if (pi < 2) {
+		if (pi != UNHELD) {
 			/* before the reserve: the outer event comes after the reset */
 			static const uint32_t who[2] = { 1, 1 }, seq[2] = { 1, 2 };
 			expect_order(&g, who, seq, 2, (unsigned)g_cpu);
@@ -449,10 +475,150 @@ static void reset_and_quiesce_at_each_inline_step(void **state)
 			      (unsigned long long)r.committed_at_quiesce);
 		/* a hold without an event is not waited for (timeout 0: one look) */
 		assert_int_equal(r.quiesce_r, 0);
-		assert_int_equal(r.committed_at_quiesce, pi < 2 ? 1u : 2u);
+		assert_int_equal(r.committed_at_quiesce, pi != UNHELD ? 1u : 2u);
 		check_common(&r, ncpu);
 		ringbuf_destroy(r.rb);
 	}
+}
+
+/* Two shapes the inline path meets out of line, on the writer's own thread
+ * (as a handler would, in the same order): */
+struct mixed {
+	struct ringbuf *rb;
+	int cpu, rseq;
+	int shape;            /* 0: CURRENT inside an explicit index's event; 1: discards */
+	int ok[4];
+	int thread_cpu[2];    /* ringbuf_thread_cpu inside the inline event, nested */
+	uint64_t word_in, tcur_after, me_after, key;
+	uint32_t committing_in;
+};
+
+static void *mixed_main(void *arg)
+{
+	struct mixed *m = (struct mixed *)arg;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(m->cpu, &set);
+	if (sched_setaffinity(0, sizeof set, &set) != 0)
+		return NULL;
+	m->rseq = ringbuf__rseq_cpu() == m->cpu;
+	if (!m->rseq)
+		return NULL;
+	m->ok[0] = write_one(m->rb, 1, 0) == 0; /* out of line: arms the slot */
+	if (m->shape == 0) {
+		/* an event of the buffer's explicit index is open when a
+		 * RINGBUF_CPU_CURRENT event starts on it: the inline take
+		 * finds the writer in (committing 1), gives the word back, and
+		 * the event nests out of line (before the committing check,
+		 * K1 left the slot BUSY with committing 2 at the commit: the
+		 * word was never given back) */
+		struct ev *p = (struct ev *)ringbuf_reserve(m->rb, (unsigned)m->cpu, sizeof *p);
+		m->ok[1] = p != NULL;
+		if (p) {
+			p->who = 5;
+			p->seq = 0;
+			m->ok[2] = write_one(m->rb, 2, 0) == 0;
+			m->word_in = owner_word(m->rb, (unsigned)m->cpu);
+			ringbuf_commit(m->rb, (unsigned)m->cpu, p);
+		}
+	} else {
+		/* the inline event discarded out of line (K0, the discard, G5),
+		 * with an event nested in it discarded first ([TCUR] BUSY) */
+		struct ev *p = (struct ev *)ringbuf_reserve(m->rb, RINGBUF_CPU_CURRENT, sizeof *p);
+		m->ok[1] = p != NULL;
+		if (p) {
+			struct ev *q;
+			m->thread_cpu[0] = ringbuf_thread_cpu(m->rb);
+			m->word_in = owner_word(m->rb, (unsigned)m->cpu);
+			q = (struct ev *)ringbuf_reserve(m->rb, RINGBUF_CPU_CURRENT, sizeof *q);
+			m->ok[2] = q != NULL;
+			if (q) {
+				m->thread_cpu[1] = ringbuf_thread_cpu(m->rb);
+				m->committing_in = (uint32_t)RINGBUF__LOAD(&ringbuf__cpu(m->rb, (unsigned)m->cpu)->committing);
+				ringbuf_discard(m->rb, RINGBUF_CPU_CURRENT, q);
+			}
+			ringbuf_discard(m->rb, RINGBUF_CPU_CURRENT, p);
+		}
+	}
+	m->ok[3] = write_one(m->rb, 1, 2) == 0; /* inline again */
+	ringbuf__tcur_get(&m->tcur_after, &m->me_after);
+	m->key = m->rb->tclaim_key;
+	return NULL;
+}
+
+static void run_mixed(struct mixed *m, int shape)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	pthread_t th;
+	memset(m, 0, sizeof *m);
+	cfg.ncpu = (unsigned)g_cpu + 1;
+	cfg.size_per_cpu = 64 << 10;
+	cfg.mode = RINGBUF_MODE_OVERWRITE;
+	assert_int_equal(ringbuf_create(&cfg, &m->rb), 0);
+	m->cpu = g_cpu;
+	m->shape = shape;
+	assert_int_equal(pthread_create(&th, NULL, mixed_main, m), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+}
+
+static void check_mixed_after(const struct mixed *m)
+{
+	unsigned c;
+	assert_true(m->ok[0] && m->ok[1] && m->ok[2] && m->ok[3]);
+	assert_int_equal(m->tcur_after, m->key | 1); /* ARMED */
+	assert_int_not_equal(m->key, 0);
+	for (c = 0; c <= (unsigned)m->cpu; c++) {
+		assert_int_equal(owner_word(m->rb, c), 0);
+		assert_int_equal(RINGBUF__LOAD(&ringbuf__cpu(m->rb, c)->committing), 0);
+	}
+}
+
+static void current_event_inside_an_explicit_index_event_nests_and_gives_the_word_back(void **state)
+{
+	struct mixed m;
+	struct got g;
+	struct ringbuf_stats st;
+	static const uint32_t who[4] = { 1, 5, 2, 1 }, seq[4] = { 0, 0, 0, 2 };
+	(void)state;
+	run_mixed(&m, 0);
+	if (!m.rseq) {
+		ringbuf_destroy(m.rb);
+		skip();
+	}
+	check_mixed_after(&m);
+	/* the nested event's word given back, the explicit event still open */
+	assert_int_equal(m.word_in, 0);
+	assert_int_equal(ringbuf_stats(m.rb, &st), 0);
+	assert_int_equal(st.committed, 4);
+	assert_int_equal(st.unmapped, 0);
+	read_all(m.rb, (unsigned)g_cpu + 1, &g);
+	expect_order(&g, who, seq, 4, (unsigned)g_cpu);
+	ringbuf_destroy(m.rb);
+}
+
+static void discards_of_the_inline_event_and_of_one_nested_in_it(void **state)
+{
+	struct mixed m;
+	struct got g;
+	struct ringbuf_stats st;
+	static const uint32_t who[2] = { 1, 1 }, seq[2] = { 0, 2 };
+	(void)state;
+	run_mixed(&m, 1);
+	if (!m.rseq) {
+		ringbuf_destroy(m.rb);
+		skip();
+	}
+	check_mixed_after(&m);
+	assert_int_equal(m.word_in, m.me_after);
+	assert_int_equal(m.thread_cpu[0], g_cpu);
+	assert_int_equal(m.thread_cpu[1], g_cpu);
+	assert_int_equal(m.committing_in, 2);
+	assert_int_equal(ringbuf_stats(m.rb, &st), 0);
+	assert_int_equal(st.committed, 2);
+	assert_int_equal(st.unmapped, 0);
+	read_all(m.rb, (unsigned)g_cpu + 1, &g);
+	expect_order(&g, who, seq, 2, (unsigned)g_cpu);
+	ringbuf_destroy(m.rb);
 }
 
 /* each case on each kind of block */
@@ -485,6 +651,8 @@ int main(void)
 		cmocka_unit_test(nested_writer_at_each_inline_step_nests_in_the_held_buffer_per_cpu_cas),
 		cmocka_unit_test(other_thread_at_each_inline_step_never_writes_the_held_buffer_per_cpu_cas),
 		cmocka_unit_test(reset_and_quiesce_at_each_inline_step_per_cpu_cas),
+		cmocka_unit_test(current_event_inside_an_explicit_index_event_nests_and_gives_the_word_back),
+		cmocka_unit_test(discards_of_the_inline_event_and_of_one_nested_in_it),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -214,6 +214,7 @@ enum child_fail {
 	CF_CHILD_EVENTS,
 	CF_VALIDATE_AFTER,
 	CF_OWNER_AFTER,
+	CF_OWNER_EVENT,
 };
 
 static const char *cf_name(int code)
@@ -234,6 +235,7 @@ static const char *cf_name(int code)
 	case CF_CHILD_EVENTS: return "the child's own events are not all there, in order";
 	case CF_VALIDATE_AFTER: return "a buffer does not validate after the child's writes and reads";
 	case CF_OWNER_AFTER: return "an owner word is left set after the child's writes";
+	case CF_OWNER_EVENT: return "the child's RINGBUF_CPU_CURRENT event holds a word that names another thread";
 	default: return "killed or crashed";
 	}
 }
@@ -363,9 +365,24 @@ static int child_check(int main_claim)
 			return CF_WRITE_THREAD;
 		}
 		len = fev_build(buf, me, 99, 'c', i);
-		if ((r = ringbuf_write(g_map, RINGBUF_CPU_CURRENT, buf, len)) != 0) {
-			child_say("  child: CURRENT write: %s\n", ringbuf_strerror(r));
-			return CF_WRITE_CURRENT;
+		{
+			/* the inline claim's owner id is the child's: the
+			 * forking thread's [TCUR] slot (armed by its event
+			 * before the fork) named the parent's tid */
+			void *p = ringbuf_reserve(g_map, RINGBUF_CPU_CURRENT, len);
+			if (!p) {
+				child_say("  child: CURRENT reserve failed\n");
+				return CF_WRITE_CURRENT;
+			}
+			for (unsigned c = 0; c < ringbuf_ncpu(g_map); c++) {
+				uint32_t o = (uint32_t)atomic_load(&ringbuf__cpu(g_map, c)->owner);
+				if (o != 0 && (o & ~PERSIST) != tid) {
+					child_say("  child: in its event, cpu %u owner %#x (child tid %u)\n", c, o, tid);
+					return CF_OWNER_EVENT;
+				}
+			}
+			memcpy(p, buf, len);
+			ringbuf_commit(g_map, RINGBUF_CPU_CURRENT, p);
 		}
 		len = fev_build(buf, me, 99, 'e', i);
 		if ((r = ringbuf_write(g_exp, 0, buf, len)) != 0) {
@@ -500,6 +517,10 @@ static int main_claim_setup(void)
 	unsigned char buf[sizeof(struct fev) + 96];
 	uint32_t len = fev_build(buf, (uint32_t)getpid(), 98, 'M', 0);
 	assert_int_equal(ringbuf_write(g_map, RINGBUF_CPU_THREAD, buf, len), 0);
+	/* and a RINGBUF_CPU_CURRENT event of its own (its inline path armed:
+	 * the child's events must not take words in the parent's name) */
+	assert_int_equal(ringbuf_write(g_map, RINGBUF_CPU_CURRENT, buf, len), 0);
+	assert_int_equal(ringbuf_write(g_map, RINGBUF_CPU_CURRENT, buf, len), 0);
 	int claim = ringbuf_thread_cpu(g_map);
 	assert_true(claim >= 0);
 	return claim;
