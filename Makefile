@@ -123,7 +123,7 @@ extra_cflags = $(shell sed -n 's|^[[:space:]]*/\*[[:space:]]*CFLAGS:[[:space:]]*
 VERSION = $(shell sed -n 's/^\#define RINGBUF_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' ringbuf.h | paste -sd.)
 
 .DELETE_ON_ERROR:
-.PHONY: test-cross verify all test tests compile-checks examples tools demo demo-ftrace asan ubsan tsan sanitize lint bench bench-ftrace bench-peers bench-real fuzz \
+.PHONY: test-cross verify all test tests compile-checks variant-checks examples tools demo demo-ftrace asan ubsan tsan sanitize lint bench bench-ftrace bench-peers bench-real fuzz \
 	install uninstall clean help
 
 all: examples tools tests ## build the examples, the tools and the tests (without running them)
@@ -189,6 +189,26 @@ compile-checks: # used by test; the C++ part is skipped when there is no C++ com
 		$(CC) $(WARN) -Werror -pthread -I. -c -o /dev/null $$f; \
 	done; fi
 	@$(if $(SAN_FLAGS),echo "compile-checks: C++ compile checks not repeated in sanitizer runs",$(CXX_COMPILE_CHECKS))
+	@$(if $(SAN_FLAGS),echo "variant-checks: not repeated in sanitizer runs",$(MAKE) --no-print-directory variant-checks)
+
+# Build variants one compile of the tests cannot show (tests/variants/*.c):
+# -masm=intel (x86-64 only), and a writer unit without RINGBUF_DEBUG linked
+# with an implementation built with it. A program exits 77 where it cannot
+# check (no rseq CPU number: no inline path).
+VARIANT_RUN = run() { st=0; "$$1" || st=$$?; \
+	if [ $$st = 77 ]; then echo "variant-checks: $$1: skipped"; \
+	elif [ $$st != 0 ]; then echo "variant-checks: $$1 FAILED" >&2; exit 1; fi; }
+variant-checks: # used by test (compile-checks)
+	@set -e; mkdir -p $(BUILD)/variants; $(VARIANT_RUN); \
+	if [ "$$($(CC) -dumpmachine | cut -d- -f1)" = x86_64 ]; then \
+		echo "$(CC) $(WARN) -Werror -masm=intel -DRINGBUF_PORTABLE tests/variants/masm_intel.c"; \
+		$(CC) $(WARN) -Werror -O2 -masm=intel -DRINGBUF_PORTABLE -pthread -I. \
+			-o $(BUILD)/variants/masm_intel tests/variants/masm_intel.c; \
+		run $(BUILD)/variants/masm_intel; fi; \
+	echo "$(CC) $(WARN) -Werror tests/variants/debug_mix.c tests/variants/debug_mix_impl.c"; \
+	$(CC) $(WARN) -Werror -O2 -pthread -I. -o $(BUILD)/variants/debug_mix \
+		tests/variants/debug_mix.c tests/variants/debug_mix_impl.c; \
+	run $(BUILD)/variants/debug_mix
 
 # The implementation compiled once per build directory (one per compiler,
 # flags and sanitizer): ringbuf_impl.o (ringbuf.h) and all_impl.o (every

@@ -1924,7 +1924,7 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
 /* [TCUR] RINGBUF_CPU_CURRENT's inline state: one 16-byte thread-local slot,
  * {word, me}, so that the inline reserve and commit never walk the thread's
  * entries (through the last-entry hint, a chain of dependent loads in each:
- * rb_current_16 +5.0 ns over an explicit index on an Intel Xeon VM, +3.x
+ * rb_current_16 +5.0 ns over an explicit index on an Intel Xeon VM, +3.1
  * through this slot, make bench). `word`, against the handle's key
  * (rb->tclaim_key, [TCLAIM]: process-unique, never reused):
  *   key | 1  ARMED: the thread has no event of this handle in flight; the
@@ -1940,55 +1940,68 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
  *            at least RINGBUF__TCUR_BUSY_MIN)
  *   other    not armed for this handle (0 in a new thread, a fork child's)
  * Only this thread and its signal handlers touch it, so the argument is the
- * signal-level one of [TCLAIM]: both halves are read by one instruction and
- * written by one (x86-64 movdqa, aarch64 ldp/stp: a handler runs between
- * two instructions, never inside one), so a handler never sees, and never
- * leaves, a word paired with another handle's owner id. The steps:
+ * signal-level one of [TCLAIM] (a handler runs to its end between two
+ * instructions of the code it interrupts; handlers nest). For one key, `me`
+ * is always the same value (the thread's token in the block and its tid),
+ * so what must never happen is `me` of one handle under another's ARMED
+ * word: the inline reserve reads both halves with one instruction (K:
+ * x86-64 movdqa, aarch64 ldp), and every store leaves the word not ARMED
+ * while `me` is not its own. The steps:
+ *   K  (the inline reserve) word and me, one load: ARMED for rb, else out
+ *      of line;
  *   J1 (the inline reserve, once the writer is in the buffer: committing
- *      1) {key|w, me} from {key|1, me}: one 16-byte store of values this
- *      writer read in one load, so a handler that re-armed the slot for
- *      another handle in between cannot leave that handle's owner id under
- *      this key;
+ *      1) word := key|w (BUSY), then me := the me K read: a handler that
+ *      re-armed the slot for another handle since K left that handle's me,
+ *      and nothing reads me under a BUSY word;
  *   J0 (the inline commit or the discard of that event, before the commit
  *      itself; a refused or failed reservation, before committing goes back
- *      to 0) word := key|1, an 8-byte store (`me` is J1's);
+ *      to 0) word := key|1 (me is J1's);
  *   OUT (an out-of-line event's G3, before cur's store; ringbuf__tcur_out)
  *      key|2 over 0 or ARMED (any handle's), key|2(n+1) over key|2n; left
  *      alone (not counted) over BUSY or another handle's OUT;
  *   ARM (that event's G4, after cur's store, when it counted at G3) key|2n
- *      back to key|2(n-1), or from key|2 to {key|1, me} (ARMED).
- *   Each is a load, then a store: a handler between the two leaves the
- *   word as it found it (its J1 and J0, its OUT and ARM pair up; an event
- *   that arms found 0 or ARMED, and arms this handle, which is then what
- *   the interrupted code's store replaces), so an event of an interrupted
- *   writer is never overwritten, and ARMED never stands while an
- *   out-of-line event of the handle is past its G3. Another handle's event
- *   that arms only costs this one its inline path until its next
- *   out-of-line event;
- *   a fork child clears it (its tid changed).
+ *      back to key|2(n-1), or from key|2: me := ours, then word := key|1
+ *      (the word is OUT until its store).
+ *   J1, OUT and ARM are a load (K's, or the word's), then stores: a handler
+ *   between the two leaves the word as it found it (its J1 and J0, its OUT
+ *   and ARM pair up; an event that arms found 0 or ARMED, and arms this
+ *   handle, which is then what the interrupted code's store replaces), so
+ *   an event of an interrupted writer is never overwritten, and ARMED never
+ *   stands while an out-of-line event of the handle is past its G3. Another
+ *   handle's event that arms only costs this one its inline path until its
+ *   next out-of-line event;
+ *   a fork child clears the word (its tid changed).
  * While the word is BUSY for rb, every RINGBUF_CPU_CURRENT event of the
- * thread on rb is that event's or nested in it (a handler's): the out-of-line
- * reserve, commit and discard use buffer w with its index (the kernel's
- * nesting, committing > 1), and only a commit or discard that finds
- * committing == 1 is the held event's own (J0, the commit, G5). The
- * protocol, its windows and its tests are INLINE in >>contexts. Where the
- * inline path cannot run (no rseq CPU number: other architectures, no
- * glibc >= 2.35) there is no slot: every event is out of line. */
+ * thread on rb is that event's or nested in it (a handler's), and so is a
+ * RINGBUF_CPU_THREAD event of a thread without a claim (as in an
+ * out-of-line event, THREAD FALLBACK): the out-of-line reserve, commit and
+ * discard use buffer w with its index (the kernel's nesting, committing >
+ * 1), and only a commit or discard that finds committing == 1 is the held
+ * event's own (J0, the commit, G5). The protocol, its windows and its tests
+ * are INLINE in >>contexts. Where the inline path cannot run (no rseq CPU
+ * number: other architectures, no glibc >= 2.35) there is no slot: every
+ * event is out of line; an x86-64 unit built without SSE2 (-mno-sse,
+ * -mgeneral-regs-only) has no K load: its reserves go out of line, where
+ * the slot is kept as in any other unit. */
 #ifdef RINGBUF__HAVE_RSEQ
 #define RINGBUF__TCUR 1
+#if defined(__aarch64__) || defined(__SSE2__)
+#define RINGBUF__TCUR_INLINE 1 /* K: one 16-byte load */
+#endif
 struct ringbuf__tcur {
 	uint64_t word __attribute__((aligned(16)));
 	uint64_t me;
 };
 RINGBUF__TLS_DECL struct ringbuf__tcur ringbuf__tcur;
 
-/* both halves, one load */
+#ifdef RINGBUF__TCUR_INLINE
+/* K: both halves, one load ({AT&T|Intel} operand order: -masm=intel) */
 RINGBUF__INLINE void ringbuf__tcur_get(uint64_t *word, uint64_t *me)
 {
 #if defined(__x86_64__)
 	typedef long long ringbuf__v2di __attribute__((vector_size(16)));
 	ringbuf__v2di v;
-	__asm__ volatile("movdqa %1, %0" : "=x"(v) : "m"(ringbuf__tcur));
+	__asm__ volatile("movdqa {%1, %0|%0, %1}" : "=x"(v) : "m"(ringbuf__tcur));
 	*word = (uint64_t)v[0];
 	*me = (uint64_t)v[1];
 #else
@@ -1998,18 +2011,7 @@ RINGBUF__INLINE void ringbuf__tcur_get(uint64_t *word, uint64_t *me)
 	*me = hi;
 #endif
 }
-
-/* both halves, one store */
-RINGBUF__INLINE void ringbuf__tcur_set(uint64_t word, uint64_t me)
-{
-#if defined(__x86_64__)
-	typedef long long ringbuf__v2di __attribute__((vector_size(16)));
-	ringbuf__v2di v = { (long long)word, (long long)me };
-	__asm__ volatile("movdqa %1, %0" : "=m"(ringbuf__tcur) : "x"(v));
-#else
-	__asm__ volatile("stp %1, %2, %0" : "=Q"(ringbuf__tcur) : "r"(word), "r"(me));
 #endif
-}
 
 /* the word alone */
 RINGBUF__INLINE uint64_t ringbuf__tcur_word(void)
@@ -2017,10 +2019,18 @@ RINGBUF__INLINE uint64_t ringbuf__tcur_word(void)
 	return *(volatile uint64_t *)&ringbuf__tcur.word;
 }
 
+/* a store of the word (J1, J0, OUT, ARM) or of me, between signal fences */
+RINGBUF__INLINE void ringbuf__tcur_store(uint64_t *at, uint64_t v)
+{
+	RINGBUF__BARRIER();
+	*(volatile uint64_t *)at = v;
+	RINGBUF__BARRIER();
+}
+
 /* J0 */
 RINGBUF__INLINE void ringbuf__tcur_idle(const struct ringbuf *rb)
 {
-	*(volatile uint64_t *)&ringbuf__tcur.word = rb->tclaim_key | 1;
+	ringbuf__tcur_store(&ringbuf__tcur.word, rb->tclaim_key | 1);
 }
 
 /* BUSY for rb: the claim word of the thread's inline event, else 0 */
@@ -2286,8 +2296,8 @@ RINGBUF__INLINE void *ringbuf__reserve_outer(struct ringbuf *rb, struct ringbuf_
 #ifdef RINGBUF__TCUR
 	if (tcur) {
 		RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_CURRENT_ENTERED);
-		ringbuf__tcur_set(k1, me); /* J1: BUSY */
-		RINGBUF__BARRIER();
+		ringbuf__tcur_store(&ringbuf__tcur.word, k1); /* J1: BUSY, */
+		ringbuf__tcur_store(&ringbuf__tcur.me, me);   /* then me */
 		RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_CURRENT_HELD);
 	}
 #else
@@ -2321,14 +2331,14 @@ RINGBUF__INLINE void *ringbuf__reserve_outer(struct ringbuf *rb, struct ringbuf_
  * starts again at G1. */
 RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 {
-#ifndef RINGBUF__TCUR
+#ifndef RINGBUF__TCUR_INLINE
 	return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 #else
 	struct ringbuf__cpu *c;
 	int32_t b;
 	uint64_t word, me, zero = 0;
 	void *p;
-	ringbuf__tcur_get(&word, &me);
+	ringbuf__tcur_get(&word, &me); /* K */
 	if (RINGBUF__UNLIKELY(word - 1 != rb->tclaim_key)) /* not ARMED for rb */
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 #ifdef RINGBUF__RSEQ_CLAIM
@@ -7312,7 +7322,7 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * in the [TCUR] slot of >>inline (one 16-byte thread-local word pair, at a
  * fixed offset from the thread pointer), not in the entry's cur: the reserve
  * and the commit touch no entry (rb_current_16 +5.0 ns over an explicit
- * index through the entry, +3.3 through the slot: Intel Xeon VM, alternating
+ * index through the entry, +3.1 through the slot: Intel Xeon VM, alternating
  * runs). The reserve:
  *   K  the slot ARMED for rb (key | 1; set out of line, below), read with
  *      our owner id in one load; else out of line
@@ -7321,7 +7331,8 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  *      (else G5 and out of line: inside an event of the buffer's explicit
  *      index, the event nests out of line)
  *   entry  committing = 1 (the reserve's own)
- *   J1 the slot := {key | w, me} (BUSY: w the buffer's claim word)
+ *   J1 the slot's word := key | w (BUSY: w the buffer's claim word), then
+ *      its me := the one K read
  *   the reservation; refused or failed: J0, then committing back to 0,
  *      then G5
  * The commit: the slot BUSY for rb and committing == 1 (the held event,
@@ -7329,7 +7340,11 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * out of line. While the slot is BUSY, the out-of-line reserve, commit and
  * discard of RINGBUF_CPU_CURRENT in rb go to buffer w by its index (nested:
  * committing > 1; a discard that finds committing == 1 is the held event's:
- * J0, the discard, G5), and ringbuf_thread_cpu names w. Why committing
+ * J0, the discard, G5), and ringbuf_thread_cpu names w; a
+ * RINGBUF_CPU_THREAD event of a thread without a claim nests there too, as
+ * in an out-of-line event (THREAD FALLBACK's nesting through cur). Under
+ * RINGBUF_DEBUG the end checks the event's pointer before J0, as
+ * ringbuf__held_end does. Why committing
  * decides: J1 comes after the entry and J0 before committing goes back to
  * 0, so from J1 to J0 the held event is the buffer's outermost writer and
  * every other event on it is a handler's, nested (committing > 1); without
@@ -7629,22 +7644,21 @@ static bool ringbuf__tcur_out(const struct ringbuf *rb)
 		word += 2; /* over our OUT */
 	else
 		return false; /* BUSY, another handle's OUT (or 63 deep) */
-	RINGBUF__BARRIER();
-	*(volatile uint64_t *)&ringbuf__tcur.word = word;
-	RINGBUF__BARRIER();
+	ringbuf__tcur_store(&ringbuf__tcur.word, word);
 	return true;
 }
 
-/* [TCUR] ARM, at the G4 of an event counted at G3 */
+/* [TCUR] ARM, at the G4 of an event counted at G3: the word is our OUT
+ * (a handler's pair up; anything else is left alone) */
 static void ringbuf__tcur_armed(const struct ringbuf *rb, uint64_t me)
 {
-	uint64_t word = ringbuf__tcur_word();
-	RINGBUF__BARRIER();
-	if (word == (rb->tclaim_key | 2))
-		ringbuf__tcur_set(rb->tclaim_key | 1, me);
-	else
-		*(volatile uint64_t *)&ringbuf__tcur.word = word - 2;
-	RINGBUF__BARRIER();
+	uint64_t word = ringbuf__tcur_word(), w = word - rb->tclaim_key;
+	if (w == 2) {
+		ringbuf__tcur_store(&ringbuf__tcur.me, me); /* under OUT */
+		ringbuf__tcur_store(&ringbuf__tcur.word, word - 1);
+	} else if (w > 2 && w <= 2 * 63 && !(w & 1)) {
+		ringbuf__tcur_store(&ringbuf__tcur.word, word - 2);
+	}
 }
 #endif
 
@@ -8138,6 +8152,12 @@ RINGBUF__INLINE void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbu
 	uint32_t x, gen;
 	bool took = false;
 	void *p;
+#ifdef RINGBUF__TCUR
+	/* a handler in our inline RINGBUF_CPU_CURRENT event ([TCUR] BUSY):
+	 * nested there, as in an out-of-line one (cur's depth, below) */
+	if ((x = ringbuf__tcur_busy(rb)) != 0)
+		return ringbuf_reserve(rb, ringbuf__claim_index(rb, x), len);
+#endif
 	if (RINGBUF__UNLIKELY(cur & RINGBUF__CUR_SCANNING)) {
 		/* a handler inside our full scan (F2) */
 		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
@@ -8384,21 +8404,15 @@ RINGBUF__INLINE void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *d
 	uint64_t cur;
 	if (mode == RINGBUF_CPU_THREAD) {
 		x = e ? atomic_load_explicit(&e->claimed, memory_order_relaxed) : 0;
-		if (!x) {
-			/* a shared event (THREAD FALLBACK) */
-			cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
-			if (RINGBUF__CUR_DEPTH(cur)) {
-				ringbuf__held_end(rb, e, cur, data, commit);
-				return;
-			}
-			ringbuf__report("commit/discard without a RINGBUF_CPU_THREAD reservation", 0);
+		if (x) {
+			if (commit)
+				ringbuf_commit(rb, ringbuf__claim_index(rb, x), data);
+			else
+				ringbuf_discard(rb, ringbuf__claim_index(rb, x), data);
 			return;
 		}
-		if (commit)
-			ringbuf_commit(rb, ringbuf__claim_index(rb, x), data);
-		else
-			ringbuf_discard(rb, ringbuf__claim_index(rb, x), data);
-		return;
+		/* no claim: a shared event (THREAD FALLBACK), or one nested in
+		 * the thread's event, as RINGBUF_CPU_CURRENT's are */
 	}
 #ifdef RINGBUF__TCUR
 	if ((x = ringbuf__tcur_busy(rb)) != 0) {
@@ -8407,10 +8421,16 @@ RINGBUF__INLINE void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *d
 		unsigned b = ringbuf__claim_index(rb, x);
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, b);
 		bool held = RINGBUF__LOAD(&c->committing) == 1;
-		if (held) {
+#ifdef RINGBUF_DEBUG
+		/* a wrong pointer is reported before anything changes, as
+		 * ringbuf__held_end's */
+		if (held && !ringbuf__check_current(rb, b, c, data,
+						    commit ? "commit: not the current event of this CPU"
+							   : "discard: not the current event of this CPU"))
+			return;
+#endif
+		if (held)
 			ringbuf__tcur_idle(rb); /* J0 */
-			RINGBUF__BARRIER();
-		}
 		if (commit)
 			ringbuf_commit(rb, b, data);
 		else
@@ -8422,7 +8442,9 @@ RINGBUF__INLINE void ringbuf__map_end(struct ringbuf *rb, unsigned mode, void *d
 #endif
 	cur = e ? atomic_load_explicit(&e->cur, memory_order_relaxed) : 0;
 	if (!RINGBUF__CUR_DEPTH(cur)) {
-		ringbuf__report("commit/discard without a RINGBUF_CPU_CURRENT reservation", 0);
+		ringbuf__report(mode == RINGBUF_CPU_THREAD ? "commit/discard without a RINGBUF_CPU_THREAD reservation"
+							   : "commit/discard without a RINGBUF_CPU_CURRENT reservation",
+				0);
 		return;
 	}
 	ringbuf__held_end(rb, e, cur, data, commit);
@@ -8570,7 +8592,7 @@ static void ringbuf__atfork_child(void)
 	ringbuf__tid = 0;
 	ringbuf__tclaim_forget(); /* K0: claims in shared blocks are dropped below */
 #ifdef RINGBUF__TCUR
-	ringbuf__tcur_set(0, 0); /* [TCUR]: our tid changed */
+	ringbuf__tcur_store(&ringbuf__tcur.word, 0); /* [TCUR]: our tid changed */
 #endif
 	atomic_store(&ringbuf__gen_hi, 0); /* the child's generations are its own */
 	RINGBUF__REG_EACH(r)

@@ -2139,13 +2139,13 @@ static struct wp *volatile g_wp;
  * (and nests on the recorded buffer): here, right after it. (An earlier
  * version wrote `owned` and `depth` separately, and a handler between the two
  * stores lost the outer event.) The inline path's state is [TCUR]'s slot,
- * written by one store at K1: the watch is on it there (on cur in the
- * _outline variant, which has no slot). */
+ * whose word J1 makes BUSY with one store: the watch is on it there (on cur in the
+ * _outline variant, which never goes inline). */
 static void wp_g3_action(void)
 {
 	struct wp *w = g_wp;
-#ifdef RINGBUF__TCUR
-	/* only right after K1: BUSY */
+#ifdef RINGBUF__TCUR_INLINE
+	/* only right after J1: BUSY */
 	if (atomic_load(&w->fired) || ringbuf__tcur_busy(w->rb) == 0)
 		return;
 #else
@@ -2168,7 +2168,7 @@ static void *wp_g3_thread(void *arg)
 	if (sev_write(w->rb, RINGBUF_CPU_CURRENT, (uint32_t)w->tid, 0, 'F') != 0)
 		return NULL;
 	w->k = tctx_index(w->rb);
-#ifdef RINGBUF__TCUR
+#ifdef RINGBUF__TCUR_INLINE
 	if (w->k < 0 || watch(&ringbuf__tcur.word, 8, HW_BREAKPOINT_W) != 0) {
 #else
 	if (w->k < 0 || watch(&ringbuf__tctx[w->k].cur, 8, HW_BREAKPOINT_W) != 0) {

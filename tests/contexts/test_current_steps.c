@@ -3,12 +3,12 @@
  * (RINGBUF__TP_CURRENT_*, compiled in with RINGBUF_TESTING only):
  *
  *   TAKEN      G2 done (the owner word is ours), the reserve not yet
- *   ENTERED    the writer in (committing 1), K1 not yet ([TCUR] ARMED)
- *   HELD       K1 done ([TCUR] BUSY), the event not reserved yet
+ *   ENTERED    the writer in (committing 1), J1 not yet ([TCUR] ARMED)
+ *   HELD       J1 done ([TCUR] BUSY), the event not reserved yet
  *   RESERVED   the event reserved, the commit not yet
- *   RELEASED   the commit's K0 done (ARMED again), its commit not yet
+ *   RELEASED   the commit's J0 done (ARMED again), its commit not yet
  *   UNHELD     the outer event committed, G5 not yet
- *   UNDONE     the reserve failed (recording off for that event): K0 done,
+ *   UNDONE     the reserve failed (recording off for that event): J0 done,
  *              the writer out, G5 not yet (the hook turns recording on
  *              again first)
  *
@@ -40,7 +40,8 @@
  * Then two shapes on the writer's own thread: a RINGBUF_CPU_CURRENT event
  * inside an event of the buffer's explicit index (the inline take finds the
  * writer in and goes out of line), and discards of the inline event and of
- * one nested in it (out of line, [TCUR] BUSY).
+ * one nested in it (out of line, [TCUR] BUSY), and a RINGBUF_CPU_THREAD event
+ * of a thread without a claim inside the inline event (nested there).
  * The inline path needs rseq (glibc >= 2.35): skipped without it. There is
  * no *_outline variant: tests/variants/current_outline.patch removes the
  * inline claim these steps are in. */
@@ -64,7 +65,7 @@
 
 /* LDFLAGS: -lpthread */
 
-#ifndef RINGBUF__TCUR
+#ifndef RINGBUF__TCUR_INLINE
 /* no inline path here (no rseq CPU number): every case below skips */
 static void ringbuf__tcur_get(uint64_t *word, uint64_t *me)
 {
@@ -494,7 +495,8 @@ static void reset_and_quiesce_at_each_inline_step(void **state)
 struct mixed {
 	struct ringbuf *rb;
 	int cpu, rseq;
-	int shape;            /* 0: CURRENT inside an explicit index's event; 1: discards */
+	int shape;            /* 0: CURRENT inside an explicit index's event; 1: discards;
+			       * 2: a THREAD event (no claim) inside the inline event */
 	int ok[4];
 	int thread_cpu[2];    /* ringbuf_thread_cpu inside the inline event, nested */
 	uint64_t word_in, tcur_after, me_after, key;
@@ -518,7 +520,7 @@ static void *mixed_main(void *arg)
 		 * RINGBUF_CPU_CURRENT event starts on it: the inline take
 		 * finds the writer in (committing 1), gives the word back, and
 		 * the event nests out of line (before the committing check,
-		 * K1 left the slot BUSY with committing 2 at the commit: the
+		 * J1 left the slot BUSY with committing 2 at the commit: the
 		 * word was never given back) */
 		struct ev *p = (struct ev *)ringbuf_reserve(m->rb, (unsigned)m->cpu, sizeof *p);
 		m->ok[1] = p != NULL;
@@ -529,8 +531,29 @@ static void *mixed_main(void *arg)
 			m->word_in = owner_word(m->rb, (unsigned)m->cpu);
 			ringbuf_commit(m->rb, (unsigned)m->cpu, p);
 		}
+	} else if (m->shape == 2) {
+		/* a RINGBUF_CPU_THREAD event of a thread without a claim (a
+		 * per-CPU block has none, and here no shared buffer) inside the
+		 * inline event nests in it, as in an out-of-line one (before:
+		 * dropped, counted in unmapped) */
+		struct ev *p = (struct ev *)ringbuf_reserve(m->rb, RINGBUF_CPU_CURRENT, sizeof *p);
+		m->ok[1] = p != NULL;
+		if (p) {
+			struct ev *q = (struct ev *)ringbuf_reserve(m->rb, RINGBUF_CPU_THREAD, sizeof *q);
+			p->who = 1;
+			p->seq = 1;
+			m->word_in = owner_word(m->rb, (unsigned)m->cpu);
+			m->ok[2] = q != NULL;
+			if (q) {
+				q->who = 6;
+				q->seq = 0;
+				m->committing_in = (uint32_t)RINGBUF__LOAD(&ringbuf__cpu(m->rb, (unsigned)m->cpu)->committing);
+				ringbuf_commit(m->rb, RINGBUF_CPU_THREAD, q);
+			}
+			ringbuf_commit(m->rb, RINGBUF_CPU_CURRENT, p);
+		}
 	} else {
-		/* the inline event discarded out of line (K0, the discard, G5),
+		/* the inline event discarded out of line (J0, the discard, G5),
 		 * with an event nested in it discarded first ([TCUR] BUSY) */
 		struct ev *p = (struct ev *)ringbuf_reserve(m->rb, RINGBUF_CPU_CURRENT, sizeof *p);
 		m->ok[1] = p != NULL;
@@ -562,6 +585,8 @@ static void run_mixed(struct mixed *m, int shape)
 	cfg.ncpu = (unsigned)g_cpu + 1;
 	cfg.size_per_cpu = 64 << 10;
 	cfg.mode = RINGBUF_MODE_OVERWRITE;
+	if (shape == 2)
+		cfg.flags = RINGBUF_F_CPU_CURRENT; /* cfg.shared 0: no shared buffer */
 	assert_int_equal(ringbuf_create(&cfg, &m->rb), 0);
 	m->cpu = g_cpu;
 	m->shape = shape;
@@ -629,6 +654,29 @@ static void discards_of_the_inline_event_and_of_one_nested_in_it(void **state)
 	ringbuf_destroy(m.rb);
 }
 
+static void thread_event_without_a_claim_inside_the_inline_event_nests_there(void **state)
+{
+	struct mixed m;
+	struct got g;
+	struct ringbuf_stats st;
+	static const uint32_t who[4] = { 1, 1, 6, 1 }, seq[4] = { 0, 1, 0, 2 };
+	(void)state;
+	run_mixed(&m, 2);
+	if (!m.rseq) {
+		ringbuf_destroy(m.rb);
+		skip();
+	}
+	check_mixed_after(&m);
+	assert_int_equal(m.word_in, m.me_after);
+	assert_int_equal(m.committing_in, 2);
+	assert_int_equal(ringbuf_stats(m.rb, &st), 0);
+	assert_int_equal(st.committed, 4);
+	assert_int_equal(st.unmapped, 0);
+	read_all(m.rb, (unsigned)g_cpu + 1, &g);
+	expect_order(&g, who, seq, 4, (unsigned)g_cpu);
+	ringbuf_destroy(m.rb);
+}
+
 /* each case on each kind of block */
 #define KINDS(fn)                                      \
 	static void fn##_per_cpu(void **state)         \
@@ -661,6 +709,7 @@ int main(void)
 		cmocka_unit_test(reset_and_quiesce_at_each_inline_step_per_cpu_cas),
 		cmocka_unit_test(current_event_inside_an_explicit_index_event_nests_and_gives_the_word_back),
 		cmocka_unit_test(discards_of_the_inline_event_and_of_one_nested_in_it),
+		cmocka_unit_test(thread_event_without_a_claim_inside_the_inline_event_nests_there),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
