@@ -594,9 +594,17 @@ static void run_mixed(struct mixed *m, int shape)
 	assert_int_equal(pthread_join(th, NULL), 0);
 }
 
-static void check_mixed_after(const struct mixed *m)
+/* The checks common to the three shapes, before and after each one's own:
+ * skipped without rseq; afterwards every word 0, no writer in, the slot
+ * ARMED; then the buffer's events (the writer's own buffer) and counts. */
+static void mixed_start(struct mixed *m, int shape)
 {
 	unsigned c;
+	run_mixed(m, shape);
+	if (!m->rseq) {
+		ringbuf_destroy(m->rb);
+		skip();
+	}
 	assert_true(m->ok[0] && m->ok[1] && m->ok[2] && m->ok[3]);
 	assert_int_equal(m->tcur_after, m->key | 1); /* ARMED */
 	assert_int_not_equal(m->key, 0);
@@ -606,75 +614,51 @@ static void check_mixed_after(const struct mixed *m)
 	}
 }
 
+static void mixed_end(struct mixed *m, const uint32_t *who, const uint32_t *seq, int n)
+{
+	struct got g;
+	struct ringbuf_stats st;
+	assert_int_equal(ringbuf_stats(m->rb, &st), 0);
+	assert_int_equal(st.committed, (uint64_t)n);
+	assert_int_equal(st.unmapped, 0);
+	read_all(m->rb, (unsigned)g_cpu + 1, &g);
+	expect_order(&g, who, seq, n, (unsigned)g_cpu);
+	ringbuf_destroy(m->rb);
+}
+
 static void current_event_inside_an_explicit_index_event_nests_and_gives_the_word_back(void **state)
 {
 	struct mixed m;
-	struct got g;
-	struct ringbuf_stats st;
 	static const uint32_t who[4] = { 1, 5, 2, 1 }, seq[4] = { 0, 0, 0, 2 };
 	(void)state;
-	run_mixed(&m, 0);
-	if (!m.rseq) {
-		ringbuf_destroy(m.rb);
-		skip();
-	}
-	check_mixed_after(&m);
+	mixed_start(&m, 0);
 	/* the nested event's word given back, the explicit event still open */
 	assert_int_equal(m.word_in, 0);
-	assert_int_equal(ringbuf_stats(m.rb, &st), 0);
-	assert_int_equal(st.committed, 4);
-	assert_int_equal(st.unmapped, 0);
-	read_all(m.rb, (unsigned)g_cpu + 1, &g);
-	expect_order(&g, who, seq, 4, (unsigned)g_cpu);
-	ringbuf_destroy(m.rb);
+	mixed_end(&m, who, seq, 4);
 }
 
 static void discards_of_the_inline_event_and_of_one_nested_in_it(void **state)
 {
 	struct mixed m;
-	struct got g;
-	struct ringbuf_stats st;
 	static const uint32_t who[2] = { 1, 1 }, seq[2] = { 0, 2 };
 	(void)state;
-	run_mixed(&m, 1);
-	if (!m.rseq) {
-		ringbuf_destroy(m.rb);
-		skip();
-	}
-	check_mixed_after(&m);
+	mixed_start(&m, 1);
 	assert_int_equal(m.word_in, m.me_after);
 	assert_int_equal(m.thread_cpu[0], g_cpu);
 	assert_int_equal(m.thread_cpu[1], g_cpu);
 	assert_int_equal(m.committing_in, 2);
-	assert_int_equal(ringbuf_stats(m.rb, &st), 0);
-	assert_int_equal(st.committed, 2);
-	assert_int_equal(st.unmapped, 0);
-	read_all(m.rb, (unsigned)g_cpu + 1, &g);
-	expect_order(&g, who, seq, 2, (unsigned)g_cpu);
-	ringbuf_destroy(m.rb);
+	mixed_end(&m, who, seq, 2);
 }
 
 static void thread_event_without_a_claim_inside_the_inline_event_nests_there(void **state)
 {
 	struct mixed m;
-	struct got g;
-	struct ringbuf_stats st;
 	static const uint32_t who[4] = { 1, 1, 6, 1 }, seq[4] = { 0, 1, 0, 2 };
 	(void)state;
-	run_mixed(&m, 2);
-	if (!m.rseq) {
-		ringbuf_destroy(m.rb);
-		skip();
-	}
-	check_mixed_after(&m);
+	mixed_start(&m, 2);
 	assert_int_equal(m.word_in, m.me_after);
 	assert_int_equal(m.committing_in, 2);
-	assert_int_equal(ringbuf_stats(m.rb, &st), 0);
-	assert_int_equal(st.committed, 4);
-	assert_int_equal(st.unmapped, 0);
-	read_all(m.rb, (unsigned)g_cpu + 1, &g);
-	expect_order(&g, who, seq, 4, (unsigned)g_cpu);
-	ringbuf_destroy(m.rb);
+	mixed_end(&m, who, seq, 4);
 }
 
 /* each case on each kind of block */
