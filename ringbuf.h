@@ -1307,6 +1307,9 @@ enum ringbuf__tp {
 	RINGBUF__TP_CURRENT_RELEASED,    /* the inline commit's J0 done, its commit not yet */
 	RINGBUF__TP_CURRENT_UNHELD,      /* the inline commit done, G5 not yet */
 	RINGBUF__TP_CURRENT_UNDONE,      /* inline reserve failed (J0 done, the writer out), G5 not yet */
+	/* [TCUR] in the out-of-line G3 .. G4 (ringbuf__held_reserve, _end) */
+	RINGBUF__TP_TCUR_OUT,            /* the slot's OUT done, G3 not yet */
+	RINGBUF__TP_TCUR_G4,             /* G4 done, the slot's ARM not yet */
 	/* a thread's new per-buffer entry (ringbuf__tctx_get, T0-T3), cpu 0 */
 	RINGBUF__TP_TCTX_MISSED,   /* T0: the lookup found none, `making` not yet set */
 	RINGBUF__TP_TCTX_CHOSEN,         /* T1: a free entry chosen, not yet taken */
@@ -1930,11 +1933,10 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
  *   key | 1  ARMED: the thread has no event of this handle in flight; the
  *            inline reserve may take a buffer with owner id `me` (token <<
  *            32 | tid, THE OWNER WORD in >>contexts)
- *   key | 2n OUT: n (1 .. 63) out-of-line events of this handle at depth
- *            1 in flight (G3 to G4 in >>contexts; a handler's inside
- *            another's window before its G3): the inline reserve goes out of
- *            line, where nested events follow the event in flight through
- *            the entry's cur, not the CPU
+ *   key | 2  OUT: an out-of-line event of this handle at depth 1 is in
+ *            flight (G3 to G4 in >>contexts): the inline reserve goes out
+ *            of line, where nested events follow that event through the
+ *            entry's cur, not the CPU
  *   key | w  BUSY: the thread's outermost inline event holds the buffer of
  *            claim word w (ringbuf__claim_word: its CPU struct's offset,
  *            at least RINGBUF__TCUR_BUSY_MIN)
@@ -1957,11 +1959,13 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
  *      itself; a refused or failed reservation, before committing goes back
  *      to 0) word := key|1 (me is J1's);
  *   OUT (an out-of-line event's G3, before cur's store; ringbuf__tcur_out)
- *      key|2 over 0 or ARMED (any handle's), key|2(n+1) over key|2n; left
- *      alone (not counted) over BUSY or another handle's OUT;
- *   ARM (that event's G4, after cur's store, when it counted at G3) key|2n
- *      back to key|2(n-1), or from key|2: me := ours, then word := key|1
- *      (the word is OUT until its store).
+ *      key|2 over 0 or ARMED (any handle's); left alone over BUSY or OUT
+ *      (any handle's: an event nested in ours, or a handler's inside our
+ *      window before G3, which runs whole before it, leaves the word as it
+ *      was); the event marks cur (RINGBUF__CUR_TCUR) when it stored OUT;
+ *   ARM (that event's G4, after cur's store, when it stored OUT) from
+ *      key|2: me := ours, then word := key|1 (the word is OUT until its
+ *      store).
  *   J1, OUT and ARM are a load (K's, or the word's), then stores: a handler
  *   between the two leaves the word as it found it (its J1 and J0, its OUT
  *   and ARM pair up; an event that arms found 0 or ARMED, and arms this
@@ -2034,7 +2038,7 @@ RINGBUF__INLINE void ringbuf__tcur_idle(const struct ringbuf *rb)
 }
 
 /* BUSY for rb: the claim word of the thread's inline event, else 0 */
-#define RINGBUF__TCUR_BUSY_MIN 128u /* above any OUT, below any claim word */
+#define RINGBUF__TCUR_BUSY_MIN 3u /* above ARMED and OUT, below any claim word */
 RINGBUF__INLINE uint32_t ringbuf__tcur_busy(const struct ringbuf *rb)
 {
 	uint64_t w = ringbuf__tcur_word() - rb->tclaim_key;
@@ -7356,13 +7360,15 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * nests on w through the slot; from J0 to G5 it finds the slot ARMED and
  * the word ours again: out of line, nested (took = false).
  * The out-of-line path keeps the slot out of the way of its events: an
- * event at depth 1 (held_reserve's G3) first counts itself in the slot
- * (OUT, key | 2n), so that the inline path does not run while it is in
- * flight (a handler's event must nest in it, through cur, and not take the
- * buffer of the CPU the thread runs on now: test_contexts,
+ * event at depth 1 (held_reserve's G3) first marks the slot OUT (key | 2),
+ * so that the inline path does not run while it is in flight (a handler's
+ * event must nest in it, through cur, and not take the buffer of the CPU
+ * the thread runs on now: test_contexts,
  * current_mode_signal_handler_nests_in_the_interrupted_events_buffer), and
- * its G4 counts itself out after cur's store, the last one arming the slot
- * with our owner id (key | 1, me): the thread's next event is inline.
+ * its G4 arms the slot after cur's store, with our owner id (key | 1, me):
+ * the thread's next event is inline. An event that found the slot OUT or
+ * BUSY leaves it alone (TCUR_OUT and TCUR_G4 cut in after the two steps:
+ * test_current_steps, nested_writer_in_the_out_of_line_event_at_out_and_g4).
  * (The tests' *_outline variants build on a copy of this header without
  * the slot, whose inline CURRENT paths call the out-of-line ones:
  * tests/variants/current_outline.patch.) Test points (RINGBUF_TESTING only)
@@ -7588,7 +7594,7 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * it would otherwise find the word ours and write into the buffer under
  * repair */
 #define RINGBUF__CUR_SCANNING ((uint64_t)1 << 34)
-/* bit 35: this depth-1 event counted itself in [TCUR]'s slot at G3
+/* bit 35: this depth-1 event marked [TCUR]'s slot OUT at G3
  * (ringbuf__tcur_out): its G4 arms it */
 #define RINGBUF__CUR_TCUR ((uint64_t)1 << 35)
 #define RINGBUF__CUR_OWNED(v) ((uint32_t)((v) & 0xffffffu))
@@ -7631,34 +7637,24 @@ static void ringbuf__tclaim_set(struct ringbuf *rb, struct ringbuf__tctx *e, uin
 /* cpu_off is at least the private header and the shared one (ringbuf__layout) */
 _Static_assert(sizeof(struct ringbuf) + sizeof(struct ringbuf__shdr) >= RINGBUF__TCUR_BUSY_MIN,
 	       "[TCUR]: a claim word is above every OUT value");
-/* [TCUR] OUT, at an out-of-line event's G3: true when counted (the event's
+/* [TCUR] OUT, at an out-of-line event's G3: true when stored (the event's
  * G4 then arms, ringbuf__tcur_armed) */
 static bool ringbuf__tcur_out(const struct ringbuf *rb)
 {
-	uint64_t word = ringbuf__tcur_word(), w = word - rb->tclaim_key;
-	if (!rb->tclaim_key) /* key 0: never cached */
-		return false;
-	if ((uint32_t)word <= 1)
-		word = rb->tclaim_key | 2; /* over 0 or ARMED */
-	else if (w >= 2 && w < 2 * 63 && !(w & 1))
-		word += 2; /* over our OUT */
-	else
-		return false; /* BUSY, another handle's OUT (or 63 deep) */
-	ringbuf__tcur_store(&ringbuf__tcur.word, word);
+	if (!rb->tclaim_key || (uint32_t)ringbuf__tcur_word() > 1) /* key 0: never cached */
+		return false; /* BUSY or OUT */
+	ringbuf__tcur_store(&ringbuf__tcur.word, rb->tclaim_key | 2); /* over 0 or ARMED */
 	return true;
 }
 
-/* [TCUR] ARM, at the G4 of an event counted at G3: the word is our OUT
- * (a handler's pair up; anything else is left alone) */
+/* [TCUR] ARM, at the G4 of an event that stored OUT: the word is still our
+ * OUT (a handler's events leave it so; anything else is left alone) */
 static void ringbuf__tcur_armed(const struct ringbuf *rb, uint64_t me)
 {
-	uint64_t word = ringbuf__tcur_word(), w = word - rb->tclaim_key;
-	if (w == 2) {
-		ringbuf__tcur_store(&ringbuf__tcur.me, me); /* under OUT */
-		ringbuf__tcur_store(&ringbuf__tcur.word, word - 1);
-	} else if (w > 2 && w <= 2 * 63 && !(w & 1)) {
-		ringbuf__tcur_store(&ringbuf__tcur.word, word - 2);
-	}
+	if (ringbuf__tcur_word() != (rb->tclaim_key | 2))
+		return;
+	ringbuf__tcur_store(&ringbuf__tcur.me, me); /* under OUT */
+	ringbuf__tcur_store(&ringbuf__tcur.word, rb->tclaim_key | 1);
 }
 #endif
 
@@ -8054,6 +8050,7 @@ RINGBUF__INLINE void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__
 	/* [TCUR] OUT first: no inline event of ours takes a buffer from here
 	 * to G4 (nested events follow this one, through cur) */
 	t = ringbuf__tcur_out(rb) ? RINGBUF__CUR_TCUR : 0;
+	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_TCUR_OUT);
 #endif
 	/* G3: one store; a handler before it finds the owner word ours and
 	 * nests without taking it (took == false), and leaves cur as it was */
@@ -8390,6 +8387,7 @@ RINGBUF__INLINE void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx 
 	atomic_store_explicit(&e->cur, cur & RINGBUF__CUR_PENDING, memory_order_relaxed);
 	RINGBUF__BARRIER();
 #ifdef RINGBUF__TCUR
+	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_TCUR_G4);
 	if (cur & RINGBUF__CUR_TCUR)
 		ringbuf__tcur_armed(rb, ringbuf__owner_id(rb, e)); /* after cur's 0 */
 #endif

@@ -98,6 +98,7 @@ struct run {
 	struct ringbuf *rb;
 	int point;
 	int undo;         /* UNDONE: the outer event is refused */
+	int first;        /* the point is in the first (out-of-line) event */
 	enum action act;
 	/* writer */
 	pthread_t writer;
@@ -112,6 +113,7 @@ struct run {
 	uint32_t tid;
 	/* at the point */
 	uint64_t word_at, word_after_act;
+	uint64_t tcur_after_act; /* the slot's word after the act */
 	int nest_ok[2];
 	uint32_t committing_in_nest[2];
 	int other_ok[2];
@@ -202,6 +204,10 @@ static void hook(struct ringbuf *rb, unsigned cpu, int point, void *vctx)
 		(void)pthread_join(th, NULL);
 	}
 	r->word_after_act = owner_word(rb, cpu);
+	{
+		uint64_t me;
+		ringbuf__tcur_get(&r->tcur_after_act, &me);
+	}
 }
 
 static void *writer_main(void *arg)
@@ -220,6 +226,7 @@ static void *writer_main(void *arg)
 	r->writer = pthread_self();
 	/* the thread's first event is out of line (it draws the token); the
 	 * next ones take the inline claim */
+	r->armed = r->first;
 	r->outer_ok[0] = write_one(r->rb, 1, 0) == 0;
 	if (r->undo)
 		ringbuf_record_off(r->rb);
@@ -490,6 +497,55 @@ static void reset_and_quiesce_at_each_inline_step(void **state)
 	}
 }
 
+/* [TCUR] in the out-of-line event (the thread's first: it arms the slot):
+ * a nested writer (IRQ, NMI) right after the slot's OUT (the word taken,
+ * G3 not yet: the events nest there, the IRQ outermost, before the outer
+ * event) and right after G4 (the outer event committed, the slot not armed
+ * yet: after it); afterwards the slot ARMED, every word 0. */
+static void nested_writer_in_the_out_of_line_event_at_out_and_g4(void **state)
+{
+	static const int opoints[2] = { RINGBUF__TP_TCUR_OUT, RINGBUF__TP_TCUR_G4 };
+	static const uint32_t who[2][5] = { { 2, 3, 1, 1, 1 }, { 1, 2, 3, 1, 1 } };
+	static const uint32_t seq[2][5] = { { 0, 0, 0, 1, 2 }, { 0, 0, 0, 1, 2 } };
+	int k;
+	(void)state;
+	for (k = 0; k < 2; k++) {
+		struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+		struct run r;
+		struct got g;
+		pthread_t th;
+		memset(&r, 0, sizeof r);
+		cfg.ncpu = (unsigned)g_cpu + 2;
+		cfg.size_per_cpu = 64 << 10;
+		assert_int_equal(ringbuf_create(&cfg, &r.rb), 0);
+		r.cpu = g_cpu;
+		r.point = opoints[k];
+		r.act = ACT_NEST;
+		r.first = 1;
+		ringbuf__set_testpoint_hook(hook, &r);
+		assert_int_equal(pthread_create(&th, NULL, writer_main, &r), 0);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		ringbuf__set_testpoint_hook(NULL, NULL);
+		if (!r.rseq) {
+			ringbuf_destroy(r.rb);
+			skip();
+		}
+		print_message("  %s: owner %#llx, IRQ %d (depth %u), NMI %d (depth %u)\n", k ? "G4" : "OUT",
+			      (unsigned long long)r.word_at, r.nest_ok[0], r.committing_in_nest[0], r.nest_ok[1],
+			      r.committing_in_nest[1]);
+		assert_true(r.nest_ok[0] && r.nest_ok[1]);
+		assert_int_equal(r.committing_in_nest[0], 1);
+		assert_int_equal(r.committing_in_nest[1], 2);
+		/* the nested events' OUT and ARM paired up: still the outer
+		 * event's OUT, not ARMED under it */
+		assert_int_equal(r.tcur_after_act, r.rb->tclaim_key | 2);
+		read_all(r.rb, cfg.ncpu, &g);
+		expect_order(&g, who[k], seq[k], 5, (unsigned)g_cpu);
+		check_common(&r, cfg.ncpu);
+		ringbuf_destroy(r.rb);
+	}
+}
+
 /* Two shapes the inline path meets out of line, on the writer's own thread
  * (as a handler would, in the same order): */
 struct mixed {
@@ -694,6 +750,7 @@ int main(void)
 		cmocka_unit_test(current_event_inside_an_explicit_index_event_nests_and_gives_the_word_back),
 		cmocka_unit_test(discards_of_the_inline_event_and_of_one_nested_in_it),
 		cmocka_unit_test(thread_event_without_a_claim_inside_the_inline_event_nests_there),
+		cmocka_unit_test(nested_writer_in_the_out_of_line_event_at_out_and_g4),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
