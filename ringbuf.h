@@ -1483,9 +1483,11 @@ RINGBUF__INLINE unsigned ringbuf__cpu_index(const struct ringbuf *rb, const stru
 	return (unsigned)(c - ringbuf__cpu(rb, 0));
 }
 
-/* The inline write path for RINGBUF_CPU_THREAD knows the CPU struct, not its
- * index, and passes the mode as `cpu`: the index is worked out where it is
- * needed, which is off the fast path (a slow call, a test point). */
+/* The inline write paths for RINGBUF_CPU_THREAD and RINGBUF_CPU_CURRENT know
+ * the CPU struct, not its index, and pass RINGBUF_CPU_THREAD as `cpu`: the
+ * index is worked out where it is needed, which is off the fast path (a slow
+ * call, a test point), and stays out of a register across the clock's call
+ * (RINGBUF_CPU_CURRENT's index kept live for its slow paths was spilled). */
 #define RINGBUF__CPU_OF(rb, c, cpu) ((cpu) == RINGBUF_CPU_THREAD ? ringbuf__cpu_index((rb), (c)) : (cpu))
 
 /* The same, for the writer's fast path: two loads from its own cache line. */
@@ -2089,16 +2091,22 @@ RINGBUF__INLINE uint32_t ringbuf__tcur_busy(const struct ringbuf *rb)
  * event than from a copy in the program's own memory (Intel Xeon VM,
  * rb_current_16, alternating runs; the same number of loads: why ld.so's
  * copy costs more there was not found). */
-RINGBUF__INLINE int32_t ringbuf__rseq_cpu_at(uint32_t off)
+RINGBUF__INLINE char *ringbuf__rseq_area(uint32_t off)
 {
-	return *(volatile int32_t *)(void *)((char *)__builtin_thread_pointer() + off + 4);
+	return (char *)__builtin_thread_pointer() + off;
+}
+/* the CPU number from the area (one thread-pointer read for it and the
+ * sequence: ringbuf__rseq_take takes the same area) */
+RINGBUF__INLINE int32_t ringbuf__rseq_cpu_at(const char *rs)
+{
+	return *(const volatile int32_t *)(const void *)(rs + 4);
 }
 #endif
 
 #ifdef RINGBUF__RSEQ_CLAIM
-RINGBUF__INLINE bool ringbuf__rseq_take(uint32_t off, struct ringbuf__cpu *c, uint32_t cpu, uint64_t me)
+RINGBUF__INLINE bool ringbuf__rseq_take(char *rs, struct ringbuf__cpu *c, uint32_t cpu, uint64_t me)
 {
-	char *rs = (char *)__builtin_thread_pointer() + off; /* off: rb->rseq, __rseq_offset */
+	/* rs: ringbuf__rseq_area(rb->rseq), rb->rseq being __rseq_offset */
 	__asm__ goto(".pushsection __rseq_cs, \"aw?\"\n\t"
 		     ".balign 32\n\t"
 		     "3: .long 0, 0\n\t"
@@ -2269,8 +2277,8 @@ RINGBUF__INLINE void *ringbuf__reserve_index(struct ringbuf *rb, unsigned cpu, s
 	return ringbuf__reserve_on(rb, ringbuf__cpu(rb, cpu), cpu, len);
 }
 
-/* The same on CPU struct c: cpu is its index, or RINGBUF_CPU_THREAD for the
- * thread's claimed buffer (RINGBUF__CPU_OF). */
+/* The same on CPU struct c: cpu is its index, or RINGBUF_CPU_THREAD for a
+ * mapped writer's buffer (RINGBUF__CPU_OF). */
 RINGBUF__INLINE void *ringbuf__reserve_on(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, size_t len)
 {
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->committing) != 0))
@@ -2349,7 +2357,12 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 	/* G1; a block that claims by sequence was made where glibc registered
 	 * rseq (ringbuf__rseq_usable: __rseq_size, fixed at start-up, kept by
 	 * fork): the CPU number straight from the thread's rseq area */
-	b = RINGBUF__LIKELY(rb->rseq) ? ringbuf__rseq_cpu_at(rb->rseq) : ringbuf__rseq_cpu();
+	char *rs = NULL;
+	if (RINGBUF__LIKELY(rb->rseq)) {
+		rs = ringbuf__rseq_area(rb->rseq);
+		b = ringbuf__rseq_cpu_at(rs);
+	} else
+		b = ringbuf__rseq_cpu();
 #else
 	b = ringbuf__rseq_cpu(); /* G1 */
 #endif
@@ -2359,9 +2372,9 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 	c = ringbuf__cpu(rb, (unsigned)b);
 #ifdef RINGBUF__RSEQ_CLAIM
 	/* G2 by restartable sequence (PER-CPU BLOCKS in >>contexts): S1-S5 */
-	if (RINGBUF__LIKELY(rb->rseq)) {
+	if (RINGBUF__LIKELY(rs != NULL)) {
 		(void)zero;
-		if (RINGBUF__UNLIKELY(!ringbuf__rseq_take(rb->rseq, c, (uint32_t)b, me)))
+		if (RINGBUF__UNLIKELY(!ringbuf__rseq_take(rs, c, (uint32_t)b, me)))
 			return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 	} else
 #else
@@ -2386,8 +2399,10 @@ RINGBUF__INLINE void *ringbuf__current_reserve(struct ringbuf *rb, size_t len)
 		return ringbuf__reserve_slow(rb, RINGBUF_CPU_CURRENT, len);
 	}
 	/* J1 in the reserve (BUSY, with the owner id read with the key:
-	 * word - 1 is the key) */
-	p = ringbuf__reserve_outer(rb, c, (unsigned)b, len, true, word - 1 + ringbuf__claim_word(rb, (unsigned)b), me);
+	 * word - 1 is the key; the claim word is c's offset, from c: no load
+	 * of cpu_off again after the entry's compiler barriers) */
+	p = ringbuf__reserve_outer(rb, c, RINGBUF_CPU_THREAD, len, true, word - 1 + (uint64_t)((char *)c - (char *)rb),
+				   me);
 	if (RINGBUF__UNLIKELY(!p)) {
 		/* refused or failed: J0 done, the writer out */
 		RINGBUF__TESTPOINT(rb, (unsigned)b, RINGBUF__TP_CURRENT_UNDONE);
@@ -2495,12 +2510,10 @@ RINGBUF__INLINE void ringbuf__commit_inline(struct ringbuf *rb, unsigned cpu, vo
 		uint32_t w = ringbuf__tcur_busy(rb);
 		struct ringbuf__cpu *c = (struct ringbuf__cpu *)(void *)((char *)rb + w);
 		if (RINGBUF__LIKELY(w != 0) && RINGBUF__LIKELY(RINGBUF__LOAD(&c->committing) == 1)) {
-			unsigned b = ringbuf__claim_index(rb, w);
-			ringbuf__tcur_idle(rb); /* J0 */
-			RINGBUF__BARRIER();
-			RINGBUF__TESTPOINT(rb, b, RINGBUF__TP_CURRENT_RELEASED);
-			ringbuf__commit_outer(rb, c, b, data);
-			RINGBUF__TESTPOINT(rb, b, RINGBUF__TP_CURRENT_UNHELD);
+			ringbuf__tcur_idle(rb); /* J0 (between compiler barriers) */
+			RINGBUF__TESTPOINT(rb, ringbuf__claim_index(rb, w), RINGBUF__TP_CURRENT_RELEASED);
+			ringbuf__commit_outer(rb, c, RINGBUF_CPU_THREAD, data);
+			RINGBUF__TESTPOINT(rb, ringbuf__claim_index(rb, w), RINGBUF__TP_CURRENT_UNHELD);
 			atomic_store_explicit(&c->owner, 0, memory_order_release); /* G5 */
 			return;
 		}
@@ -2538,8 +2551,8 @@ RINGBUF__INLINE void ringbuf__commit_index(struct ringbuf *rb, unsigned cpu, voi
 	ringbuf__commit_on(rb, ringbuf__cpu(rb, cpu), cpu, data);
 }
 
-/* The same on CPU struct c: cpu is its index, or RINGBUF_CPU_THREAD for the
- * thread's claimed buffer (RINGBUF__CPU_OF). */
+/* The same on CPU struct c: cpu is its index, or RINGBUF_CPU_THREAD for a
+ * mapped writer's buffer (RINGBUF__CPU_OF). */
 RINGBUF__INLINE void ringbuf__commit_on(struct ringbuf *rb, struct ringbuf__cpu *c, unsigned cpu, void *data)
 {
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&c->committing) != 1)) {
@@ -7963,7 +7976,8 @@ RINGBUF__INLINE bool ringbuf__owner_take0(struct ringbuf *rb, unsigned w, uint64
 	uint64_t zero = 0;
 #ifdef RINGBUF__RSEQ_CLAIM
 	if (rb->rseq && w < rb->cpu_bufs) {
-		if ((uint32_t)ringbuf__rseq_cpu_at(rb->rseq) != w || !ringbuf__rseq_take(rb->rseq, c, w, own))
+		char *rs = ringbuf__rseq_area(rb->rseq);
+		if ((uint32_t)ringbuf__rseq_cpu_at(rs) != w || !ringbuf__rseq_take(rs, c, w, own))
 			return false;
 #ifdef RINGBUF_TESTING
 		atomic_fetch_add_explicit(&ringbuf__test_rseq_takes, 1, memory_order_relaxed);
