@@ -40,8 +40,11 @@
  * Then two shapes on the writer's own thread: a RINGBUF_CPU_CURRENT event
  * inside an event of the buffer's explicit index (the inline take finds the
  * writer in and goes out of line), and discards of the inline event and of
- * one nested in it (out of line, [TCUR] BUSY), and a RINGBUF_CPU_THREAD event
- * of a thread without a claim inside the inline event (nested there).
+ * one nested in it (out of line, [TCUR] BUSY), a RINGBUF_CPU_THREAD event
+ * of a thread without a claim inside the inline event (nested there), and a
+ * RINGBUF_CPU_CURRENT event inside a RINGBUF_CPU_THREAD event on a shared
+ * buffer (inline, on its CPU's buffer: the shared event leaves the slot
+ * ARMED).
  * The inline path needs rseq (glibc >= 2.35): skipped without it. There is
  * no *_outline variant: tests/variants/current_outline.patch removes the
  * inline claim these steps are in. */
@@ -552,10 +555,11 @@ struct mixed {
 	struct ringbuf *rb;
 	int cpu, rseq;
 	int shape;            /* 0: CURRENT inside an explicit index's event; 1: discards;
-			       * 2: a THREAD event (no claim) inside the inline event */
+			       * 2: a THREAD event (no claim) inside the inline event;
+			       * 3: CURRENT inside a THREAD event on a shared buffer */
 	int ok[4];
 	int thread_cpu[2];    /* ringbuf_thread_cpu inside the inline event, nested */
-	uint64_t word_in, tcur_after, me_after, key;
+	uint64_t word_in, tcur_in, tcur_after, me_after, key;
 	uint32_t committing_in;
 };
 
@@ -608,6 +612,35 @@ static void *mixed_main(void *arg)
 			}
 			ringbuf_commit(m->rb, RINGBUF_CPU_CURRENT, p);
 		}
+	} else if (m->shape == 3) {
+		/* a RINGBUF_CPU_CURRENT event inside a RINGBUF_CPU_THREAD event
+		 * on a shared buffer (a per-CPU block: no claim): the shared
+		 * event leaves the slot ARMED, as an event on a claimed buffer
+		 * does, so the CURRENT event takes its CPU's buffer inline, as
+		 * that buffer's outermost writer (before: the shared event
+		 * marked the slot OUT, and the CURRENT event nested in the
+		 * shared buffer) */
+		struct ev *q = (struct ev *)ringbuf_reserve(m->rb, RINGBUF_CPU_THREAD, sizeof *q);
+		m->ok[1] = q != NULL;
+		if (q) {
+			struct ev *p;
+			uint64_t me;
+			q->who = 6;
+			q->seq = 0;
+			m->thread_cpu[0] = ringbuf_thread_cpu(m->rb);
+			ringbuf__tcur_get(&m->tcur_in, &me);
+			p = (struct ev *)ringbuf_reserve(m->rb, RINGBUF_CPU_CURRENT, sizeof *p);
+			m->ok[2] = p != NULL;
+			if (p) {
+				p->who = 7;
+				p->seq = 0;
+				m->thread_cpu[1] = ringbuf_thread_cpu(m->rb);
+				m->word_in = owner_word(m->rb, (unsigned)m->cpu);
+				m->committing_in = (uint32_t)RINGBUF__LOAD(&ringbuf__cpu(m->rb, (unsigned)m->cpu)->committing);
+				ringbuf_commit(m->rb, RINGBUF_CPU_CURRENT, p);
+			}
+			ringbuf_commit(m->rb, RINGBUF_CPU_THREAD, q);
+		}
 	} else {
 		/* the inline event discarded out of line (J0, the discard, G5),
 		 * with an event nested in it discarded first ([TCUR] BUSY) */
@@ -643,6 +676,11 @@ static void run_mixed(struct mixed *m, int shape)
 	cfg.mode = RINGBUF_MODE_OVERWRITE;
 	if (shape == 2)
 		cfg.flags = RINGBUF_F_CPU_CURRENT; /* cfg.shared 0: no shared buffer */
+	if (shape == 3) {
+		cfg.ncpu++;
+		cfg.flags = RINGBUF_F_CPU_CURRENT;
+		cfg.shared = 1; /* buffer cpu + 1 */
+	}
 	assert_int_equal(ringbuf_create(&cfg, &m->rb), 0);
 	m->cpu = g_cpu;
 	m->shape = shape;
@@ -717,6 +755,36 @@ static void thread_event_without_a_claim_inside_the_inline_event_nests_there(voi
 	mixed_end(&m, who, seq, 4);
 }
 
+static void current_event_inside_a_shared_thread_event_takes_its_cpus_buffer(void **state)
+{
+	struct mixed m;
+	struct got g;
+	struct ringbuf_stats st;
+	static const uint32_t who[4] = { 1, 7, 1, 6 }, seq[4] = { 0, 0, 2, 0 };
+	unsigned s = (unsigned)g_cpu + 1, bufs[4] = { (unsigned)g_cpu, (unsigned)g_cpu, (unsigned)g_cpu, s };
+	int i;
+	(void)state;
+	mixed_start(&m, 3);
+	assert_int_equal(m.tcur_in, m.key | 1); /* ARMED in the shared event */
+	assert_int_equal(m.thread_cpu[0], (int)s);
+	assert_int_equal(m.thread_cpu[1], g_cpu);
+	assert_int_equal(m.word_in, m.me_after); /* its CPU's word, ours */
+	assert_int_equal(m.committing_in, 1);    /* outermost there */
+	assert_int_equal(owner_word(m.rb, s), 0);
+	assert_int_equal(RINGBUF__LOAD(&ringbuf__cpu(m.rb, s)->committing), 0);
+	assert_int_equal(ringbuf_stats(m.rb, &st), 0);
+	assert_int_equal(st.committed, 4);
+	assert_int_equal(st.unmapped, 0);
+	read_all(m.rb, s + 1, &g);
+	assert_int_equal(g.n, 4);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(g.ev[i].who, who[i]);
+		assert_int_equal(g.ev[i].seq, seq[i]);
+		assert_int_equal(g.buf[i], bufs[i]);
+	}
+	ringbuf_destroy(m.rb);
+}
+
 /* each case on each kind of block */
 #define KINDS(fn)                                      \
 	static void fn##_per_cpu(void **state)         \
@@ -750,6 +818,7 @@ int main(void)
 		cmocka_unit_test(current_event_inside_an_explicit_index_event_nests_and_gives_the_word_back),
 		cmocka_unit_test(discards_of_the_inline_event_and_of_one_nested_in_it),
 		cmocka_unit_test(thread_event_without_a_claim_inside_the_inline_event_nests_there),
+		cmocka_unit_test(current_event_inside_a_shared_thread_event_takes_its_cpus_buffer),
 		cmocka_unit_test(nested_writer_in_the_out_of_line_event_at_out_and_g4),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
