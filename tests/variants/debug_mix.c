@@ -22,21 +22,15 @@ static void warn(const char *msg, unsigned cpu, void *ctx)
 
 int main(void)
 {
-	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
 	struct ringbuf *rb;
 	struct ringbuf_stats st;
 	char fake[32];
-	int cpu = tc_pin();
+	int cpu, r = tc_start("debug_mix", &rb, &cpu);
 	unsigned char *p;
 	uint64_t own;
 	memset(fake, 0, sizeof fake);
-	if (cpu < 0 || ringbuf__rseq_cpu() != cpu) {
-		printf("debug_mix: no rseq CPU number here: the inline path does not run, nothing to check\n");
-		return 77;
-	}
-	cfg.ncpu = (unsigned)cpu + 1;
-	cfg.size_per_cpu = 64 << 10;
-	TC_CHECK(ringbuf_create(&cfg, &rb) == 0);
+	if (r != 0)
+		return r;
 	ringbuf_set_warn_hook(warn, NULL);
 	TC_CHECK(tc_write(rb, 1) == 0); /* out of line: arms the slot */
 	p = (unsigned char *)ringbuf_reserve(rb, RINGBUF_CPU_CURRENT, 16); /* inline: BUSY */

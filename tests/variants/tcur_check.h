@@ -44,3 +44,20 @@ static int tc_write(struct ringbuf *rb, unsigned char tag)
 	ringbuf_commit(rb, RINGBUF_CPU_CURRENT, p);
 	return 0;
 }
+
+/* The programs' start: pin to the first CPU, skip (77, saying why) without
+ * an rseq CPU number there, make a ring buffer with that CPU's buffer last
+ * (*rb, *cpu). Returns 0, 77, or 1 when the creation fails. */
+static int tc_start(const char *name, struct ringbuf **rb, int *cpu)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	*cpu = tc_pin();
+	if (*cpu < 0 || ringbuf__rseq_cpu() != *cpu) {
+		printf("%s: no rseq CPU number here: the inline path does not run, nothing to check\n", name);
+		return 77;
+	}
+	cfg.ncpu = (unsigned)*cpu + 1;
+	cfg.size_per_cpu = 64 << 10;
+	TC_CHECK(ringbuf_create(&cfg, rb) == 0);
+	return 0;
+}
