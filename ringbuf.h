@@ -1935,10 +1935,10 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
  *   key | 1  ARMED: the thread has no event of this handle in flight; the
  *            inline reserve may take a buffer with owner id `me` (token <<
  *            32 | tid, THE OWNER WORD in >>contexts)
- *   key | 2  OUT: an out-of-line RINGBUF_CPU_CURRENT event of this handle
- *            at depth 1 is in flight (G3 to G4 in >>contexts): the inline
- *            reserve goes out of line, where nested events follow that
- *            event through the entry's cur, not the CPU
+ *   key | 2  OUT: an out-of-line event of this handle at depth 1 is in
+ *            flight (G3 to G4 in >>contexts): the inline reserve goes out
+ *            of line, where nested events follow that event through the
+ *            entry's cur, not the CPU
  *   key | w  BUSY: the thread's outermost inline event holds the buffer of
  *            claim word w (ringbuf__claim_word: its CPU struct's offset,
  *            at least RINGBUF__TCUR_BUSY_MIN)
@@ -1960,8 +1960,7 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
  *   J0 (the inline commit or the discard of that event, before the commit
  *      itself; a refused or failed reservation, before committing goes back
  *      to 0) word := key|1 (me is J1's);
- *   OUT (an out-of-line RINGBUF_CPU_CURRENT event's G3, before cur's
- *      store; ringbuf__tcur_out)
+ *   OUT (an out-of-line event's G3, before cur's store; ringbuf__tcur_out)
  *      key|2 over 0 or ARMED (any handle's); left alone over BUSY or OUT
  *      (any handle's: an event nested in ours, or a handler's inside our
  *      window before G3, which runs whole before it, leaves the word as it
@@ -7373,9 +7372,8 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * take fails, and out of line it nests (took = false); from J1 to J0 it
  * nests on w through the slot; from J0 to G5 it finds the slot ARMED and
  * the word ours again: out of line, nested (took = false).
- * The out-of-line path keeps the slot out of the way of its events: a
- * RINGBUF_CPU_CURRENT event at depth 1 (held_reserve's G3) first marks the
- * slot OUT (key | 2),
+ * The out-of-line path keeps the slot out of the way of its events: an
+ * event at depth 1 (held_reserve's G3) first marks the slot OUT (key | 2),
  * so that the inline path does not run while it is in flight (a handler's
  * event must nest in it, through cur, and not take the buffer of the CPU
  * the thread runs on now: test_contexts,
@@ -7384,15 +7382,6 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * the thread's next event is inline. An event that found the slot OUT or
  * BUSY leaves it alone (TCUR_OUT and TCUR_G4 cut in after the two steps:
  * test_current_steps, nested_writer_in_the_out_of_line_event_at_out_and_g4).
- * A RINGBUF_CPU_THREAD event on a shared buffer (THREAD FALLBACK) leaves
- * the slot alone, as one on a claimed buffer does: a handler's
- * RINGBUF_CPU_CURRENT event inside it takes its CPU's buffer (inline, that
- * buffer's outermost writer), and nests in the shared event only where
- * that buffer is the one held (its word is ours: out of line, through
- * cur). Marking the slot in shared events cost each 1.5 ns (1.76x
- * rb_thread_16 against 1.71x, alternating runs; 447 instructions against
- * 407). Tested by test_current_steps,
- * current_event_inside_a_shared_thread_event_takes_its_cpus_buffer.
  * (The tests' *_outline variants build on a copy of this header without
  * the slot, whose inline CURRENT paths call the out-of-line ones:
  * tests/variants/current_outline.patch.) Test points (RINGBUF_TESTING only)
@@ -8065,24 +8054,17 @@ RINGBUF__INLINE uint32_t ringbuf__take(struct ringbuf *rb, unsigned base, unsign
 }
 
 /* G3 .. reserve, for buffer x - 1 taken at G2 (or F4b): `keep` is the
- * PENDING bit of the state we interrupted, restored at G4. `current` (a
- * constant): a RINGBUF_CPU_CURRENT event, which keeps [TCUR]'s slot OUT to
- * its G4; a RINGBUF_CPU_THREAD event on a shared buffer leaves the slot
- * alone, as one on a claimed buffer does. */
+ * PENDING bit of the state we interrupted, restored at G4. */
 RINGBUF__INLINE void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t x, bool took,
-					    uint64_t keep, size_t len, bool current)
+					    uint64_t keep, size_t len)
 {
 	void *p;
 	uint64_t t = 0;
 #ifdef RINGBUF__TCUR
 	/* [TCUR] OUT first: no inline event of ours takes a buffer from here
 	 * to G4 (nested events follow this one, through cur) */
-	if (current) {
-		t = ringbuf__tcur_out(rb) ? RINGBUF__CUR_TCUR : 0;
-		RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_TCUR_OUT);
-	}
-#else
-	(void)current;
+	t = ringbuf__tcur_out(rb) ? RINGBUF__CUR_TCUR : 0;
+	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_TCUR_OUT);
 #endif
 	/* G3: one store; a handler before it finds the owner word ours and
 	 * nests without taking it (took == false), and leaves cur as it was */
@@ -8264,7 +8246,7 @@ RINGBUF__INLINE void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbu
 		return NULL;
 	}
 	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_TAKEN);
-	p = ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len, false); /* F5 = G3 .. */
+	p = ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len); /* F5 = G3 .. */
 	if (p)
 		RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_HELD);
 	return p;
@@ -8385,7 +8367,7 @@ RINGBUF__INLINE void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, si
 			return NULL;
 		}
 	}
-	return ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len, true);
+	return ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len);
 }
 
 /* commit/discard of an event of ours in flight (cur's depth > 0): G4, G5 at

@@ -43,8 +43,9 @@
  * one nested in it (out of line, [TCUR] BUSY), a RINGBUF_CPU_THREAD event
  * of a thread without a claim inside the inline event (nested there), and a
  * RINGBUF_CPU_CURRENT event inside a RINGBUF_CPU_THREAD event on a shared
- * buffer (inline, on its CPU's buffer: the shared event leaves the slot
- * ARMED).
+ * buffer (nested there, with the slot armed before or not: the shared event
+ * marks it OUT) or on the thread's claimed buffer (not nested: another
+ * buffer, its outermost writer).
  * The inline path needs rseq (glibc >= 2.35): skipped without it. There is
  * no *_outline variant: tests/variants/current_outline.patch removes the
  * inline claim these steps are in. */
@@ -556,7 +557,9 @@ struct mixed {
 	int cpu, rseq;
 	int shape;            /* 0: CURRENT inside an explicit index's event; 1: discards;
 			       * 2: a THREAD event (no claim) inside the inline event;
-			       * 3: CURRENT inside a THREAD event on a shared buffer */
+			       * 3, 4: CURRENT inside a THREAD event on a shared buffer,
+			       * the slot armed before (3) or not (4);
+			       * 5: CURRENT inside a THREAD event on its claimed buffer */
 	int ok[4];
 	int thread_cpu[2];    /* ringbuf_thread_cpu inside the inline event, nested */
 	uint64_t word_in, tcur_in, tcur_after, me_after, key;
@@ -574,7 +577,9 @@ static void *mixed_main(void *arg)
 	m->rseq = ringbuf__rseq_cpu() == m->cpu;
 	if (!m->rseq)
 		return NULL;
-	m->ok[0] = write_one(m->rb, 1, 0) == 0; /* out of line: arms the slot */
+	/* out of line: arms the slot (shape 4: not armed, the first event is
+	 * the shared one) */
+	m->ok[0] = m->shape == 4 || write_one(m->rb, 1, 0) == 0;
 	if (m->shape == 0) {
 		/* an event of the buffer's explicit index is open when a
 		 * RINGBUF_CPU_CURRENT event starts on it: the inline take
@@ -612,14 +617,42 @@ static void *mixed_main(void *arg)
 			}
 			ringbuf_commit(m->rb, RINGBUF_CPU_CURRENT, p);
 		}
-	} else if (m->shape == 3) {
+	} else if (m->shape == 5) {
 		/* a RINGBUF_CPU_CURRENT event inside a RINGBUF_CPU_THREAD event
-		 * on a shared buffer (a per-CPU block: no claim): the shared
-		 * event leaves the slot ARMED, as an event on a claimed buffer
-		 * does, so the CURRENT event takes its CPU's buffer inline, as
-		 * that buffer's outermost writer (before: the shared event
-		 * marked the slot OUT, and the CURRENT event nested in the
-		 * shared buffer) */
+		 * on the thread's claimed buffer (an ordinary block: the claim
+		 * is its CPU's buffer, the first free one from there): not
+		 * nested, it takes the next free buffer as its outermost writer
+		 * (the claimed one's word names the claim) */
+		struct ev *q = (struct ev *)ringbuf_reserve(m->rb, RINGBUF_CPU_THREAD, sizeof *q);
+		m->ok[1] = q != NULL;
+		if (q) {
+			struct ev *p;
+			q->who = 6;
+			q->seq = 0;
+			m->thread_cpu[0] = ringbuf_thread_cpu(m->rb);
+			p = (struct ev *)ringbuf_reserve(m->rb, RINGBUF_CPU_CURRENT, sizeof *p);
+			m->ok[2] = p != NULL;
+			if (p) {
+				p->who = 7;
+				p->seq = 0;
+				m->word_in = owner_word(m->rb, (unsigned)m->cpu + 1);
+				m->committing_in =
+					(uint32_t)RINGBUF__LOAD(&ringbuf__cpu(m->rb, (unsigned)m->cpu + 1)->committing);
+				m->thread_cpu[1] =
+					(int)RINGBUF__LOAD(&ringbuf__cpu(m->rb, (unsigned)m->cpu)->committing);
+				ringbuf_commit(m->rb, RINGBUF_CPU_CURRENT, p);
+			}
+			ringbuf_commit(m->rb, RINGBUF_CPU_THREAD, q);
+			ringbuf_thread_release(m->rb);
+		}
+	} else if (m->shape >= 3) {
+		/* a RINGBUF_CPU_CURRENT event inside a RINGBUF_CPU_THREAD event
+		 * on a shared buffer (a per-CPU block: no claim), with the slot
+		 * armed before (3) or not (4): the shared event marks the slot
+		 * OUT, so the CURRENT event goes out of line and nests in the
+		 * shared buffer either way, though its CPU's buffer is free
+		 * (with the slot left ARMED by the shared event, it took that
+		 * buffer inline when armed and nested when not) */
 		struct ev *q = (struct ev *)ringbuf_reserve(m->rb, RINGBUF_CPU_THREAD, sizeof *q);
 		m->ok[1] = q != NULL;
 		if (q) {
@@ -676,7 +709,9 @@ static void run_mixed(struct mixed *m, int shape)
 	cfg.mode = RINGBUF_MODE_OVERWRITE;
 	if (shape == 2)
 		cfg.flags = RINGBUF_F_CPU_CURRENT; /* cfg.shared 0: no shared buffer */
-	if (shape == 3) {
+	if (shape == 5)
+		cfg.ncpu++; /* an ordinary block, no shared buffer */
+	else if (shape >= 3) {
 		cfg.ncpu++;
 		cfg.flags = RINGBUF_F_CPU_CURRENT;
 		cfg.shared = 1; /* buffer cpu + 1 */
@@ -755,27 +790,52 @@ static void thread_event_without_a_claim_inside_the_inline_event_nests_there(voi
 	mixed_end(&m, who, seq, 4);
 }
 
-static void current_event_inside_a_shared_thread_event_takes_its_cpus_buffer(void **state)
+static void current_events_inside_a_shared_thread_event(int shape)
 {
 	struct mixed m;
 	struct got g;
 	struct ringbuf_stats st;
-	static const uint32_t who[4] = { 1, 7, 1, 6 }, seq[4] = { 0, 0, 2, 0 };
-	unsigned s = (unsigned)g_cpu + 1, bufs[4] = { (unsigned)g_cpu, (unsigned)g_cpu, (unsigned)g_cpu, s };
-	int i;
-	(void)state;
-	mixed_start(&m, 3);
-	assert_int_equal(m.tcur_in, m.key | 1); /* ARMED in the shared event */
+	static const uint32_t who[2][4] = { { 1, 1, 6, 7 }, { 1, 6, 7, 0 } },
+			      seq[2][4] = { { 0, 2, 0, 0 }, { 2, 0, 0, 0 } };
+	unsigned s = (unsigned)g_cpu + 1, c = (unsigned)g_cpu;
+	unsigned bufs[2][4] = { { c, c, s, s }, { c, s, s, 0 } };
+	int i, n = shape == 3 ? 4 : 3, k = shape - 3;
+	mixed_start(&m, shape);
+	assert_int_equal(m.tcur_in, m.key | 2); /* OUT in the shared event */
 	assert_int_equal(m.thread_cpu[0], (int)s);
-	assert_int_equal(m.thread_cpu[1], g_cpu);
-	assert_int_equal(m.word_in, m.me_after); /* its CPU's word, ours */
-	assert_int_equal(m.committing_in, 1);    /* outermost there */
+	assert_int_equal(m.thread_cpu[1], (int)s); /* nested there */
+	assert_int_equal(m.committing_in, 0);      /* its CPU's buffer untouched */
+	assert_int_equal(m.word_in, 0);
 	assert_int_equal(owner_word(m.rb, s), 0);
 	assert_int_equal(RINGBUF__LOAD(&ringbuf__cpu(m.rb, s)->committing), 0);
 	assert_int_equal(ringbuf_stats(m.rb, &st), 0);
-	assert_int_equal(st.committed, 4);
+	assert_int_equal(st.committed, (uint64_t)n);
 	assert_int_equal(st.unmapped, 0);
 	read_all(m.rb, s + 1, &g);
+	assert_int_equal(g.n, n);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(g.ev[i].who, who[k][i]);
+		assert_int_equal(g.ev[i].seq, seq[k][i]);
+		assert_int_equal(g.buf[i], bufs[k][i]);
+	}
+	ringbuf_destroy(m.rb);
+}
+
+static void current_event_inside_a_claimed_thread_event_takes_another_buffer(void **state)
+{
+	struct mixed m;
+	struct got g;
+	static const uint32_t who[4] = { 1, 6, 1, 7 }, seq[4] = { 0, 0, 2, 0 };
+	unsigned c = (unsigned)g_cpu, bufs[4] = { c, c, c, c + 1 };
+	int i;
+	(void)state;
+	mixed_start(&m, 5);
+	assert_int_equal(m.thread_cpu[0], g_cpu); /* the claim */
+	assert_int_equal(m.thread_cpu[1], 1);     /* the THREAD event still in flight there */
+	assert_int_equal(m.word_in, m.me_after);  /* the next buffer, ours */
+	assert_int_equal(m.committing_in, 1);     /* outermost there */
+	assert_int_equal(owner_word(m.rb, c + 1), 0);
+	read_all(m.rb, c + 2, &g);
 	assert_int_equal(g.n, 4);
 	for (i = 0; i < 4; i++) {
 		assert_int_equal(g.ev[i].who, who[i]);
@@ -783,6 +843,18 @@ static void current_event_inside_a_shared_thread_event_takes_its_cpus_buffer(voi
 		assert_int_equal(g.buf[i], bufs[i]);
 	}
 	ringbuf_destroy(m.rb);
+}
+
+static void current_event_inside_a_shared_thread_event_nests_there(void **state)
+{
+	(void)state;
+	current_events_inside_a_shared_thread_event(3);
+}
+
+static void current_event_inside_a_shared_thread_event_nests_there_slot_not_armed(void **state)
+{
+	(void)state;
+	current_events_inside_a_shared_thread_event(4);
 }
 
 /* each case on each kind of block */
@@ -818,7 +890,9 @@ int main(void)
 		cmocka_unit_test(current_event_inside_an_explicit_index_event_nests_and_gives_the_word_back),
 		cmocka_unit_test(discards_of_the_inline_event_and_of_one_nested_in_it),
 		cmocka_unit_test(thread_event_without_a_claim_inside_the_inline_event_nests_there),
-		cmocka_unit_test(current_event_inside_a_shared_thread_event_takes_its_cpus_buffer),
+		cmocka_unit_test(current_event_inside_a_claimed_thread_event_takes_another_buffer),
+		cmocka_unit_test(current_event_inside_a_shared_thread_event_nests_there),
+		cmocka_unit_test(current_event_inside_a_shared_thread_event_nests_there_slot_not_armed),
 		cmocka_unit_test(nested_writer_in_the_out_of_line_event_at_out_and_g4),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
