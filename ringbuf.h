@@ -8018,6 +8018,15 @@ static uint32_t ringbuf__take_dead(struct ringbuf *rb, unsigned base, unsigned c
 	return 0;
 }
 
+/* A start in 0 .. n-1 (n >= 1) picked by v (a tid): the threads that share
+ * buffers start their scans spread over them. Two multiplies, not a
+ * division: `tid % n` was a 32-bit div on the path of every shared event
+ * (its CAS's address waits for it). */
+RINGBUF__INLINE unsigned ringbuf__spread(uint32_t v, unsigned n)
+{
+	return (unsigned)(((uint64_t)(uint32_t)(v * 2654435761u) * n) >> 32);
+}
+
 /* Take a buffer for `own` (our owner id, | PERSIST for a thread claim) among
  * buffers base .. base+cnt-1, starting at base + from. Returns index + 1
  * (*took: we set the owner word; false: it was ours already, we interrupted
@@ -8239,7 +8248,7 @@ RINGBUF__INLINE void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbu
 		}
 	}
 	/* F4b = G2 on the shared buffers, from one picked by our tid */
-	x = ringbuf__take(rb, base, sh, ringbuf__gettid() % sh, me, &took, false);
+	x = ringbuf__take(rb, base, sh, ringbuf__spread(ringbuf__gettid(), sh), me, &took, false);
 	if (!x) {
 		atomic_store_explicit(&e->cur, cur, memory_order_relaxed); /* F4a undone */
 		atomic_fetch_add_explicit(&ringbuf__sh(rb)->unmapped, 1, memory_order_relaxed);
@@ -8264,7 +8273,7 @@ static uint32_t ringbuf__percpu_take(struct ringbuf *rb, uint64_t me, bool *took
 	if (own < rb->cpu_bufs && (x = ringbuf__take(rb, own, 1, 0, me, took, judge)))
 		return x;
 	sh = n - rb->cpu_bufs;
-	return sh ? ringbuf__take(rb, rb->cpu_bufs, sh, ringbuf__gettid() % sh, me, took, judge) : 0;
+	return sh ? ringbuf__take(rb, rb->cpu_bufs, sh, ringbuf__spread(ringbuf__gettid(), sh), me, took, judge) : 0;
 }
 
 RINGBUF__INLINE uint32_t ringbuf__current_take(struct ringbuf *rb, uint64_t me, bool *took, bool judge)
