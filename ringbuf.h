@@ -1308,7 +1308,7 @@ enum ringbuf__tp {
 	RINGBUF__TP_CURRENT_UNHELD,      /* the inline commit done, G5 not yet */
 	RINGBUF__TP_CURRENT_UNDONE,      /* inline reserve failed (J0 done, the writer out), G5 not yet */
 	/* [TCUR] in the out-of-line G3 .. G4 (ringbuf__held_reserve, _end) */
-	RINGBUF__TP_TCUR_OUT,            /* the slot's OUT done, G3 not yet */
+	RINGBUF__TP_TCUR_OUT,            /* the slot's OUT done, its me and G3 not yet */
 	RINGBUF__TP_TCUR_G4,             /* G4 done, the slot's ARM not yet */
 	/* a thread's new per-buffer entry (ringbuf__tctx_get, T0-T3), cpu 0 */
 	RINGBUF__TP_TCTX_MISSED,   /* T0: the lookup found none, `making` not yet set */
@@ -1964,10 +1964,10 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
  *      key|2 over 0 or ARMED (any handle's); left alone over BUSY or OUT
  *      (any handle's: an event nested in ours, or a handler's inside our
  *      window before G3, which runs whole before it, leaves the word as it
- *      was); the event marks cur (RINGBUF__CUR_TCUR) when it stored OUT;
+ *      was); then me := ours (the event's owner id, under OUT); the
+ *      event marks cur (RINGBUF__CUR_TCUR) when it stored OUT;
  *   ARM (that event's G4, after cur's store, when it stored OUT) from
- *      key|2: me := ours, then word := key|1 (the word is OUT until its
- *      store).
+ *      key|2: word := key|1 (me is OUT's: a handler's events leave it).
  *   J1, OUT and ARM are a load (K's, or the word's), then stores: a handler
  *   between the two leaves the word as it found it (its J1 and J0, its OUT
  *   and ARM pair up; an event that arms found 0 or ARMED, and arms this
@@ -7373,12 +7373,13 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * nests on w through the slot; from J0 to G5 it finds the slot ARMED and
  * the word ours again: out of line, nested (took = false).
  * The out-of-line path keeps the slot out of the way of its events: an
- * event at depth 1 (held_reserve's G3) first marks the slot OUT (key | 2),
+ * event at depth 1 (held_reserve's G3) first marks the slot OUT (key | 2,
+ * then our owner id in me),
  * so that the inline path does not run while it is in flight (a handler's
  * event must nest in it, through cur, and not take the buffer of the CPU
  * the thread runs on now: test_contexts,
  * current_mode_signal_handler_nests_in_the_interrupted_events_buffer), and
- * its G4 arms the slot after cur's store, with our owner id (key | 1, me):
+ * its G4 arms the slot after cur's store (key | 1):
  * the thread's next event is inline. An event that found the slot OUT or
  * BUSY leaves it alone (TCUR_OUT and TCUR_G4 cut in after the two steps:
  * test_current_steps, nested_writer_in_the_out_of_line_event_at_out_and_g4).
@@ -7650,8 +7651,9 @@ static void ringbuf__tclaim_set(struct ringbuf *rb, struct ringbuf__tctx *e, uin
 /* cpu_off is at least the private header and the shared one (ringbuf__layout) */
 _Static_assert(sizeof(struct ringbuf) + sizeof(struct ringbuf__shdr) >= RINGBUF__TCUR_BUSY_MIN,
 	       "[TCUR]: a claim word is above every OUT value");
-/* [TCUR] OUT, at an out-of-line event's G3: true when stored (the event's
- * G4 then arms, ringbuf__tcur_armed) */
+/* [TCUR] OUT, at an out-of-line event's G3: true when stored (the event
+ * then stores its owner id in me under it, and its G4 arms,
+ * ringbuf__tcur_armed) */
 static bool ringbuf__tcur_out(const struct ringbuf *rb)
 {
 	if (!rb->tclaim_key || (uint32_t)ringbuf__tcur_word() > 1) /* key 0: never cached */
@@ -7661,12 +7663,12 @@ static bool ringbuf__tcur_out(const struct ringbuf *rb)
 }
 
 /* [TCUR] ARM, at the G4 of an event that stored OUT: the word is still our
- * OUT (a handler's events leave it so; anything else is left alone) */
-static void ringbuf__tcur_armed(const struct ringbuf *rb, uint64_t me)
+ * OUT (a handler's events leave it so, and me as OUT left it; anything else
+ * is left alone) */
+static void ringbuf__tcur_armed(const struct ringbuf *rb)
 {
 	if (ringbuf__tcur_word() != (rb->tclaim_key | 2))
 		return;
-	ringbuf__tcur_store(&ringbuf__tcur.me, me); /* under OUT */
 	ringbuf__tcur_store(&ringbuf__tcur.word, rb->tclaim_key | 1);
 }
 #endif
@@ -8064,8 +8066,8 @@ RINGBUF__INLINE uint32_t ringbuf__take(struct ringbuf *rb, unsigned base, unsign
 
 /* G3 .. reserve, for buffer x - 1 taken at G2 (or F4b): `keep` is the
  * PENDING bit of the state we interrupted, restored at G4. */
-RINGBUF__INLINE void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint32_t x, bool took,
-					    uint64_t keep, size_t len)
+RINGBUF__INLINE void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__tctx *e, uint64_t me, uint32_t x,
+					    bool took, uint64_t keep, size_t len)
 {
 	void *p;
 	uint64_t t = 0;
@@ -8074,6 +8076,10 @@ RINGBUF__INLINE void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__
 	 * to G4 (nested events follow this one, through cur) */
 	t = ringbuf__tcur_out(rb) ? RINGBUF__CUR_TCUR : 0;
 	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_TCUR_OUT);
+	if (t) /* me under OUT (nothing reads it there): G4's ARM is one store */
+		ringbuf__tcur_store(&ringbuf__tcur.me, me);
+#else
+	(void)me;
 #endif
 	/* G3: one store; a handler before it finds the owner word ours and
 	 * nests without taking it (took == false), and leaves cur as it was */
@@ -8085,7 +8091,7 @@ RINGBUF__INLINE void *ringbuf__held_reserve(struct ringbuf *rb, struct ringbuf__
 		RINGBUF__BARRIER();
 #ifdef RINGBUF__TCUR
 		if (t)
-			ringbuf__tcur_armed(rb, ringbuf__owner_id(rb, e));
+			ringbuf__tcur_armed(rb);
 #endif
 		if (took) /* G5 */
 			atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);
@@ -8255,7 +8261,7 @@ RINGBUF__INLINE void *ringbuf__thread_fallback(struct ringbuf *rb, struct ringbu
 		return NULL;
 	}
 	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_TAKEN);
-	p = ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len); /* F5 = G3 .. */
+	p = ringbuf__held_reserve(rb, e, me, x, took, cur & RINGBUF__CUR_PENDING, len); /* F5 = G3 .. */
 	if (p)
 		RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_SHARED_HELD);
 	return p;
@@ -8376,7 +8382,7 @@ RINGBUF__INLINE void *ringbuf__map_reserve(struct ringbuf *rb, unsigned mode, si
 			return NULL;
 		}
 	}
-	return ringbuf__held_reserve(rb, e, x, took, cur & RINGBUF__CUR_PENDING, len);
+	return ringbuf__held_reserve(rb, e, me, x, took, cur & RINGBUF__CUR_PENDING, len);
 }
 
 /* commit/discard of an event of ours in flight (cur's depth > 0): G4, G5 at
@@ -8412,7 +8418,7 @@ RINGBUF__INLINE void ringbuf__held_end(struct ringbuf *rb, struct ringbuf__tctx 
 #ifdef RINGBUF__TCUR
 	RINGBUF__TESTPOINT(rb, x - 1, RINGBUF__TP_TCUR_G4);
 	if (cur & RINGBUF__CUR_TCUR)
-		ringbuf__tcur_armed(rb, ringbuf__owner_id(rb, e)); /* after cur's 0 */
+		ringbuf__tcur_armed(rb); /* after cur's 0 */
 #endif
 	if (RINGBUF__CUR_ACQ(cur)) /* G5 */
 		atomic_store_explicit(&ringbuf__cpu(rb, x - 1)->owner, 0, memory_order_release);

@@ -503,7 +503,7 @@ static void reset_and_quiesce_at_each_inline_step(void **state)
 
 /* [TCUR] in the out-of-line event (the thread's first: it arms the slot):
  * a nested writer (IRQ, NMI) right after the slot's OUT (the word taken,
- * G3 not yet: the events nest there, the IRQ outermost, before the outer
+ * its me and G3 not yet: the events nest there, the IRQ outermost, before the outer
  * event) and right after G4 (the outer event committed, the slot not armed
  * yet: after it); afterwards the slot ARMED, every word 0. */
 static void nested_writer_in_the_out_of_line_event_at_out_and_g4(void **state)
