@@ -1964,10 +1964,13 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
  *      key|2 over 0 or ARMED (any handle's); left alone over BUSY or OUT
  *      (any handle's: an event nested in ours, or a handler's inside our
  *      window before G3, which runs whole before it, leaves the word as it
- *      was); then me := ours (the event's owner id, under OUT); the
- *      event marks cur (RINGBUF__CUR_TCUR) when it stored OUT;
+ *      was); when it stored OUT, then me := ours (the event's owner id,
+ *      under OUT), and the event marks cur (RINGBUF__CUR_TCUR);
  *   ARM (that event's G4, after cur's store, when it stored OUT) from
- *      key|2: word := key|1 (me is OUT's: a handler's events leave it).
+ *      key|2: word := key|1 (me is OUT's: a handler's events leave it; a
+ *      fork from a handler between the owner id's lookup and OUT would arm
+ *      the child with the parent's id: fork() from inside an event is not
+ *      supported, docs/contexts.md).
  *   J1, OUT and ARM are a load (K's, or the word's), then stores: a handler
  *   between the two leaves the word as it found it (its J1 and J0, its OUT
  *   and ARM pair up; an event that arms found 0 or ARMED, and arms this
@@ -7381,7 +7384,8 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  * current_mode_signal_handler_nests_in_the_interrupted_events_buffer), and
  * its G4 arms the slot after cur's store (key | 1):
  * the thread's next event is inline. An event that found the slot OUT or
- * BUSY leaves it alone (TCUR_OUT and TCUR_G4 cut in after the two steps:
+ * BUSY leaves it alone (TCUR_OUT cuts in after OUT's word, before its me;
+ * TCUR_G4 after G4, before ARM:
  * test_current_steps, nested_writer_in_the_out_of_line_event_at_out_and_g4).
  * (The tests' *_outline variants build on a copy of this header without
  * the slot, whose inline CURRENT paths call the out-of-line ones:
