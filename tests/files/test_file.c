@@ -509,6 +509,8 @@ static struct {
 	 * the outer's slot still names it when it enters, and the nested
 	 * writer's reservation there marks the slot gone */
 	bool prior;
+	/* SIGKILL right after a failed P3 ([SLOT]: RINGBUF__TP_SLOT_REFUSED) */
+	bool kill_refused;
 } g_nk;
 
 static void nk_fill(unsigned char *p, uint32_t id, uint32_t len)
@@ -522,6 +524,20 @@ static void nk_fill(unsigned char *p, uint32_t id, uint32_t len)
 static void nk_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 {
 	(void)ctx;
+	if (point == RINGBUF__TP_SLOT_REFUSED) {
+		/* P3 adds the length to the slot's len (one RMW) and fails where
+		 * a nested writer had marked it: the slot must be left as a failed
+		 * compare-and-swap left it, GONE alone, not GONE | total (a
+		 * writer that lapped the ring and rolled back a reservation at
+		 * the slot's place would clear GONE and leave total naming bytes
+		 * nobody reserved: recovery pads them) */
+		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+		if (RINGBUF__LOAD(&c->slots[RINGBUF__LOAD(&c->committing) - 1].len) != RINGBUF__SLOT_GONE)
+			_exit(27);
+		if (g_nk.kill_refused)
+			raise(SIGKILL);
+		return;
+	}
 	/* steps of the outermost writer only (not the nested writer's own) */
 	if (point >= RINGBUF__TP_COUNT || RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing) != 1)
 		return;
@@ -672,6 +688,21 @@ static void kill_after_a_nested_writer_marked_the_entered_slot_recovers_exactly_
 	print_message("  %d kills, each recovered exactly\n", runs);
 }
 
+/* A nested writer that commits between P2 and P3 (SLOT_CHECKED) takes the
+ * place the slot names: P3 fails, and a kill right after it must find the
+ * slot skipped by recovery (GONE; the hook checks the value) and every
+ * committed event intact. */
+static void kill_right_after_a_refused_slot_recovers_exactly_the_committed(void **state)
+{
+	(void)state;
+	make_path();
+	g_nk.kill_refused = true;
+	for (unsigned prefill = 0; prefill <= 3; prefill += 3)
+		/* killed there: the child never reaches its end (done 0) */
+		assert_int_equal(nk_run(prefill, RINGBUF__TP_SLOT_CHECKED, false, 1000), 0);
+	g_nk.kill_refused = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -681,6 +712,7 @@ int main(void)
 					  teardown),
 		cmocka_unit_test_teardown(
 			kill_after_a_nested_writer_marked_the_entered_slot_recovers_exactly_the_committed, teardown),
+		cmocka_unit_test_teardown(kill_right_after_a_refused_slot_recovers_exactly_the_committed, teardown),
 		cmocka_unit_test_teardown(sigkill_at_random_moments_loses_no_committed_event, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
