@@ -1292,7 +1292,7 @@ enum ringbuf__tp {
 	/* a write step only a nested writer reaches (the sweeps over the
 	 * steps one writer passes skip it; test_interleave cuts in there) */
 	RINGBUF__TP_H2_HELPED, /* push head, a helper: the owner's count stored ([PUSH-HELP]), its H2 not yet */
-	RINGBUF__TP_SLOT_REFUSED, /* [SLOT] P3 failed (a nested writer marked the slot), GONE stored back */
+	RINGBUF__TP_SLOT_REFUSED, /* [SLOT] P3 failed: a nested writer had marked the slot GONE */
 	/* RINGBUF_CPU_THREAD fallback (>>contexts), cpu = the shared buffer */
 	RINGBUF__TP_SHARED_TAKEN, /* owner word taken (F4b), before G3 */
 	RINGBUF__TP_FALLBACK_UNCLAIMED, /* F2/F3 found no claim, F4a not yet */
@@ -1700,8 +1700,8 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  *   P2  check the page: a writer that nested since our loads of A reserved
  *       there (our CAS at C will fail): retry
  *   P3  len += total, one RMW (ringbuf__local_xadd32): succeeds where len was
- *       0; where a nested writer set SLOT_GONE it fails (GONE | total for a
- *       moment, which recovery skips, then GONE stored back)
+ *       0; where a nested writer set SLOT_GONE it fails and leaves GONE |
+ *       total, which recovery skips as it skips GONE
  * A writer nesting at any point from P1 to our CAS at C that reserves at
  * (page, off) sets RINGBUF__SLOT_GONE in len (ringbuf__slot_reserved); the bit
  * stays until our next P1 (or until that writer rolls its reservation back,
@@ -1746,7 +1746,6 @@ RINGBUF__INLINE bool ringbuf__slot_claim(struct ringbuf *rb, unsigned cpu, struc
 					 uint32_t total)
 {
 	struct ringbuf__slot *s = &c->slots[depth - 1];
-	uint32_t was;
 	(void)rb;
 	(void)cpu;
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull)) /* P2 */
@@ -1754,15 +1753,14 @@ RINGBUF__INLINE bool ringbuf__slot_claim(struct ringbuf *rb, unsigned cpu, struc
 	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_SLOT_CHECKED);
 	/* P3: len is 0 here, or SLOT_GONE from a nested writer that reserved
 	 * where the slot points (nothing else stores it between the entry's or
-	 * P1's 0 and this add). 0: ours. GONE: the add left GONE + total =
-	 * GONE | total (total < 2^31), which recovery skips as it skips GONE;
-	 * then GONE alone again, as a failed compare-and-swap leaves it (a
-	 * handler that lapped the ring, reserved here and rolled back would
-	 * otherwise clear the bit and leave total naming bytes we never
-	 * reserved) */
-	was = ringbuf__local_xadd32(&s->len, total);
-	if (RINGBUF__UNLIKELY(was != 0)) { /* P3 */
-		RINGBUF__STORE(&s->len, was);
+	 * P1's 0 and this add). 0: ours. GONE: the add leaves GONE + total =
+	 * GONE | total (total < 2^31), which recovery skips as it skips GONE,
+	 * until our next P1. Only a rollback of a reservation at (page, off)
+	 * clears the bit (ringbuf_discard), and none can come: the nested
+	 * writer's event stays there, and the tail cannot come round to this
+	 * page again while our event holds the commit page back (MOVING THE
+	 * TAIL: N is the commit page -> commit_overrun) */
+	if (RINGBUF__UNLIKELY(ringbuf__local_xadd32(&s->len, total) != 0)) { /* P3 */
 		RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_SLOT_REFUSED);
 		return false;
 	}
