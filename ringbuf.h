@@ -1292,7 +1292,7 @@ enum ringbuf__tp {
 	/* a write step only a nested writer reaches (the sweeps over the
 	 * steps one writer passes skip it; test_interleave cuts in there) */
 	RINGBUF__TP_H2_HELPED, /* push head, a helper: the owner's count stored ([PUSH-HELP]), its H2 not yet */
-	RINGBUF__TP_SLOT_REFUSED, /* [SLOT] P3 failed: a nested writer had marked the slot GONE */
+	RINGBUF__TP_SLOT_REFUSED, /* [SLOT] P3 failed: len was not 0 (a nested writer marked the slot GONE) */
 	/* RINGBUF_CPU_THREAD fallback (>>contexts), cpu = the shared buffer */
 	RINGBUF__TP_SHARED_TAKEN, /* owner word taken (F4b), before G3 */
 	RINGBUF__TP_FALLBACK_UNCLAIMED, /* F2/F3 found no claim, F4a not yet */
@@ -1398,18 +1398,24 @@ RINGBUF__INLINE bool ringbuf__local_cas(_Atomic(uint64_t) *p, uint64_t old, uint
 #endif
 }
 
-/* *p += v in one instruction, returning the value before (the slot's len at
- * P3, ringbuf__slot_claim). xadd without LOCK, not cmpxchg: make bench
- * rb_counter_16 8.45 against 9.51 ns, rb_tsc_16 18.77 against 20.04,
- * rb_clock_16 30.71 against 31.01 (Intel Xeon VM, 13 alternating rounds):
- * cmpxchg without LOCK is the costlier instruction there. */
-RINGBUF__INLINE uint32_t ringbuf__local_xadd32(_Atomic(uint32_t) *p, uint32_t v)
+/* The same for a 32-bit word (the slot's len, ringbuf__slot_publish). Not an
+ * xadd of the length (rb_counter_16 1.2 ns faster on an Intel Xeon VM): a
+ * failed add leaves GONE | total, which ringbuf_discard's rollback of a
+ * nested reservation at the slot's place turns into total, naming bytes
+ * nobody reserved ([SLOT]; test_file:
+ * a_nested_rollback_at_a_refused_slot_leaves_it_claiming_nothing). */
+RINGBUF__INLINE bool ringbuf__local_cas32(_Atomic(uint32_t) *p, uint32_t old, uint32_t nv)
 {
 #ifdef RINGBUF__LOCAL_X86
-	__asm__ __volatile__("xaddl %0, %1" : "+r"(v), "+m"(*(volatile uint32_t *)p) : : "memory", "cc");
-	return v;
+	uint32_t prev = old;
+	__asm__ __volatile__("cmpxchgl %2, %1"
+			     : "+a"(prev), "+m"(*(volatile uint32_t *)p)
+			     : "r"(nv)
+			     : "memory", "cc");
+	return prev == old;
 #else
-	return atomic_fetch_add_explicit(p, v, memory_order_relaxed);
+	return atomic_compare_exchange_strong_explicit(p, &old, nv, memory_order_relaxed,
+						       memory_order_relaxed);
 #endif
 }
 
@@ -1699,9 +1705,7 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  *       have set RINGBUF__SLOT_GONE in it (below), and P3 then fails
  *   P2  check the page: a writer that nested since our loads of A reserved
  *       there (our CAS at C will fail): retry
- *   P3  len += total, one RMW (ringbuf__local_xadd32): succeeds where len was
- *       0; where a nested writer set SLOT_GONE it fails and leaves GONE |
- *       total, which recovery skips as it skips GONE
+ *   P3  CAS len 0 -> total (nothing stored when it fails: ringbuf__local_cas32)
  * A writer nesting at any point from P1 to our CAS at C that reserves at
  * (page, off) sets RINGBUF__SLOT_GONE in len (ringbuf__slot_reserved); the bit
  * stays until our next P1 (or until that writer rolls its reservation back,
@@ -1728,7 +1732,7 @@ RINGBUF__INLINE void ringbuf__slot_describe(struct ringbuf__cpu *c, uint32_t dep
 	struct ringbuf__slot *s = &c->slots[depth - 1];
 	/* P1. entered: the entry stored len = 0 and no attempt since (the
 	 * first of ringbuf__reserve_fast); a nested writer may only have set
-	 * SLOT_GONE in it since, which fails P3 (len was not 0) and the full
+	 * SLOT_GONE in it since, which fails P3 (0 -> total) and the full
 	 * loop's P1 starts over */
 	if (!entered)
 		RINGBUF__STORE(&s->len, 0);
@@ -1751,16 +1755,7 @@ RINGBUF__INLINE bool ringbuf__slot_claim(struct ringbuf *rb, unsigned cpu, struc
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull)) /* P2 */
 		return false;
 	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_SLOT_CHECKED);
-	/* P3: len is 0 here, or SLOT_GONE from a nested writer that reserved
-	 * where the slot points (nothing else stores it between the entry's or
-	 * P1's 0 and this add). 0: ours. GONE: the add leaves GONE + total =
-	 * GONE | total (total < 2^31), which recovery skips as it skips GONE,
-	 * until our next P1. Only a rollback of a reservation at (page, off)
-	 * clears the bit (ringbuf_discard), and none can come: the nested
-	 * writer's event stays there, and the tail cannot come round to this
-	 * page again while our event holds the commit page back (MOVING THE
-	 * TAIL: N is the commit page -> commit_overrun) */
-	if (RINGBUF__UNLIKELY(ringbuf__local_xadd32(&s->len, total) != 0)) { /* P3 */
+	if (RINGBUF__UNLIKELY(!ringbuf__local_cas32(&s->len, 0, total))) { /* P3 */
 		RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_SLOT_REFUSED);
 		return false;
 	}
@@ -3018,7 +3013,7 @@ extern int clock_gettime(int, struct timespec *);
  * fast path's attempt survives a failed CAS).
  *
  * INSTRUCTION COUNT (bench/bench_instr.c, callgrind, a counter clock: one
- * 16-byte event, reserve + copy + commit, the constant index 0): 125.0 at
+ * 16-byte event, reserve + copy + commit, the constant index 0): 126.0 at
  * the commit that wrote this (168.8 before issue 24's work; the floor, a
  * bare thread-local append of the same 24 bytes, 15.0). An index in a
  * variable, or another constant, adds its two tests against ncpu (about 4:
@@ -3035,11 +3030,11 @@ extern int clock_gettime(int, struct timespec *);
  *   entry   14  len/rb against inline_max 4 (the mode folded in:
  *               ringbuf__inline_max), CPU address 2, committing == 0 3,
  *               slot len 0 1, committing = 1 1, disable flags 3
- *   A-D     48  loads of tail, write, stamps 4, the page's address 3, the
+ *   A-D     49  loads of tail, write, stamps 4, the page's address 3, the
  *               fast condition (w != 0, stamps equal, fits, delta in 27
  *               bits) 10, P1 5 (its len = 0 is the entry's), the event's
- *               address 4, P2 3, P3 4 (one xadd: cmpxchg cost 1.1-1.3 ns
- *               more per event, ringbuf__local_xadd32),
+ *               address 4, P2 3, P3 5 (an xadd would be 1.2 ns faster
+ *               and is not safe: ringbuf__local_cas32),
  *               B 1, CAS C 5 (a compare after each cmpxchg: a branch on its
  *               flags saves it and costs time, ringbuf__local_cas), page
  *               count 1, slot len 1, D 1, header word 4
@@ -3053,7 +3048,7 @@ extern int clock_gettime(int, struct timespec *);
  *               page commit, which adds RINGBUF__COMMITS_NESTED)
  *   other    8  the slow path's share (a new page every 204 events),
  *               register moves
- * RINGBUF_CPU_THREAD adds 15 (140.0): the thread's claim word ([TCLAIM])
+ * RINGBUF_CPU_THREAD adds 15 (141.0): the thread's claim word ([TCLAIM])
  * loaded twice (reserve and commit: one load at a fixed offset from the
  * thread pointer, the handle's key subtracted, one range test, one add).
  * What costs time is the chain of dependent loads before the CPU struct's

@@ -511,6 +511,9 @@ static struct {
 	bool prior;
 	/* SIGKILL right after a failed P3 ([SLOT]: RINGBUF__TP_SLOT_REFUSED) */
 	bool kill_refused;
+	/* there, a second nested writer reserves at the place the slot names
+	 * and rolls back; refused_seen: the child got there */
+	bool rollback_refused, refused_seen;
 } g_nk;
 
 static void nk_fill(unsigned char *p, uint32_t id, uint32_t len)
@@ -525,12 +528,31 @@ static void nk_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 {
 	(void)ctx;
 	if (point == RINGBUF__TP_SLOT_REFUSED) {
-		/* P3 adds the length to the slot's len (one RMW) and fails where
-		 * a nested writer had marked it: the mark must still be there
-		 * (recovery skips the slot), with the length added or not */
+		/* P3 failed where a nested writer had marked the slot: the mark
+		 * is still there (recovery skips the slot) */
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-		if (!(RINGBUF__LOAD(&c->slots[RINGBUF__LOAD(&c->committing) - 1].len) & RINGBUF__SLOT_GONE))
+		_Atomic(uint32_t) *len = &c->slots[RINGBUF__LOAD(&c->committing) - 1].len;
+		if (!(RINGBUF__LOAD(len) & RINGBUF__SLOT_GONE))
 			_exit(27);
+		g_nk.refused_seen = true;
+		if (g_nk.rollback_refused) {
+			/* the place the slot names is free: a writer reserves
+			 * there (marking the slot, already marked) and rolls
+			 * back, which takes the mark off again. The slot has no
+			 * bytes in flight, so it must claim none: 0 or marked,
+			 * never a length of its own (recovery would pad those
+			 * bytes over whatever is reserved there next). A P3 that
+			 * added the length where it failed left GONE | total,
+			 * and the rollback made it total. */
+			unsigned char *p = ringbuf_reserve(rb, cpu, NK_OUTER_LEN);
+			uint32_t l;
+			if (!p)
+				_exit(29);
+			ringbuf_discard(rb, cpu, p);
+			l = RINGBUF__LOAD(len);
+			if (l != 0 && !(l & RINGBUF__SLOT_GONE))
+				_exit(28);
+		}
 		if (g_nk.kill_refused)
 			raise(SIGKILL);
 		return;
@@ -588,7 +610,7 @@ static void nk_child(unsigned prefill)
 	nk_fill(p, NK_OUTER_ID, NK_OUTER_LEN);
 	ringbuf_commit(rb, 0, p);
 	ringbuf__set_testpoint_hook(NULL, NULL);
-	_exit(g_nk.nested ? 0 : 24);
+	_exit(!g_nk.nested ? 24 : g_nk.rollback_refused && !g_nk.refused_seen ? 30 : 0);
 }
 
 /* Returns 1 when the child ran to its end (kill_after is past the last
@@ -605,6 +627,7 @@ static int nk_run(unsigned prefill, int nest_point, bool discard, int kill_after
 	g_nk.kill_after = kill_after;
 	g_nk.hits = 0;
 	g_nk.nested = false;
+	g_nk.refused_seen = false;
 	if ((pid = crash_fork(path)) == 0)
 		nk_child(prefill);
 	done = crash_wait(pid);
@@ -700,6 +723,28 @@ static void kill_right_after_a_refused_slot_recovers_exactly_the_committed(void 
 	g_nk.kill_refused = false;
 }
 
+/* The shape g_nk.prior sets up (the slot, entered, still names the outer
+ * writer's last place, rolled back, and a nested writer reserves there and
+ * marks it): P1 describes the new place and leaves the mark, and P3 fails.
+ * A second nested writer then reserves at the new place and rolls back.
+ * The slot must claim nothing afterwards (the hook checks it), and a kill
+ * right there must recover exactly the committed events. */
+static void a_nested_rollback_at_a_refused_slot_leaves_it_claiming_nothing(void **state)
+{
+	(void)state;
+	make_path();
+	g_nk.prior = true;
+	g_nk.rollback_refused = true;
+	/* prefill 3: the inline fast path, which enters with the slot as
+	 * the last event left it (prefill 0 takes the full loop's P1) */
+	assert_int_equal(nk_run(3, RINGBUF__TP_FAST_ENTERED, false, 1000), 1);
+	g_nk.kill_refused = true;
+	assert_int_equal(nk_run(3, RINGBUF__TP_FAST_ENTERED, false, 1000), 0);
+	g_nk.kill_refused = false;
+	g_nk.rollback_refused = false;
+	g_nk.prior = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -710,6 +755,7 @@ int main(void)
 		cmocka_unit_test_teardown(
 			kill_after_a_nested_writer_marked_the_entered_slot_recovers_exactly_the_committed, teardown),
 		cmocka_unit_test_teardown(kill_right_after_a_refused_slot_recovers_exactly_the_committed, teardown),
+		cmocka_unit_test_teardown(a_nested_rollback_at_a_refused_slot_leaves_it_claiming_nothing, teardown),
 		cmocka_unit_test_teardown(sigkill_at_random_moments_loses_no_committed_event, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
