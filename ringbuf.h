@@ -1701,8 +1701,9 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  *       entries_d[depth - 1] (the commit counts the event, then clears len:
  *       [SLOT-DONE] in ringbuf__commit_inline). The fast path's first try
  *       (ringbuf__reserve_fast) comes right after the entry's own len = 0
- *       and does not store it again: in between, a nested writer can only
- *       have set RINGBUF__SLOT_GONE in it (below), and P3 then fails
+ *       and does not store it again: in between, a nested writer can
+ *       have set RINGBUF__SLOT_GONE in it (below), or a handler before
+ *       committing = 1 (at this depth) left a length; P3 then fails
  *   P2  check the page: a writer that nested since our loads of A reserved
  *       there (our CAS at C will fail): retry
  *   P3  CAS len 0 -> total (nothing stored when it fails: ringbuf__local_cas32)
@@ -1731,9 +1732,11 @@ RINGBUF__INLINE void ringbuf__slot_describe(struct ringbuf__cpu *c, uint32_t dep
 {
 	struct ringbuf__slot *s = &c->slots[depth - 1];
 	/* P1. entered: the entry stored len = 0 and no attempt since (the
-	 * first of ringbuf__reserve_fast); a nested writer may only have set
-	 * SLOT_GONE in it since, which fails P3 (0 -> total) and the full
-	 * loop's P1 starts over */
+	 * first of ringbuf__reserve_fast); a nested writer may have set
+	 * SLOT_GONE in it since, and a handler that ran between that store
+	 * and committing = 1 wrote at this depth and may have left its own
+	 * length there (an event it could not reserve); anything but 0 fails
+	 * P3 (0 -> total) and the full loop's P1 starts over */
 	if (!entered)
 		RINGBUF__STORE(&s->len, 0);
 	RINGBUF__BARRIER();
