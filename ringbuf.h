@@ -1045,7 +1045,8 @@ struct ringbuf__slot {
 	_Atomic(uint32_t) page; /* page index */
 	_Atomic(uint32_t) off;  /* offset of the reservation in data[] (extend/stamp included) */
 	/* total bytes reserved; 0: none in flight; RINGBUF__SLOT_GONE set: a
-	 * nested writer reserved where the slot points (ringbuf__slot_publish) */
+	 * nested writer reserved where the slot points (ringbuf__slot_publish),
+	 * with RINGBUF__SLOT_PRE when it found len 0 (before the owner's P3) */
 	_Atomic(uint32_t) len;
 	_Atomic(uint32_t) event; /* offset of the data event's header */
 	/* entries_d[depth - 1] (its low 32 bits) as the reservation was
@@ -1062,6 +1063,11 @@ struct ringbuf__slot {
 	_Atomic(uint64_t) push_pages;
 };
 #define RINGBUF__SLOT_GONE 0x80000000u
+/* with GONE: the mark was set where len was 0, so any length beside it is
+ * a P3 that failed on the mark (ringbuf__slot_claim), never bytes in flight:
+ * a rollback of the nested reservation clears the slot to 0, not to that
+ * length (ringbuf_discard) */
+#define RINGBUF__SLOT_PRE 0x40000000u
 
 struct ringbuf__cpu {
 	/* -- writer state: owner only (plus readers of statistics) -- */
@@ -1398,24 +1404,20 @@ RINGBUF__INLINE bool ringbuf__local_cas(_Atomic(uint64_t) *p, uint64_t old, uint
 #endif
 }
 
-/* The same for a 32-bit word (the slot's len, ringbuf__slot_publish). Not an
- * xadd of the length (rb_counter_16 1.2 ns faster on an Intel Xeon VM): a
- * failed add leaves GONE | total, which ringbuf_discard's rollback of a
- * nested reservation at the slot's place turns into total, naming bytes
- * nobody reserved ([SLOT]; test_file:
- * a_nested_rollback_at_a_refused_slot_leaves_it_claiming_nothing). */
-RINGBUF__INLINE bool ringbuf__local_cas32(_Atomic(uint32_t) *p, uint32_t old, uint32_t nv)
+/* *p += v in one instruction, returning the value before (the slot's len at
+ * P3, ringbuf__slot_claim). xadd without LOCK, not cmpxchg 0 -> v: cmpxchg
+ * without LOCK is the costlier instruction (make bench rb_counter_16 and
+ * rb_tsc_16 about 1.2 ns per event on an Intel Xeon VM). Safe only with
+ * RINGBUF__SLOT_PRE: a failed add leaves GONE | PRE | total, which a
+ * rollback clears to 0 ([SLOT]; without PRE it turned it into total:
+ * test_file, a_nested_rollback_at_a_refused_slot_leaves_it_claiming_nothing). */
+RINGBUF__INLINE uint32_t ringbuf__local_xadd32(_Atomic(uint32_t) *p, uint32_t v)
 {
 #ifdef RINGBUF__LOCAL_X86
-	uint32_t prev = old;
-	__asm__ __volatile__("cmpxchgl %2, %1"
-			     : "+a"(prev), "+m"(*(volatile uint32_t *)p)
-			     : "r"(nv)
-			     : "memory", "cc");
-	return prev == old;
+	__asm__ __volatile__("xaddl %0, %1" : "+r"(v), "+m"(*(volatile uint32_t *)p) : : "memory", "cc");
+	return v;
 #else
-	return atomic_compare_exchange_strong_explicit(p, &old, nv, memory_order_relaxed,
-						       memory_order_relaxed);
+	return atomic_fetch_add_explicit(p, v, memory_order_relaxed);
 #endif
 }
 
@@ -1706,15 +1708,28 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  *       committing = 1 (at this depth) left a length; P3 then fails
  *   P2  check the page: a writer that nested since our loads of A reserved
  *       there (our CAS at C will fail): retry
- *   P3  CAS len 0 -> total (nothing stored when it fails: ringbuf__local_cas32)
+ *   P3  len += total, one RMW (ringbuf__local_xadd32); ours where len was 0
  * A writer nesting at any point from P1 to our CAS at C that reserves at
- * (page, off) sets RINGBUF__SLOT_GONE in len (ringbuf__slot_reserved); the bit
- * stays until our next P1 (or until that writer rolls its reservation back,
- * ringbuf_discard: the place is free again). Such a writer before P2 makes P2
- * fail (the write index moved); between P2 and P3 it makes P3 fail; after P3
- * it leaves total | GONE, which recovery skips, and our CAS at C fails. So no
- * kill point leaves a slot claiming bytes that another writer reserved. P3
- * was a plain store: a handler between P2 and the store reserved here and
+ * (page, off) sets RINGBUF__SLOT_GONE in len (ringbuf__slot_reserved), and
+ * RINGBUF__SLOT_PRE with it where len was 0 (our P3 not yet done, or the
+ * slot idle); the bits stay until our next P1 (or until that writer rolls
+ * its reservation back, ringbuf_discard: the place is free again, and the
+ * slot goes back to 0 where PRE is set, to its length where it is not).
+ * Such a writer before P2 makes P2 fail (the write index moved); between P2
+ * and P3 it makes P3 fail; after P3 it leaves total | GONE, which recovery
+ * skips, and our CAS at C fails. A failed P3 has added total to what it
+ * found: GONE | PRE | total (PRE: so that length is never ours), which
+ * recovery skips as it skips GONE and a rollback makes 0; or, after a
+ * handler's leftover length X (P1), X + total, unmarked, at a place still
+ * free, which recovery's check of the write index skips (as it skipped X
+ * when P3 was a compare-and-swap). The retry's P1 stores 0. So no kill
+ * point leaves a slot claiming bytes that another writer reserved, with two
+ * exceptions found by review and not fixed (both as before the xadd): a
+ * kill between a nested writer's CAS at C and its marking of our slot
+ * (ringbuf__slot_reserved) leaves both slots naming the place; and a
+ * rollback's clearing of a mark, cut in by a deeper writer that reserves
+ * the freed place and commits, leaves our slot unmarked under that event.
+ * Once P3 was a plain store: a handler between P2 and the store reserved here and
  * committed, the store then set len over its event, and a kill before the
  * retry's P1 had recovery pad a committed event with another event's length
  * (its tail read as garbage records; seen on i686, whose slower signal
@@ -1736,7 +1751,7 @@ RINGBUF__INLINE void ringbuf__slot_describe(struct ringbuf__cpu *c, uint32_t dep
 	 * SLOT_GONE in it since, and a handler that ran between that store
 	 * and committing = 1 wrote at this depth and may have left its own
 	 * length there (an event it could not reserve); anything but 0 fails
-	 * P3 (0 -> total) and the full loop's P1 starts over */
+	 * P3 (len was not 0) and the full loop's P1 starts over */
 	if (!entered)
 		RINGBUF__STORE(&s->len, 0);
 	RINGBUF__BARRIER();
@@ -1758,7 +1773,7 @@ RINGBUF__INLINE bool ringbuf__slot_claim(struct ringbuf *rb, unsigned cpu, struc
 	if (RINGBUF__UNLIKELY(RINGBUF__LOAD(&tb->write) != wfull)) /* P2 */
 		return false;
 	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_SLOT_CHECKED);
-	if (RINGBUF__UNLIKELY(!ringbuf__local_cas32(&s->len, 0, total))) { /* P3 */
+	if (RINGBUF__UNLIKELY(ringbuf__local_xadd32(&s->len, total) != 0)) { /* P3 */
 		RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_SLOT_REFUSED);
 		return false;
 	}
@@ -3016,7 +3031,7 @@ extern int clock_gettime(int, struct timespec *);
  * fast path's attempt survives a failed CAS).
  *
  * INSTRUCTION COUNT (bench/bench_instr.c, callgrind, a counter clock: one
- * 16-byte event, reserve + copy + commit, the constant index 0): 126.0 at
+ * 16-byte event, reserve + copy + commit, the constant index 0): 125.0 at
  * the commit that wrote this (168.8 before issue 24's work; the floor, a
  * bare thread-local append of the same 24 bytes, 15.0). An index in a
  * variable, or another constant, adds its two tests against ncpu (about 4:
@@ -3033,14 +3048,15 @@ extern int clock_gettime(int, struct timespec *);
  *   entry   14  len/rb against inline_max 4 (the mode folded in:
  *               ringbuf__inline_max), CPU address 2, committing == 0 3,
  *               slot len 0 1, committing = 1 1, disable flags 3
- *   A-D     49  loads of tail, write, stamps 4, the page's address 3, the
+ *   A-D     48  loads of tail, write, stamps 4, the page's address 3, the
  *               fast condition (w != 0, stamps equal, fits, delta in 27
  *               bits) 10, P1 5 (its len = 0 is the entry's), the event's
- *               address 4, P2 3, P3 5 (an xadd would be 1.2 ns faster
- *               and is not safe: ringbuf__local_cas32),
+ *               address 4, P2 3, P3 4 (one xadd, 1.2 ns faster than
+ *               a cmpxchg: ringbuf__local_xadd32),
  *               B 1, CAS C 5 (a compare after each cmpxchg: a branch on its
  *               flags saves it and costs time, ringbuf__local_cas), page
- *               count 1, slot len 1, D 1, header word 4
+ *               count 1, slot len 1, D 1, header word 4, register
+ *               moves 2
  *   commit   9  data NULL 2, CPU address 2, committing == 1 3, entries_d
  *               (one incq) 1, slot len 0 1
  *   fast    25  commits, tail, commit page == tail 5, the write index and
@@ -3051,7 +3067,7 @@ extern int clock_gettime(int, struct timespec *);
  *               page commit, which adds RINGBUF__COMMITS_NESTED)
  *   other    8  the slow path's share (a new page every 204 events),
  *               register moves
- * RINGBUF_CPU_THREAD adds 15 (141.0): the thread's claim word ([TCLAIM])
+ * RINGBUF_CPU_THREAD adds 15 (140.0): the thread's claim word ([TCLAIM])
  * loaded twice (reserve and commit: one load at a fixed offset from the
  * thread pointer, the handle's key subtracted, one range test, one add).
  * What costs time is the chain of dependent loads before the CPU struct's
@@ -3404,11 +3420,11 @@ extern int clock_gettime(int, struct timespec *);
  *
  * CRASH SAFETY (file-backed blocks). Each writer describes its reservation in
  * the slot of its depth before the CAS that makes it ([SLOT],
- * ringbuf__slot_publish: len 0, fields, re-check of the page, CAS of len from
- * 0), clears len when the event is complete, and a writer that reserves where
- * an interrupted writer's slot points sets RINGBUF__SLOT_GONE in it
- * (ringbuf__slot_reserved; a discard that rolls back takes the bit off
- * again). ringbuf_recover pads the slots still set (and not GONE), commits the
+ * ringbuf__slot_publish: len 0, fields, re-check of the page, add of the
+ * length to a len of 0), clears len when the event is complete, and a
+ * writer that reserves where an interrupted writer's slot points sets
+ * RINGBUF__SLOT_GONE in it (ringbuf__slot_reserved, with RINGBUF__SLOT_PRE
+ * where len was 0; a discard that rolls back takes the bits off again). ringbuf_recover pads the slots still set (and not GONE), commits the
  * rest, finishes cut head pushes and page moves. A block killed while a slot
  * held the GONE bit, opened by a build from before the bit (same layout
  * version), fails that build's validation (RINGBUF_ECORRUPT: len above 2
@@ -4286,8 +4302,10 @@ static inline void ringbuf__slot_reserved(struct ringbuf__cpu *c, uint32_t depth
 	uint32_t d;
 	RINGBUF__STORE(&c->slots[depth - 1].len, total);
 	for (d = 0; d + 1 < depth; d++)
-		if (RINGBUF__LOAD(&c->slots[d].page) == t && RINGBUF__LOAD(&c->slots[d].off) == w)
-			RINGBUF__STORE(&c->slots[d].len, RINGBUF__LOAD(&c->slots[d].len) | RINGBUF__SLOT_GONE);
+		if (RINGBUF__LOAD(&c->slots[d].page) == t && RINGBUF__LOAD(&c->slots[d].off) == w) {
+			uint32_t l = RINGBUF__LOAD(&c->slots[d].len);
+			RINGBUF__STORE(&c->slots[d].len, l | RINGBUF__SLOT_GONE | (l == 0 ? RINGBUF__SLOT_PRE : 0));
+		}
 	RINGBUF__BARRIER();
 }
 
@@ -4753,7 +4771,7 @@ static void ringbuf__discard_at(struct ringbuf *rb, unsigned cpu, void *data)
 		return;
 	s.page = RINGBUF__LOAD(&c->slots[depth - 1].page);
 	s.off = RINGBUF__LOAD(&c->slots[depth - 1].off);
-	s.len = RINGBUF__LOAD(&c->slots[depth - 1].len) & ~RINGBUF__SLOT_GONE;
+	s.len = RINGBUF__LOAD(&c->slots[depth - 1].len) & ~(RINGBUF__SLOT_GONE | RINGBUF__SLOT_PRE);
 	s.event = RINGBUF__LOAD(&c->slots[depth - 1].event);
 	tb = ringbuf__bp(rb, cpu, s.page);
 	base = ringbuf__dp(rb, cpu, s.page)->data;
@@ -4775,9 +4793,12 @@ static void ringbuf__discard_at(struct ringbuf *rb, unsigned cpu, void *data)
 		 * still reserve it; its slot must then name its bytes (a kill
 		 * between its CAS and its re-assert would leave them unpadded) */
 		for (d = 0; d + 1 < depth; d++)
-			if (RINGBUF__LOAD(&c->slots[d].page) == s.page && RINGBUF__LOAD(&c->slots[d].off) == s.off)
-				RINGBUF__STORE(&c->slots[d].len,
-					       RINGBUF__LOAD(&c->slots[d].len) & ~RINGBUF__SLOT_GONE);
+			if (RINGBUF__LOAD(&c->slots[d].page) == s.page && RINGBUF__LOAD(&c->slots[d].off) == s.off) {
+				uint32_t l = RINGBUF__LOAD(&c->slots[d].len);
+				/* PRE: marked before its P3, so no length is its own
+				 * (a failed P3 added one) */
+				RINGBUF__STORE(&c->slots[d].len, (l & RINGBUF__SLOT_PRE) ? 0 : l & ~RINGBUF__SLOT_GONE);
+			}
 		RINGBUF__ADD(&c->discarded, 1);
 		ringbuf__end_commit(rb, cpu, c);
 		return;
