@@ -1288,6 +1288,7 @@ enum ringbuf__tp {
 	RINGBUF__TP_H1_OVERRUN,     /* push head: overrun counted, pages_lost not yet */
 	RINGBUF__TP_FAST_ENTERED,   /* the outermost writer entered (its slot's len 0), A not begun */
 	RINGBUF__TP_FAST_CLOCK,     /* the fast path's clock read ([CLOCK-FIRST]), A not begun */
+	RINGBUF__TP_C_CLAIMED,      /* C: reservation CAS succeeded, interrupted writers' slots not marked yet */
 	RINGBUF__TP_COUNT,
 	/* outside the range the sweeps over write steps cover (a hook that
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT). No
@@ -1722,13 +1723,15 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * recovery skips as it skips GONE and a rollback makes 0; or, after a
  * handler's leftover length X (P1), X + total, unmarked, at a place still
  * free, which recovery's check of the write index skips (as it skipped X
- * when P3 was a compare-and-swap). The retry's P1 stores 0. So no kill
- * point leaves a slot claiming bytes that another writer reserved, with two
- * exceptions found by review and not fixed (both as before the xadd): a
- * kill between a nested writer's CAS at C and its marking of our slot
- * (ringbuf__slot_reserved) leaves both slots naming the place; and a
- * rollback's clearing of a mark, cut in by a deeper writer that reserves
- * the freed place and commits, leaves our slot unmarked under that event.
+ * when P3 was a compare-and-swap). The retry's P1 stores 0. A kill between
+ * a nested writer's CAS at C and its marking of our slot
+ * (RINGBUF__TP_C_CLAIMED) leaves both slots naming the place: recovery pads
+ * it once, as the deeper writer's. So no kill point leaves a slot claiming
+ * bytes that another writer reserved, with one exception found by review
+ * and not fixed (as before the xadd): a rollback's clearing of a mark, cut
+ * in by a deeper writer that reserves the freed place and commits (its mark
+ * changes nothing: the bit is set), then our P3 and a kill before our retry,
+ * leaves our slot unmarked under that event.
  * Once P3 was a plain store: a handler between P2 and the store reserved here and
  * committed, the store then set len over its event, and a kill before the
  * retry's P1 had recovery pad a committed event with another event's length
@@ -4387,6 +4390,7 @@ RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct
 		if (RINGBUF__UNLIKELY(w + total > bsize)) {
 			if (!ringbuf__local_cas(&tb->write, wfull, wfull + total))
 				continue;
+			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_C_CLAIMED);
 			ringbuf__slot_reserved(c, depth, t, w, total);
 			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_CROSS_CLAIMED);
 			ringbuf__pad_tail(rb, cpu, t, w, total);
@@ -4397,6 +4401,7 @@ RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct
 		if (!ringbuf__local_cas(&tb->write, wfull, wfull + total))
 			continue;
 		ringbuf__local_inc(&tb->entries);
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_C_CLAIMED);
 		ringbuf__slot_reserved(c, depth, t, w, total);
 		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_C_RESERVED);
 
@@ -6697,7 +6702,7 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 	}
 	{
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-		uint32_t depth = RINGBUF__LOAD(&c->committing), n = rb->nr_pages, i;
+		uint32_t depth = RINGBUF__LOAD(&c->committing), n = rb->nr_pages, i, j;
 		if (depth > RINGBUF_MAX_NEST) /* validated, but this is another load */
 			depth = RINGBUF_MAX_NEST;
 
@@ -6754,6 +6759,20 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 				continue;
 			sl.page = RINGBUF__LOAD(&c->slots[i].page);
 			sl.off = RINGBUF__LOAD(&c->slots[i].off);
+			/* a deeper writer in flight names the same place: its P1
+			 * found the place free, so this writer had not reserved
+			 * it and, interrupted since, could not: it claims
+			 * nothing. The mark that says so (ringbuf__slot_reserved)
+			 * is missing when the kill came between the deeper
+			 * writer's CAS at C and its marking (RINGBUF__TP_C_CLAIMED;
+			 * test_file: kill_between_a_nested_claim_and_its_mark_*) */
+			for (j = i + 1; j < depth; j++)
+				if (RINGBUF__LOAD(&c->slots[j].len) != 0 &&
+				    RINGBUF__LOAD(&c->slots[j].page) == sl.page &&
+				    RINGBUF__LOAD(&c->slots[j].off) == sl.off)
+					break;
+			if (j < depth)
+				continue;
 			/* loaded once, checked (validated before, but loaded again) */
 			if (sl.page > n || sl.len > 2 * rb->bsize)
 				continue;

@@ -514,6 +514,9 @@ static struct {
 	/* there, a second nested writer reserves at the place the slot names
 	 * and rolls back; refused_seen: the child got there */
 	bool rollback_refused, refused_seen;
+	/* SIGKILL in the nested writer right after its CAS at C, before it
+	 * marks the outer writer's slot (RINGBUF__TP_C_CLAIMED) */
+	bool kill_nested_claimed;
 } g_nk;
 
 static void nk_fill(unsigned char *p, uint32_t id, uint32_t len)
@@ -557,6 +560,9 @@ static void nk_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 			raise(SIGKILL);
 		return;
 	}
+	if (g_nk.kill_nested_claimed && point == RINGBUF__TP_C_CLAIMED &&
+	    RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing) == 2)
+		raise(SIGKILL);
 	/* steps of the outermost writer only (not the nested writer's own) */
 	if (point >= RINGBUF__TP_COUNT || RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing) != 1)
 		return;
@@ -654,8 +660,11 @@ static int nk_run(unsigned prefill, int nest_point, bool discard, int kill_after
 			 nest_point, discard ? " (discarded)" : "", kill_after, r);
 	for (uint32_t i = 0; i < prefill; i++)
 		assert_true(seen[NK_PRE_ID + i]);
-	/* committed by the handler before the kill: it must be there */
-	if (seen[NK_NESTED_ID] == discard)
+	/* committed by the handler before the kill: it must be there (not
+	 * when the kill came in the handler, before its commit) */
+	if (g_nk.kill_nested_claimed)
+		assert_false(seen[NK_NESTED_ID]);
+	else if (seen[NK_NESTED_ID] == discard)
 		fail_msg("prefill %u, nested at point %d%s, kill after %d: the nested event is %s",
 			 prefill, nest_point, discard ? " (discarded)" : "", kill_after,
 			 discard ? "back" : "lost");
@@ -745,6 +754,26 @@ static void a_nested_rollback_at_a_refused_slot_leaves_it_claiming_nothing(void 
 	g_nk.prior = false;
 }
 
+/* The outer writer between P3 and its CAS at C (B_BEFORE) names a place in
+ * its slot; a nested writer reserves that very place (its event longer than
+ * the outer one's) and is killed right after its CAS, before it marks the
+ * outer slot gone (C_CLAIMED). Both slots name the place: recovery must pad
+ * it once, as the nested writer's (the outer one never reserved it), and
+ * keep every committed event. Before recovery skipped such an outer slot,
+ * it padded the outer length over the nested padding's header: consume
+ * returned RINGBUF_ECORRUPT (found by a helper review). */
+static void kill_between_a_nested_claim_and_its_mark_recovers_exactly_the_committed(void **state)
+{
+	(void)state;
+	make_path();
+	g_nk.kill_nested_claimed = true;
+	/* prefill 0: the event starts the page (the full loop); 3: the inline
+	 * fast path */
+	for (unsigned prefill = 0; prefill <= 3; prefill += 3)
+		assert_int_equal(nk_run(prefill, RINGBUF__TP_B_BEFORE, false, 1000), 0);
+	g_nk.kill_nested_claimed = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -756,6 +785,8 @@ int main(void)
 			kill_after_a_nested_writer_marked_the_entered_slot_recovers_exactly_the_committed, teardown),
 		cmocka_unit_test_teardown(kill_right_after_a_refused_slot_recovers_exactly_the_committed, teardown),
 		cmocka_unit_test_teardown(a_nested_rollback_at_a_refused_slot_leaves_it_claiming_nothing, teardown),
+		cmocka_unit_test_teardown(kill_between_a_nested_claim_and_its_mark_recovers_exactly_the_committed,
+					  teardown),
 		cmocka_unit_test_teardown(sigkill_at_random_moments_loses_no_committed_event, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
