@@ -1289,6 +1289,8 @@ enum ringbuf__tp {
 	RINGBUF__TP_FAST_ENTERED,   /* the outermost writer entered (its slot's len 0), A not begun */
 	RINGBUF__TP_FAST_CLOCK,     /* the fast path's clock read ([CLOCK-FIRST]), A not begun */
 	RINGBUF__TP_C_CLAIMED,      /* C: reservation CAS succeeded, interrupted writers' slots not marked yet */
+	RINGBUF__TP_DISCARD_UNMARKED, /* discard: marks taken off the slots at our place, write not rolled back */
+	RINGBUF__TP_DISCARD_ROLLED, /* discard: write index rolled back, our slot's len not cleared yet */
 	RINGBUF__TP_COUNT,
 	/* outside the range the sweeps over write steps cover (a hook that
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT). No
@@ -1726,12 +1728,10 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * when P3 was a compare-and-swap). The retry's P1 stores 0. A kill between
  * a nested writer's CAS at C and its marking of our slot
  * (RINGBUF__TP_C_CLAIMED) leaves both slots naming the place: recovery pads
- * it once, as the deeper writer's. So no kill point leaves a slot claiming
- * bytes that another writer reserved, with one exception found by review
- * and not fixed (as before the xadd): a rollback's clearing of a mark, cut
- * in by a deeper writer that reserves the freed place and commits (its mark
- * changes nothing: the bit is set), then our P3 and a kill before our retry,
- * leaves our slot unmarked under that event.
+ * it once, as the deeper writer's. A rollback takes the marks off before
+ * it gives the place back (ringbuf__discard_at), so a writer that then
+ * reserves the freed place marks the slot again. So no kill point leaves a
+ * slot claiming bytes that another writer reserved.
  * Once P3 was a plain store: a handler between P2 and the store reserved here and
  * committed, the store then set len over its event, and a kill before the
  * retry's P1 had recovery pad a committed event with another event's length
@@ -3427,8 +3427,10 @@ extern int clock_gettime(int, struct timespec *);
  * length to a len of 0), clears len when the event is complete, and a
  * writer that reserves where an interrupted writer's slot points sets
  * RINGBUF__SLOT_GONE in it (ringbuf__slot_reserved, with RINGBUF__SLOT_PRE
- * where len was 0; a discard that rolls back takes the bits off again). ringbuf_recover pads the slots still set (and not GONE), commits the
- * rest, finishes cut head pushes and page moves. A block killed while a slot
+ * where len was 0; a discard that rolls back takes the bits off first,
+ * then gives the place back). ringbuf_recover pads the slots still set (and
+ * not GONE, nor below a deeper slot in flight that names the same place),
+ * commits the rest, finishes cut head pushes and page moves. A block killed while a slot
  * held the GONE bit, opened by a build from before the bit (same layout
  * version), fails that build's validation (RINGBUF_ECORRUPT: len above 2
  * pages).
@@ -4273,8 +4275,17 @@ static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 
 /* The reservation at offset w of page t claimed the page end (w + len > bsize):
  * pad [w, bsize) and set the write index back, to the page end when the
- * padding has a length, else (4 bytes left: a bare "null" header) to w, so
- * that, as in the kernel, commit never covers a record without its length. */
+ * padding has a length, else (4 bytes left or none: a bare "null" header) to
+ * w, so that, as in the kernel, commit never covers a record without its
+ * length. Set back to w, the word moves on by one update count: a writer
+ * that loaded it before this claim (a discard between its check of the
+ * tail page and its CAS, ringbuf__discard_at; a reservation before C) must
+ * find it changed. As it was, the CAS of a discard whose event ended the
+ * page took the event back on a page the tail had left: its bytes stayed
+ * under the commit and were read as an event, with a later time than the
+ * next page's first (test_interleave, once it cut in there; test_discard:
+ * test_discard_cut_in_by_a_page_crossing_becomes_padding). The kernel's
+ * rb_reset_tail sets the index back the same way. */
 static void ringbuf__pad_tail(struct ringbuf *rb, unsigned cpu, uint32_t t, uint32_t w, uint32_t len)
 {
 	struct ringbuf__bpage *tb = ringbuf__bp(rb, cpu, t);
@@ -4286,7 +4297,7 @@ static void ringbuf__pad_tail(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
 		ringbuf__put_padding(ringbuf__dp(rb, cpu, t)->data + w, room, room >= 8 ? 1 : 0);
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_CROSS_PADDED);
-	ringbuf__local_sub(&tb->write, (uint64_t)(w + len - end));
+	ringbuf__local_sub(&tb->write, (uint64_t)(w + len - end) - (end == w ? RINGBUF__WRITE_INTCNT : 0));
 }
 
 /* After a successful reservation CAS at (t, w): an interrupted writer whose
@@ -4296,20 +4307,39 @@ static void ringbuf__pad_tail(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
  * it: the interrupted writer may be between its P2 and P3 ([SLOT]), and the
  * bit makes its P3 fail where a 0 would let it store len over our event. A
  * plain load and store: the writers of that slot are interrupted until we
- * return. Our own slot is re-asserted in case a deeper writer that reserved
- * here and rolled back left the bit on it. Depth 1 (the common case) loops
- * zero times. */
-static inline void ringbuf__slot_reserved(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
-					  uint32_t w, uint32_t total)
+ * return. Depth 1 (the common case) loops zero times. */
+static inline void ringbuf__slots_mark(struct ringbuf__cpu *c, uint32_t depth, uint32_t t, uint32_t w)
 {
 	uint32_t d;
-	RINGBUF__STORE(&c->slots[depth - 1].len, total);
 	for (d = 0; d + 1 < depth; d++)
 		if (RINGBUF__LOAD(&c->slots[d].page) == t && RINGBUF__LOAD(&c->slots[d].off) == w) {
 			uint32_t l = RINGBUF__LOAD(&c->slots[d].len);
 			RINGBUF__STORE(&c->slots[d].len, l | RINGBUF__SLOT_GONE | (l == 0 ? RINGBUF__SLOT_PRE : 0));
 		}
+}
+
+/* Our own slot re-asserted (a deeper writer that reserved here and rolled
+ * back may have left a mark on it), then the interrupted writers' marked. */
+static inline void ringbuf__slot_reserved(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
+					  uint32_t w, uint32_t total)
+{
+	RINGBUF__STORE(&c->slots[depth - 1].len, total);
+	ringbuf__slots_mark(c, depth, t, w);
 	RINGBUF__BARRIER();
+}
+
+/* The marks of ringbuf__slots_mark off again, for a rollback of the
+ * reservation at (t, w) (ringbuf__discard_at): PRE (marked before its P3)
+ * goes back to 0, as no length beside it is the slot's own (a failed P3
+ * added one); otherwise the slot's length stays, without GONE. */
+static void ringbuf__slots_unmark(struct ringbuf__cpu *c, uint32_t depth, uint32_t t, uint32_t w)
+{
+	uint32_t d;
+	for (d = 0; d + 1 < depth; d++)
+		if (RINGBUF__LOAD(&c->slots[d].page) == t && RINGBUF__LOAD(&c->slots[d].off) == w) {
+			uint32_t l = RINGBUF__LOAD(&c->slots[d].len);
+			RINGBUF__STORE(&c->slots[d].len, (l & RINGBUF__SLOT_PRE) ? 0 : l & ~RINGBUF__SLOT_GONE);
+		}
 }
 
 /* Reserve an event of evlen bytes (A-D). Returns the payload or NULL (counted). */
@@ -4768,7 +4798,7 @@ static void ringbuf__discard_at(struct ringbuf *rb, unsigned cpu, void *data)
 	} s;
 	struct ringbuf__bpage *tb;
 	unsigned char *base;
-	uint32_t depth, w0, delta, d;
+	uint32_t depth, w0, delta;
 	uint64_t wfull;
 
 	depth = ringbuf__end_begin(rb, cpu, data, false, &c);
@@ -4786,27 +4816,39 @@ static void ringbuf__discard_at(struct ringbuf *rb, unsigned cpu, void *data)
 	RINGBUF__BARRIER();
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_DISCARD_INVAL);
 
-	/* Last reservation on the tail page: roll the write index back. */
+	/* Last reservation on the tail page: roll the write index back, as if
+	 * we never reserved. The place is then free again, and an interrupted
+	 * writer whose slot we marked (ringbuf__slot_reserved) may still
+	 * reserve it: its slot must then name its bytes (a kill between its
+	 * CAS and its re-assert would leave them unpadded), so the marks come
+	 * off. They come off first, while the place is still ours: no writer
+	 * can take it and mark those slots in between. Taken off after the
+	 * rollback, a deeper writer that cut in between a load and the store of
+	 * a mark reserved the freed place and committed, its own mark changed
+	 * nothing (the bit was set), the store cleared it, and the interrupted
+	 * writer's P3 then claimed bytes under that event (a helper review;
+	 * test_file: a_writer_cutting_into_a_rollback_keeps_the_slot_marked).
+	 * A kill between the two leaves our slot, its length still ours,
+	 * naming the place: recovery skips the slots below it that name it
+	 * (ringbuf__recover_cpu). Where the rollback fails (a deeper writer
+	 * reserved after our event meanwhile, or crossed the page end and moved
+	 * the tail on: the word changed, ringbuf__pad_tail), the marks go back
+	 * on. */
 	wfull = RINGBUF__LOAD(&tb->write);
-	if (RINGBUF__LOAD(&c->tail_page) == s.page &&
-	    (wfull & RINGBUF__WRITE_MASK) == (uint64_t)s.off + s.len &&
-	    ringbuf__local_cas(&tb->write, wfull, wfull - s.len)) {
-		ringbuf__local_dec(&tb->entries);
-		RINGBUF__STORE(&c->slots[depth - 1].len, 0);
-		/* as if we never reserved: the place is free again, and an
-		 * interrupted writer we marked (ringbuf__slot_reserved) may
-		 * still reserve it; its slot must then name its bytes (a kill
-		 * between its CAS and its re-assert would leave them unpadded) */
-		for (d = 0; d + 1 < depth; d++)
-			if (RINGBUF__LOAD(&c->slots[d].page) == s.page && RINGBUF__LOAD(&c->slots[d].off) == s.off) {
-				uint32_t l = RINGBUF__LOAD(&c->slots[d].len);
-				/* PRE: marked before its P3, so no length is its own
-				 * (a failed P3 added one) */
-				RINGBUF__STORE(&c->slots[d].len, (l & RINGBUF__SLOT_PRE) ? 0 : l & ~RINGBUF__SLOT_GONE);
-			}
-		RINGBUF__ADD(&c->discarded, 1);
-		ringbuf__end_commit(rb, cpu, c);
-		return;
+	if (RINGBUF__LOAD(&c->tail_page) == s.page && (wfull & RINGBUF__WRITE_MASK) == (uint64_t)s.off + s.len) {
+		ringbuf__slots_unmark(c, depth, s.page, s.off);
+		RINGBUF__BARRIER();
+		RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_DISCARD_UNMARKED);
+		if (ringbuf__local_cas(&tb->write, wfull, wfull - s.len)) {
+			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_DISCARD_ROLLED);
+			ringbuf__local_dec(&tb->entries);
+			RINGBUF__STORE(&c->slots[depth - 1].len, 0);
+			RINGBUF__ADD(&c->discarded, 1);
+			ringbuf__end_commit(rb, cpu, c);
+			return;
+		}
+		ringbuf__slots_mark(c, depth, s.page, s.off);
+		RINGBUF__BARRIER();
 	}
 	/* Something follows: the data event becomes padding of the same length,
 	 * keeping its delta so the time of what follows is unchanged (a delta of 0

@@ -609,6 +609,65 @@ static void test_discard_at_offset_zero_of_new_page_rolls_back(void **state)
 	assert_int_equal(stats(rb, 0).discarded, 1);
 }
 
+/* The hook of the test below: a nested writer between the discard's check
+ * of the tail page and its CAS (DISCARD_UNMARKED) writes an event that does
+ * not fit: it claims the page end (no room left: the write index goes back
+ * to where it was) and moves the tail to the next page. */
+static void cross_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	struct nest *x = ctx;
+	uint8_t *p;
+	if (point != RINGBUF__TP_DISCARD_UNMARKED || !x->armed)
+		return;
+	x->armed = 0;
+	now = x->t;
+	p = ringbuf_reserve(rb, cpu, x->len);
+	assert_non_null(p);
+	memset(p, x->v, x->len);
+	ringbuf_commit(rb, cpu, p);
+	x->fired++;
+}
+
+/* The discarded event ends its page exactly (offset 104 + 8 = 112 bytes),
+ * so a writer nested in the discard that claims the page end finds no room,
+ * and sets the page's write index back to 112 as it moves the tail on. The
+ * discard's CAS from that index (loaded before) must then fail and the
+ * event become padding under the page's commit. It succeeded (the word
+ * was as loaded): the event was "rolled back" on a page the tail had left,
+ * its bytes stayed under the commit the nested writer published, and the
+ * reader returned it, with a time after the next page's first event
+ * (test_interleave found it once it cut in at this step). */
+static void test_discard_cut_in_by_a_page_crossing_becomes_padding(void **state)
+{
+	struct ringbuf *rb = mk_flags(128, 4, 0);
+	struct nest x = { .t = 1500, .len = 4, .v = 0x4E };
+	struct coll c;
+	uint8_t *d;
+	(void)state;
+
+	fill_first_page(rb);
+	d = res(rb, 4, 1400, 0xDD); /* 104 .. 112: the page's last bytes */
+	x.armed = 1;
+	ringbuf__set_testpoint_hook(cross_hook, &x);
+	ringbuf_discard(rb, 0, d);
+	ringbuf__set_testpoint_hook(NULL, NULL);
+	assert_int_equal(x.fired, 1);
+
+	collect(rb, &c, false);
+	assert_int_equal(c.info[1].ndata, 13);
+	assert_int_equal(c.info[1].npad, 1); /* the discarded event */
+	assert_int_equal(c.info[1].commit, 128 - PW_PAGE_HDR);
+	{
+		const struct want w[] = { { PW_DATA, 0, 8, 1500, 0x4E } };
+		expect_page(&c, 2, w, 1);
+	}
+	expect_first_page(rb);
+	expect(rb, 4, 0x4E, 1500);
+	expect_empty(rb);
+	assert_int_equal(stats(rb, 0).committed, 14);
+	assert_int_equal(stats(rb, 0).discarded, 1);
+}
+
 static void test_discard_at_offset_zero_of_new_page_becomes_padding(void **state)
 {
 	struct ringbuf *rb = mk_flags(128, 4, 0);
@@ -719,6 +778,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_discard_at_offset_zero_of_first_page_becomes_padding, teardown),
 		cmocka_unit_test_teardown(test_discard_at_offset_zero_of_new_page_rolls_back, teardown),
 		cmocka_unit_test_teardown(test_discard_at_offset_zero_of_new_page_becomes_padding, teardown),
+		cmocka_unit_test_teardown(test_discard_cut_in_by_a_page_crossing_becomes_padding, teardown),
 		cmocka_unit_test_teardown(test_discard_large_event_rolls_back, teardown),
 		cmocka_unit_test_teardown(test_discard_large_event_becomes_padding_of_same_length, teardown),
 	};

@@ -65,7 +65,7 @@ static const char *const tp_names[RINGBUF__TP_COUNT] = {
 	"MOVE_TAIL", "H1_COUNTED", "H1_UPDATE", "H2_NEW_HEAD", "H3_DONE", "U1_INTCNT", "U2_RESET",
 	"U3_MOVED", "COMMIT_PAGE", "COMMIT_END", "DISCARD_INVAL", "READER_S2", "MOVE_TAIL_NEXT",
 	"DROP_DECIDED", "H1_CLAIMED", "SLOT_CHECKED", "COUNTED", "H1_OVERRUN", "FAST_ENTERED",
-	"FAST_CLOCK", "C_CLAIMED"};
+	"FAST_CLOCK", "C_CLAIMED", "DISCARD_UNMARKED", "DISCARD_ROLLED"};
 
 #define WARM 12     /* steps before the call may be made (the ring has laps behind it) */
 #define STEPS 90    /* steps of the sequence */

@@ -52,11 +52,14 @@ static void unlink_temps(void)
 	}
 }
 
+static void nk_reset(void);
+
 static int teardown(void **state)
 {
 	(void)state;
 	unlink(path);
 	unlink_temps();
+	nk_reset(); /* a case that failed half way leaves none of its settings */
 	return 0;
 }
 
@@ -517,7 +520,21 @@ static struct {
 	/* SIGKILL in the nested writer right after its CAS at C, before it
 	 * marks the outer writer's slot (RINGBUF__TP_C_CLAIMED) */
 	bool kill_nested_claimed;
+	/* the outer writer at SLOT_CHECKED: a nested writer reserves its place
+	 * and discards; a third writer cuts into that rollback
+	 * (RINGBUF__TP_DISCARD_ROLLED), reserves the freed place and commits;
+	 * SIGKILL at the outer writer's next B_BEFORE */
+	bool rollback_cut, cut_done;
+	/* the outer writer at nest_point: a nested writer reserves its place
+	 * and discards; SIGKILL in that discard with the marks off and the
+	 * write index not rolled back (RINGBUF__TP_DISCARD_UNMARKED) */
+	bool kill_unmarked;
 } g_nk;
+
+static void nk_reset(void)
+{
+	memset(&g_nk, 0, sizeof g_nk);
+}
 
 static void nk_fill(unsigned char *p, uint32_t id, uint32_t len)
 {
@@ -558,6 +575,38 @@ static void nk_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 		}
 		if (g_nk.kill_refused)
 			raise(SIGKILL);
+		return;
+	}
+	if (g_nk.rollback_cut) {
+		uint32_t depth = RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing);
+		unsigned char *p;
+		if (point == RINGBUF__TP_SLOT_CHECKED && depth == 1 && !g_nk.nested) {
+			g_nk.nested = true;
+			if (!(p = ringbuf_reserve(rb, cpu, NK_OUTER_LEN)))
+				_exit(31);
+			ringbuf_discard(rb, cpu, p);
+		} else if (point == RINGBUF__TP_DISCARD_ROLLED && depth == 2 && !g_nk.cut_done) {
+			g_nk.cut_done = true;
+			if (!(p = ringbuf_reserve(rb, cpu, NK_NESTED_LEN)))
+				_exit(32);
+			nk_fill(p, NK_NESTED_ID, NK_NESTED_LEN);
+			ringbuf_commit(rb, cpu, p);
+		} else if (point == RINGBUF__TP_B_BEFORE && depth == 1 && g_nk.cut_done) {
+			raise(SIGKILL);
+		}
+		return;
+	}
+	if (g_nk.kill_unmarked) {
+		uint32_t depth = RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing);
+		unsigned char *p;
+		if (point == g_nk.nest_point && depth == 1 && !g_nk.nested) {
+			g_nk.nested = true;
+			if (!(p = ringbuf_reserve(rb, cpu, NK_NESTED_LEN)))
+				_exit(33);
+			ringbuf_discard(rb, cpu, p);
+		} else if (point == RINGBUF__TP_DISCARD_UNMARKED && depth == 2) {
+			raise(SIGKILL);
+		}
 		return;
 	}
 	if (g_nk.kill_nested_claimed && point == RINGBUF__TP_C_CLAIMED &&
@@ -634,6 +683,7 @@ static int nk_run(unsigned prefill, int nest_point, bool discard, int kill_after
 	g_nk.hits = 0;
 	g_nk.nested = false;
 	g_nk.refused_seen = false;
+	g_nk.cut_done = false;
 	if ((pid = crash_fork(path)) == 0)
 		nk_child(prefill);
 	done = crash_wait(pid);
@@ -774,6 +824,46 @@ static void kill_between_a_nested_claim_and_its_mark_recovers_exactly_the_commit
 	g_nk.kill_nested_claimed = false;
 }
 
+/* A nested writer reserves the place the outer writer's slot names
+ * (between its P2 and P3: marked GONE | PRE) and discards it; a deeper
+ * writer cuts into the rollback once the write index is back
+ * (DISCARD_ROLLED), reserves the freed place and commits. The outer slot
+ * must stay marked, so that the outer P3 fails; a kill at the outer
+ * writer's B then recovers every committed event. With the marks taken off
+ * after the rollback, the deeper writer's mark changed nothing (the bit was
+ * set), the rollback then cleared it, the outer P3 succeeded, and recovery
+ * padded the outer length over the deeper writer's event (consume:
+ * RINGBUF_ECORRUPT; found by a helper review). */
+static void a_writer_cutting_into_a_rollback_keeps_the_slot_marked(void **state)
+{
+	(void)state;
+	make_path();
+	g_nk.rollback_cut = true;
+	/* killed only after the cut (done 0) */
+	for (unsigned prefill = 0; prefill <= 3; prefill += 3)
+		assert_int_equal(nk_run(prefill, 0, false, 1000), 0);
+	g_nk.rollback_cut = false;
+}
+
+/* The outer writer before P3 (SLOT_CHECKED: its slot 0 | GONE | PRE once
+ * marked) or after it (B_BEFORE: its length, | GONE once marked); a nested
+ * writer reserves that place, longer, and discards; SIGKILL once the
+ * discard has taken the mark off and not yet rolled the write index back.
+ * Both slots name the place and only the nested one's bytes are reserved:
+ * recovery pads them once (the outer slot, below a deeper one that names
+ * its place, is skipped) and keeps every committed event. */
+static void kill_in_a_rollback_with_the_marks_off_recovers_exactly_the_committed(void **state)
+{
+	static const int points[] = {RINGBUF__TP_SLOT_CHECKED, RINGBUF__TP_B_BEFORE};
+	(void)state;
+	make_path();
+	g_nk.kill_unmarked = true;
+	for (unsigned prefill = 0; prefill <= 3; prefill += 3)
+		for (size_t i = 0; i < sizeof points / sizeof points[0]; i++)
+			assert_int_equal(nk_run(prefill, points[i], true, 1000), 0);
+	g_nk.kill_unmarked = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -786,6 +876,9 @@ int main(void)
 		cmocka_unit_test_teardown(kill_right_after_a_refused_slot_recovers_exactly_the_committed, teardown),
 		cmocka_unit_test_teardown(a_nested_rollback_at_a_refused_slot_leaves_it_claiming_nothing, teardown),
 		cmocka_unit_test_teardown(kill_between_a_nested_claim_and_its_mark_recovers_exactly_the_committed,
+					  teardown),
+		cmocka_unit_test_teardown(a_writer_cutting_into_a_rollback_keeps_the_slot_marked, teardown),
+		cmocka_unit_test_teardown(kill_in_a_rollback_with_the_marks_off_recovers_exactly_the_committed,
 					  teardown),
 		cmocka_unit_test_teardown(sigkill_at_random_moments_loses_no_committed_event, teardown),
 	};
