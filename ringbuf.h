@@ -1045,7 +1045,7 @@ struct ringbuf__slot {
 	_Atomic(uint32_t) page; /* page index */
 	_Atomic(uint32_t) off;  /* offset of the reservation in data[] (extend/stamp included) */
 	/* total bytes reserved; 0: none in flight; RINGBUF__SLOT_GONE set: a
-	 * nested writer reserved where the slot points (ringbuf__slot_publish),
+	 * nested writer reserved where the slot points (ringbuf__slots_mark),
 	 * with RINGBUF__SLOT_PRE when it found len 0 (before the owner's P3) */
 	_Atomic(uint32_t) len;
 	_Atomic(uint32_t) event; /* offset of the data event's header */
@@ -1716,8 +1716,9 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * (page, off) sets RINGBUF__SLOT_GONE in len (ringbuf__slot_reserved), and
  * RINGBUF__SLOT_PRE with it where len was 0 (our P3 not yet done, or the
  * slot idle); the bits stay until our next P1 (or until that writer rolls
- * its reservation back, ringbuf_discard: the place is free again, and the
- * slot goes back to 0 where PRE is set, to its length where it is not).
+ * its reservation back, ringbuf_discard: the slot goes back to 0 where PRE
+ * is set, to its length where it is not, just before the place is free
+ * again; the bits go back on where that rollback fails).
  * Such a writer before P2 makes P2 fail (the write index moved); between P2
  * and P3 it makes P3 fail; after P3 it leaves total | GONE, which recovery
  * skips, and our CAS at C fails. A failed P3 has added total to what it
@@ -1728,10 +1729,16 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * when P3 was a compare-and-swap). The retry's P1 stores 0. A kill between
  * a nested writer's CAS at C and its marking of our slot
  * (RINGBUF__TP_C_CLAIMED) leaves both slots naming the place: recovery pads
- * it once, as the deeper writer's. A rollback takes the marks off before
+ * it once, as the deeper writer's (a slot below a deeper one in flight
+ * that names its place claims nothing); the same holds in a rollback
+ * between its unmarking and its CAS. A rollback takes the marks off before
  * it gives the place back (ringbuf__discard_at), so a writer that then
- * reserves the freed place marks the slot again. So no kill point leaves a
- * slot claiming bytes that another writer reserved.
+ * reserves the freed place marks the slot again. Known open (a review's
+ * probe, stop 40): a reservation that fails in ringbuf__reserve_next after
+ * its P3 leaves its length X in the slot; where a handler left it in the
+ * entry's window and a writer nested inside P1's field stores (no mark:
+ * the fields were stale or torn) commits at the place, a kill before P3
+ * has recovery pad X over committed events.
  * Once P3 was a plain store: a handler between P2 and the store reserved here and
  * committed, the store then set len over its event, and a kill before the
  * retry's P1 had recovery pad a committed event with another event's length
@@ -6801,10 +6808,13 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 				continue;
 			sl.page = RINGBUF__LOAD(&c->slots[i].page);
 			sl.off = RINGBUF__LOAD(&c->slots[i].off);
-			/* a deeper writer in flight names the same place: its P1
-			 * found the place free, so this writer had not reserved
-			 * it and, interrupted since, could not: it claims
-			 * nothing. The mark that says so (ringbuf__slot_reserved)
+			/* a deeper writer in flight names the same place: it ran
+			 * while this writer was interrupted, and what it names
+			 * (its P1 at the write index, a mark, a leftover of its
+			 * entry's window) came after anything this writer
+			 * reserved, so this writer does not hold the place
+			 * (a crossing with 4 bytes left aside, whose null
+			 * header is already written): it claims nothing. The mark that says so (ringbuf__slot_reserved)
 			 * is missing when the kill came between the deeper
 			 * writer's CAS at C and its marking (RINGBUF__TP_C_CLAIMED;
 			 * test_file: kill_between_a_nested_claim_and_its_mark_*) */
