@@ -646,9 +646,9 @@ RINGBUF_API int ringbuf_thread_init(struct ringbuf *rb);
  * thread exiting mid-event) it does nothing: the claim stays (release it
  * after the event). Call it from normal (not signal) context: a signal
  * handler that interrupts the thread's commit after its committing = 0 and
- * before its exit count (ringbuf__commit_fast, ringbuf__end_commit) finds
- * no event in flight and gives the buffer back, while the interrupted commit
- * still stores the exit count and may walk the pages again. */
+ * before its exit count (ringbuf__commit_fast, ringbuf__end_commit), or its
+ * reserve before committing = 1, finds no event in flight and gives the
+ * buffer back, while the interrupted writer still stores to it. */
 RINGBUF_API void ringbuf_thread_release(struct ringbuf *rb);
 /** Which buffer the calling thread's mapped writes go to: its claimed index
  * (RINGBUF_CPU_THREAD), else the buffer of its event in flight (shared or
@@ -1291,6 +1291,8 @@ enum ringbuf__tp {
 	RINGBUF__TP_C_CLAIMED,      /* C: reservation CAS succeeded, interrupted writers' slots not marked yet */
 	RINGBUF__TP_DISCARD_UNMARKED, /* discard: marks taken off the slots at our place, write not rolled back */
 	RINGBUF__TP_DISCARD_ROLLED, /* discard: write index rolled back, our slot's len not cleared yet */
+	RINGBUF__TP_ENTERING,       /* entry: the slot's len 0 stored, committing not yet (a writer here is at the same depth) */
+	RINGBUF__TP_P1_PAGE,        /* P1: the slot's page stored, its offset not yet */
 	RINGBUF__TP_COUNT,
 	/* outside the range the sweeps over write steps cover (a hook that
 	 * indexes an array by point checks point < RINGBUF__TP_COUNT). No
@@ -1707,8 +1709,9 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  *       [SLOT-DONE] in ringbuf__commit_inline). The fast path's first try
  *       (ringbuf__reserve_fast) comes right after the entry's own len = 0
  *       and does not store it again: in between, a nested writer can
- *       have set RINGBUF__SLOT_GONE in it (below), or a handler before
- *       committing = 1 (at this depth) left a length; P3 then fails
+ *       have set RINGBUF__SLOT_GONE in it (below), and P3 then fails; a
+ *       handler before committing = 1 writes at this depth and leaves 0,
+ *       its event complete or failed ([SLOT-DONE], [SLOT-FAIL])
  *   P2  check the page: a writer that nested since our loads of A reserved
  *       there (our CAS at C will fail): retry
  *   P3  len += total, one RMW (ringbuf__local_xadd32); ours where len was 0
@@ -1723,22 +1726,19 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * and P3 it makes P3 fail; after P3 it leaves total | GONE, which recovery
  * skips, and our CAS at C fails. A failed P3 has added total to what it
  * found: GONE | PRE | total (PRE: so that length is never ours), which
- * recovery skips as it skips GONE and a rollback makes 0; or, after a
- * handler's leftover length X (P1), X + total, unmarked, at a place still
- * free, which recovery's check of the write index skips (as it skipped X
- * when P3 was a compare-and-swap). The retry's P1 stores 0. A kill between
+ * recovery skips as it skips GONE and a rollback makes 0. The retry's P1
+ * stores 0. A kill between
  * a nested writer's CAS at C and its marking of our slot
  * (RINGBUF__TP_C_CLAIMED) leaves both slots naming the place: recovery pads
  * it once, as the deeper writer's (a slot below a deeper one in flight
  * that names its place claims nothing); the same holds in a rollback
  * between its unmarking and its CAS. A rollback takes the marks off before
  * it gives the place back (ringbuf__discard_at), so a writer that then
- * reserves the freed place marks the slot again. Known open (a review's
- * probe, stop 40): a reservation that fails in ringbuf__reserve_next after
- * its P3 leaves its length X in the slot; where a handler left it in the
- * entry's window and a writer nested inside P1's field stores (no mark:
- * the fields were stale or torn) commits at the place, a kill before P3
- * has recovery pad X over committed events.
+ * reserves the freed place marks the slot again. A reservation that fails
+ * in ringbuf__reserve_next after its P3 stores len = 0 ([SLOT-FAIL]): left
+ * there by a handler in the entry's window, its length, unmarked by writers
+ * nested inside P1's field stores (stale fields), was padded by recovery
+ * over their events (a review's probe, stop 40).
  * Once P3 was a plain store: a handler between P2 and the store reserved here and
  * committed, the store then set len over its event, and a kill before the
  * retry's P1 had recovery pad a committed event with another event's length
@@ -1752,20 +1752,26 @@ RINGBUF__INLINE uint64_t ringbuf__clock(const struct ringbuf *rb)
  * what P3 stored). Returns false: retry from A. The inline fast path
  * (ringbuf__reserve_fast) reads the clock before A ([CLOCK-FIRST]), then takes
  * P1 (ringbuf__slot_describe) and P2-P3 (ringbuf__slot_claim). */
-RINGBUF__INLINE void ringbuf__slot_describe(struct ringbuf__cpu *c, uint32_t depth, uint32_t t,
-					    uint64_t wfull, uint32_t event, bool entered)
+RINGBUF__INLINE void ringbuf__slot_describe(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *c,
+					    uint32_t depth, uint32_t t, uint64_t wfull, uint32_t event,
+					    bool entered)
 {
 	struct ringbuf__slot *s = &c->slots[depth - 1];
+	(void)rb;
+	(void)cpu;
 	/* P1. entered: the entry stored len = 0 and no attempt since (the
 	 * first of ringbuf__reserve_fast); a nested writer may have set
-	 * SLOT_GONE in it since, and a handler that ran between that store
-	 * and committing = 1 wrote at this depth and may have left its own
-	 * length there (an event it could not reserve); anything but 0 fails
-	 * P3 (len was not 0) and the full loop's P1 starts over */
+	 * SLOT_GONE in it since (P3 fails and the full loop's P1 starts
+	 * over); a handler that ran between that store and committing = 1
+	 * wrote at this depth and left 0 ([SLOT-FAIL]) */
 	if (!entered)
 		RINGBUF__STORE(&s->len, 0);
 	RINGBUF__BARRIER();
 	RINGBUF__STORE(&s->page, t);
+	/* a writer nested here finds the page and the last offset: no mark
+	 * where it reserves elsewhere on the page, and none is needed, as len
+	 * is 0 (the entry's, a failed reservation's: ringbuf__reserve_next) */
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_P1_PAGE);
 	RINGBUF__STORE(&s->off, (uint32_t)(wfull & RINGBUF__WRITE_MASK));
 	RINGBUF__STORE(&s->event, event);
 	RINGBUF__STORE(&s->counted, (uint32_t)RINGBUF__LOAD(&c->entries_d[depth - 1]));
@@ -1795,7 +1801,7 @@ RINGBUF__INLINE bool ringbuf__slot_publish(struct ringbuf *rb, unsigned cpu, str
 					 uint32_t depth, uint32_t t, struct ringbuf__bpage *tb,
 					 uint64_t wfull, uint32_t total, uint32_t event)
 {
-	ringbuf__slot_describe(c, depth, t, wfull, event, false);
+	ringbuf__slot_describe(rb, cpu, c, depth, t, wfull, event, false);
 	return ringbuf__slot_claim(rb, cpu, c, depth, tb, wfull, total);
 }
 
@@ -2233,7 +2239,7 @@ RINGBUF__INLINE void *ringbuf__reserve_fast(struct ringbuf *rb, unsigned cpu, st
 	if (RINGBUF__UNLIKELY(delta > RINGBUF__TS_MASK))
 		return ringbuf__reserve_next(rb, RINGBUF__CPU_OF(rb, c, cpu), c, evlen, 1, ts);
 	/* P1 (SLOT: P1 to C) */
-	ringbuf__slot_describe(c, 1, t, wfull, w, true);
+	ringbuf__slot_describe(rb, cpu, c, 1, t, wfull, w, true);
 	dst = ringbuf__cdp(rb, c, t)->data + w;
 	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_A_TIME);
 	if (RINGBUF__UNLIKELY(!ringbuf__slot_claim(rb, cpu, c, 1, tb, wfull, evlen)))
@@ -2338,6 +2344,9 @@ RINGBUF__INLINE void *ringbuf__reserve_outer(struct ringbuf *rb, struct ringbuf_
 	 * event; recovery after a kill must not take it for one in flight. */
 	RINGBUF__STORE(&c->slots[0].len, 0);
 	RINGBUF__BARRIER();
+	/* a handler here writes at depth 1 too, and leaves the slot's len 0
+	 * whether it succeeds or fails (ringbuf__reserve_next's fail) */
+	RINGBUF__TESTPOINT(rb, RINGBUF__CPU_OF(rb, c, cpu), RINGBUF__TP_ENTERING);
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, 1);
@@ -4386,7 +4395,7 @@ RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct
 		if (RINGBUF__UNLIKELY(w > bsize)) {
 			/* an interrupted writer claimed the page end: help move on */
 			if (ringbuf__move_tail(rb, cpu, t) < 0)
-				return NULL;
+				goto fail;
 			continue;
 		}
 		/* write_stamp is the previous event's time when it equals before_stamp:
@@ -4432,7 +4441,7 @@ RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct
 			RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_CROSS_CLAIMED);
 			ringbuf__pad_tail(rb, cpu, t, w, total);
 			if (ringbuf__move_tail(rb, cpu, t) < 0)
-				return NULL;
+				goto fail;
 			continue;
 		}
 		if (!ringbuf__local_cas(&tb->write, wfull, wfull + total))
@@ -4461,6 +4470,18 @@ RINGBUF_API void *ringbuf__reserve_next(struct ringbuf *rb, unsigned cpu, struct
 		}
 	}
 	ringbuf__warn(rb, cpu, "reserve: too many retries");
+fail:
+	/* [SLOT-FAIL] No length stays in the slot of a reservation that failed
+	 * (its P3 may have run: a crossing dropped in move_tail, the last
+	 * retry): a writer that entered at this depth while this one ran (a
+	 * signal's writer in its entry window, RINGBUF__TP_ENTERING) takes the
+	 * len its entry stored, 0, for its first P1, and a length left there,
+	 * unmarked, would be recovery's after a kill before its P3 -- padded
+	 * over the events of writers nested in that P1 (the marks missed them:
+	 * the slot's fields were stale; RINGBUF__TP_P1_PAGE; test_file:
+	 * kill_after_a_failed_reservation_in_the_entry_window_*) */
+	RINGBUF__STORE(&c->slots[depth - 1].len, 0);
+	RINGBUF__BARRIER();
 	return NULL;
 }
 
@@ -4730,6 +4751,7 @@ static void *ringbuf__reserve_at(struct ringbuf *rb, unsigned cpu, size_t len)
 	 * complete): recovery after a kill must not mistake it for one in flight */
 	RINGBUF__STORE(&c->slots[depth - 1].len, 0);
 	RINGBUF__BARRIER();
+	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_ENTERING);
 	/* Enter before checking the disable flags: reset_cpu disables, then
 	 * (membarrier) waits for committing to drop to 0. */
 	RINGBUF__STORE(&c->committing, depth);
@@ -6810,8 +6832,8 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 			sl.off = RINGBUF__LOAD(&c->slots[i].off);
 			/* a deeper writer in flight names the same place: it ran
 			 * while this writer was interrupted, and what it names
-			 * (its P1 at the write index, a mark, a leftover of its
-			 * entry's window) came after anything this writer
+			 * (its P1 at the write index, or a mark) came after
+			 * anything this writer
 			 * reserved, so this writer does not hold the place
 			 * (a crossing with 4 bytes left aside, whose null
 			 * header is already written): it claims nothing. The mark that says so (ringbuf__slot_reserved)

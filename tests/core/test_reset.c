@@ -65,7 +65,7 @@ static const char *const tp_names[RINGBUF__TP_COUNT] = {
 	"MOVE_TAIL", "H1_COUNTED", "H1_UPDATE", "H2_NEW_HEAD", "H3_DONE", "U1_INTCNT", "U2_RESET",
 	"U3_MOVED", "COMMIT_PAGE", "COMMIT_END", "DISCARD_INVAL", "READER_S2", "MOVE_TAIL_NEXT",
 	"DROP_DECIDED", "H1_CLAIMED", "SLOT_CHECKED", "COUNTED", "H1_OVERRUN", "FAST_ENTERED",
-	"FAST_CLOCK", "C_CLAIMED", "DISCARD_UNMARKED", "DISCARD_ROLLED"};
+	"FAST_CLOCK", "C_CLAIMED", "DISCARD_UNMARKED", "DISCARD_ROLLED", "ENTERING", "P1_PAGE"};
 
 #define WARM 12     /* steps before the call may be made (the ring has laps behind it) */
 #define STEPS 90    /* steps of the sequence */
@@ -116,6 +116,7 @@ struct model {
 	/* since creation or the last reset */
 	uint64_t committed, failed, read;
 	uint32_t last_read_seq;  /* consumer: last seq read (0: none) */
+	bool nested_first;       /* the nested write came before the writer's event (ENTERING) */
 	pthread_t resetter;
 	bool resetter_running;
 	_Atomic(int) reset_ret;
@@ -157,6 +158,12 @@ static void do_write(uint32_t len)
 	if (!p) {
 		M.failed++;
 		return;
+	}
+	if (M.nested_first) {
+		/* a write nested at ENTERING came first in the buffer (this
+		 * writer was not in yet): this event's sequence number follows */
+		M.nested_first = false;
+		seq = ++g_seq;
 	}
 	fill(p, len, seq);
 	ringbuf_commit(M.rb, M.wcpu, p);
@@ -202,6 +209,16 @@ static void *resetter(void *arg)
 	return NULL;
 }
 
+/* the resetter's call over: everything before it is gone, the counters with it */
+static void finish_reset(void)
+{
+	pthread_join(M.resetter, NULL);
+	M.resetter_running = false;
+	if (atomic_load(&M.reset_ret) != 0)
+		failf("reset at %s returned %d", tp_names[M.tp], atomic_load(&M.reset_ret));
+	M.committed = M.failed = M.read = 0;
+}
+
 static void do_call(int point)
 {
 	struct ringbuf__cpu *c = ringbuf__cpu(M.rb, 0);
@@ -210,6 +227,13 @@ static void do_call(int point)
 	case OP_RESET:
 		assert_int_equal(pthread_create(&M.resetter, NULL, resetter, NULL), 0);
 		M.resetter_running = true;
+		/* before the writer is in (committing 0) the reset does not
+		 * wait for it: over before the writer goes on, and its event
+		 * (the nested write's too) comes after it */
+		if (point == RINGBUF__TP_ENTERING) {
+			finish_reset();
+			break;
+		}
 		/* inside the reader's swap the reset waits for the reader lock:
 		 * it sets its bit after we return. Elsewhere let it set the bit
 		 * now, while this writer is in the middle of its event. */
@@ -244,12 +268,8 @@ static void undo_call(void)
 	switch (M.op) {
 	case OP_RESET_CPU:
 	case OP_RESET:
-		pthread_join(M.resetter, NULL);
-		M.resetter_running = false;
-		if (atomic_load(&M.reset_ret) != 0)
-			failf("reset at %s returned %d", tp_names[M.tp], atomic_load(&M.reset_ret));
-		/* everything before is gone, the counters with it */
-		M.committed = M.failed = M.read = 0;
+		if (M.resetter_running)
+			finish_reset();
 		break;
 	case OP_SET_MODE:
 		ringbuf_set_mode(M.rb, RINGBUF_MODE_OVERWRITE);
@@ -281,8 +301,10 @@ static void hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 	M.in_hook = 1;
 	M.done = true;
 	do_call(point);
-	if (M.nested)
+	if (M.nested) {
 		do_write(12); /* a signal handler writing right after the call */
+		M.nested_first = point == RINGBUF__TP_ENTERING;
+	}
 	M.in_hook = 0;
 }
 
@@ -431,6 +453,7 @@ static void run_case(int tp, int op, unsigned wcpu, bool nested)
 			do_discard(8 + (uint32_t)(i * 11) % 40);
 		else
 			do_write(8 + (uint32_t)(i * 13) % 60);
+		M.nested_first = false; /* a discard's, or a refused write's */
 		if (M.done && !was_done) {
 			undo_call();
 			check_buffer(where);
@@ -520,7 +543,12 @@ static void thread_release_at_every_step(void **state)
 	(void)state;
 	for (int nested = 0; nested < 2; nested++)
 		for (int tp = 1; tp < RINGBUF__TP_COUNT; tp++)
-			run_case(tp, OP_THREAD_RELEASE, RINGBUF_CPU_THREAD, nested);
+			/* not at ENTERING: the writer is not in yet (committing 0),
+			 * and a release there gives its buffer away under it, as
+			 * after a commit's committing = 0; ringbuf_thread_release
+			 * is for normal context only (its API comment) */
+			if (tp != RINGBUF__TP_ENTERING)
+				run_case(tp, OP_THREAD_RELEASE, RINGBUF_CPU_THREAD, nested);
 }
 
 /* ---- ownership ----------------------------------------------------------- */

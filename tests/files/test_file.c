@@ -612,8 +612,10 @@ static void nk_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
 	if (g_nk.kill_nested_claimed && point == RINGBUF__TP_C_CLAIMED &&
 	    RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing) == 2)
 		raise(SIGKILL);
-	/* steps of the outermost writer only (not the nested writer's own) */
-	if (point >= RINGBUF__TP_COUNT || RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing) != 1)
+	/* steps of the outermost writer only (not the nested writer's own;
+	 * at ENTERING a writer is not in yet: committing is its caller's) */
+	if (point >= RINGBUF__TP_COUNT || point == RINGBUF__TP_ENTERING ||
+	    RINGBUF__LOAD(&ringbuf__cpu(rb, cpu)->committing) != 1)
 		return;
 	if (!g_nk.nested) {
 		unsigned char *p;
@@ -864,6 +866,143 @@ static void kill_in_a_rollback_with_the_marks_off_recovers_exactly_the_committed
 	g_nk.kill_unmarked = false;
 }
 
+/* A signal's writer in the entry window of another at the same depth
+ * (RINGBUF__TP_ENTERING: the outer writer stored its slot's len = 0 and is
+ * not in yet) whose reservation fails after its P3 (a page crossing dropped:
+ * the buffer is full). The reader then frees pages; a nested writer moves
+ * the tail to a new page (FAST_ENTERED); the outer writer's fast path takes
+ * the len its entry stored for its first P1, and a second nested writer
+ * commits at the new write index between P1's page and offset stores
+ * (P1_PAGE: the slot names the old offset, so no mark). SIGKILL before the
+ * outer P3: recovery must keep both nested events. With the failed
+ * reservation's length left in the slot, recovery padded it over the second
+ * nested event (found by a review's probe, stop 40). */
+#define FE_PRE_ID 1u
+#define FE_N1_ID 100u
+#define FE_N2_ID 101u
+#define FE_EV_LEN 48u
+#define FE_H_LEN 60u /* more than the fill leaves on the page */
+#define FE_N1_LEN 64u
+#define FE_N2_LEN 100u /* longer than the failed reservation: padded inside it */
+
+static struct {
+	int stage;
+	unsigned consumed;
+} g_fe;
+
+static uint64_t fe_clock(void *ctx)
+{
+	static uint64_t now;
+	(void)ctx;
+	return now += 10;
+}
+
+static void fe_commit(struct ringbuf *rb, unsigned cpu, uint32_t id, uint32_t len, int code)
+{
+	unsigned char *p = ringbuf_reserve(rb, cpu, len);
+	if (!p)
+		_exit(code);
+	nk_fill(p, id, len);
+	ringbuf_commit(rb, cpu, p);
+}
+
+static void fe_hook(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
+	uint32_t depth = RINGBUF__LOAD(&c->committing);
+	(void)ctx;
+	if (g_fe.stage == 0 && point == RINGBUF__TP_ENTERING && depth == 0) {
+		struct ringbuf_record rec;
+		g_fe.stage = -1; /* none of this hook in H */
+		if (ringbuf_reserve(rb, cpu, FE_H_LEN) != NULL)
+			_exit(40); /* the buffer was to be full */
+		while (ringbuf_consume(rb, cpu, &rec) == 1)
+			g_fe.consumed++;
+		if (g_fe.consumed == 0)
+			_exit(39); /* nothing freed: N1 cannot move the tail */
+		g_fe.stage = 1;
+	} else if (g_fe.stage == 1 && point == RINGBUF__TP_FAST_ENTERED && depth == 1) {
+		g_fe.stage = 2;
+		fe_commit(rb, cpu, FE_N1_ID, FE_N1_LEN, 41); /* a new tail page */
+	} else if (g_fe.stage == 2 && point == RINGBUF__TP_P1_PAGE && depth == 1) {
+		/* the slot names the new page and the failed reservation's
+		 * offset, not the write index N2 reserves at: no mark */
+		uint32_t pg = RINGBUF__LOAD(&c->slots[0].page);
+		uint64_t wr = RINGBUF__LOAD(&ringbuf__bp(rb, cpu, pg)->write) & RINGBUF__WRITE_MASK;
+		g_fe.stage = 3;
+		if (RINGBUF__LOAD(&c->slots[0].off) == wr)
+			_exit(42);
+		fe_commit(rb, cpu, FE_N2_ID, FE_N2_LEN, 43);
+	} else if (g_fe.stage == 3 && point == RINGBUF__TP_A_TIME && depth == 1) {
+		raise(SIGKILL); /* P1 done, P3 not yet */
+	}
+}
+
+static void kill_after_a_failed_reservation_in_the_entry_window_recovers_exactly_the_committed(void **state)
+{
+	struct ringbuf_config cfg = RINGBUF_CONFIG_INIT;
+	struct ringbuf *rb;
+	struct ringbuf_record rec;
+	bool n1 = false, n2 = false;
+	int r;
+	pid_t pid;
+	(void)state;
+	make_path();
+	memset(&g_fe, 0, sizeof g_fe);
+	if ((pid = crash_fork(path)) == 0) {
+		unsigned char buf[FE_EV_LEN], *p;
+		uint32_t i, k = 0;
+		cfg.ncpu = 1;
+		cfg.page_size = 512;
+		cfg.size_per_cpu = 4 * 512;
+		cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER;
+		cfg.clock = fe_clock; /* no time extends: the same layout every run */
+		/* the writes a full buffer takes before it drops one (k), then those:
+		 * the tail page keeps 8 or more bytes, fewer than H needs, so H
+		 * pads them and its place is not the page end */
+		for (int pass = 0; pass < 2; pass++) {
+			if (ringbuf_create_file(path, &cfg, &rb) < 0)
+				_exit(44);
+			for (i = 0; pass == 0 || i < k; i++) {
+				nk_fill(buf, FE_PRE_ID + i, FE_EV_LEN);
+				if (ringbuf_write(rb, 0, buf, FE_EV_LEN) < 0)
+					break;
+			}
+			k = i;
+			if (pass == 0)
+				ringbuf_destroy(rb);
+		}
+		ringbuf__set_testpoint_hook(fe_hook, NULL);
+		p = ringbuf_reserve(rb, 0, NK_OUTER_LEN);
+		if (p) {
+			nk_fill(p, NK_OUTER_ID, NK_OUTER_LEN);
+			ringbuf_commit(rb, 0, p);
+		}
+		ringbuf__set_testpoint_hook(NULL, NULL);
+		_exit(45 + g_fe.stage); /* never reached the kill */
+	}
+	assert_int_equal(crash_wait(pid), 0);
+	assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RECOVER, &rb), 0);
+	while ((r = ringbuf_consume(rb, 0, &rec)) == 1) {
+		struct ev h;
+		if (rec.len < sizeof h)
+			fail_msg("a record of %u bytes", (unsigned)rec.len);
+		memcpy(&h, rec.data, sizeof h);
+		if (h.seq != h.ctx || h.sum != (h.seq * 2654435761u ^ h.len) || h.len != rec.len)
+			fail_msg("garbage record (id %u len %u)", h.ctx, (unsigned)rec.len);
+		for (uint32_t i = sizeof h; i < h.len; i++)
+			assert_int_equal(((const unsigned char *)rec.data)[i], (unsigned char)(h.ctx + i));
+		assert_true(h.ctx != NK_OUTER_ID);
+		n1 |= h.ctx == FE_N1_ID;
+		n2 |= h.ctx == FE_N2_ID;
+	}
+	if (r != 0)
+		fail_msg("consume returned %d", r);
+	assert_true(n1);
+	assert_true(n2);
+	ringbuf_destroy(rb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -878,6 +1017,8 @@ int main(void)
 		cmocka_unit_test_teardown(kill_between_a_nested_claim_and_its_mark_recovers_exactly_the_committed,
 					  teardown),
 		cmocka_unit_test_teardown(a_writer_cutting_into_a_rollback_keeps_the_slot_marked, teardown),
+		cmocka_unit_test_teardown(
+			kill_after_a_failed_reservation_in_the_entry_window_recovers_exactly_the_committed, teardown),
 		cmocka_unit_test_teardown(kill_in_a_rollback_with_the_marks_off_recovers_exactly_the_committed,
 					  teardown),
 		cmocka_unit_test_teardown(sigkill_at_random_moments_loses_no_committed_event, teardown),
