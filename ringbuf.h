@@ -3505,8 +3505,11 @@ extern int clock_gettime(int, struct timespec *);
  *     H3): its owner is the deepest writer in flight (d < committing) whose
  *     mark is this page and link value, tag and all; its counters get the
  *     marked values (a no-op where [PUSH-COUNT] or a helper ran), then the push is
- *     finished: UPDATE cleared, and H2 (HEADER on N.next) only where no
- *     link from N on to T holds HEADER, as ringbuf__help_new_head asks: a
+ *     finished: UPDATE cleared, and H2 (HEADER on N.next) only where the
+ *     tail is still T (else a writer nested in the owner helped, H2
+ *     done, and may have pushed on: nested pushes leave an UPDATE each,
+ *     the newest one alone possibly before its H2) and no link from N on
+ *     to T holds HEADER, as ringbuf__help_new_head asks: a
  *     writer nested in the owner may have helped (its own H2), moved the
  *     tail and pushed the head on, or a reader swapped N out, and the flag
  *     sits further on (a second HEADER made two heads: test_crash_accounting,
@@ -6782,6 +6785,7 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 		 * whose [PUSH-MARK] is this very link value (HEAD PUSH ACCOUNTING
 		 * in >>design); its counters get the marked values, which they
 		 * already hold if the kill came after [PUSH-COUNT]. */
+		uint32_t tail = RINGBUF__LOAD(&c->tail_page);
 		for (i = 0; i <= n; i++) {
 			struct ringbuf__bpage *bp = ringbuf__bp(rb, cpu, i);
 			uint64_t link = RINGBUF__LOAD(&bp->next);
@@ -6790,7 +6794,20 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 				struct ringbuf__bpage *nb = ringbuf__bp(rb, cpu, nx);
 				uint64_t nl = RINGBUF__LOAD(&nb->next);
 				(void)ringbuf__push_count_owner(c, i, link, depth);
-				/* H2, unless the head exists: a writer nested in
+				/* H2 only while the tail is still T, as
+				 * ringbuf__help_new_head asks: the tail leaves T
+				 * only after an H2 for this push (the owner's, or
+				 * a helper's, which found the head further on),
+				 * and from there only a newer push or a reader's
+				 * swap moves the flag. A push cut with the tail
+				 * past T is an older one, nested pushes (by its
+				 * helper) after it; with the newest of those cut
+				 * before its H2 no HEADER is on the ring, and an H2
+				 * here put it behind the tail: the pages from the
+				 * newest push on unreadable, counted neither read
+				 * nor overrun (test_crash_accounting:
+				 * nested_head_pushes_killed_at_each_step_*). And only
+				 * unless the head exists: a writer nested in
 				 * the owner (a helper's H2, then pushes of its own)
 				 * or a reader's swap may have moved the flag on since
 				 * (ringbuf__help_new_head's test); a second HEADER
@@ -6798,7 +6815,7 @@ static void ringbuf__recover_cpu(struct ringbuf *rb, unsigned cpu, bool live)
 				 * (events out of order, lost uncounted) and writers
 				 * fail with commit_overrun after (test_crash_accounting,
 				 * one_head_after_a_push_finished_by_others) */
-				if ((nl & RINGBUF__F_MASK) == 0 &&
+				if (i == tail && (nl & RINGBUF__F_MASK) == 0 &&
 				    !ringbuf__head_between(rb, cpu, ringbuf__link_idx(nl), i))
 					RINGBUF__STORE(&nb->next, ringbuf__link_make(nl, ringbuf__link_idx(nl),
 										  RINGBUF__F_HEADER));
@@ -9397,7 +9414,7 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 	}
 	for (cpu = 0; cpu < rb->ncpu; cpu++) {
 		struct ringbuf__cpu *c = ringbuf__cpu(rb, cpu);
-		uint32_t n = rb->nr_pages, i, x, heads = 0, rp;
+		uint32_t n = rb->nr_pages, i, x, heads = 0, upds = 0, rp;
 		unsigned char seen[1];
 		(void)seen;
 		rp = RINGBUF__LOAD(&c->reader_page);
@@ -9461,8 +9478,12 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 		 *       (>>design, RING), so the shape is the same whatever the
 		 *       writer does meanwhile; only a reader's swap changes it, and
 		 *       every change of a link, flags or index, bumps its tag.
-		 *   V3  the head flags: one (two while a push was cut, UPDATE on
-		 *       T.next and HEADER on N.next), counted on a snapshot: a second
+		 *   V3  the head flags: at most one HEADER, and an UPDATE for each
+		 *       push in flight (one per nested writer: a writer nested in a
+		 *       push's owner helps it, moves the tail and may claim a push of
+		 *       its own before the owner's H3), at least one flag in all (no
+		 *       HEADER while the newest push is between its claim and its
+		 *       H2), counted on a snapshot: a second
 		 *       pass re-loads the same links (acquire) and the sum of their
 		 *       tags must be the same. Tags only grow (one per change; a
 		 *       wrap needs 2^32 changes of one link between two loads, the
@@ -9495,13 +9516,15 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 				return RINGBUF__INVALID("V1: the ring's entry out of range");
 			for (tries = 0; tries < RINGBUF__VALIDATE_TRIES; tries++) {
 				uint64_t tags = 0, tags2 = 0;
-				heads = 0;
+				heads = upds = 0;
 				for (x = start, i = 0; i < n; i++) {
 					uint64_t link = ringbuf__load_link(ringbuf__bp(rb, cpu, x));
 					if (x == rp)
 						return RINGBUF__INVALID("V2: the walk met the reader page");
-					if (link & RINGBUF__F_MASK)
+					if ((link & RINGBUF__F_MASK) == RINGBUF__F_HEADER)
 						heads++;
+					else if (link & RINGBUF__F_MASK)
+						upds++;
 					tags += link >> RINGBUF__TAG_SHIFT;
 					x = ringbuf__link_idx(link);
 					if (x > n) /* the range check above was another load */
@@ -9519,11 +9542,11 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 				}
 				if (tags2 == tags && x == start)
 					break; /* a snapshot: check its flags */
-				heads = 1; /* changed under the walk: again */
+				heads = 1, upds = 0; /* changed under the walk: again */
 				ringbuf__yield();
 			}
-			if (heads < 1 || heads > 2)
-				return RINGBUF__INVALID("V3: head flags: none or more than two");
+			if (heads + upds < 1 || heads > 1 || upds > RINGBUF_MAX_NEST)
+				return RINGBUF__INVALID("V3: head flags: none, two HEADERs, or more UPDATEs than writers");
 		}
 		/* V4: the slots (what recovery pads), only where their writers are
 		 * gone (ringbuf_recover). A slot's page, off and event are plain
