@@ -228,6 +228,22 @@ static void foreign_truncated_and_corrupted_files_are_errors(void **state)
 		write_file(bad, len);
 		assert_int_equal(ringbuf_open_file(path, 0, &rb), RINGBUF_ECORRUPT);
 		memcpy(bad, img, len);
+		/* the head's link flagged UPDATE too: no writer stores both,
+		 * and V3 would count it as a push in flight, the ring without a
+		 * head (the page check refuses it first) */
+		{
+			unsigned flagged = 0;
+			for (unsigned k = 0; k <= ringbuf_nr_pages(h); k++)
+				if ((ringbuf__bp(h, 0, k)->next & RINGBUF__F_MASK) == RINGBUF__F_HEADER) {
+					ringbuf__bp(h, 0, k)->next |= RINGBUF__F_UPDATE;
+					flagged++;
+				}
+			assert_int_equal(flagged, 1);
+		}
+		write_file(bad, len);
+		assert_int_equal(ringbuf_open_file(path, 0, &rb), RINGBUF_ECORRUPT);
+		assert_int_equal(ringbuf_open_file(path, RINGBUF_OPEN_RECOVER, &rb), RINGBUF_ECORRUPT);
+		memcpy(bad, img, len);
 		/* a link that skips a page: the ring no longer closes at the tail */
 		ringbuf__bp(h, 1, ringbuf__cpu(h, 1)->tail_page)->next ^= (unsigned long)1 << 2;
 		write_file(bad, len);
