@@ -193,6 +193,12 @@ run_arch() {
 		QEMU[$a]=qemu-i386
 		run=(qemu-i386 -L /)
 		SLOW_SKIP+=" i686:test_read_tool i686:test_interleave"
+		# qemu-i386's nested signals: test_filter_race counted tens of
+		# millions of writers nested too deep and a head push with no
+		# writer in flight, test_filter_trigger's handler case ended
+		# with exit 255 (2026-12-02); native i686 and the other qemu
+		# runs pass them. Not investigated further.
+		OPEN_SKIP+=" i686:test_filter_race i686:test_filter_trigger"
 		echo "i686: this kernel does not run 32-bit x86 executables: under qemu-i386"
 	fi
 	if ! "$cc" -o "$dir/true" -x c - <<<'int main(void) { return 0; }' || ! "${run[@]}" "$dir/true"; then
