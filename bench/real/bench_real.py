@@ -20,8 +20,12 @@ rotates every round). CPU is user + system of the whole tree: for ringbuf the
 recorder (the tree's parent and subreaper) is included; for lttng the CPU that
 lttng-sessiond and lttng-consumerd used from `lttng start` to `lttng stop`
 (the flush) is added. Ratios are the median over rounds of each round's
-traced / plain. Peak RSS is the largest of the processes of the tree (for
-ringbuf this includes the recorder). Events and losses: ringbuf from the
+traced / plain, with their range (the smallest and the largest); each
+mode's overhead (ratio - 1) is then given as a fraction of LTTng's, with the
+number of rounds in which it was below LTTng's and at half of it or less
+(each round's pair compared; a sign test's p: on a noisy machine CPython's
+rows need more rounds to decide). Peak RSS is the largest
+of the processes of the tree (for ringbuf this includes the recorder). Events and losses: ringbuf from the
 recorder's totals (lost = the pages' lost counts), inproc from
 examples/malloc_check's totals over the trace.dat files; both checked with
 examples/malloc_check (every free/realloc matches a live allocation, no live
@@ -33,6 +37,7 @@ python, gcc), BENCH_REAL_MODES (comma list of plain,ringbuf,inproc,lttng),
 BENCH_REAL_JSON (default BUILD/bench-real.json).
 """
 import json
+import math
 import os
 import re
 import shutil
@@ -312,7 +317,16 @@ def main():
     print()
     print("bench-real: %d rounds, %d CPUs, load average %.1f %.1f %.1f at the end (other jobs share the machine)"
           % (ROUNDS, os.cpu_count(), load[0], load[1], load[2]))
-    hdr = ("workload", "mode", "CPU s", "CPU x", "wall s", "wall x", "events", "lost", "peak RSS MiB",
+    summary = report(res, modes)
+    with open(JSON_OUT, "w") as f:
+        json.dump({"rounds": ROUNDS, "cpus": os.cpu_count(), "loadavg": load, "summary": summary,
+                   "runs": res}, f, indent=1, default=str)
+    print("bench-real: %s" % JSON_OUT)
+
+
+def report(res, modes):
+    """The table and the comparison with LTTng, from each mode's runs."""
+    hdr = ("workload", "mode", "CPU s", "CPU x", "CPU x range", "wall s", "wall x", "events", "lost", "peak RSS MiB",
            "trace MiB", "free check")
     rows = []
     summary = {}
@@ -325,8 +339,11 @@ def main():
             wall = statistics.median(x["wall"] for x in xs)
             rss = max(x["rss_kib"] for x in xs) / 1024
             cx = wx = None
+            crange = "-"
             if plain and m != "plain":
-                cx = statistics.median(x["cpu"] / p["cpu"] for x, p in zip(xs, plain))
+                cxs = [x["cpu"] / p["cpu"] for x, p in zip(xs, plain)]
+                cx = statistics.median(cxs)
+                crange = "%.2f-%.2f" % (min(cxs), max(cxs))
                 wx = statistics.median(x["wall"] / p["wall"] for x, p in zip(xs, plain))
             ev = [x.get("events") for x in xs if x.get("events") is not None]
             lost = [x.get("lost") for x in xs if x.get("lost") is not None]
@@ -341,12 +358,13 @@ def main():
                 bad = sum(c["unmatched"] or 0 for c in chk)
                 if bad:
                     check += " (%d unmatched)" % bad
-            s = {"cpu_s": cpu, "wall_s": wall, "cpu_x": cx, "wall_x": wx, "peak_rss_mib": rss,
+            s = {"cpu_s": cpu, "wall_s": wall, "cpu_x": cx, "cpu_x_range": crange, "wall_x": wx,
+                 "peak_rss_mib": rss,
                  "events_median": statistics.median(ev) if ev else None,
                  "lost_total": sum(lost) if lost else None, "lost_max": max(lost) if lost else None,
                  "trace_mib": statistics.median(tb) / 2**20 if tb else None, "check": check}
             summary[w][m] = s
-            rows.append((w, m, "%.2f" % cpu, "%.2f" % cx if cx else "1.00", "%.2f" % wall,
+            rows.append((w, m, "%.2f" % cpu, "%.2f" % cx if cx else "1.00", crange, "%.2f" % wall,
                          "%.2f" % wx if wx else "1.00",
                          "%d" % s["events_median"] if ev else "-",
                          "%d" % s["lost_total"] if lost else "-", "%.0f" % rss,
@@ -357,13 +375,45 @@ def main():
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for r in rows:
         print(line(r))
-    print("(CPU s, wall s: medians; x plain: median of per-round ratios; lost: total over rounds;"
-          " events: median per run)")
-    with open(JSON_OUT, "w") as f:
-        json.dump({"rounds": ROUNDS, "cpus": os.cpu_count(), "loadavg": load, "summary": summary,
-                   "runs": res}, f, indent=1, default=str)
-    print("bench-real: %s" % JSON_OUT)
+    print("(CPU s, wall s: medians; x plain: median of per-round ratios, range: their smallest and"
+          " largest; lost: total over rounds; events: median per run)")
+    # Against LTTng: the quotient of the median overheads (CPU x - 1), and
+    # how many rounds agree, each round's traced and LTTng runs compared as a
+    # pair (the plain run of the same round divides both): below LTTng's
+    # overhead, and at half of it or less (issue 24's goal). p is the sign
+    # test's one-sided chance of at least that many by a coin's toss: with
+    # 5 rounds 5/5 is p = 0.03, 4/5 0.19; more rounds decide a close row.
+    for w in ONLY:
+        lt_s = summary[w].get("lttng")
+        plain = res[w].get("plain")
+        if not lt_s or not plain or lt_s["cpu_x"] is None or lt_s["cpu_x"] <= 1:
+            continue
+        lts = [x["cpu"] / p["cpu"] for x, p in zip(res[w]["lttng"], plain)]
+        for m in modes:
+            if m in ("plain", "lttng"):
+                continue
+            s = summary[w][m]
+            xs = [x["cpu"] / p["cpu"] for x, p in zip(res[w][m], plain)]
+            n = len(xs)
+            below = sum(1 for x, l in zip(xs, lts) if x < l)
+            half = sum(1 for x, l in zip(xs, lts) if l > 1 and x - 1 <= 0.5 * (l - 1))
+            sign_p = lambda k: sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
+            q = (s["cpu_x"] - 1) / (lt_s["cpu_x"] - 1)
+            s.update({"overhead_vs_lttng": q, "rounds_below_lttng": below,
+                      "rounds_at_half_lttng": half})
+            print("%-6s %-7s overhead %.2f of LTTng's (%.2f / %.2f); rounds below LTTng's %d/%d"
+                  " (p %.2f), at half of it or less %d/%d (p %.2f)" % (
+                      w, m, q, s["cpu_x"] - 1, lt_s["cpu_x"] - 1, below, n, sign_p(below),
+                      half, n, sign_p(half)))
+    return summary
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--report":
+        # the table again from a run's JSON (BENCH_REAL_JSON)
+        with open(sys.argv[2]) as f:
+            runs = json.load(f)["runs"]
+        ONLY = list(runs)
+        report(runs, list(runs[ONLY[0]]))
+    else:
+        main()
