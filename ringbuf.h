@@ -1999,7 +1999,7 @@ RINGBUF__INLINE int32_t ringbuf__rseq_cpu(void)
  *      of line;
  *   J1 (the inline reserve, once the writer is in the buffer: committing
  *      1) word := key|w (BUSY) and me := the me K read, one store
- *      (ringbuf__tcur_set; word, then me, in a unit without K): a handler
+ *      (ringbuf__tcur_set; only a unit with K runs J1): a handler
  *      that re-armed the slot for another handle since K left that
  *      handle's me, and nothing reads me under a BUSY word;
  *   J0 (the inline commit or the discard of that event, before the commit
@@ -2075,7 +2075,8 @@ RINGBUF__INLINE uint64_t ringbuf__tcur_word(void)
 	return *(volatile uint64_t *)&ringbuf__tcur.word;
 }
 
-/* a store of the word (J1, J0, OUT, ARM) or of me, between signal fences */
+/* a store of the word (OUT, ARM; J0 in a unit without K) or of me, between
+ * signal fences */
 RINGBUF__INLINE void ringbuf__tcur_store(uint64_t *at, uint64_t v)
 {
 	RINGBUF__BARRIER();
@@ -2100,7 +2101,9 @@ RINGBUF__INLINE void ringbuf__tcur_set(uint64_t word, uint64_t me)
 #elif defined(RINGBUF__TCUR_INLINE)
 	__asm__ volatile("stp %1, %2, %0" : "=Q"(ringbuf__tcur) : "r"(word), "r"(me));
 #else
-	*(volatile uint64_t *)&ringbuf__tcur.word = word; /* BUSY, then me */
+	/* not reached: without K the reserve never runs inline (tcur is
+	 * false), and J0 stores the word alone */
+	*(volatile uint64_t *)&ringbuf__tcur.word = word;
 	*(volatile uint64_t *)&ringbuf__tcur.me = me;
 #endif
 	RINGBUF__BARRIER();
@@ -7525,8 +7528,8 @@ RINGBUF_API int ringbuf_stats(struct ringbuf *rb, struct ringbuf_stats *st)
  *      (else G5 and out of line: inside an event of the buffer's explicit
  *      index, the event nests out of line)
  *   entry  committing = 1 (the reserve's own)
- *   J1 the slot's word := key | w (BUSY: w the buffer's claim word), then
- *      its me := the one K read
+ *   J1 the slot's word := key | w (BUSY: w the buffer's claim word) and
+ *      its me := the one K read, in one store
  *   the reservation; refused or failed: J0, then committing back to 0,
  *      then G5
  * The commit: the slot BUSY for rb and committing == 1 (the held event,
