@@ -34,7 +34,8 @@ from babeltrace2's counter (events) and `lttng list` (discarded events).
 
 Environment: BENCH_REAL_ROUNDS, BENCH_REAL_ONLY (comma list of sqlite,
 python, gcc), BENCH_REAL_MODES (comma list of plain,ringbuf,inproc,lttng),
-BENCH_REAL_JSON (default BUILD/bench-real.json).
+BENCH_REAL_JSON (default BUILD/bench-real.json). The table again from such
+a file: bench/real/bench_real.py --report FILE.
 """
 import json
 import math
