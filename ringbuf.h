@@ -2049,13 +2049,15 @@ struct ringbuf__tcur {
 	uint64_t me;
 };
 RINGBUF__TLS_DECL struct ringbuf__tcur ringbuf__tcur;
+#if defined(RINGBUF__TCUR_INLINE) && defined(__x86_64__)
+typedef long long ringbuf__v2di __attribute__((vector_size(16))); /* K's and J1's register */
+#endif
 
 #ifdef RINGBUF__TCUR_INLINE
 /* K: both halves, one load ({AT&T|Intel} operand order: -masm=intel) */
 RINGBUF__INLINE void ringbuf__tcur_get(uint64_t *word, uint64_t *me)
 {
 #if defined(__x86_64__)
-	typedef long long ringbuf__v2di __attribute__((vector_size(16)));
 	ringbuf__v2di v;
 	__asm__ volatile("movdqa {%1, %0|%0, %1}" : "=x"(v) : "m"(ringbuf__tcur));
 	*word = (uint64_t)v[0];
@@ -2095,7 +2097,6 @@ RINGBUF__INLINE void ringbuf__tcur_set(uint64_t word, uint64_t me)
 {
 	RINGBUF__BARRIER();
 #if defined(RINGBUF__TCUR_INLINE) && defined(__x86_64__)
-	typedef long long ringbuf__v2di __attribute__((vector_size(16)));
 	ringbuf__v2di v = {(long long)word, (long long)me};
 	__asm__ volatile("movdqa {%1, %0|%0, %1}" : "=m"(ringbuf__tcur) : "x"(v));
 #elif defined(RINGBUF__TCUR_INLINE)

@@ -24,9 +24,9 @@ traced / plain, with their range (the smallest and the largest); each
 mode's overhead (ratio - 1) is then given as a fraction of LTTng's, with the
 number of rounds in which it was below LTTng's and at half of it or less
 (each round's pair compared; a sign test's p: on a noisy machine CPython's
-rows need more rounds to decide). Peak RSS is the largest
-of the processes of the tree (for ringbuf this includes the recorder). Events and losses: ringbuf from the
-recorder's totals (lost = the pages' lost counts), inproc from
+rows need more rounds to decide). Peak RSS is the largest of the processes
+of the tree (for ringbuf this includes the recorder). Events and losses:
+ringbuf from the recorder's totals (lost = the pages' lost counts), inproc from
 examples/malloc_check's totals over the trace.dat files; both checked with
 examples/malloc_check (every free/realloc matches a live allocation, no live
 pointer allocated twice, fork children inherit their parent's set); lttng
