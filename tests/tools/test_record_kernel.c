@@ -233,6 +233,7 @@ struct tdat {
 	size_t len, pos;
 	uint32_t page_size;
 	unsigned ncpu;
+	unsigned cur_cpu; /* the CPU walk() is in */
 	uint64_t off[64], size[64];
 	/* kernel.dat: sched_switch's id and fields, from its format */
 	int switch_id, prev_pid_at, next_pid_at;
@@ -350,6 +351,7 @@ static uint64_t walk(struct tdat *t, int (*cb)(const struct pw_record *, void *)
 			struct pw_page info;
 			const char *err = NULL;
 			memset(&info, 0, sizeof info);
+			t->cur_cpu = cpu;
 			if (pw_walk_page(t->p + t->off[cpu] + i * t->page_size, t->page_size, false, cb, ctx, &info,
 					 &err) != 0)
 				fail_msg("cpu %u page %llu: %s", cpu, (unsigned long long)i, err ? err : "?");
@@ -366,6 +368,7 @@ static uint64_t walk(struct tdat *t, int (*cb)(const struct pw_record *, void *)
 struct kev {
 	uint64_t ts;
 	int32_t prev, next;
+	unsigned cpu; /* of kernel.dat's per-CPU data (< 64) */
 };
 struct uev {
 	uint64_t ts;
@@ -398,6 +401,7 @@ static int on_kernel(const struct pw_record *r, void *ctx)
 		assert_non_null(e->k);
 	}
 	e->k[e->nk].ts = r->ts;
+	e->k[e->nk].cpu = e->t->cur_cpu;
 	memcpy(&e->k[e->nk].prev, r->payload + e->t->prev_pid_at, 4);
 	memcpy(&e->k[e->nk].next, r->payload + e->t->next_pid_at, 4);
 	e->nk++;
@@ -436,16 +440,71 @@ struct ivl {
 	uint64_t from, to; /* on a CPU from `from` (0: before the recording) to `to` */
 };
 
-/* The intervals in which the kernel says tid was on a CPU. */
+/* Is pid a task whose switches away the kernel never recorded (switched to,
+ * never the prev of a recorded switch)? pid 0 is each CPU's own idle task:
+ * on CPU cpu only. */
+static int unrecorded(const struct events *e, unsigned cpu, int32_t pid)
+{
+	size_t i;
+	int to = 0;
+	for (i = 0; i < e->nk; i++) {
+		if (pid == 0 && e->k[i].cpu != cpu)
+			continue;
+		if (e->k[i].prev == pid)
+			return 0;
+		to |= e->k[i].next == pid;
+	}
+	return to;
+}
+
+/* Switches the kernel did not record. Each recorded switch on a CPU names as
+ * prev the task that the CPU's last recorded switch named as next, except on
+ * kernels that record nothing while certain tasks run (seen on a VM's: its
+ * agent's threads, PID 1's, and one CPU's idle task): the switch to such a
+ * task is recorded, the switch away from it is not. Such a gap is accepted
+ * after a task that is never the prev of a recorded switch (unrecorded());
+ * a gap after any other task is a switch lost. e->k sorted by time.
+ * Returns the gaps lost (0 expected); *seen: the gaps accepted. */
+static size_t lost_switches(const struct events *e, size_t *seen)
+{
+	int32_t last[64];
+	unsigned char any[64] = {0};
+	size_t i, lost = 0;
+	*seen = 0;
+	for (i = 0; i < e->nk; i++) {
+		unsigned c = e->k[i].cpu;
+		assert_true(c < 64);
+		if (any[c] && last[c] != e->k[i].prev) {
+			if (unrecorded(e, c, last[c]))
+				++*seen;
+			else {
+				print_message("      cpu %u at %llu: switch from %d, but the last switch there was to %d\n",
+					      c, (unsigned long long)e->k[i].ts, e->k[i].prev, last[c]);
+				lost++;
+			}
+		}
+		last[c] = e->k[i].next;
+		any[c] = 1;
+	}
+	return lost;
+}
+
+/* The intervals in which the kernel says tid was on a CPU. A switch away
+ * from tid with no switch to it since its last one comes after a gap
+ * (lost_switches()): tid came back on that CPU after the CPU's last recorded
+ * switch, which bounds the interval's start; 0 where there is none (tid ran
+ * there before the kernel recorded). */
 static size_t on_cpu(const struct events *e, int32_t tid, struct ivl *out, size_t max)
 {
 	size_t i, n = 0;
 	int on = 0;
-	uint64_t from = 0;
+	uint64_t from = 0, last[64] = {0};
 	for (i = 0; i < e->nk; i++) {
+		unsigned c = e->k[i].cpu;
+		assert_true(c < 64);
 		if (e->k[i].prev == tid) {
 			assert_true(n < max);
-			out[n].from = on ? from : 0;
+			out[n].from = on ? from : last[c];
 			out[n].to = e->k[i].ts;
 			n++;
 			on = 0;
@@ -457,6 +516,7 @@ static size_t on_cpu(const struct events *e, int32_t tid, struct ivl *out, size_
 			on = 1;
 			from = e->k[i].ts;
 		}
+		last[c] = e->k[i].ts;
 	}
 	if (on) {
 		assert_true(n < max);
@@ -542,14 +602,31 @@ static void traced_child(const char *path, int tsc, int fd, int go)
 
 /* ---- the tests ------------------------------------------------------------ */
 
+/* The CPU of a trace-cmd report line ("COMM-PID [CPU] TIME: ..."), or -1 */
+static int report_cpu(const char *line)
+{
+	const char *b = strstr(line, " [");
+	char *end;
+	long c;
+	if (!b)
+		return -1;
+	c = strtol(b + 2, &end, 10);
+	return end != b + 2 && *end == ']' && c >= 0 && c < 64 ? (int)c : -1;
+}
+
 /* trace-cmd's own merge of the two files (its TSC2NSEC conversion for the
  * TSC clock): every num event of a thread comes after a sched_switch to it
- * and before the next one away from it. Returns the num events seen. */
-static unsigned long long check_merged_report(const char *kfile, const char *ufile, const int32_t tid[2])
+ * and before the next one away from it, or, where the switch to it was not
+ * recorded (lost_switches()), before a switch away from it that follows such
+ * a gap. e: the kernel's events (unrecorded()). Returns the num events seen. */
+static unsigned long long check_merged_report(const char *kfile, const char *ufile, const int32_t tid[2],
+					      const struct events *e)
 {
-	char cmd[600], line[1024], bad[1200] = "";
+	char cmd[600], line[1024], bad[1200] = "", pend[2][300];
 	FILE *p;
-	int on[2] = {0, 0};
+	int on[2] = {0, 0}, pending[2] = {0, 0};
+	int32_t last[64];
+	unsigned char any[64] = {0};
 	unsigned long long users = 0, switches = 0;
 	snprintf(cmd, sizeof cmd, "trace-cmd report -i %s -i %s 2>/dev/null", kfile, ufile);
 	p = popen(cmd, "r");
@@ -560,6 +637,7 @@ static unsigned long long check_merged_report(const char *kfile, const char *ufi
 		if (at) {
 			/* PREV_COMM:PREV_PID [prio] STATE ==> NEXT_COMM:NEXT_PID [prio] */
 			long prev = -1, next = -1;
+			int c = report_cpu(line), gap;
 			at += 15;
 			b = strstr(at, " [");
 			q = strstr(at, "==> ");
@@ -573,11 +651,21 @@ static unsigned long long check_merged_report(const char *kfile, const char *ufi
 			} else if (!bad[0]) {
 				snprintf(bad, sizeof bad, "a sched_switch line not as expected: %.200s", at);
 			}
+			/* tid back on the CPU after a task whose switches were not recorded */
+			gap = c >= 0 && any[c] && last[c] != prev && unrecorded(e, (unsigned)c, last[c]);
 			for (w = 0; w < 2; w++) {
+				if (pending[w] && (next == tid[w] || (prev == tid[w] && !gap)) && !bad[0])
+					snprintf(bad, sizeof bad, "%s", pend[w]);
+				if (prev == tid[w] || next == tid[w])
+					pending[w] = 0;
 				if (prev == tid[w])
 					on[w] = 0;
 				if (next == tid[w])
 					on[w] = 1;
+			}
+			if (c >= 0) {
+				last[c] = (int32_t)next;
+				any[c] = 1;
 			}
 			switches++;
 		} else if ((at = strstr(line, " num: ")) != NULL) {
@@ -591,13 +679,19 @@ static unsigned long long check_merged_report(const char *kfile, const char *ufi
 				;
 			if (w == 2 && !bad[0])
 				snprintf(bad, sizeof bad, "an event of thread %ld, not of the two", t);
-			else if (w < 2 && !on[w] && !bad[0])
-				snprintf(bad, sizeof bad, "an event of thread %ld (%.200s) while it was switched out", t,
-					 at + 6);
+			else if (w < 2 && !on[w] && !pending[w]) {
+				/* decided at the thread's next switch */
+				pending[w] = 1;
+				snprintf(pend[w], sizeof pend[w], "an event of thread %ld (%.200s) while it was switched out",
+					 t, at + 6);
+			}
 			users++;
 		}
 	}
 	pclose(p); /* read to the end first: a failure must not leave trace-cmd blocked on the pipe */
+	for (int w = 0; w < 2; w++)
+		if (pending[w] && !bad[0])
+			snprintf(bad, sizeof bad, "%s (after its last switch)", pend[w]);
 	if (bad[0])
 		fail_msg("trace-cmd report -i %s -i %s: %s", kfile, ufile, bad);
 	assert_true(switches > 0);
@@ -617,6 +711,7 @@ static void one_timeline(int tsc)
 	int32_t tid[2] = {0, 0};
 	uint64_t missed = 0, kpages, first_u = UINT64_MAX, last_u = 0;
 	long last_idx[2] = {-1, -1};
+	size_t gaps;
 	pthread_t th;
 	pid_t pid;
 	snapshot(&before);
@@ -687,6 +782,7 @@ static void one_timeline(int tsc)
 	walk(&ut, on_user, &ev, &missed);
 	assert_int_equal(ev.nu, 2 * ROUNDS);
 	qsort(ev.k, ev.nk, sizeof ev.k[0], cmp_kev);
+	assert_int_equal(lost_switches(&ev, &gaps), 0);
 	for (i = 0; i < ev.nu; i++) {
 		assert_true(ev.u[i].cpu < 2);
 		if (!tid[ev.u[i].cpu])
@@ -739,12 +835,13 @@ static void one_timeline(int tsc)
 		last_idx[w] = idx;
 	}
 	print_message("      %zu user events of 2 threads, each inside its own on-CPU interval of the kernel's "
-		      "(%zu and %zu intervals; %zu sched_switch, %llu kernel pages)\n",
-		      ev.nu, niv[0], niv[1], ev.nk, (unsigned long long)kpages);
+		      "(%zu and %zu intervals; %zu sched_switch, %llu kernel pages; %zu switches after a task "
+		      "the kernel does not record)\n",
+		      ev.nu, niv[0], niv[1], ev.nk, (unsigned long long)kpages, gaps);
 
 	/* one command shows them interleaved, aligned */
 	if (system("command -v trace-cmd >/dev/null 2>&1") == 0)
-		assert_int_equal(check_merged_report(path_of("kernel.dat"), path_of("align.dat"), tid), 2 * ROUNDS);
+		assert_int_equal(check_merged_report(path_of("kernel.dat"), path_of("align.dat"), tid, &ev), 2 * ROUNDS);
 	free(iv[0]);
 	free(iv[1]);
 	free(ev.k);
@@ -1043,6 +1140,45 @@ static void kernel_lost_flags_sign_extended_are_read(void **state)
 	assert_int_equal(ringbuf_tracedat_check_page(page, sizeof page, 0, 8, &events, &lost), RINGBUF_ECORRUPT);
 }
 
+/* The intervals without tracefs: T's return after a task whose switches away
+ * the kernel never records (H, and CPU 1's idle task) is bounded by the last
+ * switch recorded there; a gap after a task recorded elsewhere is a loss. */
+static void a_switch_the_kernel_did_not_record_bounds_the_interval(void **state)
+{
+	enum { T = 100, A = 200, H = 59 };
+	struct kev k[] = {
+		{10, A, T, 0}, {20, T, H, 0},  /* H: never a prev */
+		{30, T, A, 0},                 /* T came back unrecorded: (20, 30] */
+		{40, A, T, 0}, {50, T, 0, 0},  /* CPU 0's idle is recorded (60, 80) */
+		{55, A, 0, 1}, {57, T, A, 1},  /* CPU 1's idle never is: T back after 55 */
+		{60, 0, T, 0}, {70, T, A, 0}, {75, A, 0, 0}, {80, 0, A, 0},
+	};
+	struct events e;
+	struct ivl iv[8];
+	size_t seen;
+	(void)state;
+	memset(&e, 0, sizeof e);
+	e.k = k;
+	e.nk = sizeof k / sizeof k[0];
+	assert_int_equal(lost_switches(&e, &seen), 0);
+	assert_int_equal(seen, 2);
+	assert_int_equal(on_cpu(&e, T, iv, 8), 5);
+	assert_true(iv[0].from == 10 && iv[0].to == 20);
+	assert_true(iv[1].from == 20 && iv[1].to == 30); /* not 0: not before the recording */
+	assert_true(iv[2].from == 40 && iv[2].to == 50);
+	assert_true(iv[3].from == 55 && iv[3].to == 57);
+	assert_true(iv[4].from == 60 && iv[4].to == 70);
+	/* the same gap after A, which the kernel records elsewhere: lost */
+	k[1].next = A;
+	assert_int_equal(lost_switches(&e, &seen), 1);
+	assert_int_equal(seen, 1);
+	/* CPU 0's idle task is recorded there: a gap after it is lost too */
+	k[1].next = H;
+	k[7].prev = A;
+	assert_int_equal(lost_switches(&e, &seen), 1);
+	assert_int_equal(seen, 2);
+}
+
 static int setup_all(void **state)
 {
 	(void)state;
@@ -1066,6 +1202,7 @@ int main(void)
 		cmocka_unit_test(bad_input_and_no_permission_change_nothing),
 		cmocka_unit_test(signals_remove_the_instance_and_sigkill_is_cleaned_next_time),
 		cmocka_unit_test(kernel_lost_flags_sign_extended_are_read),
+		cmocka_unit_test(a_switch_the_kernel_did_not_record_bounds_the_interval),
 	};
 	return cmocka_run_group_tests(tests, setup_all, rec_remove_tmpdir);
 }
