@@ -3132,7 +3132,17 @@ extern int clock_gettime(int, struct timespec *);
  * runs). The claim word is the CPU struct's offset in the block
  * (ringbuf__claim_word), so the struct is one add away, with no index
  * check and no shift by its 1024 bytes; the index is worked out only off
- * the fast path (RINGBUF__CPU_OF). Issue 24's goals (110 and 125) are not met:
+ * the fast path (RINGBUF__CPU_OF). Issue 24's goals (110 and 125) are not met.
+ * They are this count less the slot ([SLOT]), which costs 15 per event:
+ * P1's page, off, event and counted 5, P2 3, P3's xadd and test 4, and
+ * len = 0 at the entry, len = evlen after C and len = 0 at the commit 3
+ * (callgrind, per line). The slot is what lets recovery pad exactly the
+ * bytes in flight and never a complete event. Recovery uses it after a
+ * kill, in a fork() child whose parent was mid-write (test_fork parks a
+ * writer at each step), and in a takeover of a dead thread's buffer.
+ * ringbuf_discard's rollback and the head push's loss counts
+ * ([PUSH-COUNT]) read it too. So the goals sit at the write path without
+ * crash recovery. Beyond the slot,
  * what is left is each step's own loads, stores and checks (every one is
  * argued above for nesting, crash recovery or exact accounting), address
  * arithmetic that the signal fences make the compiler redo in the commit
