@@ -546,7 +546,12 @@ RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb);
  * file another user owns is not replaced (RINGBUF_ESYS, errno EPERM). Needs
  * write permission on the directory. A user clock (cfg->clock) is this
  * process's: RINGBUF_ENOMEM once 64 live file or memfd blocks of the process
- * have one (see ringbuf_set_clock). */
+ * have one (see ringbuf_set_clock). The file is sparse: the metadata and the
+ * user area are allocated at creation (RINGBUF_ESYS, errno ENOSPC, nothing
+ * left behind, where the file system cannot hold them; Linux 5.14 or later),
+ * each data page when a writer first reaches it. A file system that runs
+ * out of room while tracing gets that writer's process SIGBUS: keep room for
+ * the whole block (ringbuf_size_needed). */
 RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_config *cfg,
 				    struct ringbuf **out);
 /** The same in shared memory that is no file on disk: a memfd (memfd_create,
@@ -2708,6 +2713,11 @@ extern int madvise(void *addr, size_t length, int advice); /* likewise */
 #define RINGBUF__MADV_RANDOM 1 /* the same value on every Linux architecture */
 #define RINGBUF__MADV_NORMAL 0
 #endif
+#if defined(MADV_POPULATE_WRITE)
+#define RINGBUF__MADV_POPULATE_WRITE MADV_POPULATE_WRITE
+#else
+#define RINGBUF__MADV_POPULATE_WRITE 23 /* Linux 5.14; the same value on every architecture */
+#endif
 /* an anonymous mapping for ringbuf_create. Strict -std=c11 hides
  * MAP_ANONYMOUS, and glibc 2.36's <sys/mman.h> then defines no other name for
  * it either (not __MAP_ANONYMOUS, not MAP_ANON): the kernel's value, which is
@@ -2895,7 +2905,10 @@ extern int clock_gettime(int, struct timespec *);
  *       a store makes a page resident and dirty (a file block allocated).
  *       ringbuf_create_file turns read-around off (MADV_RANDOM) while the
  *       metadata pages fault in: on a disk file it would cache, clean, the
- *       holes of the data pages next to them.
+ *       holes of the data pages next to them. [PREFAULT] makes the metadata
+ *       pages (and a file's user area) present in one call first: no fault
+ *       per page, and ENOSPC instead of SIGBUS where a file system cannot
+ *       hold them.
  *   Z2  All-zero bytes are the value 0 of the header's time_stamp (uint64_t)
  *       and commit (long): C11 6.2.6.2 (no padding bits in these types on any
  *       target of this header; a lock-free _Atomic integer has the integer's
@@ -9642,6 +9655,39 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
 #define RINGBUF__EPAGE EINVAL
 #endif
 
+/* [PREFAULT] (SET-UP in >>design) The pages of [off, off + len) of a new
+ * block's mapping, made present and writable by one system call
+ * (MADV_POPULATE_WRITE, Linux 5.14) before the creator writes them: the
+ * metadata (the block up to the first data page) and a file block's user
+ * area. Two reasons:
+ *   - speed: one call instead of a page fault per page (16 x 8 MiB: about
+ *     320 pages of descriptors; see docs/performance.md, set-up);
+ *   - a clean error: in a file or memfd these pages are holes, and where the
+ *     file system cannot hold them (a full tmpfs, a quota) the creator's
+ *     first store to one raised SIGBUS. The call reports EFAULT instead:
+ *     RINGBUF_ESYS with errno ENOSPC, and the caller removes what it made.
+ * Out of memory: RINGBUF_ENOMEM. A kernel without the call (EINVAL, ENOSYS)
+ * or one that declines it: 0, and the stores fault the pages in as before.
+ * The data pages stay holes (Z1): a writer that reaches a new page of a
+ * file on a full file system still gets SIGBUS (docs/files-and-recorder.md,
+ * "Where to put a buffer"). */
+static int ringbuf__prefault(void *map, uint64_t off, uint64_t len)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	uintptr_t from, to;
+	if (len == 0 || ps <= 0)
+		return 0;
+	from = ((uintptr_t)map + (uintptr_t)off) & ~(uintptr_t)(ps - 1);
+	to = (uintptr_t)map + (uintptr_t)off + (uintptr_t)len;
+	if (madvise((void *)from, to - from, RINGBUF__MADV_POPULATE_WRITE) == 0)
+		return 0;
+	if (errno == EFAULT) {
+		errno = ENOSPC;
+		return RINGBUF_ESYS;
+	}
+	return errno == ENOMEM ? RINGBUF_ENOMEM : 0;
+}
+
 /* [PH1] (PRIVATE HEADER in >>design): the first RINGBUF__HDR_PRIV bytes of
  * the MAP_SHARED block at map mapped again, from the same descriptor and
  * offset, privately and at the same address. Nothing is copied yet: a
@@ -9736,6 +9782,9 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	/* no read-around while the metadata pages fault in: on a disk file
 	 * it would fill the page cache with the holes of the data pages */
 	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_RANDOM);
+	if ((r = ringbuf__prefault(map, 0, g.data_off)) < 0 ||
+	    (r = ringbuf__prefault(map, g.user_off, g.total - g.user_off)) < 0) /* [PREFAULT] */
+		goto fail;
 	r = ringbuf__init_in(map, (size_t)g.total, &zc, true, &rb);
 	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_NORMAL);
 	if (r < 0)
@@ -9868,9 +9917,13 @@ RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config
 		goto fail_sys;
 	zc = *cfg;
 	zc.flags |= RINGBUF_F_ZEROED;
-	if ((r = ringbuf__init_in(map, (size_t)g.total, &zc, true, &rb)) < 0) {
+	if ((r = ringbuf__prefault(map, 0, g.data_off)) < 0 ||
+	    (r = ringbuf__prefault(map, g.user_off, g.total - g.user_off)) < 0 || /* [PREFAULT] */
+	    (r = ringbuf__init_in(map, (size_t)g.total, &zc, true, &rb)) < 0) {
+		e = errno;
 		munmap(map, (size_t)g.total);
 		close(fd);
+		errno = e;
 		return r;
 	}
 	/* this process's copy of the header from here on, as a file's */
@@ -10140,7 +10193,8 @@ RINGBUF_API int ringbuf_create(const struct ringbuf_config *cfg, struct ringbuf 
 			return RINGBUF_ENOMEM;
 		aligned = (char *)(((uintptr_t)map + g.page_size - 1) & ~(uintptr_t)(g.page_size - 1));
 		zc.flags |= RINGBUF_F_ZEROED;
-		if ((r = ringbuf_init_in(aligned, (size_t)g.total, &zc, out)) < 0) {
+		if ((r = ringbuf__prefault(aligned, 0, g.data_off)) < 0 || /* [PREFAULT] */
+		    (r = ringbuf_init_in(aligned, (size_t)g.total, &zc, out)) < 0) {
 			munmap(map, len);
 			return r;
 		}
