@@ -477,7 +477,8 @@ struct ringbuf_stats {
 	uint64_t committed;      /* events committed since creation/reset */
 	uint64_t overrun;        /* committed events overwritten before being read */
 	uint64_t commit_overrun; /* reserves dropped because the tail reached the commit page */
-	uint64_t dropped_events; /* reserves dropped because the buffer was full (producer/consumer) */
+	uint64_t dropped_events; /* reserves dropped because the buffer was full (producer/consumer),
+				  * or its file system had no room for a new page */
 	uint64_t read_events;    /* events consumed */
 	uint64_t bytes;          /* bytes of records in the buffer (headers, extends, padding) */
 	uint64_t oldest_event_ts;/* time stamp of the oldest page in the buffer (0 if empty) */
@@ -546,12 +547,15 @@ RINGBUF_API const char *ringbuf_clock_name(const struct ringbuf *rb);
  * file another user owns is not replaced (RINGBUF_ESYS, errno EPERM). Needs
  * write permission on the directory. A user clock (cfg->clock) is this
  * process's: RINGBUF_ENOMEM once 64 live file or memfd blocks of the process
- * have one (see ringbuf_set_clock). The file is sparse: the metadata and the
- * user area are allocated at creation (RINGBUF_ESYS, errno ENOSPC, nothing
- * left behind, where the file system cannot hold them; Linux 5.14 or later),
- * each data page when a writer first reaches it. A file system that runs
- * out of room while tracing gets that writer's process SIGBUS: keep room for
- * the whole block (ringbuf_size_needed). */
+ * have one (see ringbuf_set_clock). The file is sparse: the metadata, the
+ * user area and two data pages per CPU are allocated at creation
+ * (RINGBUF_ESYS, errno ENOSPC, nothing left behind, where the file system
+ * cannot hold them), each other data page when a writer first reaches it.
+ * Where the file system has run out of room by then, the event is dropped
+ * and counted (RINGBUF_ENOSPC, dropped_events, a reader's lost) and the
+ * writer goes on once there is room. Both need Linux 5.14 or later
+ * (MADV_POPULATE_WRITE); before it, a full file system raises SIGBUS in the
+ * writer. To lose nothing, keep room for the whole block (ringbuf_size_needed). */
 RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_config *cfg,
 				    struct ringbuf **out);
 /** The same in shared memory that is no file on disk: a memfd (memfd_create,
@@ -1038,7 +1042,9 @@ struct ringbuf__bpage {
 	_Atomic(uint64_t) entries;
 	_Atomic(uint64_t) drops;      /* CPU drop total when the tail entered the page */
 	uint32_t prev;                /* index of the previous page; reader-owned */
-	uint32_t pad_;
+	/* 1 once a writer made the data page present ([BACKED] in >>writer;
+	 * a block of an earlier version has 0 here: checked again, no harm) */
+	_Atomic(uint32_t) backed;
 };
 
 /* A reservation in flight, per nesting depth (owner only). */
@@ -2713,6 +2719,7 @@ extern int madvise(void *addr, size_t length, int advice); /* likewise */
 #define RINGBUF__MADV_RANDOM 1 /* the same value on every Linux architecture */
 #define RINGBUF__MADV_NORMAL 0
 #endif
+#define RINGBUF__ENOROOM EFAULT /* [POPULATE]: a store would raise SIGBUS */
 #if defined(MADV_POPULATE_WRITE)
 #define RINGBUF__MADV_POPULATE_WRITE MADV_POPULATE_WRITE
 #else
@@ -2754,6 +2761,9 @@ extern int madvise(void *addr, size_t length, int advice); /* likewise */
 #endif
 #ifndef RINGBUF__HAVE_THRD_YIELD
 #include <sched.h>
+#endif
+#ifndef RINGBUF__ENOROOM
+#define RINGBUF__ENOROOM (-1) /* never returned: ringbuf__populate is a no-op off Linux */
 #endif
 
 #if !defined(CLOCK_MONOTONIC) && defined(__linux__)
@@ -2906,9 +2916,12 @@ extern int clock_gettime(int, struct timespec *);
  *       ringbuf_create_file turns read-around off (MADV_RANDOM) while the
  *       metadata pages fault in: on a disk file it would cache, clean, the
  *       holes of the data pages next to them. [PREFAULT] makes the metadata
- *       pages (and a file's user area) present in one call first: no fault
- *       per page, and ENOSPC instead of SIGBUS where a file system cannot
- *       hold them.
+ *       pages (and a file's user area, page 0 and the reader page of each
+ *       CPU) present in one call first: no fault per page, and ENOSPC
+ *       instead of SIGBUS where a file system cannot hold them. Every other
+ *       data page is made present by the writer whose tail first enters it
+ *       ([BACKED], M1b): a file system that fills up while tracing costs
+ *       counted drops, not a SIGBUS.
  *   Z2  All-zero bytes are the value 0 of the header's time_stamp (uint64_t)
  *       and commit (long): C11 6.2.6.2 (no padding bits in these types on any
  *       target of this header; a lock-free _Atomic integer has the integer's
@@ -2999,8 +3012,9 @@ extern int clock_gettime(int, struct timespec *);
  * padded) helps move the tail without touching T.
  *
  * MOVING THE TAIL from T to N = T.next (ringbuf__move_tail; M1 loads T.next,
- * M2 the commit page and, N being the head, the reader page, M3 re-checks,
- * M4 counts a drop or moves on):
+ * M1b makes N present the first time a tail enters it ([BACKED]: no room
+ * in the file system -> dropped_events), M2 loads the commit page and, N
+ * being the head, the reader page, M3 re-checks, M4 counts a drop or moves on):
  *   - N is the commit page: the ring is full of uncommitted data -> commit_overrun.
  *   - T.next carries HEADER/UPDATE (N is the head page, the ring is full):
  *       commit still on the reader page -> commit_overrun, but only if T.next
@@ -4000,6 +4014,35 @@ static void ringbuf__membarrier_register_shared(struct ringbuf *rb)
 }
 #endif
 
+/* [POPULATE] Make [p, p + len) present and writable, as a store to each
+ * page would (MADV_POPULATE_WRITE, Linux 5.14), but with an error instead
+ * of a signal: EFAULT where a store would raise SIGBUS (a file or memfd
+ * page its file system has no room for). Returns 0 or that errno value;
+ * errno itself is left as it was (a writer in a signal handler calls
+ * this). Other values (EINVAL, ENOSYS: an older kernel; anything off
+ * Linux: 0) mean "not known": the caller goes on as if it had succeeded,
+ * and a store faults the page in as before. Async-signal-safe. */
+static int ringbuf__populate(void *p, size_t len)
+{
+#if defined(__linux__)
+	long ps = sysconf(_SC_PAGESIZE);
+	uintptr_t from, to;
+	int e = errno, r = 0;
+	if (len == 0 || ps <= 0)
+		return 0;
+	from = (uintptr_t)p & ~(uintptr_t)(ps - 1);
+	to = (uintptr_t)p + (uintptr_t)len;
+	if (madvise((void *)from, to - from, RINGBUF__MADV_POPULATE_WRITE) != 0)
+		r = errno;
+	errno = e;
+	return r;
+#else
+	(void)p;
+	(void)len;
+	return 0;
+#endif
+}
+
 
 /* ==== >>writer ========================================================== */
 
@@ -4261,6 +4304,40 @@ static int ringbuf__push_head(struct ringbuf *rb, unsigned cpu, uint32_t t, uint
 	return 0;
 }
 
+/* [BACKED] Data page n of CPU cpu, before the tail first enters it (M1b in
+ * ringbuf__move_tail). The data pages of a file or memfd block are holes
+ * until written (Z1 in SET-UP); on a file system that fills up while
+ * tracing, the first store to such a page raised SIGBUS and killed the
+ * traced process. Here one MADV_POPULATE_WRITE ([POPULATE]) allocates the
+ * page instead, and says EFAULT where the store would have raised SIGBUS:
+ * -1, and the caller drops the event (dropped_events), as a full ring in
+ * producer/consumer mode does. The tail stays on its full page, so the
+ * next event that needs room tries again: once the file system has room,
+ * tracing goes on, every event lost in between counted. Any other outcome
+ * (done, or not known: an older kernel, not Linux) marks the page, and a
+ * store faults it in as before.
+ * C11: backed only goes from 0 to 1, relaxed both ways, and pairs with
+ * nothing. It stands for a fact the kernel keeps (the file has the page
+ * and never drops it while the block is mapped), not for data: a writer
+ * that reads 1 stores to a page that is there whichever process made it
+ * so; one that reads 0 late, or a nested writer that cuts in between the
+ * load and the store below, calls populate once more on a page already
+ * present, which costs a system call and changes nothing. The tail enters
+ * every page through here except each CPU's page 0 (where init_in and a
+ * reset put it); ringbuf_create_file and ringbuf_create_shm back that page
+ * at creation, with the reader page, which readers load from before any
+ * tail entered it ([PREFAULT] in >>file). Cost: one call per page in the
+ * first lap, which replaces the page fault of the first store (a fresh
+ * 8 MiB buffer filled once: 20% less CPU, docs/performance.md); none
+ * after. */
+static int ringbuf__back(struct ringbuf *rb, unsigned cpu, uint32_t n)
+{
+	if (ringbuf__populate(ringbuf__dp(rb, cpu, n), rb->page_size) == RINGBUF__ENOROOM)
+		return -1;
+	RINGBUF__STORE(&ringbuf__bp(rb, cpu, n)->backed, 1);
+	return 0;
+}
+
 /* Count an event dropped at the full page T (counter: dropped_events or
  * commit_overrun). The drop is decided (M2) before it is counted (M4): a
  * nested writer cutting in between (a reader made room meanwhile) may move the
@@ -4286,6 +4363,7 @@ static int ringbuf__drop(struct ringbuf *rb, unsigned cpu, struct ringbuf__cpu *
 /* Move the tail off the full page T. Returns 0 (moved or somebody else did:
  * retry the reservation) or < 0 (the event is dropped; already counted).
  *   M1  load T.next (the link to N, with its flags)
+ *   M1b N not yet backed: make it present ([BACKED]); no room: drop
  *   M2  load the commit page (and, N being the head, the reader page), decide
  *   M3  the commit on the reader page: re-load T.next, retry if it changed
  *   M4  count the drop (ringbuf__drop), or push the head / move the tail */
@@ -4303,6 +4381,11 @@ static int ringbuf__move_tail(struct ringbuf *rb, unsigned cpu, uint32_t t)
 	link = ringbuf__load_link(tb); /* M1 */
 	n = ringbuf__link_idx(link);
 	RINGBUF__TESTPOINT(rb, cpu, RINGBUF__TP_MOVE_TAIL_NEXT);
+	/* M1b: a page no writer has entered yet is made present first; where
+	 * its file system has no room, the event is dropped and counted
+	 * instead of the store to N raising SIGBUS ([BACKED]) */
+	if (RINGBUF__UNLIKELY(!RINGBUF__LOAD(&ringbuf__bp(rb, cpu, n)->backed)) && ringbuf__back(rb, cpu, n) < 0)
+		return ringbuf__drop(rb, cpu, c, t, &c->dropped_events);
 	/* M2. The commit page moves only with the outermost writer, which is
 	 * this writer or one it interrupted: it stands still while we run. */
 	cp = atomic_load_explicit(&c->commit_page, memory_order_relaxed);
@@ -9668,24 +9751,39 @@ static int ringbuf__validate_in(struct ringbuf *rb, uint64_t size, struct ringbu
  *     RINGBUF_ESYS with errno ENOSPC, and the caller removes what it made.
  * Out of memory: RINGBUF_ENOMEM. A kernel without the call (EINVAL, ENOSYS)
  * or one that declines it: 0, and the stores fault the pages in as before.
- * The data pages stay holes (Z1): a writer that reaches a new page of a
- * file on a full file system still gets SIGBUS (docs/files-and-recorder.md,
- * "Where to put a buffer"). */
+ * The other data pages stay holes (Z1) until the tail first enters them,
+ * which backs each the same way ([BACKED] in >>writer): on a file system
+ * that fills up while tracing, the event is dropped and counted instead of
+ * the writer's process dying of SIGBUS. */
 static int ringbuf__prefault(void *map, uint64_t off, uint64_t len)
 {
-	long ps = sysconf(_SC_PAGESIZE);
-	uintptr_t from, to;
-	if (len == 0 || ps <= 0)
-		return 0;
-	from = ((uintptr_t)map + (uintptr_t)off) & ~(uintptr_t)(ps - 1);
-	to = (uintptr_t)map + (uintptr_t)off + (uintptr_t)len;
-	if (madvise((void *)from, to - from, RINGBUF__MADV_POPULATE_WRITE) == 0)
-		return 0;
-	if (errno == EFAULT) {
+	int r = ringbuf__populate((char *)map + off, (size_t)len);
+	if (r == RINGBUF__ENOROOM) {
 		errno = ENOSPC;
 		return RINGBUF_ESYS;
 	}
-	return errno == ENOMEM ? RINGBUF_ENOMEM : 0;
+	return r == ENOMEM ? RINGBUF_ENOMEM : 0;
+}
+
+/* [PREFAULT] of a new file or memfd block: its metadata, the user area and
+ * two data pages of each CPU that no tail enters through [BACKED]: page 0,
+ * where the tail starts, and the reader page (page nr_pages), whose commit
+ * every reader loads (ringbuf_consume, ringbuf_stats_cpu): on tmpfs a load
+ * from a hole allocates the page too, and raised SIGBUS on a full one
+ * (test_shm: a_tmpfs_full_while_tracing_drops_and_counts). A CPU's reader
+ * page and the next CPU's page 0 are adjacent: ncpu + 1 calls. */
+static int ringbuf__prefault_block(void *map, const struct ringbuf__geom *g, unsigned ncpu)
+{
+	uint64_t stride = ((uint64_t)g->nr_pages + 1) * g->page_size;
+	unsigned cpu;
+	int r;
+	if ((r = ringbuf__prefault(map, 0, g->data_off + g->page_size)) < 0)
+		return r;
+	for (cpu = 0; cpu < ncpu; cpu++)
+		if ((r = ringbuf__prefault(map, g->data_off + cpu * stride + (uint64_t)g->nr_pages * g->page_size,
+					   (uint64_t)g->page_size * (cpu + 1 < ncpu ? 2 : 1))) < 0)
+			return r;
+	return ringbuf__prefault(map, g->user_off, g->total - g->user_off);
 }
 
 /* [PH1] (PRIVATE HEADER in >>design): the first RINGBUF__HDR_PRIV bytes of
@@ -9782,8 +9880,7 @@ RINGBUF_API int ringbuf_create_file(const char *path, const struct ringbuf_confi
 	/* no read-around while the metadata pages fault in: on a disk file
 	 * it would fill the page cache with the holes of the data pages */
 	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_RANDOM);
-	if ((r = ringbuf__prefault(map, 0, g.data_off)) < 0 ||
-	    (r = ringbuf__prefault(map, g.user_off, g.total - g.user_off)) < 0) /* [PREFAULT] */
+	if ((r = ringbuf__prefault_block(map, &g, cfg->ncpu)) < 0) /* [PREFAULT] */
 		goto fail;
 	r = ringbuf__init_in(map, (size_t)g.total, &zc, true, &rb);
 	(void)madvise(map, (size_t)g.total, RINGBUF__MADV_NORMAL);
@@ -9917,8 +10014,7 @@ RINGBUF_API int ringbuf_create_shm(const char *name, const struct ringbuf_config
 		goto fail_sys;
 	zc = *cfg;
 	zc.flags |= RINGBUF_F_ZEROED;
-	if ((r = ringbuf__prefault(map, 0, g.data_off)) < 0 ||
-	    (r = ringbuf__prefault(map, g.user_off, g.total - g.user_off)) < 0 || /* [PREFAULT] */
+	if ((r = ringbuf__prefault_block(map, &g, cfg->ncpu)) < 0 || /* [PREFAULT] */
 	    (r = ringbuf__init_in(map, (size_t)g.total, &zc, true, &rb)) < 0) {
 		e = errno;
 		munmap(map, (size_t)g.total);

@@ -350,34 +350,36 @@ static void dev_shm_file(void **state)
  * its data pages stay holes. Run in a child, so that a SIGBUS fails the
  * test instead of killing the runner. Needs root (mount) and a kernel whose
  * MADV_POPULATE_WRITE reports a full tmpfs (not qemu-user, which ignores it). */
-static void a_full_tmpfs_is_an_error_not_sigbus(void **state)
+/* A tmpfs of `size` mounted on a new directory dir (64 bytes), or skip:
+ * not root, no tmpfs, or a kernel whose MADV_POPULATE_WRITE does not
+ * report a full tmpfs (EFAULT; qemu-user ignores madvise). */
+static void small_tmpfs(char *dir, const char *size)
 {
-	char dir[64], path[96];
+	char path[96], opt[32];
 	int status, fd;
-	pid_t pid;
 	void *m;
-	(void)state;
 	if (geteuid() != 0) {
 		print_message("      skipped: mounting a small tmpfs needs root\n");
 		skip();
 	}
-	snprintf(dir, sizeof dir, "/tmp/rb-fulltmpfs-XXXXXX");
+	snprintf(dir, 64, "/tmp/rb-fulltmpfs-XXXXXX");
 	assert_non_null(mkdtemp(dir));
-	if (mount("tmpfs", dir, "tmpfs", 0, "size=256k") != 0) {
+	snprintf(opt, sizeof opt, "size=%s", size);
+	if (mount("tmpfs", dir, "tmpfs", 0, opt) != 0) {
 		print_message("      skipped: mount tmpfs: %s\n", strerror(errno));
 		rmdir(dir);
 		skip();
 	}
-	/* does the call report a full tmpfs here? */
+	/* does the call report a full tmpfs here? (8 MiB: more than any size used) */
 	snprintf(path, sizeof path, "%s/probe", dir);
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
 	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, 1 << 20), 0);
-	m = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_int_equal(ftruncate(fd, 8 << 20), 0);
+	m = mmap(NULL, 8 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	assert_true(m != MAP_FAILED);
 	errno = 0;
-	status = madvise(m, 1 << 20, 23 /* MADV_POPULATE_WRITE */) == 0 ? 0 : errno;
-	munmap(m, 1 << 20);
+	status = madvise(m, 8 << 20, 23 /* MADV_POPULATE_WRITE */) == 0 ? 0 : errno;
+	munmap(m, 8 << 20);
 	close(fd);
 	unlink(path);
 	if (status != EFAULT) {
@@ -387,6 +389,15 @@ static void a_full_tmpfs_is_an_error_not_sigbus(void **state)
 		rmdir(dir);
 		skip();
 	}
+}
+
+static void a_full_tmpfs_is_an_error_not_sigbus(void **state)
+{
+	char dir[64], path[96];
+	int status;
+	pid_t pid;
+	(void)state;
+	small_tmpfs(dir, "256k");
 	snprintf(path, sizeof path, "%s/trace.rb", dir);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -414,6 +425,88 @@ static void a_full_tmpfs_is_an_error_not_sigbus(void **state)
 				_exit(14);
 		ringbuf_destroy(rb);
 		_exit(unlink(path) == 0 ? 0 : 15);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(umount(dir), 0);
+	assert_int_equal(rmdir(dir), 0);
+	if (WIFSIGNALED(status))
+		fail_msg("the child died of signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* [BACKED] A tmpfs that fills up while tracing: the writer's events are
+ * dropped and counted (ringbuf_write says RINGBUF_ENOSPC, dropped_events,
+ * the reader's rec.lost), and once there is room again tracing goes on.
+ * Before, the first store to a data page the tmpfs could not allocate
+ * raised SIGBUS: the child below died of it (a traced program killed by
+ * its tracer's buffer). 1 MiB of tmpfs, a block of 1 x 512 KiB (its
+ * metadata and first data page allocated at creation), the rest of the
+ * tmpfs taken by a filler file; in a child, as above. */
+static void a_tmpfs_full_while_tracing_drops_and_counts(void **state)
+{
+	char dir[64], path[96], filler[96];
+	int status;
+	pid_t pid;
+	(void)state;
+	small_tmpfs(dir, "1m");
+	snprintf(path, sizeof path, "%s/trace.rb", dir);
+	snprintf(filler, sizeof filler, "%s/filler", dir);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ringbuf_config cfg = config(1, (size_t)512 << 10);
+		struct ringbuf_stats st;
+		struct ringbuf_record rec;
+		struct ringbuf *rb;
+		static char chunk[4096];
+		uint64_t ok = 0, dropped = 0, read = 0, lost = 0, expect = 0;
+		uint32_t i;
+		int fd, r;
+		signal(SIGBUS, SIG_DFL);
+		if (ringbuf_create_file(path, &cfg, &rb) != 0)
+			_exit(10);
+		if ((fd = open(filler, O_WRONLY | O_CREAT | O_EXCL, 0600)) < 0)
+			_exit(11);
+		while (write(fd, chunk, sizeof chunk) == (ssize_t)sizeof chunk)
+			;
+		close(fd);
+		/* 20,000 events of 8 bytes: page 0 holds about 500 of them */
+		for (i = 0; i < 20000; i++) {
+			r = ringbuf_write(rb, 0, &i, sizeof i);
+			if (r == 0)
+				ok++;
+			else if (r == RINGBUF_ENOSPC)
+				dropped++;
+			else
+				_exit(12);
+		}
+		if (ok == 0 || dropped == 0 || ringbuf_stats_cpu(rb, 0, &st) != 0 || st.dropped_events != dropped)
+			_exit(13);
+		/* room again: every event is written */
+		if (unlink(filler) != 0)
+			_exit(14);
+		for (i = 0; i < 20000; i++)
+			if (ringbuf_write(rb, 0, &i, sizeof i) != 0)
+				_exit(15);
+		/* each event read once; the drops reported once, before the
+		 * first event after them */
+		while ((r = ringbuf_consume(rb, 0, &rec)) > 0) {
+			uint32_t v;
+			memcpy(&v, rec.data, sizeof v);
+			expect = read < ok ? read : read - ok; /* the first run, then the second */
+			if (v != (uint32_t)expect || (rec.lost && read != ok))
+				_exit(16);
+			lost += rec.lost;
+			read++;
+		}
+		print_message("      tmpfs full: %llu events written, %llu dropped and counted; "
+			      "room again: 20000 written\n",
+			      (unsigned long long)ok, (unsigned long long)dropped);
+		if (r < 0 || read != ok + 20000 || lost != dropped)
+			_exit(17);
+		ringbuf_destroy(rb);
+		_exit(unlink(path) == 0 ? 0 : 18);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_int_equal(umount(dir), 0);
@@ -515,6 +608,7 @@ int main(void)
 		cmocka_unit_test(recorder_follows_and_recovers),
 		cmocka_unit_test(dev_shm_file),
 		cmocka_unit_test(a_full_tmpfs_is_an_error_not_sigbus),
+		cmocka_unit_test(a_tmpfs_full_while_tracing_drops_and_counts),
 		cmocka_unit_test(open_allocates_no_unused_page),
 		cmocka_unit_test(open_rdwr_keeps_the_writers_claims),
 		cmocka_unit_test(peer_open_does_not_redirect_destroy),
