@@ -435,14 +435,39 @@ static void a_full_tmpfs_is_an_error_not_sigbus(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* a nested writer (a signal handler's) at M1b, once per arming: it finds
+ * the page in the state the interrupted writer left it, not backed yet */
+static int nest_armed, nest_ok, nest_dropped;
+static uint32_t nest_seq;
+static void nested_write_at_m1b(struct ringbuf *rb, unsigned cpu, int point, void *ctx)
+{
+	uint32_t v;
+	int r;
+	(void)ctx;
+	if (point != RINGBUF__TP_MOVE_TAIL_NEXT || !nest_armed)
+		return;
+	nest_armed = 0;
+	v = 0x80000000u | nest_seq++;
+	r = ringbuf_write(rb, cpu, &v, sizeof v);
+	if (r == 0)
+		nest_ok++;
+	else if (r == RINGBUF_ENOSPC)
+		nest_dropped++;
+	else
+		_exit(30);
+}
+
 /* [BACKED] A tmpfs that fills up while tracing: the writer's events are
  * dropped and counted (ringbuf_write says RINGBUF_ENOSPC, dropped_events,
  * the reader's rec.lost), and once there is room again tracing goes on.
  * Before, the first store to a data page the tmpfs could not allocate
  * raised SIGBUS: the child below died of it (a traced program killed by
  * its tracer's buffer). 1 MiB of tmpfs, a block of 1 x 512 KiB (its
- * metadata and first data page allocated at creation), the rest of the
- * tmpfs taken by a filler file; in a child, as above. */
+ * metadata, page 0 and reader page allocated at creation), the rest of the
+ * tmpfs taken by a filler file; in a child, as above. Both times the tail
+ * leaves a page (full, and room again), a nested writer cuts in at M1b:
+ * dropped and counted too while full; with room, it backs the page and
+ * moves the tail, and the writer it interrupted writes after it. */
 static void a_tmpfs_full_while_tracing_drops_and_counts(void **state)
 {
 	char dir[64], path[96], filler[96];
@@ -472,6 +497,8 @@ static void a_tmpfs_full_while_tracing_drops_and_counts(void **state)
 			;
 		close(fd);
 		/* 20,000 events of 8 bytes: page 0 holds about 500 of them */
+		ringbuf__set_testpoint_hook(nested_write_at_m1b, NULL);
+		nest_armed = 1;
 		for (i = 0; i < 20000; i++) {
 			r = ringbuf_write(rb, 0, &i, sizeof i);
 			if (r == 0)
@@ -481,27 +508,38 @@ static void a_tmpfs_full_while_tracing_drops_and_counts(void **state)
 			else
 				_exit(12);
 		}
-		if (ok == 0 || dropped == 0 || ringbuf_stats_cpu(rb, 0, &st) != 0 || st.dropped_events != dropped)
+		if (ok == 0 || dropped == 0 || nest_armed || nest_ok != 0 || nest_dropped != 1 ||
+		    ringbuf_stats_cpu(rb, 0, &st) != 0 || st.dropped_events != dropped + 1)
 			_exit(13);
+		dropped++; /* the nested writer's */
 		/* room again: every event is written */
 		if (unlink(filler) != 0)
 			_exit(14);
+		nest_armed = 1;
 		for (i = 0; i < 20000; i++)
 			if (ringbuf_write(rb, 0, &i, sizeof i) != 0)
 				_exit(15);
 		/* each event read once; the drops reported once, before the
 		 * first event after them */
+		ringbuf__set_testpoint_hook(NULL, NULL);
+		if (nest_armed || nest_ok != 1)
+			_exit(19);
 		while ((r = ringbuf_consume(rb, 0, &rec)) > 0) {
 			uint32_t v;
 			memcpy(&v, rec.data, sizeof v);
-			expect = read < ok ? read : read - ok; /* the first run, then the second */
-			if (v != (uint32_t)expect || (rec.lost && read != ok))
-				_exit(16);
 			lost += rec.lost;
+			if (v == 0x80000001u) { /* the nested event: first after the drops */
+				if (read != ok || rec.lost != dropped)
+					_exit(20);
+				continue;
+			}
+			expect = read < ok ? read : read - ok; /* the first run, then the second */
+			if (v != (uint32_t)expect || rec.lost)
+				_exit(16);
 			read++;
 		}
-		print_message("      tmpfs full: %llu events written, %llu dropped and counted; "
-			      "room again: 20000 written\n",
+		print_message("      tmpfs full: %llu events written, %llu dropped and counted (1 by a nested "
+			      "writer at M1b); room again: 20000 written and 1 nested\n",
 			      (unsigned long long)ok, (unsigned long long)dropped);
 		if (r < 0 || read != ok + 20000 || lost != dropped)
 			_exit(17);
