@@ -114,6 +114,7 @@ struct ringbuf_record_counts {
 	uint64_t live_pages;      /* pages taken while the process ran */
 	uint64_t recovered_pages; /* pages taken after it was gone */
 	uint64_t events, lost, bad_pages;
+	uint64_t lost_after;      /* of lost: after the last event of their CPU (rbrec_lost_after) */
 	int recovered;            /* the process was gone: the buffer was repaired */
 	uint64_t buffers;         /* -d: buffers followed to the end (one per process image) */
 	uint64_t bad_buffers;     /* -d: NAME.rb files that could not be opened or written */
@@ -498,6 +499,22 @@ static int rbrec_take_rest(struct ringbuf_tracedat *w, struct ringbuf *rb, int g
 		return r;
 	*what = "reading";
 	return rbrec_drain(w, rb, 0, bad, !gone);
+}
+
+/* Events the buffer counts as lost (dropped, overwritten) beyond the page_lost
+ * its pages reported: those after the last event a CPU kept. A page reports
+ * a loss only before its first event (the kernel's format), so a writer that
+ * drops until it ends (a full producer/consumer buffer, a file system with
+ * no room for a new page) left them in the counters only: the summary adds
+ * them. Taken after rbrec_take_rest. */
+static uint64_t rbrec_lost_after(struct ringbuf *rb, uint64_t page_lost)
+{
+	struct ringbuf_stats s;
+	uint64_t all;
+	if (ringbuf_stats(rb, &s) < 0)
+		return 0;
+	all = s.dropped_events + s.commit_overrun + s.overrun;
+	return all > page_lost ? all - page_lost : 0;
 }
 
 /* ==== >>kernel: the kernel's own events beside the user buffers (-e) ======
@@ -1546,16 +1563,20 @@ static void rbrec_follow_finish(struct rbrec_follow *f, struct rbrec_buf *b, int
 		fprintf(stderr, "ringbuf-record: %s/%s: cannot write: %s\n", f->outdir, b->name, ringbuf_strerror(r));
 		ringbuf_record_last.bad_buffers++;
 	} else {
+		uint64_t after = rbrec_lost_after(b->rb, st.lost);
 		ringbuf_record_last.buffers++;
 		ringbuf_record_last.events += st.events;
-		ringbuf_record_last.lost += st.lost;
+		ringbuf_record_last.lost += st.lost + after;
+		ringbuf_record_last.lost_after += after;
 		ringbuf_record_last.live_pages += b->live_pages;
 		ringbuf_record_last.recovered_pages += (uint64_t)rec;
 		ringbuf_record_last.bad_pages += bad;
 		if (!f->quiet)
-			fprintf(stderr, "ringbuf-record: %s: %llu events (%llu pages while it ran, %llu %s), %llu lost%s\n",
+			fprintf(stderr, "ringbuf-record: %s: %llu events (%llu pages while it ran, %llu %s), %llu lost%s%s\n",
 				b->name, (unsigned long long)st.events, (unsigned long long)b->live_pages,
-				(unsigned long long)rec, gone ? "after" : "at the stop", (unsigned long long)st.lost,
+				(unsigned long long)rec, gone ? "after" : "at the stop",
+				(unsigned long long)(st.lost + after),
+				after ? " (some after the last event of their CPU)" : "",
 				st.lost_unknown ? " (and gaps of unknown size)" : "");
 	}
 	b->w = NULL;
@@ -1991,14 +2012,17 @@ static int rbrec_run1(int argc, char **argv)
 		rc = RBREC_FILE;
 	}
 	ringbuf_record_last.events = st.events;
-	ringbuf_record_last.lost = st.lost;
+	ringbuf_record_last.lost_after = rc == RBREC_OK ? rbrec_lost_after(rb, st.lost) : 0;
+	ringbuf_record_last.lost = st.lost + ringbuf_record_last.lost_after;
 	if (!quiet)
 		fprintf(stderr, "ringbuf-record: %s -> %s: %llu events in %llu pages (%llu while it ran, %llu %s), "
-				"%llu lost before them%s, %llu malformed pages left out\n",
+				"%llu lost before them, %llu after the last event of their CPU%s, "
+				"%llu malformed pages left out\n",
 			path, out, (unsigned long long)st.events, (unsigned long long)st.pages,
 			(unsigned long long)ringbuf_record_last.live_pages,
 			(unsigned long long)ringbuf_record_last.recovered_pages,
 			gone ? "recovered after it was gone" : "at the stop", (unsigned long long)st.lost,
+			(unsigned long long)ringbuf_record_last.lost_after,
 			st.lost_unknown ? " (and gaps of unknown size)" : "",
 			(unsigned long long)ringbuf_record_last.bad_pages);
 	if (k->nspec) {
