@@ -86,7 +86,7 @@
  *   RINGBUF_RECORD_DIR   directory of the buffers (set by ringbuf-record; created 0700 if absent)
  *   MALLOC_TRACE_OUT     without RINGBUF_RECORD_DIR: record in-process, DIR/<pid>-<ns>.dat
  *   MALLOC_TRACE_BUFS    per-thread buffers per process (default 8, 3..64)
- *   MALLOC_TRACE_KB      KiB per buffer (default 8192)
+ *   MALLOC_TRACE_KB      KiB per buffer (default 2048)
  *   MALLOC_TRACE_VERBOSE 1: one line at exit on stderr (events, dropped, untraced)
  */
 #define _GNU_SOURCE 1
@@ -354,7 +354,7 @@ static int mt_create(void)
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return -1;
 	cfg.ncpu = (unsigned)mt_env("MALLOC_TRACE_BUFS", 8, 3, 64);
-	cfg.size_per_cpu = (size_t)mt_env("MALLOC_TRACE_KB", 8192, 16, 1 << 20) << 10;
+	cfg.size_per_cpu = (size_t)mt_env("MALLOC_TRACE_KB", 2048, 16, 1 << 20) << 10;
 	cfg.mode = RINGBUF_MODE_PRODUCER_CONSUMER; /* a full buffer drops (counted), never overwrites */
 	cfg.user_size = ringbuf_trace_user_size(&mt_reg);
 	clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -14,7 +14,8 @@ gcc, cc1, as, collect2, ld). Each runs
            the way a program records itself),
   lttng    with LTTng-UST's liblttng-ust-libc-wrapper.so in an active
            session (lttng_ust_libc:* in a channel of 4 x 2 MiB sub-buffers per
-           CPU: 8 MiB, as malloc_trace.so's per-thread buffers),
+           CPU; on 2 CPUs 16 MiB, as malloc_trace.so's 8 per-thread buffers
+           of 2 MiB),
 in interleaved rounds (BENCH_REAL_ROUNDS, default 5; the order of the modes
 rotates every round). CPU is user + system of the whole tree: for ringbuf the
 recorder (the tree's parent and subreaper) is included; for lttng the CPU that
