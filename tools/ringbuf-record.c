@@ -1595,6 +1595,17 @@ static void rbrec_follow_finish(struct rbrec_follow *f, struct rbrec_buf *b, int
 	}
 }
 
+/* The wait of -d's loop when no page is full (ms): 10, or 1 where the pages
+ * taken since the last wait (since, over the last ms milliseconds) say that
+ * 10 ms would fill a quarter of the smallest ring followed (ring pages; 0:
+ * none). A ring of 2 MiB at 200 MB/s (sqlite under malloc_trace.so) is full
+ * in 10 ms; a wake-up every ms costs CPU where writers are slow (CPython:
+ * 3 pages a ms). */
+static int rbrec_wait_ms(uint64_t since, double ms, size_t ring)
+{
+	return ring && (double)since * 10.0 * 4.0 >= ms * (double)ring ? 1 : 10;
+}
+
 static int rbrec_follow_run(const char *dir, const char *outdir, int version, int quiet, int keep,
 			    const char *preload, char **cmd)
 {
@@ -1693,18 +1704,15 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 		 * processes; stop when nothing is left to follow */
 		if (child > 0 && !children && !f.active && rbrec_follow_scan(&f) == 0)
 			break;
-		/* Nothing left to take: wait 10 ms, or 1 ms where the pages
-		 * taken since the last wait say that 10 ms would fill a quarter
-		 * of the smallest ring (a ring of 2 MiB at 200 MB/s, sqlite
-		 * under malloc_trace.so, is full in 10 ms). A wake-up per ms
-		 * costs CPU where writers are slow (CPython: 3 pages a ms). */
 		since += (uint64_t)taken;
 		if (!taken) {
 			struct timespec t1;
-			double ms;
 			clock_gettime(CLOCK_MONOTONIC, &t1);
-			ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-			poll(NULL, 0, ring && (double)since * 10.0 * 4.0 >= ms * (double)ring ? 1 : 10);
+			poll(NULL, 0,
+			     rbrec_wait_ms(since,
+					   (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+						   (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+					   ring));
 			since = 0;
 			t0 = t1;
 		}
