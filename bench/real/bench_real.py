@@ -3,7 +3,7 @@
 """make bench-real: a malloc tracer on real programs, ringbuf.h against LTTng-UST.
 
 Workloads: sqlite3 (200k inserts in one transaction, then an index),
-CPython with 4 threads, a `gcc -O2` compile and link (a tree of processes:
+CPython with 4 threads (glibc told to keep what it frees: MALLOC_TRIM_THRESHOLD_), a `gcc -O2` compile and link (a tree of processes:
 gcc, cc1, as, collect2, ld). Each runs
   plain    untraced,
   ringbuf  under tools/ringbuf-record -d (examples/malloc_trace.so preloaded;
@@ -121,10 +121,16 @@ def prepare(work):
     db = os.path.join(work, "bench.db")
     exe = os.path.join(work, "rec.out")
     return {
-        "sqlite": {"argv": ["sqlite3", db], "stdin": sql, "before": lambda: rm(db)},
-        "python": {"argv": ["/usr/bin/python3", "-c", PY_WORK], "stdin": None, "before": None},
+        "sqlite": {"argv": ["sqlite3", db], "stdin": sql, "before": lambda: rm(db), "env": {}},
+        # glibc keeps what CPython frees (MALLOC_TRIM_THRESHOLD_, every mode
+        # alike): by default it gave the heap's top back to the kernel and
+        # faulted it in again, 78% of the untraced run's 3.6 s of CPU on a
+        # VM whose first touch of a page costs 5-12 us, and that varied by
+        # +-20% from run to run (0.7-0.8 s and +-4% with it kept)
+        "python": {"argv": ["/usr/bin/python3", "-c", PY_WORK], "stdin": None, "before": None,
+                   "env": {"MALLOC_TRIM_THRESHOLD_": "4294967295"}},
         "gcc": {"argv": ["gcc", "-O2", "-I" + ROOT, "-o", exe, os.path.join(ROOT, "tools", "ringbuf-record.c")],
-                "stdin": None, "before": lambda: rm(exe)},
+                "stdin": None, "before": lambda: rm(exe), "env": {}},
     }
 
 
@@ -205,7 +211,7 @@ class Lttng:
                 raise RuntimeError(c + ": " + r.stdout)
         pids = lttng_daemon_pids()
         d0 = proc_cpu(pids)
-        env = dict(os.environ, LD_PRELOAD=LTTNG_WRAPPER)
+        env = dict(os.environ, LD_PRELOAD=LTTNG_WRAPPER, **w["env"])
         wall, cpu, rss, status, _ = run_tree(w["argv"], w["stdin"], env)
         sh("lttng stop %s" % name)  # waits for the data to be flushed
         pids = lttng_daemon_pids()
@@ -246,7 +252,7 @@ def check_files(files):
 
 def run_inproc(w, work, n):
     out = os.path.join(work, "inproc-out-%d" % n)
-    env = dict(os.environ, LD_PRELOAD=PRELOAD, MALLOC_TRACE_OUT=out)
+    env = dict(os.environ, LD_PRELOAD=PRELOAD, MALLOC_TRACE_OUT=out, **w["env"])
     env.pop("RINGBUF_RECORD_DIR", None)
     wall, cpu, rss, status, _ = run_tree(w["argv"], w["stdin"], env)
     files = sorted(os.path.join(out, f) for f in os.listdir(out) if f.endswith(".dat")) \
@@ -262,7 +268,7 @@ def run_ringbuf(w, work, n):
     d = os.path.join("/dev/shm", "rb-bench-real-%d-%d" % (os.getpid(), n))
     out = os.path.join(work, "rb-out-%d" % n)
     argv = [RECORD, "-d", d, "-o", out, "--preload", PRELOAD, "--"] + w["argv"]
-    wall, cpu, rss, status, err = run_tree(argv, w["stdin"])
+    wall, cpu, rss, status, err = run_tree(argv, w["stdin"], dict(os.environ, **w["env"]))
     m = re.search(r"(\d+) buffers, (\d+) events, (\d+) lost", err)
     buffers, events, lost = (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else (None, None, None)
     size = du(out)
@@ -297,7 +303,7 @@ def main():
                     if wl["before"]:
                         wl["before"]()
                     if m == "plain":
-                        wall, cpu, rss, status, _ = run_tree(wl["argv"], wl["stdin"])
+                        wall, cpu, rss, status, _ = run_tree(wl["argv"], wl["stdin"], dict(os.environ, **wl["env"]))
                         x = {"wall": wall, "cpu": cpu, "rss_kib": rss, "status": status}
                     elif m == "ringbuf":
                         x = run_ringbuf(wl, work, r)
