@@ -95,6 +95,7 @@
 #include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #endif
@@ -1595,15 +1596,58 @@ static void rbrec_follow_finish(struct rbrec_follow *f, struct rbrec_buf *b, int
 	}
 }
 
-/* The wait of -d's loop when no page is full (ms): 10, or 1 where the pages
- * taken since the last wait (since, over the last ms milliseconds) say that
- * 10 ms would fill a quarter of the smallest ring followed (ring pages; 0:
- * none). A ring of 2 MiB at 200 MB/s (sqlite under malloc_trace.so) is full
- * in 10 ms; a wake-up every ms costs CPU where writers are slow (CPython:
- * 3 pages a ms). */
+/* The wait of -d's loop when no page is full (ms): 1 where the pages taken
+ * since the last wait (since, over the last ms milliseconds) say that 10 ms
+ * would fill a quarter of the smallest ring followed (ring pages; 0: none),
+ * else the time a writer at 100 pages a ms (400 MB/s) takes to fill that
+ * ring, 1 to 10 ms: 5 for 2 MiB. A writer may start at full speed while the
+ * recorder waits: sqlite under malloc_trace.so writes 200 MB/s from its
+ * first insert and filled a 2 MiB ring in a wait of 10 ms (12 to 137 k
+ * events lost in 15 of 60 runs). A wake-up every ms costs CPU where writers
+ * are slow (CPython: 10 pages a ms). With no ring, 10 ms: a new buffer ends
+ * the wait (rbrec_watch). */
 static int rbrec_wait_ms(uint64_t since, double ms, size_t ring)
 {
-	return ring && (double)since * 10.0 * 4.0 >= ms * (double)ring ? 1 : 10;
+	size_t fill = ring / 100;
+	if (!ring)
+		return 10;
+	if ((double)since * 10.0 * 4.0 >= ms * (double)ring)
+		return 1;
+	return fill < 1 ? 1 : fill > 10 ? 10 : (int)fill;
+}
+
+/* A descriptor that becomes readable when a file is created in or renamed
+ * into dir (inotify; -1 where there is none: then the loop scans dir on
+ * every round). A buffer is announced by a rename (>>follow), and must be
+ * found before its writer fills it: the loop scans dir only when this
+ * fired, and its wait ends when it fires. */
+static int rbrec_watch(const char *dir)
+{
+#if defined(__linux__) && defined(IN_CLOEXEC)
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (fd >= 0 && inotify_add_watch(fd, dir, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+#else
+	(void)dir;
+	return -1;
+#endif
+}
+
+/* 1 when rbrec_watch's descriptor fired since the last call (its events
+ * read and dropped: the scan finds the names), or when there is none. */
+static int rbrec_watch_fired(int fd)
+{
+	char ev[4096] __attribute__((aligned(8)));
+	int fired = 0;
+	ssize_t n;
+	if (fd < 0)
+		return 1;
+	while ((n = read(fd, ev, sizeof ev)) > 0 || (n < 0 && errno == EINTR))
+		fired |= n > 0;
+	return fired;
 }
 
 static int rbrec_follow_run(const char *dir, const char *outdir, int version, int quiet, int keep,
@@ -1613,6 +1657,7 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 	pid_t child = -1;
 	int children = 0, rc = RBREC_OK;
 	uint64_t since = 0; /* pages taken since the last wait */
+	int watch, scan = 1; /* rbrec_watch(dir); scan: the first round looks */
 	struct timespec t0;
 	memset(&f, 0, sizeof f);
 	f.dir = dir;
@@ -1630,6 +1675,7 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 	}
 	if (rbrec_k.nspec && (rc = rbrec_kernel_start(&rbrec_k)) != 0)
 		return rc; /* the caller removes what was made */
+	watch = rbrec_watch(dir); /* before the command starts */
 	if (cmd && cmd[0]) {
 #if defined(__linux__) && defined(PR_SET_CHILD_SUBREAPER)
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); /* orphans of the tree come here */
@@ -1643,6 +1689,8 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 		child = fork();
 		if (child < 0) {
 			fprintf(stderr, "ringbuf-record: fork: %s\n", strerror(errno));
+			if (watch >= 0)
+				close(watch);
 			return RBREC_FILE;
 		}
 		if (child == 0) {
@@ -1667,7 +1715,10 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 		struct rbrec_buf *b;
 		int taken = 0;
 		size_t ring = 0; /* the smallest ring followed, in pages */
-		rbrec_follow_scan(&f);
+		if (rbrec_watch_fired(watch) || scan) {
+			scan = 0;
+			rbrec_follow_scan(&f);
+		}
 		for (b = f.bufs; b; b = b->next) {
 			int r;
 			if (!b->rb)
@@ -1707,8 +1758,9 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 		since += (uint64_t)taken;
 		if (!taken) {
 			struct timespec t1;
+			struct pollfd pw = {watch, POLLIN, 0};
 			clock_gettime(CLOCK_MONOTONIC, &t1);
-			poll(NULL, 0,
+			poll(&pw, watch >= 0,
 			     rbrec_wait_ms(since,
 					   (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
 						   (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
@@ -1717,6 +1769,8 @@ static int rbrec_follow_run(const char *dir, const char *outdir, int version, in
 			t0 = t1;
 		}
 	}
+	if (watch >= 0)
+		close(watch);
 	while (f.bufs) {
 		struct rbrec_buf *b = f.bufs;
 		if (b->rb)
