@@ -41,7 +41,8 @@
  * buffer in DIR and announces it by the protocol of examples/malloc_trace.c
  * (>>follow below): created under a dot name, locked with flock(LOCK_EX) on a
  * descriptor the process keeps (close-on-exec), then renamed to NAME.rb. The
- * recorder scans DIR, follows every NAME.rb it finds (drains whole pages while
+ * recorder watches DIR (inotify: a rename ends its wait), scans it when a
+ * name appeared, follows every NAME.rb it finds (drains whole pages while
  * the writer runs) and, when the lock can be taken shared (the writer exited,
  * was killed or exec'd: the kernel dropped the lock), repairs the buffer,
  * takes the rest and writes OUTDIR/NAME.dat (one trace.dat per process
