@@ -3746,9 +3746,15 @@ static inline int ringbuf__parse(const unsigned char *data, uint32_t commit, uin
 	{
 		/* a copy: the caller's record does not escape into the call,
 		 * and its fields can stay in registers */
-		struct ringbuf__rec x;
+		struct ringbuf__rec x = {0, 0, 0, 0, false}; /* an error leaves fields unset */
 		int e = ringbuf__parse_words(w0, a0, commit - off, align8, &x);
-		*r = x;
+		/* field by field: a struct copy reads the padding (GenMC:
+		 * uninitialized memory, verify/takeover.c) */
+		r->type = x.type;
+		r->len = x.len;
+		r->hdr = x.hdr;
+		r->delta = x.delta;
+		r->null_pad = x.null_pad;
 		return e;
 	}
 }
