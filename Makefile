@@ -294,6 +294,8 @@ fentry_ok = $(if $(findstring thread,$(SAN_FLAGS)),,$(shell printf 'int main(voi
 $(BUILD)/tests/test_ftrace_fentry: tests/trace/test_ftrace_fentry.c ringbuf.h $(TRACE_HDRS) ringbuf_ftrace.h | $(BUILD)/tests
 	$(CC) $(ALL_CFLAGS) $(if $(fentry_ok),$(FENTRY_FLAGS) -DTEST_FENTRY) -DRINGBUF_TESTING -Itests -c -o $@.o $<
 	$(CC) $(ALL_CFLAGS) $(if $(fentry_ok),-no-pie) $(LDFLAGS) -o $@ $@.o -lcmocka
+# a test that includes another test's source
+$(BUILD)/tests/test_trace_inline: tests/trace/test_trace_events.c
 # tests that include a tool's source
 $(BUILD)/tests/test_read_tool: tools/ringbuf-read.c
 $(BUILD)/tests/test_record: tools/ringbuf-record.c

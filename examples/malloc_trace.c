@@ -93,6 +93,7 @@
 #define RINGBUF_STATIC /* nothing of the library is exported from the .so */
 #define RINGBUF_IMPLEMENTATION
 #define RINGBUF_TRACE_DEFINE_EVENTS
+#define RINGBUF_TRACE_INLINE /* the write path inlined in each emitter (ringbuf_trace_event.h) */
 #include "ringbuf_tracedat.h" /* ringbuf_trace.h, and the trace.dat writer (IN-PROCESS) */
 
 /* CFLAGS: -fPIC -fvisibility=hidden */
@@ -450,12 +451,22 @@ static void mt_report(void)
 		atomic_load(&mt_untraced));
 }
 
-/* Returns whether this call is traced. */
-static int mt_ready(void)
+static int mt_setup(int s);
+
+/* Returns whether this call is traced: the common case inline (one load and
+ * one TLS load per event), the set-up (the first call) out of line. */
+static inline int mt_ready(void)
 {
-	int s = atomic_load_explicit(&mt_state, memory_order_acquire), expect = 0;
+	int s = atomic_load_explicit(&mt_state, memory_order_acquire);
 	if (__builtin_expect(s == 2, 1))
 		return !mt_busy;
+	return mt_setup(s);
+}
+
+/* mt_ready's state s other than 2 (tracing): set up at the first call */
+static __attribute__((noinline)) int mt_setup(int s)
+{
+	int expect = 0;
 	if (s == 3 || mt_busy)
 		return 0;
 	if (s == 1 || !atomic_compare_exchange_strong(&mt_state, &expect, 1)) {

@@ -1603,8 +1603,8 @@ static void rbrec_follow_finish(struct rbrec_follow *f, struct rbrec_buf *b, int
  * else the time a writer at 100 pages a ms (400 MB/s) takes to fill that
  * ring, 1 to 10 ms: 5 for 2 MiB. A writer may start at full speed while the
  * recorder waits: sqlite under malloc_trace.so writes 200 MB/s from its
- * first insert and filled a 2 MiB ring in a wait of 10 ms (12 to 137 k
- * events lost in 15 of 60 runs). A wake-up every ms costs CPU where writers
+ * first insert and filled a 2 MiB ring in a wait of 10 ms (8 to 137 k
+ * events lost in 18 of 80 runs). A wake-up every ms costs CPU where writers
  * are slow (CPython: 10 pages a ms). With no ring, 10 ms: a new buffer ends
  * the wait (rbrec_watch). */
 static int rbrec_wait_ms(uint64_t since, double ms, size_t ring)

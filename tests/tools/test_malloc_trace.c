@@ -534,8 +534,8 @@ static void bad_follow_arguments_are_refused(void **state)
  * else the time 100 pages a ms take to fill that ring (1 to 10 ms). With a
  * flat 10 ms, sqlite under malloc_trace.so with 2 MiB rings lost 1,406,590
  * of its 8,419,943 events (its rate: 500 pages in 10 ms); with 10 ms while
- * it had not yet shown that rate, 12 to 137 k events at its start in 15 of
- * 60 runs. CPython writes about 105 pages in 10 ms and must not wake the
+ * it had not yet shown that rate, 8 to 137 k events at its start in 18 of
+ * 80 runs. CPython writes about 105 pages in 10 ms and must not wake the
  * recorder every ms. */
 static void the_wait_follows_the_writers_rate(void **state)
 {
