@@ -429,9 +429,14 @@ $(BUILD)/bench/%: bench/%.c ringbuf.h $(TRACE_HDRS) $(wildcard bench/*.h) $(BENC
 bench-ftrace: ## the function tracer's cost per traced call, vs untraced, uftrace, LTTng, a 2-record floor and the clock alone (bench/ftrace/; FTRACE_N, FTRACE_ROUNDS)
 	@CC="$(CC)" CFLAGS="$(CFLAGS)" bench/ftrace/run.sh $(BUILD)
 
-bench-real: ## malloc tracer on sqlite3, CPython, gcc: plain / malloc_trace.so + ringbuf-record / the same in-process / LTTng libc wrapper (not CI; BENCH_REAL_ROUNDS, BENCH_REAL_ONLY)
-	@$(MAKE) --no-print-directory $(BUILD)/tools/ringbuf-record $(BUILD)/examples/malloc_trace.so $(BUILD)/examples/malloc_check
+bench-real: ## malloc tracer on sqlite3, CPython, gcc: plain / the clock floor / malloc_trace.so + ringbuf-record / the same in-process / LTTng libc wrapper (not CI; BENCH_REAL_ROUNDS, BENCH_REAL_ONLY)
+	@$(MAKE) --no-print-directory $(BUILD)/tools/ringbuf-record $(BUILD)/examples/malloc_trace.so $(BUILD)/examples/malloc_check \
+		$(BUILD)/bench/clock_floor.so
 	@python3 bench/real/bench_real.py $(BUILD)
+
+# bench-real's floor mode: the allocation calls interposed, one clock read each
+$(BUILD)/bench/clock_floor.so: bench/real/clock_floor.c | $(BUILD)/bench
+	$(CC) $(ALL_CFLAGS) $(call extra_cflags,$<) $(LDFLAGS) -o $@ $< $(call extra_ldflags,$<)
 
 bench-peers: ## LTTng-UST side by side with ringbuf.h (bench/peers/; skipped if not installed)
 	@$(MAKE) --no-print-directory -f bench/peers/peers.mk BUILD=$(BUILD) CC="$(CC)" CFLAGS="$(CFLAGS)"

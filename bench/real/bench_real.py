@@ -6,6 +6,10 @@ Workloads: sqlite3 (200k inserts in one transaction, then an index),
 CPython with 4 threads (glibc told to keep what it frees: MALLOC_TRIM_THRESHOLD_), a `gcc -O2` compile and link (a tree of processes:
 gcc, cc1, as, collect2, ld). Each runs
   plain    untraced,
+  floor    what every tracer of these calls pays: the allocation functions
+           interposed (bench/real/clock_floor.c, preloaded) and one
+           CLOCK_MONOTONIC read per call, the event's time stamp; nothing
+           recorded,
   ringbuf  under tools/ringbuf-record -d (examples/malloc_trace.so preloaded;
            one buffer per process image, drained live, one trace.dat each),
   inproc   examples/malloc_trace.so preloaded in its in-process mode
@@ -25,7 +29,10 @@ traced / plain, with their range (the smallest and the largest); each
 mode's overhead (ratio - 1) is then given as a fraction of LTTng's, with the
 number of rounds in which it was below LTTng's and at half of it or less
 (each round's pair compared; a sign test's p: on a noisy machine CPython's
-rows need more rounds to decide). Peak RSS is the largest of the processes
+rows need more rounds to decide). With the floor measured, each overhead is
+given again above it, (x - floor) / (LTTng - floor), with the rounds at half
+of LTTng's or less (issue 24: where a goal sits below a floor the machine
+imposes, it is restated against the floor, measured in the same run). Peak RSS is the largest of the processes
 of the tree (for ringbuf this includes the recorder). Events and losses:
 ringbuf from the recorder's totals (lost = the pages' lost counts), inproc from
 examples/malloc_check's totals over the trace.dat files; both checked with
@@ -34,7 +41,7 @@ pointer allocated twice, fork children inherit their parent's set); lttng
 from babeltrace2's counter (events) and `lttng list` (discarded events).
 
 Environment: BENCH_REAL_ROUNDS, BENCH_REAL_ONLY (comma list of sqlite,
-python, gcc), BENCH_REAL_MODES (comma list of plain,ringbuf,inproc,lttng),
+python, gcc), BENCH_REAL_MODES (comma list of plain,floor,ringbuf,inproc,lttng),
 BENCH_REAL_JSON (default BUILD/bench-real.json). The table again from such
 a file: bench/real/bench_real.py --report FILE.
 """
@@ -53,11 +60,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
 ROUNDS = int(os.environ.get("BENCH_REAL_ROUNDS", "5"))
 ONLY = [w for w in os.environ.get("BENCH_REAL_ONLY", "sqlite,python,gcc").split(",") if w]
-MODES = [m for m in os.environ.get("BENCH_REAL_MODES", "plain,ringbuf,inproc,lttng").split(",") if m]
+MODES = [m for m in os.environ.get("BENCH_REAL_MODES", "plain,floor,ringbuf,inproc,lttng").split(",") if m]
 JSON_OUT = os.environ.get("BENCH_REAL_JSON", os.path.join(BUILD, "bench-real.json"))
 RECORD = os.path.join(BUILD, "tools", "ringbuf-record")
 PRELOAD = os.path.join(BUILD, "examples", "malloc_trace.so")
 CHECK = os.path.join(BUILD, "examples", "malloc_check")
+FLOOR = os.path.join(BUILD, "bench", "clock_floor.so")
 LTTNG_WRAPPER = "liblttng-ust-libc-wrapper.so"
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -282,9 +290,9 @@ def run_ringbuf(w, work, n):
 
 def main():
     need_packages()
-    for f in (RECORD, PRELOAD, CHECK):
+    for f in (RECORD, PRELOAD, CHECK) + ((FLOOR,) if "floor" in MODES else ()):
         if not os.path.exists(f):
-            sys.exit("bench-real: %s missing (make tools examples)" % f)
+            sys.exit("bench-real: %s missing (make bench-real builds it)" % f)
     modes = list(MODES)
     if "lttng" in modes and (not shutil.which("lttng") or
                              sh("ldconfig -p | grep -q " + LTTNG_WRAPPER).returncode != 0):
@@ -302,8 +310,11 @@ def main():
                     wl = loads[w]
                     if wl["before"]:
                         wl["before"]()
-                    if m == "plain":
-                        wall, cpu, rss, status, _ = run_tree(wl["argv"], wl["stdin"], dict(os.environ, **wl["env"]))
+                    if m in ("plain", "floor"):
+                        env = dict(os.environ, **wl["env"])
+                        if m == "floor":
+                            env["LD_PRELOAD"] = FLOOR
+                        wall, cpu, rss, status, _ = run_tree(wl["argv"], wl["stdin"], env)
                         x = {"wall": wall, "cpu": cpu, "rss_kib": rss, "status": status}
                     elif m == "ringbuf":
                         x = run_ringbuf(wl, work, r)
@@ -314,7 +325,7 @@ def main():
                     res[w][m].append(x)
                     print("round %d %-6s %-7s cpu %.2f s wall %.2f s%s" % (
                         r + 1, w, m, x["cpu"], x["wall"],
-                        "" if m == "plain" else "  events %s lost %s" % (x.get("events"), x.get("lost"))),
+                        "" if m in ("plain", "floor") else "  events %s lost %s" % (x.get("events"), x.get("lost"))),
                         flush=True)
     finally:
         if lt:
@@ -357,7 +368,7 @@ def report(res, modes):
             lost = [x.get("lost") for x in xs if x.get("lost") is not None]
             tb = [x.get("trace_bytes") for x in xs if x.get("trace_bytes") is not None]
             chk = [x.get("check") for x in xs if x.get("check")]
-            if m == "plain":
+            if m in ("plain", "floor"):
                 check = "-"
             elif m == "lttng":
                 check = "not checked"
@@ -397,8 +408,10 @@ def report(res, modes):
         if not lt_s or not plain or lt_s["cpu_x"] is None or lt_s["cpu_x"] <= 1:
             continue
         lts = [x["cpu"] / p["cpu"] for x, p in zip(res[w]["lttng"], plain)]
+        fl_s = summary[w].get("floor")
+        fls = [x["cpu"] / p["cpu"] for x, p in zip(res[w]["floor"], plain)] if fl_s else None
         for m in modes:
-            if m in ("plain", "lttng"):
+            if m in ("plain", "lttng", "floor"):
                 continue
             s = summary[w][m]
             xs = [x["cpu"] / p["cpu"] for x, p in zip(res[w][m], plain)]
@@ -413,6 +426,14 @@ def report(res, modes):
                   " (p %.2f), at half of it or less %d/%d (p %.2f)" % (
                       w, m, q, s["cpu_x"] - 1, lt_s["cpu_x"] - 1, below, n, sign_p(below),
                       half, n, sign_p(half)))
+            if fl_s and lt_s["cpu_x"] > fl_s["cpu_x"]:
+                f = fl_s["cpu_x"]
+                qf = (s["cpu_x"] - f) / (lt_s["cpu_x"] - f)
+                halff = sum(1 for x, l, fr in zip(xs, lts, fls) if l > fr and x - fr <= 0.5 * (l - fr))
+                s.update({"above_floor_vs_lttng": qf, "rounds_at_half_lttng_above_floor": halff})
+                print("%-6s %-7s above the floor (%.2f): %.2f of LTTng's (%.2f / %.2f); rounds at half of it"
+                      " or less %d/%d (p %.2f)" % (w, m, f, qf, s["cpu_x"] - f, lt_s["cpu_x"] - f, halff, n,
+                                                    sign_p(halff)))
     return summary
 
 
