@@ -976,19 +976,17 @@ RINGBUF__INLINE void *ringbuf_trace__reserve_in(struct ringbuf *rb, unsigned cpu
 	return e;
 }
 
-RINGBUF_API void *ringbuf_trace__reserve(struct ringbuf *rb, unsigned cpu, uint32_t id, size_t len)
-{
-	struct ringbuf__cpu *at;
-	return ringbuf_trace__reserve_in(rb, cpu, id, len, &at);
-}
-
-#if defined(RINGBUF_TRACE_INLINE)
+/* the emitters' reserve: inlined with RINGBUF_TRACE_INLINE, else called */
 RINGBUF__INLINE void *ringbuf_trace__reserve_inline(struct ringbuf *rb, unsigned cpu, uint32_t id, size_t len)
 {
 	struct ringbuf__cpu *at;
 	return ringbuf_trace__reserve_in(rb, cpu, id, len, &at);
 }
-#endif
+
+RINGBUF_API void *ringbuf_trace__reserve(struct ringbuf *rb, unsigned cpu, uint32_t id, size_t len)
+{
+	return ringbuf_trace__reserve_inline(rb, cpu, id, len);
+}
 
 /* ---- >>events: registry -------------------------------------------------- */
 
