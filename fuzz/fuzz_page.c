@@ -17,8 +17,9 @@
  * internals) -- as the head page the reader will swap in, or over the unread
  * part of the reader page after a partial read -- and every reader runs on it:
  * consume, peek, read_page, read_page_ref (its lent page walked again: the
- * same end, as many events as it counted), the iterator, the statistics, and a writer that
- * pushes the head over the page in overwrite mode (which counts its events).
+ * same end, as many events as it counted), the iterator, the statistics, and
+ * a writer that pushes the head over the page in overwrite mode (which counts
+ * its events).
  * The bytes past the page's commit are poisoned for AddressSanitizer while the
  * readers run. Checks: each call returns an event, 0 or a negative error; an
  * event lies inside [data, data + commit); read_page returns at most the data
