@@ -165,6 +165,10 @@ struct ringbuf_trace__layout {
 					     * thread's first event fills, registry or not) */
 	const char *kallsyms;               /* NULL: empty */
 	const char *const *ftrace_formats;  /* NULL-terminated, NULL: none */
+	const char *cpustat;                /* ncpu texts, cpustat_max bytes apart, each a
+					     * CPUSTAT option ("": none; NULL: no option) */
+	size_t cpustat_max;                 /* with cpustat NULL and this not 0: count
+					     * ncpu options of this size (the room kept) */
 	int tsc;                            /* write TSC2NSEC and OFFSET */
 	uint32_t tsc_mult, tsc_shift;
 	int64_t tsc_offset;

@@ -40,6 +40,7 @@
  *       ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, RINGBUF_READ_FULL);
  *   }
  *   ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0); // what is left
+ *   ringbuf_tracedat_keep_stats(w, rb);                 // its counters, losses too
  *   ringbuf_tracedat_finish(w, NULL);                   // or ringbuf_tracedat_abort(w)
  *
  * The same file in one call: ringbuf_trace_write_tracedat() /
@@ -96,6 +97,7 @@
 #define ringbuf_tracedat_finish          RINGBUF__NS(ringbuf_tracedat_finish)
 #define ringbuf_tracedat_header          RINGBUF__NS(ringbuf_tracedat_header)
 #define ringbuf_tracedat_info_of         RINGBUF__NS(ringbuf_tracedat_info_of)
+#define ringbuf_tracedat_keep_stats      RINGBUF__NS(ringbuf_tracedat_keep_stats)
 #define ringbuf_tracedat_open            RINGBUF__NS(ringbuf_tracedat_open)
 #define ringbuf_tracedat_open_fds        RINGBUF__NS(ringbuf_tracedat_open_fds)
 #define ringbuf_tracedat_stats           RINGBUF__NS(ringbuf_tracedat_stats)
@@ -172,8 +174,10 @@ enum ringbuf_trace_tracedat_flags {
 /** Write a trace.dat file to fd (written sequentially: a pipe is fine; offsets
  * are file offsets, so fd must be at the start of the file). rb may be NULL when
  * opts->capture is given. reg gives the event formats (NULL: none; trace-cmd
- * then prints [UNKNOWN EVENT]). Consumes rb (see above). Allocates a copy of
- * the pages read from rb. Returns 0, or a negative RINGBUF_E* error
+ * then prints [UNKNOWN EVENT]). Consumes rb (see above). When it read rb
+ * (not RINGBUF_TRACE_TRACEDAT_NO_DRAIN), the file has rb's counters (CPUSTAT
+ * options, as ringbuf_tracedat_keep_stats()).
+ * Allocates a copy of the pages read from rb. Returns 0, or a negative RINGBUF_E* error
  * (RINGBUF_EINVAL for a write error; errno tells why). */
 RINGBUF_API int ringbuf_trace_write_tracedat(struct ringbuf *rb, const struct ringbuf_trace_registry *reg,
 					     int fd, const struct ringbuf_trace_tracedat_opts *opts);
@@ -290,6 +294,18 @@ RINGBUF_API int ringbuf_tracedat_add_page(struct ringbuf_tracedat *w, unsigned c
  * write: RINGBUF_ESYS, the writer broken, that batch's pages not counted). */
 RINGBUF_API int ringbuf_tracedat_drain(struct ringbuf_tracedat *w, struct ringbuf *rb, unsigned cpu,
 				       unsigned flags);
+/** Keep rb's counters for finish(), which writes them into the file as
+ * CPUSTAT options, one per CPU, in the form of the kernel's
+ * per_cpu/cpuN/stats (`trace-cmd report --stat` prints them): entries left
+ * in the buffer, overrun, commit overrun, bytes, the oldest event's time and
+ * the time of this call, dropped events, read events. They carry what no
+ * page can: the events lost after a CPU's last event (a full
+ * producer/consumer buffer that drops until the end, a file system with no
+ * room for a new page). Call it after the last drain; a later call replaces
+ * what an earlier one kept. rb's geometry must match info's. Returns 0,
+ * RINGBUF_EINVAL (NULL, another geometry, a writer of open_fds(), whose
+ * metadata went out before its pages) or RINGBUF_ENOMEM. */
+RINGBUF_API int ringbuf_tracedat_keep_stats(struct ringbuf_tracedat *w, struct ringbuf *rb);
 /** Write the file and free the writer (also on error). st (may be NULL)
  * gets the final counters, heap_peak including finish()'s own metadata.
  * Returns 0 or an error (then nothing is left at the path's temporary name
@@ -694,6 +710,27 @@ static void ringbuf_trace__clock_options(struct ringbuf_trace__out *o, const cha
 	}
 }
 
+/* CPUSTAT (trace-cmd's option 2), one per CPU that has a text, in CPU
+ * order: "CPU: n\n" and the kernel's per_cpu/cpuN/stats lines, NUL-ended
+ * (ringbuf_tracedat_keep_stats). Measuring the room (cpustat NULL,
+ * cpustat_max not 0): ncpu options of the longest such text. */
+static void ringbuf_trace__cpustat_options(struct ringbuf_trace__out *o)
+{
+	const struct ringbuf_trace__layout *l = o->l;
+	unsigned i;
+	if (!l->cpustat && !l->cpustat_max)
+		return;
+	for (i = 0; i < l->ncpu; i++) {
+		const char *t = l->cpustat ? l->cpustat + (size_t)i * l->cpustat_max : NULL;
+		size_t n = t ? strlen(t) : l->cpustat_max;
+		if (n == 0)
+			continue;
+		ringbuf_trace__num(o, 2, 2);
+		ringbuf_trace__num(o, 4, n + (t != NULL));
+		ringbuf_trace__put(o, t, n + (t != NULL));
+	}
+}
+
 /* RINGBUF_TRACE_TRACEDAT_OPT_FILTERS: "event\0filter\0" per event of the
  * registry with a filter, in id order; nothing when none has one. */
 static void ringbuf_trace__filter_option(struct ringbuf_trace__out *o)
@@ -759,6 +796,7 @@ static void ringbuf_trace__v6_meta(struct ringbuf_trace__out *o, const char *clk
 	ringbuf_trace__put(o, "options  ", 10);
 	ringbuf_trace__clock_options(o, clk);
 	ringbuf_trace__filter_option(o);
+	ringbuf_trace__cpustat_options(o);
 	ringbuf_trace__num(o, 2, 0); /* end of options */
 }
 
@@ -895,6 +933,7 @@ static int ringbuf_trace__v7(struct ringbuf_trace__out *o, int fd, const char *c
 	}
 	ringbuf_trace__clock_options(o, clk);
 	ringbuf_trace__filter_option(o);
+	ringbuf_trace__cpustat_options(o);
 	ringbuf_trace__num(o, 2, 3); /* BUFFER */
 	ringbuf_trace__num(o, 4, 8 + 1 + strlen(l->clock) + 1 + 4 + 4 + (size_t)ncpu * 20);
 	ringbuf_trace__num(o, 8, buf_sec);
@@ -1222,6 +1261,8 @@ out:
 #ifndef RINGBUF_TDAT__BATCH /* bytes of pages per write() (a test makes it small) */
 #define RINGBUF_TDAT__BATCH ((size_t)128 << 10)
 #endif
+/* bytes of one CPUSTAT text with its NUL: room for 20-digit counts */
+#define RINGBUF_TDAT__CPUSTAT 320
 
 struct ringbuf_tracedat {
 	struct ringbuf_tracedat_info info;
@@ -1248,6 +1289,8 @@ struct ringbuf_tracedat {
 	 * pages to mem instead of a file, and the file goes to the caller's
 	 * descriptor, with what info cannot say */
 	struct ringbuf_trace_capture *mem;
+	char *cpustat;        /* ncpu CPUSTAT texts, RINGBUF_TDAT__CPUSTAT bytes apart
+			       * (ringbuf_tracedat_keep_stats; NULL: none kept) */
 	int own_threads;      /* struct ringbuf_trace__layout's */
 	const char *kallsyms;
 	const char *const *ftrace_formats;
@@ -1453,6 +1496,7 @@ static void ringbuf_tdat__release(struct ringbuf_tracedat *w)
 	ringbuf_tdat__free(w, w->page);
 	ringbuf_tdat__free(w, w->path);
 	ringbuf_tdat__free(w, w->part);
+	ringbuf_tdat__free(w, w->cpustat);
 	ringbuf_trace_capture_destroy(w->mem);
 	free(w);
 }
@@ -1629,10 +1673,12 @@ RINGBUF_API int ringbuf_tracedat_open(const char *path, const struct ringbuf_tra
 		struct ringbuf_trace__layout l;
 		w->unnamed = 1;
 		/* the room for the metadata: its size now (formats, thread
-		 * names so far) to the next page boundary, what the
+		 * names so far, the longest CPUSTAT options that
+		 * keep_stats() can add) to the next page boundary, what the
 		 * sequential layout gives it; only finish() writes there. If
 		 * it outgrows that (many more thread names), finish() copies */
 		ringbuf_tdat__layout(w, &l);
+		l.cpustat_max = RINGBUF_TDAT__CPUSTAT;
 		l.meta_end = &meta;
 		if ((r = ringbuf_trace__layout_write(&l, -1)) < 0) {
 			ringbuf_tdat__release(w);
@@ -1905,6 +1951,39 @@ RINGBUF_API int ringbuf_tracedat_drain(struct ringbuf_tracedat *w, struct ringbu
 	return total || !busy ? total : RINGBUF_EAGAIN;
 }
 
+RINGBUF_API int ringbuf_tracedat_keep_stats(struct ringbuf_tracedat *w, struct ringbuf *rb)
+{
+	uint64_t now;
+	unsigned c;
+	if (!w || !rb || w->streamed || ringbuf_ncpu(rb) != w->info.ncpu ||
+	    ringbuf_page_size(rb) != w->info.page_size)
+		return RINGBUF_EINVAL;
+	if (!w->cpustat &&
+	    !(w->cpustat = (char *)ringbuf_tdat__alloc(w, (size_t)w->info.ncpu * RINGBUF_TDAT__CPUSTAT)))
+		return RINGBUF_ENOMEM;
+	now = ringbuf_time_stamp(rb);
+	for (c = 0; c < w->info.ncpu; c++) {
+		char *t = w->cpustat + (size_t)c * RINGBUF_TDAT__CPUSTAT;
+		struct ringbuf_stats s;
+		if (ringbuf_stats_cpu(rb, c, &s) < 0) {
+			t[0] = 0; /* no option for it */
+			continue;
+		}
+		/* the kernel's lines and order; times in seconds.microseconds */
+		snprintf(t, RINGBUF_TDAT__CPUSTAT,
+			 "CPU: %u\nentries: %llu\noverrun: %llu\ncommit overrun: %llu\nbytes: %llu\n"
+			 "oldest event ts: %5llu.%06llu\nnow ts: %5llu.%06llu\ndropped events: %llu\n"
+			 "read events: %llu\n",
+			 c, (unsigned long long)s.entries, (unsigned long long)s.overrun,
+			 (unsigned long long)s.commit_overrun, (unsigned long long)s.bytes,
+			 (unsigned long long)(s.oldest_event_ts / 1000000000u),
+			 (unsigned long long)(s.oldest_event_ts % 1000000000u / 1000u),
+			 (unsigned long long)(now / 1000000000u), (unsigned long long)(now % 1000000000u / 1000u),
+			 (unsigned long long)s.dropped_events, (unsigned long long)s.read_events);
+	}
+	return 0;
+}
+
 RINGBUF_API void ringbuf_tracedat_abort(struct ringbuf_tracedat *w)
 {
 	if (!w)
@@ -2017,6 +2096,8 @@ static void ringbuf_tdat__layout(struct ringbuf_tracedat *w, struct ringbuf_trac
 	l->own_threads = w->own_threads;
 	l->kallsyms = w->kallsyms;
 	l->ftrace_formats = w->ftrace_formats;
+	l->cpustat = w->cpustat;
+	l->cpustat_max = w->cpustat ? RINGBUF_TDAT__CPUSTAT : 0;
 }
 
 /* finish() without the copy of the largest CPU's pages: its unnamed file
@@ -2262,6 +2343,10 @@ RINGBUF_API int ringbuf_trace_write_tracedat(struct ringbuf *rb, const struct ri
 		w->own_threads = 1; /* rb is this process's: so are its writers' names */
 		w->kallsyms = opts->kallsyms;
 		w->ftrace_formats = opts->ftrace_formats;
+		if (drained) /* the file holds what was read of rb: its counters */
+			r = ringbuf_tracedat_keep_stats(w, rb); /* CPUSTAT: its losses */
+	}
+	if (r == 0) {
 		caps[0] = w->mem;
 		caps[1] = NULL;
 		ringbuf_tdat__layout(w, &l);

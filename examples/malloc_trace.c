@@ -324,6 +324,7 @@ static void mt_finish_inproc(void)
 	if (r < 0 && r != RINGBUF_EAGAIN)
 		atomic_fetch_add(&mt_drain_errors, 1);
 	memset(&ts, 0, sizeof ts);
+	ringbuf_tracedat_keep_stats(mt_w, mt_rb); /* the losses after the last page too */
 	r = ringbuf_tracedat_finish(mt_w, &ts);
 	mt_w = NULL;
 	if (mt_env("MALLOC_TRACE_VERBOSE", 0, 0, 1) == 1 && ringbuf_stats(mt_rb, &st) == 0)

@@ -65,6 +65,57 @@ static inline void tdat_skip_str(struct tdat *t)
 		t->pos += n + 1;
 }
 
+/* Skips a version 6 trace.dat's metadata up to its options (t->pos at the
+ * first option's id): *page_size, *ncpu; sets bad where it is not one */
+static inline void tdat_to_options_v6(struct tdat *t, uint32_t *page_size, unsigned *ncpu)
+{
+	unsigned nsys, nev;
+	if (t->len < 14 || memcmp(t->p, "\x17\x08\x44tracing6", 11) != 0) {
+		t->bad = 1;
+		return;
+	}
+	t->pos = 14;
+	*page_size = (uint32_t)tdat_rd(t, 4);
+	tdat_skip_str(t); /* header_page */
+	tdat_skip(t, tdat_rd(t, 8));
+	tdat_skip_str(t); /* header_event */
+	tdat_skip(t, tdat_rd(t, 8));
+	nev = (unsigned)tdat_rd(t, 4); /* ftrace event formats */
+	while (nev-- && !t->bad)
+		tdat_skip(t, tdat_rd(t, 8));
+	nsys = (unsigned)tdat_rd(t, 4);
+	while (nsys-- && !t->bad) {
+		tdat_skip_str(t);
+		nev = (unsigned)tdat_rd(t, 4);
+		while (nev-- && !t->bad)
+			tdat_skip(t, tdat_rd(t, 8));
+	}
+	tdat_skip(t, tdat_rd(t, 4)); /* kallsyms */
+	tdat_skip(t, tdat_rd(t, 4)); /* printk */
+	tdat_skip(t, tdat_rd(t, 8)); /* cmdlines */
+	*ncpu = (unsigned)tdat_rd(t, 4);
+	tdat_skip_str(t); /* "options  " */
+}
+
+/* Where cpu's pages start in the version 6 trace.dat p[0, len) (its
+ * flyrecord entry); UINT64_MAX: not such a file, or no such CPU. */
+static inline uint64_t tdat_cpu_offset_v6(const unsigned char *p, size_t len, unsigned cpu)
+{
+	struct tdat t = {p, len, 0, 0};
+	uint32_t page_size = 0;
+	unsigned i, n = 0;
+	uint64_t off = UINT64_MAX;
+	tdat_to_options_v6(&t, &page_size, &n);
+	for (i = 0; i < 64 && !t.bad && tdat_rd(&t, 2) != 0; i++)
+		tdat_skip(&t, tdat_rd(&t, 4));
+	tdat_skip_str(&t); /* "flyrecord" */
+	for (i = 0; i < n && i <= cpu && !t.bad; i++) {
+		off = tdat_rd(&t, 8);
+		tdat_rd(&t, 8);
+	}
+	return t.bad || cpu >= n ? UINT64_MAX : off;
+}
+
 /* Walks the trace.dat in p[0, len): version 6, ncpu CPUs (0: any), every page
  * of every CPU valid for pagewalk (fn, if not NULL, gets each record). 0 with
  * *events (data records), else -1 with why[] saying what is wrong. */
@@ -73,34 +124,14 @@ static inline int tdat_walk_v6(const unsigned char *p, size_t len, unsigned ncpu
 			       char *why, size_t whylen)
 {
 	struct tdat t = {p, len, 0, 0};
-	uint32_t page_size;
-	unsigned i, nsys, nev, n;
+	uint32_t page_size = 0;
+	unsigned i, n = 0;
 	*events = 0;
 	if (len < 14 || memcmp(p, "\x17\x08\x44tracing6", 11) != 0) {
 		snprintf(why, whylen, "not a version 6 trace.dat");
 		return -1;
 	}
-	t.pos = 14;
-	page_size = (uint32_t)tdat_rd(&t, 4);
-	tdat_skip_str(&t); /* header_page */
-	tdat_skip(&t, tdat_rd(&t, 8));
-	tdat_skip_str(&t); /* header_event */
-	tdat_skip(&t, tdat_rd(&t, 8));
-	nev = (unsigned)tdat_rd(&t, 4); /* ftrace event formats */
-	while (nev-- && !t.bad)
-		tdat_skip(&t, tdat_rd(&t, 8));
-	nsys = (unsigned)tdat_rd(&t, 4);
-	while (nsys-- && !t.bad) {
-		tdat_skip_str(&t);
-		nev = (unsigned)tdat_rd(&t, 4);
-		while (nev-- && !t.bad)
-			tdat_skip(&t, tdat_rd(&t, 8));
-	}
-	tdat_skip(&t, tdat_rd(&t, 4)); /* kallsyms */
-	tdat_skip(&t, tdat_rd(&t, 4)); /* printk */
-	tdat_skip(&t, tdat_rd(&t, 8)); /* cmdlines */
-	n = (unsigned)tdat_rd(&t, 4);
-	tdat_skip_str(&t); /* "options  " */
+	tdat_to_options_v6(&t, &page_size, &n);
 	for (i = 0; i < 64 && !t.bad && tdat_rd(&t, 2) != 0; i++)
 		tdat_skip(&t, tdat_rd(&t, 4));
 	tdat_skip_str(&t); /* "flyrecord" */

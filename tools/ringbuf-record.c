@@ -504,6 +504,20 @@ static int rbrec_take_rest(struct ringbuf_tracedat *w, struct ringbuf *rb, int g
 	return rbrec_drain(w, rb, 0, bad, !gone);
 }
 
+/* ringbuf_tracedat_finish() with rb's counters in the file (CPUSTAT options:
+ * `trace-cmd report --stat` shows them, the losses after a CPU's last event
+ * too); the writer is gone either way */
+static int rbrec_finish(struct ringbuf_tracedat *w, struct ringbuf *rb, struct ringbuf_tracedat_stats *st)
+{
+	int r = ringbuf_tracedat_keep_stats(w, rb);
+	if (r < 0) {
+		ringbuf_tracedat_stats(w, st);
+		ringbuf_tracedat_abort(w);
+		return r;
+	}
+	return ringbuf_tracedat_finish(w, st);
+}
+
 /* Events the buffer counts as lost (dropped, overwritten) beyond the page_lost
  * its pages reported: those after the last event a CPU kept. A page reports
  * a loss only before its first event (the kernel's format), so a writer that
@@ -1562,7 +1576,7 @@ static void rbrec_follow_finish(struct rbrec_follow *f, struct rbrec_buf *b, int
 		fprintf(stderr, "ringbuf-record: %s/%s: %s\n", f->dir, b->name, ringbuf_strerror(r));
 		ringbuf_tracedat_abort(b->w);
 		ringbuf_record_last.bad_buffers++;
-	} else if ((r = ringbuf_tracedat_finish(b->w, &st)) < 0) {
+	} else if ((r = rbrec_finish(b->w, b->rb, &st)) < 0) {
 		fprintf(stderr, "ringbuf-record: %s/%s: cannot write: %s\n", f->outdir, b->name, ringbuf_strerror(r));
 		ringbuf_record_last.bad_buffers++;
 	} else {
@@ -2089,7 +2103,7 @@ static int rbrec_run1(int argc, char **argv)
 			fprintf(stderr, "ringbuf-record: -N %s\n", neterr);
 			rc = RBREC_NET;
 		}
-	} else if ((r = ringbuf_tracedat_finish(w, &st)) < 0) {
+	} else if ((r = rbrec_finish(w, rb, &st)) < 0) {
 		fprintf(stderr, "ringbuf-record: %s: cannot write: %s%s%s\n", out, ringbuf_strerror(r),
 			r == RINGBUF_ESYS ? ": " : "", r == RINGBUF_ESYS ? strerror(errno) : "");
 		rc = RBREC_FILE;

@@ -47,7 +47,32 @@ struct tdat {
 	uint32_t page_size;
 	unsigned ncpu;
 	uint64_t off[2], size[2];
+	/* from the CPUSTAT options (ringbuf_tracedat_keep_stats), -1: none */
+	long long st_entries[2], st_dropped[2], st_read[2];
 };
+
+/* A CPUSTAT option's text (len bytes at t->pos): "CPU: n" and the kernel's
+ * per_cpu/cpuN/stats lines */
+static void cpustat(struct tdat *t, size_t len)
+{
+	char text[512];
+	unsigned cpu;
+	long long v[8];
+	assert_true(len < sizeof text && t->pos + len <= t->len);
+	memcpy(text, t->p + t->pos, len);
+	text[len] = 0;
+	assert_int_equal(strlen(text) + 1, len); /* NUL-ended, nothing after */
+	assert_int_equal(sscanf(text,
+				"CPU: %u\nentries: %lld\noverrun: %lld\ncommit overrun: %lld\nbytes: %lld\n"
+				"oldest event ts: %*u.%*u\nnow ts: %*u.%*u\ndropped events: %lld\nread events: %lld\n",
+				&cpu, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]),
+			 7);
+	assert_true(cpu < 2);
+	assert_int_equal(t->st_entries[cpu], -1); /* one per CPU */
+	t->st_entries[cpu] = v[0];
+	t->st_dropped[cpu] = v[4];
+	t->st_read[cpu] = v[5];
+}
 
 static uint64_t rd(struct tdat *t, unsigned n)
 {
@@ -88,6 +113,8 @@ static void load(struct tdat *t, const char *path)
 	unsigned i, nsys, nev;
 	int version;
 	memset(t, 0, sizeof *t);
+	for (i = 0; i < 2; i++)
+		t->st_entries[i] = t->st_dropped[i] = t->st_read[i] = -1;
 	assert_non_null(f);
 	fseek(f, 0, SEEK_END);
 	n = ftell(f);
@@ -133,6 +160,8 @@ static void load(struct tdat *t, const char *path)
 					t->size[i] = rd(t, 8);
 				}
 			}
+			if (id == 2)
+				cpustat(t, len);
 			t->pos = next;
 		}
 		return;
@@ -160,9 +189,13 @@ static void load(struct tdat *t, const char *path)
 	skip_str(t);                           /* "options  " */
 	for (;;) {
 		unsigned id = (unsigned)rd(t, 2);
+		size_t len;
 		if (id == 0)
 			break;
-		t->pos += (size_t)rd(t, 4);
+		len = (size_t)rd(t, 4);
+		if (id == 2)
+			cpustat(t, len);
+		t->pos += len;
 	}
 	skip_str(t);                           /* "flyrecord" */
 	for (i = 0; i < t->ncpu; i++) {
@@ -243,6 +276,10 @@ static uint64_t check_trace(const char *path)
 		/* every gap is a reported loss (exactly, where the count is stored) */
 		if (!c.unknown)
 			assert_int_equal(c.gaps, c.lost);
+		/* the buffer's counters are in the file: all it holds was read,
+		 * and what the pages hold is what it counts read */
+		assert_int_equal(t.st_entries[cpu], 0);
+		assert_int_equal(t.st_read[cpu], c.events);
 		cpu_events[cpu] = c.events;
 		cpu_next[cpu] = c.next;
 		total += c.events;
@@ -465,6 +502,13 @@ static void drops_after_the_last_event_are_counted(void **state)
 	assert_int_equal(ringbuf_record_last.lost, st.dropped_events);
 	assert_int_equal(ringbuf_record_last.lost_after, st.dropped_events);
 	assert_int_equal(check_trace(argv[3]), ringbuf_record_last.events);
+	/* and so does the file: its CPUSTAT options (trace-cmd report --stat) */
+	{
+		struct tdat t;
+		load(&t, argv[3]);
+		assert_int_equal(t.st_dropped[0] + t.st_dropped[1], st.dropped_events);
+		free(t.p);
+	}
 	free(argv[3]);
 	free(argv[4]);
 }

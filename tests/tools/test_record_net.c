@@ -261,7 +261,9 @@ static char *report(const char *path, unsigned long *lines)
 }
 
 /* ringbuf_tracedat_header() for the buffer (as the recorder fills info) is
- * byte for byte the start of the local v6 file, up to "flyrecord". */
+ * byte for byte the start of the local v6 file, up to "flyrecord", but for
+ * the local file's CPUSTAT options (one per CPU), which the header sent
+ * before the pages cannot have. */
 static void header_is_local_prefix(const char *rbpath, const char *dat)
 {
 	struct ringbuf_trace_registry reg;
@@ -269,7 +271,8 @@ static void header_is_local_prefix(const char *rbpath, const char *dat)
 	struct ringbuf *rb;
 	unsigned char *file;
 	void *hdr;
-	size_t len, flen;
+	size_t len, flen, at;
+	unsigned cpustats = 0;
 	FILE *f;
 	assert_int_equal(ringbuf_open_file(rbpath, 0, &rb), 0);
 	assert_int_equal(ringbuf_trace_load_registry(rb, &reg), 0);
@@ -285,13 +288,31 @@ static void header_is_local_prefix(const char *rbpath, const char *dat)
 	assert_int_equal(ringbuf_tracedat_header(&info, &hdr, &len), 0);
 	f = fopen(dat, "rb");
 	assert_non_null(f);
-	file = malloc(len + 10);
+	file = malloc(len + 64 * 1024);
 	assert_non_null(file);
-	flen = fread(file, 1, len + 10, f);
+	flen = fread(file, 1, len + 64 * 1024, f);
 	fclose(f);
-	assert_int_equal(flen, len + 10);
-	assert_memory_equal(file, hdr, len);
-	assert_memory_equal(file + len, "flyrecord", 10);
+	assert_true(flen >= len + 10);
+	/* the same metadata, but for the local file's CPUSTAT options (the
+	 * buffer's counters, known only at its end: ringbuf_tracedat_keep_stats),
+	 * the last before the options' end */
+	assert_memory_equal(file, hdr, len - 2);
+	at = len - 2;
+	for (;;) {
+		uint16_t id = 0;
+		uint32_t olen;
+		if (at + 6 > flen)
+			break;
+		memcpy(&id, file + at, 2); /* the file is in this host's order */
+		if (id != 2) /* CPUSTAT */
+			break;
+		memcpy(&olen, file + at + 2, 4);
+		at += 6 + olen;
+		cpustats++;
+	}
+	assert_int_equal(cpustats, info.ncpu);
+	assert_true(at + 12 <= flen);
+	assert_memory_equal(file + at, "\0\0flyrecord", 12);
 	free(file);
 	free(hdr);
 	ringbuf_trace_registry_free(&reg);

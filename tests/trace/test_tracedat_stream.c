@@ -102,6 +102,24 @@ static int setup(void **state)
 
 /* ---- streaming == in-memory export --------------------------------------- */
 
+/* The CPUSTAT options' "now ts" (the time ringbuf_tracedat_keep_stats ran)
+ * made 0: the one thing two files of the same pages and counters differ in.
+ * Returns how many it found. */
+static int mask_now_ts(unsigned char *p, size_t len)
+{
+	static const char key[] = "\nnow ts: ";
+	size_t i, k = sizeof key - 1;
+	int n = 0;
+	for (i = 0; i + k <= len; i++)
+		if (memcmp(p + i, key, k) == 0) {
+			for (i += k; i < len && p[i] != '\n'; i++)
+				if (p[i] >= '0' && p[i] <= '9')
+					p[i] = '0';
+			n++;
+		}
+	return n;
+}
+
 static void stream_file_equals_export_of_the_same_pages(void **state)
 {
 	int v;
@@ -138,10 +156,12 @@ static void stream_file_equals_export_of_the_same_pages(void **state)
 		assert_int_equal(st.events, n);
 		assert_int_equal(st.pages_rejected, 0);
 
-		/* the same layout code path: identical bytes */
+		/* the same layout code path: identical bytes (NO_DRAIN: the
+		 * export did not read rb, so neither has its counters) */
 		a = read_file(path_of("mem.dat"), &la);
 		b = read_file(path_of("stream.dat"), &lb);
 		assert_int_equal(la, lb);
+		assert_int_equal(mask_now_ts(a, la), 0);
 		assert_memory_equal(a, b, la);
 		free(a);
 		free(b);
@@ -268,6 +288,9 @@ static void largest_cpu_file_becomes_the_result(void **state)
 				for (k = lines; k < 900; k++)
 					len += (size_t)snprintf(names + len, sizeof names - len, "%u thread-name-%u\n", 1000 + k, k);
 			memcpy(final, names, sizeof final);
+			/* the CPUSTAT options fit in the room kept at the open */
+			if (how != GROWN)
+				assert_int_equal(ringbuf_tracedat_keep_stats(w, rb), 0);
 			assert_int_equal(ringbuf_tracedat_finish(w, &st), 0);
 			assert_int_equal(st.pages, npages);
 			assert_int_equal(st.events, n);
@@ -279,9 +302,13 @@ static void largest_cpu_file_becomes_the_result(void **state)
 				for (i = 0; i < ringbuf_trace_capture_pages(cap, cpu); i++)
 					assert_int_equal(ringbuf_tracedat_add_page(w2, cpu, ringbuf_trace_capture_page(cap, cpu, i),
 										   4096), 1);
+			if (how != GROWN)
+				assert_int_equal(ringbuf_tracedat_keep_stats(w2, rb), 0);
 			assert_int_equal(ringbuf_tracedat_finish(w2, NULL), 0);
 			a = read_file(path_of("direct.dat"), &la);
 			b = read_file(path_of("ref.dat"), &lb);
+			assert_int_equal(mask_now_ts(a, la), how != GROWN ? 3 : 0);
+			assert_int_equal(mask_now_ts(b, lb), how != GROWN ? 3 : 0);
 			if (how == SHRUNK && unnamed) /* the room kept: whole pages of zeros */
 				assert_true(la > lb && (la - lb) % 4096 == 0);
 			else
@@ -315,6 +342,111 @@ static void largest_cpu_file_becomes_the_result(void **state)
 			ringbuf_trace_capture_destroy(cap);
 			ringbuf_destroy(rb);
 		}
+	if (!have_trace_cmd())
+		skip();
+}
+
+/* ---- the buffer's counters: CPUSTAT ----------------------------------------- */
+
+/* ringbuf_tracedat_keep_stats: one CPUSTAT option per CPU, in the room
+ * the open kept (32 CPUs' texts outgrow any page's slack: without that
+ * room finish() copies, and CPU 5, the largest, is no longer first), with
+ * the losses no page reports (a producer/consumer CPU full until the end);
+ * trace-cmd report --stat prints them; bad arguments change nothing. */
+static void buffer_counters_go_into_the_file(void **state)
+{
+	struct ringbuf *rb = make_rb(32, 16 << 10, 4096, true), *other = make_rb(2, 16 << 10, 4096, true);
+	struct ringbuf_tracedat_info info;
+	struct ringbuf_tracedat_stats st;
+	struct ringbuf_stats bs;
+	struct ringbuf_tracedat *w;
+	unsigned char *a;
+	size_t la;
+	uint64_t events = 0;
+	uint32_t i, n = 0, n5 = 0, dropped = 0;
+	char why[160];
+	int unnamed, fds[32];
+	(void)state;
+	assert_int_equal(ringbuf_set_mode(rb, RINGBUF_MODE_PRODUCER_CONSUMER), 0);
+	for (i = 0; i < 6000; i++) { /* CPU 5 fills up (4 pages of 16 KiB) and drops */
+		int r;
+		now = 1000000000ull + (uint64_t)i * 1000;
+		r = trace_tick(rb, i % 40 ? 5 : 0, i, (int64_t)i); /* CPU 0: 150, one page */
+		if (r == 1) {
+			n++;
+			n5 += i % 40 != 0;
+		} else {
+			assert_true(i % 40 != 0);
+			dropped++;
+		}
+	}
+	assert_true(dropped > 1000);
+	assert_int_equal(ringbuf_tracedat_info_of(rb, &reg, &info), 0);
+	assert_int_equal(ringbuf_tracedat_open(path_of("stats.dat"), &info, &w), 0);
+	unnamed = w->unnamed;
+	assert_true(ringbuf_tracedat_drain(w, rb, RINGBUF_ALL_CPUS, 0) > 0);
+	/* bad arguments: refused, the writer as it was */
+	assert_int_equal(ringbuf_tracedat_keep_stats(NULL, rb), RINGBUF_EINVAL);
+	assert_int_equal(ringbuf_tracedat_keep_stats(w, NULL), RINGBUF_EINVAL);
+	assert_int_equal(ringbuf_tracedat_keep_stats(w, other), RINGBUF_EINVAL);
+	assert_int_equal(ringbuf_tracedat_keep_stats(w, rb), 0);
+	assert_int_equal(ringbuf_tracedat_keep_stats(w, rb), 0); /* again: replaces */
+	assert_int_equal(ringbuf_tracedat_finish(w, &st), 0);
+	assert_int_equal(st.events, n);
+	assert_int_equal(ringbuf_stats(rb, &bs), 0);
+	assert_int_equal(bs.dropped_events, dropped);
+
+	a = read_file(path_of("stats.dat"), &la);
+	assert_int_equal(tdat_walk_v6(a, la, 32, NULL, NULL, &events, why, sizeof why), 0);
+	assert_int_equal(events, n);
+	assert_true((tdat_cpu_offset_v6(a, la, 5) < tdat_cpu_offset_v6(a, la, 0)) == (unnamed != 0));
+	assert_int_equal(mask_now_ts(a, la), 32);
+	assert_non_null(memmem(a, la, "CPU: 31\nentries: 0\n", strlen("CPU: 31\nentries: 0\n")));
+	{ /* CPU 5's text has its drops and the events read of it */
+		const unsigned char *c5 = memmem(a, la, "CPU: 5\n", 7);
+		char line[64];
+		assert_non_null(c5);
+		snprintf(line, sizeof line, "\ndropped events: %u\nread events: %u\n", dropped, n5);
+		assert_non_null(memmem(c5, 320, line, strlen(line)));
+	}
+	free(a);
+	if (have_trace_cmd()) {
+		char *out = run("trace-cmd report --stat %s", path_of("stats.dat"));
+		char line[64];
+		snprintf(line, sizeof line, "dropped events: %u\n", dropped);
+		assert_non_null(strstr(out, "CPU: 5\n"));
+		assert_non_null(strstr(out, line));
+		free(out);
+	}
+	/* the one-call export that reads the buffer writes them too */
+	{
+		struct ringbuf *rb2 = make_rb(2, 16 << 10, 4096, true);
+		uint32_t d2 = 0;
+		char line[48];
+		assert_int_equal(ringbuf_set_mode(rb2, RINGBUF_MODE_PRODUCER_CONSUMER), 0);
+		for (i = 0; i < 3000; i++) {
+			now = 1000000000ull + (uint64_t)i * 1000;
+			d2 += trace_tick(rb2, 1, i, (int64_t)i) != 1;
+		}
+		assert_true(d2 > 0);
+		assert_int_equal(ringbuf_trace_save_tracedat(rb2, &reg, path_of("export.dat"), NULL), 0);
+		a = read_file(path_of("export.dat"), &la);
+		assert_int_equal(mask_now_ts(a, la), 2);
+		snprintf(line, sizeof line, "\ndropped events: %u\n", d2);
+		assert_non_null(memmem(a, la, line, strlen(line)));
+		free(a);
+		ringbuf_destroy(rb2);
+	}
+	/* a writer whose metadata went out first has nowhere to put them */
+	for (i = 0; i < 32; i++)
+		fds[i] = open("/dev/null", O_WRONLY);
+	assert_int_equal(ringbuf_tracedat_open_fds(&info, fds, &w), 0);
+	assert_int_equal(ringbuf_tracedat_keep_stats(w, rb), RINGBUF_EINVAL);
+	ringbuf_tracedat_abort(w);
+	for (i = 0; i < 32; i++)
+		close(fds[i]);
+	ringbuf_destroy(other);
+	ringbuf_destroy(rb);
 	if (!have_trace_cmd())
 		skip();
 }
@@ -866,6 +998,7 @@ int main(void)
 		cmocka_unit_test_setup(drain_batches_end_anywhere, setup),
 		cmocka_unit_test_setup(failed_batch_write_breaks_the_writer, setup),
 		cmocka_unit_test_setup(drained_live_buffer_holds_every_committed_event_once, setup),
+		cmocka_unit_test_setup(buffer_counters_go_into_the_file, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown_all);
 }
